@@ -1,0 +1,290 @@
+"""Hardened process isolation shared by the verifier and the agent's sandbox.
+
+The verifier owns this module so that the trust root decides what "hardened" means; the
+agent side imports it (never the other way round), which keeps both running under exactly
+the same limits.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from pydantic import BaseModel, Field
+
+LABEL = "org.repair-agent.managed"
+
+
+class Limits(BaseModel):
+    """Resource limits for one container or local process tree."""
+
+    memory_bytes: int = 1024 * 1024 * 1024
+    pids: int = 256
+    cpus: float = 1.0
+    tmpfs_bytes: int = 64 * 1024 * 1024
+    # Bytes of each stream returned inline; the full stream goes to a file in the run dir.
+    output_cap: int = 64 * 1024
+    # Beyond this the kept file stops growing (a flood must not fill the disk); the true size
+    # and the sha256 of the whole stream are still recorded.
+    keep_cap: int = 64 * 1024 * 1024
+    # Grace between the in-container deadline and the host-side kill.
+    kill_grace_s: float = 3.0
+
+
+class StreamRecord(BaseModel):
+    text: str = ""
+    true_bytes: int = 0
+    sha256: str = hashlib.sha256(b"").hexdigest()
+    truncated: bool = False
+    kept_path: str | None = None
+    kept_bytes: int = 0
+
+
+class CommandResult(BaseModel):
+    """What a command did. A timeout or a broken engine is said as such, never as an empty success."""
+
+    argv: list[str]
+    exit_code: int | None
+    timed_out: bool = False
+    duration_s: float
+    stdout: StreamRecord = Field(default_factory=StreamRecord)
+    stderr: StreamRecord = Field(default_factory=StreamRecord)
+    backend: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class EngineFailure(RuntimeError):
+    """The container died or the engine stopped answering: a dependency failure, not a test failure."""
+
+
+class StreamCapture:
+    """Consumes one output stream: hashes all of it, keeps a capped head inline and the rest in a file."""
+
+    def __init__(self, cap: int, keep_cap: int, keep_path: Path | None):
+        self.cap, self.keep_cap, self.keep_path = cap, keep_cap, keep_path
+        self._head = bytearray()
+        self._hash = hashlib.sha256()
+        self._size = 0
+        self._kept = 0
+        self._file = open(keep_path, "wb") if keep_path else None
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        self._hash.update(chunk)
+        self._size += len(chunk)
+        if len(self._head) < self.cap:
+            self._head += chunk[: self.cap - len(self._head)]
+        if self._file and self._kept < self.keep_cap:
+            part = chunk[: self.keep_cap - self._kept]
+            self._file.write(part)
+            self._kept += len(part)
+
+    def finish(self) -> StreamRecord:
+        if self._file:
+            self._file.close()
+        return StreamRecord(
+            text=bytes(self._head).decode("utf-8", errors="replace"),
+            true_bytes=self._size,
+            sha256=self._hash.hexdigest(),
+            truncated=self._size > len(self._head),
+            kept_path=str(self.keep_path) if self.keep_path and self._size else None,
+            kept_bytes=self._kept,
+        )
+
+
+def _captures(limits: Limits, output_dir: Path | None, name: str) -> tuple[StreamCapture, StreamCapture]:
+    paths = (None, None)
+    if output_dir is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        paths = (output_dir / f"{name}.stdout", output_dir / f"{name}.stderr")
+    return (StreamCapture(limits.output_cap, limits.keep_cap, paths[0]),
+            StreamCapture(limits.output_cap, limits.keep_cap, paths[1]))
+
+
+def _deadline_argv(argv: list[str], timeout_s: float, limits: Limits) -> list[str]:
+    # coreutils timeout makes itself a process-group leader and kills the whole group.
+    return ["timeout", "-k", f"{limits.kill_grace_s:g}s", f"{timeout_s:g}s", *argv]
+
+
+def _timed_out(exit_code: int | None, elapsed: float, timeout_s: float) -> bool:
+    return exit_code in (124, 137, -9, None) and elapsed >= timeout_s * 0.98
+
+
+def docker_hardening(limits: Limits, user: str, labels: dict[str, str]) -> dict:
+    """The container settings every sandbox and verification container gets."""
+    return dict(
+        network_mode="none",
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        pids_limit=limits.pids,
+        mem_limit=limits.memory_bytes,
+        memswap_limit=limits.memory_bytes,  # swap equal to memory: no swap escape
+        nano_cpus=int(limits.cpus * 1e9),
+        user=user,
+        read_only=True,
+        tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes}"},
+        init=True,
+        ipc_mode="private",
+        labels={LABEL: "1", **labels},
+    )
+
+
+class HardenedContainer:
+    """One long-lived hardened container; commands run in it with `exec`, each under a deadline."""
+
+    backend = "docker"
+
+    def __init__(self, client, image: str, *, mounts: Iterable = (), limits: Limits | None = None,
+                 user: str = "10001:10001", labels: dict[str, str] | None = None,
+                 workdir: str = "/workspace"):
+        import docker.errors
+
+        self.client, self.limits, self.workdir = client, limits or Limits(), workdir
+        try:
+            self.container = client.containers.run(
+                image, command=["sleep", "infinity"], detach=True, working_dir=workdir,
+                mounts=list(mounts), **docker_hardening(self.limits, user, labels or {}))
+        except (docker.errors.DockerException, OSError) as exc:
+            raise EngineFailure(f"could not start container from {image}: {exc}") from exc
+
+    @property
+    def id(self) -> str:
+        return self.container.id
+
+    def exec(self, argv: list[str], *, timeout_s: float, output_dir: Path | None = None,
+             env: dict[str, str] | None = None, workdir: str | None = None) -> CommandResult:
+        import docker.errors
+
+        name = f"exec-{uuid.uuid4().hex[:10]}"
+        out, err = _captures(self.limits, output_dir, name)
+        full_argv = _deadline_argv(argv, timeout_s, self.limits)
+        api = self.client.api
+        started = time.monotonic()
+        try:
+            exec_id = api.exec_create(self.container.id, full_argv, environment=env or {},
+                                      workdir=workdir or self.workdir)["Id"]
+            stream = api.exec_start(exec_id, stream=True, demux=True)
+        except (docker.errors.DockerException, OSError) as exc:
+            raise EngineFailure(f"exec failed to start in {self.container.short_id}: {exc}") from exc
+
+        reader = threading.Thread(target=_drain, args=(stream, out, err), daemon=True)
+        reader.start()
+        # Host-side deadline: killing a `docker exec` client does not kill the process inside
+        # (moby #9098), so if the in-container timeout did not end it, we reset the namespace.
+        reader.join(timeout_s + self.limits.kill_grace_s + 2.0)
+        host_killed = reader.is_alive()
+        if host_killed:
+            self._reset_processes()
+            reader.join(5.0)
+        elapsed = time.monotonic() - started
+        try:
+            exit_code = api.exec_inspect(exec_id).get("ExitCode")
+        except (docker.errors.DockerException, OSError) as exc:
+            raise EngineFailure(f"engine stopped answering: {exc}") from exc
+        timed_out = host_killed or _timed_out(exit_code, elapsed, timeout_s)
+        if timed_out and not host_killed:
+            # Processes may have left the timeout's process group (setsid); restarting
+            # under init ends every process in the container's pid namespace.
+            self._reset_processes()
+        self._check_alive()
+        return CommandResult(argv=argv, exit_code=exit_code, timed_out=timed_out,
+                             duration_s=round(elapsed, 4), stdout=out.finish(), stderr=err.finish(),
+                             backend=self.backend)
+
+    def _reset_processes(self) -> None:
+        import docker.errors
+
+        try:
+            self.container.restart(timeout=0)
+        except (docker.errors.DockerException, OSError) as exc:
+            raise EngineFailure(f"could not reset container after a timeout: {exc}") from exc
+
+    def _check_alive(self) -> None:
+        import docker.errors
+
+        try:
+            self.container.reload()
+        except (docker.errors.DockerException, OSError) as exc:
+            raise EngineFailure(f"engine stopped answering: {exc}") from exc
+        state = self.container.attrs.get("State", {})
+        if state.get("Status") != "running":
+            raise EngineFailure(
+                f"container {self.container.short_id} is {state.get('Status')} "
+                f"(exit code {state.get('ExitCode')}, OOMKilled={state.get('OOMKilled')})")
+
+    def close(self) -> None:
+        try:
+            self.container.remove(force=True, v=True)
+        except Exception:  # already gone, or the engine is down: cleanup removes leftovers
+            pass
+
+
+def _drain(stream: Iterator, out: StreamCapture, err: StreamCapture) -> None:
+    try:
+        for chunk_out, chunk_err in stream:
+            if chunk_out:
+                out.feed(chunk_out)
+            if chunk_err:
+                err.feed(chunk_err)
+    except Exception:
+        pass  # the stream is cut when the container is reset; the result says timed_out
+
+
+class LocalRunner:
+    """Runs commands as plain subprocesses. It does NOT isolate anything: no network, file or
+    process boundary beyond a deadline and an output cap. Use it only where no engine exists."""
+
+    backend = "local (NOT isolated)"
+
+    def __init__(self, limits: Limits | None = None, workdir: Path | None = None):
+        self.limits, self.workdir = limits or Limits(), workdir
+
+    def exec(self, argv: list[str], *, timeout_s: float, output_dir: Path | None = None,
+             env: dict[str, str] | None = None, workdir: str | Path | None = None) -> CommandResult:
+        name = f"exec-{uuid.uuid4().hex[:10]}"
+        out, err = _captures(self.limits, output_dir, name)
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, cwd=workdir or self.workdir, env={**os.environ, **(env or {})},
+                                    stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            raise EngineFailure(f"could not start {argv[0]}: {exc}") from exc
+        threads = [threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
+                   threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
+        for t in threads:
+            t.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        # Kill the whole session either way: a finished command must not leave children behind.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        for t in threads:
+            t.join(5.0)
+        return CommandResult(argv=argv, exit_code=None if timed_out else proc.returncode,
+                             timed_out=timed_out, duration_s=round(time.monotonic() - started, 4),
+                             stdout=out.finish(), stderr=err.finish(), backend=self.backend)
+
+    def close(self) -> None:
+        pass
+
+
+def _pump(pipe, capture: StreamCapture) -> None:
+    for chunk in iter(lambda: pipe.read(65536), b""):
+        capture.feed(chunk)

@@ -1,0 +1,347 @@
+"""Running the protected tests on a candidate diff, in a fresh tree and a fresh container.
+
+SWE-bench's lesson, kept strictly: the diff is applied to the verifier's own pristine copy,
+protected files are restored from that copy, added test infrastructure is refused, and only
+the JUnit XML that pytest writes outside the candidate tree (plus its exit code) decides.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from .isolation import CommandResult, EngineFailure, HardenedContainer, Limits, LocalRunner
+from .scope import ScopeVerdict, check_scope, diff_sha256
+from .spec import (REFUSED_INFRASTRUCTURE, AcceptanceSpec, ProtectedSnapshot, glob_match,
+                   nodeid_to_junit_key, sha256_file, tree_files)
+
+Kind = Literal["target_test", "full_suite"]
+MAX_JUNIT_BYTES = 8 * 1024 * 1024
+
+
+class ScenarioError(RuntimeError):
+    """The scenario itself is unusable (e.g. its target test already passes on the pristine repo)."""
+
+
+class VerifierCompromised(RuntimeError):
+    """The verifier's own pristine copy changed: nothing it says can be trusted any more."""
+
+
+class TestCase(BaseModel):
+    key: str
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    message: str = ""
+
+
+class Baseline(BaseModel):
+    """The pristine repository's test results: which ids exist and which already pass."""
+
+    all_tests: list[str]
+    target_keys: list[str]
+    pass_to_pass: list[str]
+    known_failing: list[str]
+    target_failures: dict[str, str]
+
+
+class TestVerdict(BaseModel):
+    kind: Kind
+    diff_sha256: str
+    protected_manifest_sha256: str
+    ok: bool
+    targets_ok: bool
+    problems: list[str]
+    exit_code: int | None = None
+    timed_out: bool = False
+    collected: int = 0
+    passed: int = 0
+    failing: dict[str, str] = {}
+    missing: list[str] = []
+    unexpected: list[str] = []
+    restored: list[str] = []
+    refused: list[str] = []
+    apply_error: str | None = None
+    oracle: dict | None = None
+    pytest: CommandResult | None = None
+    duration_s: float = 0.0
+
+    @property
+    def summary(self) -> str:
+        if self.ok:
+            return f"{self.kind}: {self.passed}/{self.collected} passed"
+        return f"{self.kind}: FAILED ({'; '.join(self.problems[:3])})"
+
+
+def container_user() -> str:
+    """A non-root uid for containers; the host's own uid when the host is not root."""
+    uid = os.getuid()
+    return "10001:10001" if uid == 0 else f"{uid}:{os.getgid()}"
+
+
+def parse_junit(path: Path) -> tuple[list[TestCase], str | None]:
+    if not path.is_file():
+        return [], "no JUnit report was written"
+    if path.stat().st_size > MAX_JUNIT_BYTES:
+        return [], "JUnit report is implausibly large"
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        return [], f"JUnit report does not parse: {exc}"
+    cases = []
+    for tc in root.iter("testcase"):
+        key = f"{tc.get('classname', '')}::{tc.get('name', '')}"
+        outcome, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            child = tc.find(tag)
+            if child is not None:
+                outcome = {"failure": "failed"}.get(tag, tag)
+                message = (child.get("message") or child.text or "").strip().splitlines()[:1]
+                message = message[0][:300] if message else ""
+                break
+        cases.append(TestCase(key=key, outcome=outcome, message=message))
+    return cases, None
+
+
+class Verifier:
+    """The protected referee of one run. It imports nothing from the agent side."""
+
+    def __init__(self, spec: AcceptanceSpec, pristine: Path, state_dir: Path, *,
+                 backend: Literal["docker", "local"] = "docker", client=None, image: str | None = None,
+                 limits: Limits | None = None, oracle: Path | None = None, cache_dir: Path | None = None):
+        self.spec, self.pristine, self.state_dir = spec, Path(pristine), Path(state_dir)
+        self.backend, self.client, self.image = backend, client, image
+        self.limits = limits or Limits()
+        self.oracle = Path(oracle) if oracle else None
+        self.cache_dir = cache_dir
+        self.snapshot: ProtectedSnapshot | None = None
+        self.baseline: Baseline | None = None
+        if backend == "docker" and (client is None or image is None):
+            raise ValueError("the docker backend needs a client and an image")
+
+    # -- set-up -----------------------------------------------------------------------------
+    def prepare(self) -> Baseline:
+        """Snapshot the pristine repository, hash what is protected, and learn its test ids."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.snapshot = ProtectedSnapshot.capture(self.pristine, self.state_dir / "pristine", self.spec)
+        if self.oracle:
+            oracle_copy = self.state_dir / "oracle.py"
+            shutil.copyfile(self.oracle, oracle_copy)
+            self.oracle = oracle_copy
+        cache = self._baseline_cache_path()
+        if cache and cache.is_file():
+            self.baseline = Baseline.model_validate_json(cache.read_text())
+            return self.baseline
+        cases, verdict_problem, result = self._execute("", "full_suite", baseline=True)
+        if verdict_problem:
+            raise ScenarioError(f"the pristine repository's suite could not be run: {verdict_problem}"
+                                + (f"\n{result.stderr.text[-2000:]}" if result else ""))
+        keys = [c.key for c in cases]
+        targets = [nodeid_to_junit_key(t) for t in self.spec.target_tests]
+        by_key = {c.key: c for c in cases}
+        missing = [t for t in targets if t not in by_key]
+        if missing:
+            raise ScenarioError(f"target tests not collected on the pristine repository: {missing}")
+        already = [t for t in targets if by_key[t].outcome == "passed"]
+        if already:
+            raise ScenarioError(f"target tests already pass on the pristine repository: {already}")
+        self.baseline = Baseline(
+            all_tests=sorted(keys), target_keys=targets,
+            pass_to_pass=sorted(k for k in keys if by_key[k].outcome == "passed"),
+            known_failing=sorted(k for k in keys if by_key[k].outcome != "passed" and k not in targets),
+            target_failures={t: by_key[t].message for t in targets})
+        if cache:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(self.baseline.model_dump_json(indent=1))
+        return self.baseline
+
+    def _baseline_cache_path(self) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        image_id = ""
+        if self.backend == "docker":
+            image_id = self.client.images.get(self.image).id
+        oracle_hash = sha256_file(self.oracle) if self.oracle else ""
+        key = hashlib.sha256("\0".join([self.snapshot.tree_sha256, image_id, self.backend, oracle_hash,
+                                        self.spec.model_dump_json()]).encode()).hexdigest()[:24]
+        return self.cache_dir / "baselines" / f"{key}.json"
+
+    # -- checks -----------------------------------------------------------------------------
+    def check_scope(self, diff: str) -> ScopeVerdict:
+        return check_scope(diff, self.spec)
+
+    def run_tests(self, diff: str, kind: Kind) -> TestVerdict:
+        assert self.snapshot and self.baseline, "prepare() first"
+        started = time.monotonic()
+        scope = check_scope(diff, self.spec, require_change=False)
+        refused = [f"{v.path} ({v.rule})" for v in scope.violations]
+        base = dict(kind=kind, diff_sha256=diff_sha256(diff),
+                    protected_manifest_sha256=self.snapshot.manifest_sha256)
+        if refused:
+            # Out-of-scope code is never executed: a shadowing module or a conftest could
+            # otherwise run before any test and rewrite the verdict.
+            return TestVerdict(**base, ok=False, targets_ok=False, refused=refused,
+                               problems=[f"refused to run a diff that is out of scope: {refused[:5]}"],
+                               duration_s=round(time.monotonic() - started, 4))
+        cases, problem, result, extra = self._execute(diff, kind)
+        verdict = self._judge(kind, cases, problem, result, extra, base)
+        verdict.duration_s = round(time.monotonic() - started, 4)
+        return verdict
+
+    def _judge(self, kind: Kind, cases: list[TestCase], problem: str | None, result: CommandResult | None,
+               extra: dict, base: dict) -> TestVerdict:
+        bl = self.baseline
+        problems = [problem] if problem else []
+        problems += extra.get("problems", [])
+        by_key: dict[str, TestCase] = {}
+        for case in cases:
+            if case.key in by_key:
+                problems.append(f"test reported twice: {case.key}")
+            by_key[case.key] = case
+        expected_ids = set(bl.target_keys) if kind == "target_test" else set(bl.all_tests)
+        missing = sorted(expected_ids - by_key.keys())
+        unexpected = sorted(by_key.keys() - expected_ids)
+        if missing:
+            problems.append(f"{len(missing)} protected test(s) not reported (missing, deselected): {missing[:5]}")
+        if unexpected:
+            problems.append(f"{len(unexpected)} unknown test(s) reported: {unexpected[:5]}")
+        must_pass = set(bl.target_keys) | (set(bl.pass_to_pass) if kind == "full_suite" else set())
+        failing = {k: f"{by_key[k].outcome}: {by_key[k].message}" for k in sorted(must_pass & by_key.keys())
+                   if by_key[k].outcome != "passed"}
+        if failing:
+            problems.append(f"{len(failing)} test(s) not passing: "
+                            + "; ".join(f"{k} [{v}]" for k, v in list(failing.items())[:3]))
+        targets_ok = all(k in by_key and by_key[k].outcome == "passed" for k in bl.target_keys)
+        exit_code = result.exit_code if result else None
+        allowed_exit = {0} if kind == "target_test" or not bl.known_failing else {0, 1}
+        if result is not None and result.timed_out:
+            problems.append(f"pytest timed out after {self.spec.test_timeout_s:g}s")
+        elif result is not None and exit_code not in allowed_exit:
+            problems.append(f"pytest exit code {exit_code}")
+        oracle = extra.get("oracle")
+        if self.oracle is not None and not (oracle and oracle.get("ok") is True):
+            problems.append("independent oracle check failed (target behaviour, separate interpreter)")
+            targets_ok = False
+        if problems and targets_ok and (missing or problem or (result and result.timed_out)):
+            targets_ok = False
+        return TestVerdict(**base, ok=not problems, targets_ok=targets_ok and not missing, problems=problems,
+                           exit_code=exit_code, timed_out=bool(result and result.timed_out),
+                           collected=len(cases), passed=sum(c.outcome == "passed" for c in cases),
+                           failing=failing, missing=missing, unexpected=unexpected,
+                           restored=extra.get("restored", []), refused=extra.get("refused", []),
+                           apply_error=extra.get("apply_error"), oracle=oracle, pytest=result)
+
+    # -- the mechanics of one verification ---------------------------------------------------
+    def _execute(self, diff: str, kind: Kind, baseline: bool = False):
+        """Build the candidate tree, run the oracle and pytest on it, return parsed cases."""
+        if self.snapshot.check_intact():
+            raise VerifierCompromised(f"protected pristine copy changed: {self.snapshot.check_intact()}")
+        work = self.state_dir / "checks" / f"{kind}-{diff_sha256(diff)[:12]}-{uuid.uuid4().hex[:6]}"
+        tree, out = work / "tree", work / "out"
+        shutil.copytree(self.snapshot.root, tree, symlinks=True, copy_function=shutil.copyfile)
+        for p in [tree, *tree.rglob("*")]:
+            if not p.is_symlink():
+                p.chmod(0o755 if p.is_dir() else 0o644)
+        out.mkdir(parents=True)
+        out.chmod(0o777)  # the container's non-root uid writes the JUnit report here
+        extra: dict = {"problems": []}
+        if diff.strip():
+            apply_error = self._apply(diff, tree)
+            if apply_error:
+                extra["apply_error"] = apply_error
+                result = None
+                problem = f"the diff does not apply to the pristine repository: {apply_error[:300]}"
+                return ([], problem, result, extra) if not baseline else ([], problem, result)
+            extra["restored"], extra["refused"] = self._restore_protected(tree)
+            if extra["refused"]:
+                extra["problems"].append(f"refused added test infrastructure: {extra['refused']}")
+        targets = list(self.spec.target_tests) if kind == "target_test" else []
+        junit_in, junit_host = "/verifier-out/junit.xml", out / "junit.xml"
+        pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "junit_family=xunit2",
+                       "-o", "junit_logging=no", "-o", "console_output_style=classic"]
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1",
+               "PYTHONNOUSERSITE": "1", "HOME": "/tmp", "PYTHONHASHSEED": "0"}
+        runner = self._runner(tree, out)
+        try:
+            if self.backend == "docker":
+                root, junit_arg, python, oracle_path = "/workspace", junit_in, "python3", "/verifier/oracle.py"
+            else:
+                root, junit_arg, python, oracle_path = str(tree), str(junit_host), sys.executable, str(self.oracle)
+            if self.oracle and not baseline:
+                res = runner.exec([python, "-I", "-S", oracle_path, root], timeout_s=30,
+                                  output_dir=work, env=env)
+                extra["oracle"] = _oracle_report(res)
+            result = runner.exec([python, "-P", "-m", "pytest", *pytest_args, f"--junitxml={junit_arg}",
+                                  f"--rootdir={root}", *targets],
+                                 timeout_s=self.spec.test_timeout_s, output_dir=work, env=env, workdir=root)
+        finally:
+            runner.close()
+        cases, problem = parse_junit(junit_host)
+        if result.timed_out and not problem:
+            problem = "pytest timed out"
+        return (cases, problem, result) if baseline else (cases, problem, result, extra)
+
+    def _runner(self, tree: Path, out: Path):
+        if self.backend == "local":
+            return LocalRunner(self.limits, workdir=tree)
+        from docker.types import Mount
+
+        mounts = [Mount("/workspace", str(tree), type="bind", read_only=True),
+                  Mount("/verifier-out", str(out), type="bind", read_only=False)]
+        if self.oracle:
+            mounts.append(Mount("/verifier/oracle.py", str(self.oracle), type="bind", read_only=True))
+        return HardenedContainer(self.client, self.image, mounts=mounts, limits=self.limits,
+                                 user=container_user(), labels={"org.repair-agent.role": "verifier"})
+
+    def _apply(self, diff: str, tree: Path) -> str | None:
+        # GIT_CEILING_DIRECTORIES keeps git from discovering an enclosing repository, so the
+        # patch is applied to this tree and nothing else.
+        env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+        proc = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=tree, env=env,
+                              input=diff.encode("utf-8", errors="surrogateescape"), capture_output=True,
+                              timeout=60)
+        return proc.stderr.decode(errors="replace")[-4000:] or "git apply failed" if proc.returncode else None
+
+    def _restore_protected(self, tree: Path) -> tuple[list[str], list[str]]:
+        """Put every protected file back from the verifier's copy; remove and report additions."""
+        snap = Path(self.snapshot.root)
+        restored, refused = [], []
+        for rel in tree_files(tree):
+            path = tree / rel
+            if rel in self.snapshot.protected_sha256:
+                continue
+            if path.is_symlink() or self.spec.is_protected(rel) or glob_match(rel, REFUSED_INFRASTRUCTURE):
+                refused.append(rel)
+                path.unlink()
+        for rel, digest in self.snapshot.protected_sha256.items():
+            path = tree / rel
+            if path.is_symlink() or not path.is_file() or sha256_file(path) != digest:
+                if path.is_symlink() or path.exists():
+                    path.unlink()
+                path.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(snap / rel, path)
+                restored.append(rel)
+        return restored, refused
+
+
+def _oracle_report(res: CommandResult) -> dict:
+    lines = [l for l in res.stdout.text.strip().splitlines() if l.strip()]
+    try:
+        report = json.loads(lines[-1]) if lines else {}
+        if not isinstance(report, dict):
+            report = {"raw": report}
+    except json.JSONDecodeError:
+        report = {"raw": res.stdout.text[-500:]}
+    # The exit code decides, too: a printed {"ok": true} with a failing exit is not a pass.
+    report["ok"] = bool(report.get("ok") is True and res.exit_code == 0 and not res.timed_out)
+    report["exit_code"] = res.exit_code
+    report["stderr_tail"] = res.stderr.text[-500:]
+    return report

@@ -1,0 +1,145 @@
+"""The diff-scope check: which paths a candidate diff touches, and whether it may touch them."""
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+
+from pydantic import BaseModel
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from .spec import REFUSED_INFRASTRUCTURE, AcceptanceSpec, glob_match
+
+# Added source lines that reach into the test harness. Obfuscation can evade a token list,
+# so this is a tripwire on top of the structural checks, not the defence itself.
+TAMPER_TOKENS = re.compile(
+    r"\b(_pytest|pytest|conftest|junit\w*|sys\.modules|os\._exit|atexit|sys\.settrace|"
+    r"sys\.setprofile|builtins|__builtins__|PYTEST_\w+|"
+    r"subprocess|ctypes|socket)\b")
+
+
+class FileChange(BaseModel):
+    path: str
+    source: str | None
+    target: str | None
+    kind: str  # added | removed | modified | renamed
+    added: int
+    removed: int
+    source_mode: str | None = None
+    target_mode: str | None = None
+
+
+class ScopeViolation(BaseModel):
+    path: str
+    rule: str
+    detail: str
+
+
+class ScopeVerdict(BaseModel):
+    diff_sha256: str
+    ok: bool
+    parse_error: str | None = None
+    files: list[FileChange] = []
+    violations: list[ScopeViolation] = []
+    added_lines: int = 0
+    removed_lines: int = 0
+
+    @property
+    def grants_needed(self) -> list[str]:
+        return sorted({f"{v.rule}: {v.path}" for v in self.violations})
+
+
+def diff_sha256(diff: str) -> str:
+    return hashlib.sha256(diff.encode("utf-8", errors="surrogateescape")).hexdigest()
+
+
+def _strip(path: str | None) -> str | None:
+    if path is None or path == "/dev/null":
+        return None
+    for prefix in ("a/", "b/"):
+        if path.startswith(prefix):
+            return path[len(prefix):]
+    return path
+
+
+def _path_problem(path: str) -> str | None:
+    if not path or "\0" in path or "\\" in path:
+        return "empty or unusual characters"
+    if path.startswith("/"):
+        return "absolute path"
+    norm = posixpath.normpath(path)
+    if norm.startswith("..") or "/../" in f"/{path}/" or norm != path.rstrip("/"):
+        return "escapes or is not normalised"
+    return None
+
+
+def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True) -> ScopeVerdict:
+    """Judge a unified diff against the spec without applying it."""
+    digest = diff_sha256(diff)
+    violations: list[ScopeViolation] = []
+
+    def refuse(path: str, rule: str, detail: str) -> None:
+        violations.append(ScopeViolation(path=path, rule=rule, detail=detail))
+
+    if len(diff.encode("utf-8", errors="surrogateescape")) > spec.max_diff_bytes:
+        refuse("*", "size", f"diff is larger than {spec.max_diff_bytes} bytes")
+    if "GIT binary patch" in diff or re.search(r"^Binary files .* differ$", diff, re.M):
+        refuse("*", "binary", "binary patches are refused")
+    try:
+        patch = PatchSet(diff)
+    except (UnidiffParseError, Exception) as exc:  # unidiff raises plain errors on odd input too
+        return ScopeVerdict(diff_sha256=digest, ok=False, parse_error=f"{type(exc).__name__}: {exc}",
+                            violations=violations + [ScopeViolation(path="*", rule="unparsable",
+                                                                    detail=str(exc)[:500])])
+    if diff.strip() and not len(patch):
+        refuse("*", "unparsable", "no file changes found in a non-empty diff")
+
+    files: list[FileChange] = []
+    for pf in patch:
+        source, target = _strip(pf.source_file), _strip(pf.target_file)
+        kind = ("added" if pf.is_added_file else "removed" if pf.is_removed_file
+                else "renamed" if pf.is_rename or (source and target and source != target) else "modified")
+        change = FileChange(path=target or source or "?", source=source, target=target, kind=kind,
+                            added=pf.added, removed=pf.removed,
+                            source_mode=getattr(pf, "source_mode", None),
+                            target_mode=getattr(pf, "target_mode", None))
+        files.append(change)
+        for path in {p for p in (source, target) if p}:
+            problem = _path_problem(path)
+            if problem:
+                refuse(path, "path", problem)
+                continue
+            if protected := spec.is_protected(path):
+                refuse(path, "protected", f"matches protected pattern {protected!r}")
+            elif infra := glob_match(path, REFUSED_INFRASTRUCTURE):
+                refuse(path, "test-infrastructure", f"matches refused pattern {infra!r}")
+            elif not spec.is_writable(path):
+                refuse(path, "not-writable", f"outside writable globs {list(spec.writable)}")
+        if pf.is_binary_file:
+            refuse(change.path, "binary", "binary file change")
+        if pf.is_symlink or "120000" in (change.source_mode or "", change.target_mode or ""):
+            refuse(change.path, "symlink", "symlinks are refused")
+        if kind == "modified" and change.source_mode and change.target_mode \
+                and change.source_mode != change.target_mode:
+            refuse(change.path, "mode-change", f"{change.source_mode} -> {change.target_mode}")
+        if "160000" in (change.source_mode or "", change.target_mode or ""):
+            refuse(change.path, "submodule", "submodules are refused")
+        if kind == "renamed":
+            refuse(change.path, "rename", f"{source} -> {target}")
+        if change.path.endswith(".py"):
+            for hunk in pf:
+                for line in hunk:
+                    if line.is_added and (m := TAMPER_TOKENS.search(line.value)):
+                        refuse(change.path, "harness-tampering",
+                               f"added line {line.target_line_no} mentions {m.group(0)!r}")
+                        break
+
+    added = sum(f.added for f in files)
+    removed = sum(f.removed for f in files)
+    if added + removed > spec.max_changed_lines:
+        refuse("*", "size", f"{added + removed} changed lines > {spec.max_changed_lines}")
+    if require_change and not files:
+        refuse("*", "empty", "the diff changes nothing")
+    return ScopeVerdict(diff_sha256=digest, ok=not violations, files=files, violations=violations,
+                        added_lines=added, removed_lines=removed)

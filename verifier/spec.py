@@ -1,0 +1,149 @@
+"""Acceptance specs: what must become true, what may be written, and what may never be touched."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Always protected, whatever a manifest says: the referee and everything that configures it.
+DEFAULT_PROTECTED: tuple[str, ...] = (
+    ".git/**", "tests/**", "test/**", "**/conftest.py", "pyproject.toml", "setup.cfg", "setup.py",
+    "tox.ini", "pytest.ini", ".pytest.ini", "**/pytest.ini", "**/tox.ini", "**/setup.cfg",
+    "**/pyproject.toml", ".gitattributes", "**/.gitattributes", ".gitmodules",
+)
+# Test infrastructure a candidate may never add, even inside a writable glob: each of these
+# can change what pytest or the interpreter does before a single test runs.
+REFUSED_INFRASTRUCTURE: tuple[str, ...] = (
+    "**/conftest.py", "**/sitecustomize.py", "**/usercustomize.py", "**/*.pth",
+    "**/pytest.ini", "**/.pytest.ini", "**/tox.ini", "**/setup.cfg", "**/pyproject.toml",
+    "**/pytest.py", "**/_pytest/**",
+)
+
+
+@functools.lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """`**` spans directories, `*` and `?` stay within one path segment; `**/x` also matches `x`."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def glob_match(path: str, patterns) -> str | None:
+    """The first pattern that matches `path` (repository-relative, POSIX), or None."""
+    for pattern in patterns:
+        if _glob_regex(pattern).match(path):
+            return pattern
+    return None
+
+
+class AcceptanceSpec(BaseModel):
+    """The protected goal's technical half. Frozen: nothing inside the loop can change it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: str
+    target_tests: tuple[str, ...] = Field(min_length=1, description="fail-to-pass pytest node ids")
+    writable: tuple[str, ...] = ("src/**",)
+    protected: tuple[str, ...] = ()
+    oracle: str | None = Field(None, description="path to a stdlib-only script checking the target behaviour")
+    test_timeout_s: float = 120.0
+    max_diff_bytes: int = 200_000
+    max_changed_lines: int = 2_000
+
+    @property
+    def all_protected(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(DEFAULT_PROTECTED + self.protected))
+
+    def is_protected(self, path: str) -> str | None:
+        return glob_match(path, self.all_protected)
+
+    def is_writable(self, path: str) -> bool:
+        return glob_match(path, self.writable) is not None and not self.is_protected(path)
+
+
+def nodeid_to_junit_key(nodeid: str) -> str:
+    """pytest's own JUnit naming: `tests/test_a.py::TestX::test_y[1]` -> `tests.test_a.TestX::test_y[1]`."""
+    parts = nodeid.split("::")
+    module = parts[0]
+    if module.endswith(".py"):
+        module = module[:-3]
+    names = [module.replace("/", ".")] + parts[1:-1]
+    return ".".join(names) + "::" + parts[-1]
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def tree_files(root: Path) -> list[str]:
+    """Every regular file and symlink below root, as sorted POSIX paths (.git and caches skipped)."""
+    found = []
+    for path in root.rglob("*"):
+        rel = path.relative_to(root).as_posix()
+        if rel.split("/")[0] == ".git" or "__pycache__" in rel.split("/"):
+            continue
+        if path.is_symlink() or path.is_file():
+            found.append(rel)
+    return sorted(found)
+
+
+class ProtectedSnapshot(BaseModel):
+    """The verifier's own copy of the pristine repository and the sha256 of every protected file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    root: str
+    protected_sha256: dict[str, str]
+    tree_sha256: str
+
+    @property
+    def manifest_sha256(self) -> str:
+        lines = "".join(f"{h}  {p}\n" for p, h in sorted(self.protected_sha256.items()))
+        return hashlib.sha256(lines.encode()).hexdigest()
+
+    @classmethod
+    def capture(cls, pristine: Path, dest: Path, spec: AcceptanceSpec) -> "ProtectedSnapshot":
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(pristine, dest, symlinks=True,
+                        ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
+        protected, whole = {}, hashlib.sha256()
+        for rel in tree_files(dest):
+            digest = sha256_file(dest / rel)
+            whole.update(f"{digest}  {rel}\n".encode())
+            if spec.is_protected(rel):
+                protected[rel] = digest
+        # The snapshot must stay read-only for everyone but the verifier.
+        for p in [dest, *dest.rglob("*")]:
+            if not p.is_symlink():
+                p.chmod(0o555 if p.is_dir() else 0o444)
+        return cls(root=str(dest), protected_sha256=protected, tree_sha256=whole.hexdigest())
+
+    def check_intact(self) -> list[str]:
+        """Protected files of the snapshot whose content no longer matches the captured hash."""
+        root = Path(self.root)
+        return [rel for rel, digest in self.protected_sha256.items()
+                if not (root / rel).is_file() or sha256_file(root / rel) != digest]
