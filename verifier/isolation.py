@@ -102,13 +102,14 @@ class StreamCapture:
         )
 
 
-def _captures(limits: Limits, output_dir: Path | None, name: str) -> tuple[StreamCapture, StreamCapture]:
+def _captures(limits: Limits, output_dir: Path | None, name: str,
+              cap: int | None = None) -> tuple[StreamCapture, StreamCapture]:
     paths = (None, None)
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
         paths = (output_dir / f"{name}.stdout", output_dir / f"{name}.stderr")
-    return (StreamCapture(limits.output_cap, limits.keep_cap, paths[0]),
-            StreamCapture(limits.output_cap, limits.keep_cap, paths[1]))
+    cap = cap or limits.output_cap
+    return (StreamCapture(cap, limits.keep_cap, paths[0]), StreamCapture(cap, limits.keep_cap, paths[1]))
 
 
 def _deadline_argv(argv: list[str], timeout_s: float, limits: Limits) -> list[str]:
@@ -162,11 +163,12 @@ class HardenedContainer:
         return self.container.id
 
     def exec(self, argv: list[str], *, timeout_s: float, output_dir: Path | None = None,
-             env: dict[str, str] | None = None, workdir: str | None = None) -> CommandResult:
+             env: dict[str, str] | None = None, workdir: str | None = None,
+             output_cap: int | None = None) -> CommandResult:
         import docker.errors
 
         name = f"exec-{uuid.uuid4().hex[:10]}"
-        out, err = _captures(self.limits, output_dir, name)
+        out, err = _captures(self.limits, output_dir, name, output_cap)
         full_argv = _deadline_argv(argv, timeout_s, self.limits)
         api = self.client.api
         started = time.monotonic()
@@ -250,9 +252,10 @@ class LocalRunner:
         self.limits, self.workdir = limits or Limits(), workdir
 
     def exec(self, argv: list[str], *, timeout_s: float, output_dir: Path | None = None,
-             env: dict[str, str] | None = None, workdir: str | Path | None = None) -> CommandResult:
+             env: dict[str, str] | None = None, workdir: str | Path | None = None,
+             output_cap: int | None = None) -> CommandResult:
         name = f"exec-{uuid.uuid4().hex[:10]}"
-        out, err = _captures(self.limits, output_dir, name)
+        out, err = _captures(self.limits, output_dir, name, output_cap)
         started = time.monotonic()
         try:
             proc = subprocess.Popen(argv, cwd=workdir or self.workdir, env={**os.environ, **(env or {})},

@@ -1,0 +1,110 @@
+"""The action schema: the only things a chooser can ask for. There is no free-text shell."""
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def canonical(self) -> str:
+        """JSON with sorted keys: key order cannot disguise a repeated action."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+class Search(_Action):
+    """Search the repository for a literal string (git grep, tracked and new files)."""
+    tool: Literal["search"] = "search"
+    query: str = Field(min_length=1, max_length=200)
+    path_glob: str | None = Field(None, max_length=200, description="e.g. 'src/**/*.py'")
+
+
+class ReadFile(_Action):
+    """Read a file of the repository, optionally a line range (1-based, inclusive)."""
+    tool: Literal["read_file"] = "read_file"
+    path: str = Field(min_length=1, max_length=300)
+    start_line: int | None = Field(None, ge=1)
+    end_line: int | None = Field(None, ge=1)
+
+
+class ApplyPatch(_Action):
+    """Apply a unified diff (git format, paths a/... b/...) to the working tree."""
+    tool: Literal["apply_patch"] = "apply_patch"
+    diff: str = Field(min_length=1, max_length=200_000)
+
+
+class RunTargetTest(_Action):
+    """Ask the protected verifier to run the target (fail-to-pass) tests on the current diff."""
+    tool: Literal["run_target_test"] = "run_target_test"
+
+
+class RunFullSuite(_Action):
+    """Ask the protected verifier to run the whole protected suite on the current diff."""
+    tool: Literal["run_full_suite"] = "run_full_suite"
+
+
+class CheckDiff(_Action):
+    """Ask the protected verifier to check the current diff's scope."""
+    tool: Literal["check_diff"] = "check_diff"
+
+
+class Stop(_Action):
+    """Stop and hand over. Consumes a step; the controller, not the chooser, names the exit."""
+    tool: Literal["stop"] = "stop"
+    reason: str | None = Field(None, max_length=2000)
+    summary: str | None = Field(None, max_length=8000)
+
+
+Action = Annotated[Union[Search, ReadFile, ApplyPatch, RunTargetTest, RunFullSuite, CheckDiff, Stop],
+                   Field(discriminator="tool")]
+ACTION_TYPES: tuple[type[_Action], ...] = (Search, ReadFile, ApplyPatch, RunTargetTest, RunFullSuite,
+                                           CheckDiff, Stop)
+TOOL_NAMES = tuple(t.model_fields["tool"].default for t in ACTION_TYPES)
+_adapter: TypeAdapter = TypeAdapter(Action)
+
+
+class InvalidAction(ValueError):
+    """A proposal that is not one valid action. Carries the raw proposal for the journal."""
+
+    def __init__(self, message: str, raw: Any):
+        super().__init__(message)
+        self.raw = raw
+
+
+def parse_action(proposal: Any) -> _Action:
+    """Validate a proposal (an Action, a dict, or JSON text) into exactly one action."""
+    if isinstance(proposal, ACTION_TYPES):
+        return proposal
+    if isinstance(proposal, (str, bytes)):
+        try:
+            proposal = json.loads(proposal)
+        except json.JSONDecodeError as exc:
+            raise InvalidAction(f"not JSON: {exc}", proposal) from None
+    if not isinstance(proposal, dict):
+        raise InvalidAction(f"expected one action object, got {type(proposal).__name__}", proposal)
+    try:
+        return _adapter.validate_python(proposal)
+    except ValidationError as exc:
+        errors = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
+        raise InvalidAction(f"schema violation: {errors}", proposal) from None
+
+
+def tool_schemas() -> list[dict]:
+    """One JSON Schema per tool, generated from the models: what a model chooser is offered."""
+    tools = []
+    for model in ACTION_TYPES:
+        schema = model.model_json_schema()
+        props = {k: v for k, v in schema.get("properties", {}).items() if k != "tool"}
+        for prop in props.values():
+            prop.pop("title", None)
+        tools.append({
+            "name": model.model_fields["tool"].default,
+            "description": (model.__doc__ or "").strip(),
+            "parameters": {"type": "object", "properties": props,
+                           "required": [r for r in schema.get("required", []) if r != "tool"],
+                           "additionalProperties": False},
+        })
+    return tools

@@ -1,0 +1,34 @@
+"""Choosers: propose one action per step from a read-only view."""
+from __future__ import annotations
+
+import importlib
+
+from .base import Chooser, ChooserError, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
+from .baseline import BaselineChooser
+
+
+def load_chooser(spec: str, **model_options) -> Chooser:
+    """`baseline`, `model`, or a plug-in `package.module:attr` naming a chooser factory or class."""
+    if spec == "baseline":
+        return BaselineChooser()
+    if spec == "model":
+        from .model import ModelChooser
+
+        return ModelChooser(**{k: v for k, v in model_options.items() if v is not None})
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--chooser must be baseline, model or package.module:attr, got {spec!r}")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load chooser plug-in {spec!r}: {exc}") from None
+    chooser = target() if callable(target) and not hasattr(target, "choose") or isinstance(target, type) else target
+    if not callable(getattr(chooser, "choose", None)):
+        raise ValueError(f"plug-in {spec!r} did not produce an object with a choose(view) method")
+    if not hasattr(chooser, "name"):
+        chooser.name = spec
+    return chooser
+
+
+__all__ = ["BaselineChooser", "Chooser", "ChooserError", "ChooserUnavailable", "MalformedReply",
+           "TokenBudgetExceeded", "load_chooser"]

@@ -1,0 +1,281 @@
+"""The controller: the only role holding budget, authorization and history. It validates,
+authorizes, dispatches, records and stops; the chooser's "done" is only a prediction."""
+from __future__ import annotations
+
+import concurrent.futures
+import datetime as dt
+import hashlib
+import json
+import time
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from verifier import EngineFailure, Verifier, VerifierCompromised, check_scope, diff_sha256, unsatisfied
+
+from .actions import ACTION_TYPES, ApplyPatch, InvalidAction, ReadFile, Search, Stop, parse_action, tool_schemas
+from .choosers.base import Chooser, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
+from .journal import Journal
+from .sandbox import SandboxError
+from .state import (NEXT_ATTEMPT, ConditionState, Evidence, HistoryEntry, State, StopReason, View)
+from .tools import Executor, ToolOutcome
+
+MAX_OBSERVATION_CHARS = 16_000  # what one observation may put in front of the chooser
+CHOOSER_TIMEOUT_S = 300.0
+
+
+class Stopped(Exception):
+    def __init__(self, reason: StopReason, detail: str, extra: dict | None = None):
+        super().__init__(detail)
+        self.reason, self.detail, self.extra = reason, detail, extra or {}
+
+
+class RunOutcome(BaseModel):
+    status: StopReason
+    detail: str
+    next_attempt: str
+    steps_used: int
+    max_steps: int
+    u_trajectory: list[int]
+    diff: str
+    diff_sha256: str
+    evidence: list[Evidence]
+    final_state: State
+    extra: dict[str, Any] = {}
+    timing: dict[str, float] = {}
+
+
+class Controller:
+    def __init__(self, state: State, chooser: Chooser, executor: Executor, verifier: Verifier, journal: Journal,
+                 *, environment_id: str, on_step: Callable[[dict], None] | None = None,
+                 chooser_timeout_s: float = CHOOSER_TIMEOUT_S):
+        self.state, self.chooser, self.executor, self.verifier = state, chooser, executor, verifier
+        self.journal, self.environment_id, self.on_step = journal, environment_id, on_step or (lambda _: None)
+        self.chooser_timeout_s = chooser_timeout_s
+        self.diff = ""
+        self.evidence: list[Evidence] = []
+        self.verdicts: list[tuple[str, Any]] = []
+        self.fingerprints: dict[str, str] = {}  # fingerprint -> result hash
+        self.last_canonical: str | None = None
+        self.u_trajectory = [state.u]
+        self.started = time.monotonic()
+        self.timing = {"chooser_s": 0.0, "tools_s": 0.0, "journal_s": 0.0}  # the rest is the controller's own
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="chooser")
+
+    # -- the loop: one step = one chooser invocation --------------------------------------------
+    def run(self) -> RunOutcome:
+        self.journal.write({"event": "start", "state_after": self._dump(self.state),
+                            "state_after_hash": self.state.hash, "u": self.state.u})
+        try:
+            while True:
+                self._check_bounds()                             # budget, deadline: before asking
+                view = self._view()
+                raw, usage, failure = self._ask(view)            # exactly one proposal
+                self._spend_step(usage)                          # a stop request costs a step too
+                record = {"event": "step", "step": self.state.budget.steps_used, "view": view.model_dump(mode="json"),
+                          "proposal": raw, "usage": usage, "state_before": self._dump(self.state),
+                          "state_before_hash": self.state.hash}
+                try:
+                    if failure:
+                        raise failure
+                    action = self._validate(raw, view)           # schema, reserve, repeat, authorization
+                    record["decision"] = {"accepted": True, "action": action.canonical()}
+                    if isinstance(action, Stop):
+                        raise Stopped(StopReason.HANDOFF_REQUESTED, action.reason or "the chooser stopped",
+                                      {"chooser_summary": action.summary})
+                    outcome = self._dispatch(action)             # exactly one tool
+                    self._check_deadline(outcome)                # a late observation is refused
+                    evidence = self._record(action, outcome)     # evidence, verdicts, Uₜ
+                    record["result"] = evidence.model_dump(mode="json")
+                    self._check_progress(evidence)               # no_new_evidence
+                    if self.state.u == 0:
+                        raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION,
+                                      "every acceptance condition holds on evidence for the current diff; "
+                                      "release needs a person")
+                finally:
+                    self._close_step(record)
+        except Stopped as stop:
+            return self._finish(stop)
+        finally:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- pieces of the loop ---------------------------------------------------------------------
+    def _check_bounds(self) -> None:
+        b = self.state.budget
+        if b.steps_left <= 0:
+            raise Stopped(StopReason.STEP_BUDGET, f"all {b.max_steps} steps used")
+        if time.monotonic() - self.started >= b.deadline_s:
+            raise Stopped(StopReason.DEADLINE, f"deadline of {b.deadline_s:g}s passed before step {b.steps_used + 1}")
+
+    def _view(self) -> View:
+        b = self.state.budget
+        in_reserve = b.reserved_final_steps > 0 and b.exploration_left == 0
+        allowed = ("stop",) if in_reserve else tuple(t.model_fields["tool"].default for t in ACTION_TYPES)
+        unknowns = [f"{c.description}{' (earlier evidence is stale: the diff changed)' if c.stale else ''}"
+                    for c in self.state.conditions if not c.satisfied]
+        if not self.diff:
+            unknowns.append("no candidate patch yet")
+        return View(step=b.steps_used + 1, state_version=self.state.version, goal=self.state.goal,
+                    authorization=self.state.authorization, u=self.state.u, conditions=self.state.conditions,
+                    unknowns=tuple(unknowns), evidence=tuple(self.evidence), steps_left=b.steps_left,
+                    exploration_left=b.exploration_left, allowed_tools=allowed,
+                    action_schema=tuple(t for t in tool_schemas() if t["name"] in allowed),
+                    current_diff_sha256=diff_sha256(self.diff), current_diff=self.diff)
+
+    def _ask(self, view: View) -> tuple[Any, dict, Stopped | None]:
+        """One chooser invocation. Its failures become the step's outcome, not a crash."""
+        remaining = self.state.budget.deadline_s - (time.monotonic() - self.started)
+        limit = max(0.0, min(remaining, self.chooser_timeout_s))
+        future = self._pool.submit(self.chooser.choose, view)
+        usage, asked = {}, time.monotonic()
+        try:
+            proposal = future.result(timeout=limit)
+            self.timing["chooser_s"] += time.monotonic() - asked
+        except concurrent.futures.TimeoutError:
+            reason = StopReason.DEADLINE if remaining <= self.chooser_timeout_s else StopReason.DEPENDENCY_FAILURE
+            return None, usage, Stopped(reason, f"the chooser did not answer within {limit:.1f}s")
+        except TokenBudgetExceeded as exc:
+            return exc.raw, exc.usage, Stopped(StopReason.STEP_BUDGET, f"token budget spent: {exc}", {"raw": exc.raw})
+        except MalformedReply as exc:
+            return exc.raw, exc.usage, Stopped(StopReason.INVALID_ACTION, f"malformed chooser reply: {exc}",
+                                               {"raw": exc.raw})
+        except ChooserUnavailable as exc:
+            return exc.raw, exc.usage, Stopped(StopReason.DEPENDENCY_FAILURE, f"chooser unavailable: {exc}",
+                                               {"raw": exc.raw})
+        except Exception as exc:  # a plug-in that raises is a broken dependency, not a decision
+            return repr(exc), usage, Stopped(StopReason.DEPENDENCY_FAILURE,
+                                             f"the chooser raised {type(exc).__name__}: {exc}", {"raw": repr(exc)})
+        usage = dict(getattr(self.chooser, "last_usage", None) or {})
+        if isinstance(proposal, BaseModel):
+            proposal = proposal.model_dump(mode="json")
+        return proposal, usage, None
+
+    def _spend_step(self, usage: dict) -> None:
+        b = self.state.budget
+        tokens = b.tokens_used + int(usage.get("total_tokens") or 0)
+        self.state = self.state.successor(budget=b.model_copy(update={"steps_used": b.steps_used + 1,
+                                                                       "tokens_used": tokens}))
+
+    def _validate(self, raw: Any, view: View):
+        try:
+            action = parse_action(raw)
+        except InvalidAction as exc:
+            raise Stopped(StopReason.INVALID_ACTION, str(exc), {"raw": exc.raw})
+        if action.tool not in view.allowed_tools:
+            raise Stopped(StopReason.STEP_BUDGET, f"exploration allowance spent ({self.state.budget.reserved_final_steps} "
+                          f"step(s) reserved for the handover); {action.tool} was not allowed, only stop")
+        canonical = action.canonical()
+        if canonical == self.last_canonical:
+            raise Stopped(StopReason.REPEATED_ACTION, f"the same action was proposed twice in a row: {canonical[:200]}")
+        self.last_canonical = canonical
+        self._authorize(action)
+        return action
+
+    def _authorize(self, action) -> None:
+        paths = []
+        if isinstance(action, ReadFile):
+            paths = [action.path]
+        elif isinstance(action, Search) and action.path_glob:
+            paths = [action.path_glob]
+        for path in paths:
+            parts = path.split("/")
+            if path.startswith(("/", "-")) or ".." in parts or ".git" in parts or "\\" in path:
+                raise Stopped(StopReason.AUTHORIZATION_REQUIRED, f"access outside the repository's files: {path!r}",
+                              {"asked": path, "grant": "read access beyond the repository's tracked files"})
+        if isinstance(action, ApplyPatch):
+            verdict = check_scope(action.diff, self.verifier.spec)
+            if verdict.parse_error or any(v.rule in ("unparsable", "empty") for v in verdict.violations):
+                raise Stopped(StopReason.INVALID_ACTION, f"the diff is not a usable unified diff: "
+                              f"{verdict.parse_error or verdict.violations[0].detail}", {"raw": action.diff})
+            if not verdict.ok:
+                raise Stopped(StopReason.AUTHORIZATION_REQUIRED,
+                              "the patch needs a grant the run does not have: " + "; ".join(verdict.grants_needed),
+                              {"asked": [v.model_dump() for v in verdict.violations], "grant": verdict.grants_needed,
+                               "raw": action.diff})
+
+    def _dispatch(self, action) -> ToolOutcome:
+        started = time.monotonic()
+        try:
+            return self.executor.dispatch(action, self.diff)
+        except (EngineFailure, SandboxError) as exc:
+            raise Stopped(StopReason.DEPENDENCY_FAILURE, f"sandbox or engine failure: {exc}", {"raw": str(exc)})
+        except VerifierCompromised as exc:
+            raise Stopped(StopReason.DEPENDENCY_FAILURE, f"verifier compromised: {exc}", {"raw": str(exc)})
+        finally:
+            self.timing["tools_s"] += time.monotonic() - started
+
+    def _check_deadline(self, outcome: ToolOutcome) -> None:
+        elapsed = time.monotonic() - self.started
+        if elapsed >= self.state.budget.deadline_s:
+            raise Stopped(StopReason.DEADLINE, f"the observation arrived after the {self.state.budget.deadline_s:g}s "
+                          f"deadline ({elapsed:.1f}s) and was refused", {"late_observation": outcome.summary})
+
+    def _record(self, action, outcome: ToolOutcome) -> Evidence:
+        if outcome.new_diff is not None:
+            self.diff = outcome.new_diff
+        current = diff_sha256(self.diff)
+        output = outcome.output
+        if len(output) > MAX_OBSERVATION_CHARS:
+            output = output[:MAX_OBSERVATION_CHARS] + f"\n[observation capped at {MAX_OBSERVATION_CHARS} characters]"
+        result_sha = hashlib.sha256(json.dumps([outcome.status, outcome.output, outcome.raw_error,
+                                                getattr(outcome.verdict, "ok", None),
+                                                getattr(outcome.verdict, "problems", None)],
+                                               default=str).encode()).hexdigest()
+        # Input (the diff it ran on), check (the canonical action), environment (image/backend).
+        fingerprint = hashlib.sha256(f"{current}|{action.canonical()}|{self.environment_id}".encode()).hexdigest()
+        evidence = Evidence(id=f"E{len(self.evidence) + 1}", step=self.state.budget.steps_used, tool=action.tool,
+                            action=action.canonical(), status=outcome.status, source=outcome.source,
+                            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+                            duration_s=outcome.duration_s, summary=outcome.summary, output=output,
+                            raw_error=outcome.raw_error, diff_sha256=current, fingerprint=fingerprint,
+                            result_sha256=result_sha, data=outcome.data)
+        self.evidence.append(evidence)
+        if outcome.verdict is not None:
+            self.verdicts.append((evidence.id, outcome.verdict))
+        conditions = tuple(ConditionState(**c.model_dump()) for c in unsatisfied(self.verdicts, current))
+        self.state = self.state.successor(observation=evidence, conditions=conditions, diff_sha256=current)
+        return evidence
+
+    def _check_progress(self, evidence: Evidence) -> None:
+        previous = self.fingerprints.get(evidence.fingerprint)
+        self.fingerprints[evidence.fingerprint] = evidence.result_sha256
+        if previous == evidence.result_sha256:
+            raise Stopped(StopReason.NO_NEW_EVIDENCE,
+                          f"{evidence.id} repeats an earlier {evidence.tool} under the same input, check and "
+                          f"environment with the same result", {"evidence": evidence.id})
+
+    def _close_step(self, record: dict) -> None:
+        decision = record.get("decision", {"accepted": False})
+        evidence = record.get("result")
+        proposal = record.get("proposal")
+        tool = str(proposal.get("tool", "?")) if isinstance(proposal, dict) else "?"
+        entry = HistoryEntry(step=record["step"], tool=tool,
+            decision="accepted" if decision.get("accepted") else "rejected",
+            evidence=(evidence or {}).get("id"), status=(evidence or {}).get("status"), u=self.state.u)
+        self.state = self.state.successor(history=self.state.history + (entry,))
+        self.u_trajectory.append(self.state.u)
+        record.update({"state_after": self._dump(self.state), "state_after_hash": self.state.hash,
+                       "u": self.state.u, "conditions": [c.model_dump() for c in self.state.conditions]})
+        written = time.monotonic()
+        self.journal.write(record)
+        self.timing["journal_s"] += time.monotonic() - written
+        self.on_step({"step": record["step"], "tool": entry.tool, "decision": entry.decision,
+                      "status": entry.status, "summary": (evidence or {}).get("summary", ""), "u": self.state.u,
+                      "max_steps": self.state.budget.max_steps})
+
+    def _finish(self, stop: Stopped) -> RunOutcome:
+        outcome = RunOutcome(status=stop.reason, detail=stop.detail, next_attempt=NEXT_ATTEMPT[stop.reason],
+                             steps_used=self.state.budget.steps_used, max_steps=self.state.budget.max_steps,
+                             u_trajectory=self.u_trajectory, diff=self.diff, diff_sha256=diff_sha256(self.diff),
+                             evidence=self.evidence, final_state=self.state, extra=stop.extra,
+                             timing={**{k: round(v, 4) for k, v in self.timing.items()},
+                                     "loop_s": round(time.monotonic() - self.started, 4)})
+        self.journal.write({"event": "stop", "status": stop.reason.value, "detail": stop.detail,
+                            "next_attempt": outcome.next_attempt, "extra": stop.extra, "steps_used": outcome.steps_used,
+                            "u_trajectory": self.u_trajectory, "diff_sha256": outcome.diff_sha256,
+                            "state_after": self._dump(self.state), "state_after_hash": self.state.hash})
+        return outcome
+
+    @staticmethod
+    def _dump(state: State) -> dict:
+        return state.model_dump(mode="json")

@@ -1,0 +1,96 @@
+"""The pending-release report: written whenever a run ends, whatever the exit."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from verifier import check_scope
+
+if TYPE_CHECKING:
+    from .controller import RunOutcome
+    from .run import RunRecord
+    from .scenario import Scenario
+
+
+def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario", verifier) -> dict:
+    state = outcome.final_state
+    scope = check_scope(outcome.diff, scenario.spec) if outcome.diff else None
+    verdicts = [{"evidence": e.id, "step": e.step, "check": e.tool, "status": e.status, "summary": e.summary,
+                 "diff_sha256": e.diff_sha256,
+                 "protected_manifest_sha256": e.data.get("protected_manifest_sha256", record.protected_manifest_sha256),
+                 "current": e.diff_sha256 == outcome.diff_sha256}
+                for e in outcome.evidence if e.source.startswith("verifier")]
+    report = {
+        "run_id": record.run_id, "scenario": record.scenario, "status": record.status.value,
+        "exit_code": record.exit_code, "why": record.detail, "next_attempt": record.next_attempt,
+        "goal": state.goal.model_dump(mode="json"), "authorization": state.authorization.model_dump(mode="json"),
+        "steps_used": record.steps_used, "max_steps": record.max_steps, "u_trajectory": record.u_trajectory,
+        "conditions": [c.model_dump() for c in state.conditions],
+        "unknowns": [c.description for c in state.conditions if not c.satisfied],
+        "evidence": [{k: e.model_dump(mode="json")[k] for k in
+                      ("id", "step", "tool", "status", "source", "duration_s", "summary", "raw_error", "diff_sha256")}
+                     for e in outcome.evidence],
+        "verdicts": verdicts,
+        "protected_files_sha256": verifier.snapshot.protected_sha256 if verifier and verifier.snapshot else {},
+        "protected_manifest_sha256": record.protected_manifest_sha256,
+        "diff_sha256": outcome.diff_sha256,
+        "diff_files": [f.model_dump() for f in scope.files] if scope else [],
+        "diff": outcome.diff,
+        "sandbox": record.sandbox, "chooser": record.chooser, "image": record.image,
+        "extra": {k: v for k, v in outcome.extra.items() if k != "raw"},
+        "release": None,
+    }
+    if record.status.value == "awaiting_release_confirmation":
+        report["release"] = {
+            "state": "pending: a person must confirm or reject; nothing has been released",
+            "confirm": f"repair-agent release {record.run_dir} --confirm",
+            "reject": f"repair-agent release {record.run_dir} --reject --reason \"...\"",
+        }
+    return report
+
+
+def render_markdown(r: dict) -> str:
+    lines = [f"# Repair run {r['run_id']}", "",
+             f"**Status:** `{r['status']}` (exit code {r['exit_code']})  ", f"**Why:** {r['why']}  ",
+             f"**Next attempt would need:** {r['next_attempt']}", "",
+             "## Goal and constraints", "", r["goal"]["text"], "",
+             f"- failure signature: `{r['goal']['failure_signature']}`",
+             f"- target tests: {', '.join(f'`{t}`' for t in r['goal']['target_tests'])}"]
+    lines += [f"- {c}" for c in r["goal"]["constraints"]]
+    sandbox = r["sandbox"]
+    lines += ["", f"Sandbox: {sandbox['kind']}" + ("" if sandbox.get("isolated") else f" — **{sandbox.get('warning')}**"),
+              f"Chooser: {r['chooser']}", "",
+              "## Progress", "", f"Steps used: {r['steps_used']} of {r['max_steps']}  ",
+              f"Uₜ trajectory: {' → '.join(map(str, r['u_trajectory']))}", "",
+              "| condition | satisfied | decided by |", "|---|---|---|"]
+    lines += [f"| {c['description']} | {'yes' if c['satisfied'] else 'NO'} | {c['evidence'] or '—'} |"
+              for c in r["conditions"]]
+    lines += ["", "## Evidence", "", "| id | step | tool | status | source | seconds | summary |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {e['id']} | {e['step']} | {e['tool']} | {e['status']} | {e['source']} | {e['duration_s']} | "
+              f"{e['summary'].replace('|', '/')} |" for e in r["evidence"]]
+    if r["verdicts"]:
+        lines += ["", "## Verdicts and what they were made on", "",
+                  "| evidence | check | status | diff sha256 | protected files sha256 | current |", "|---|---|---|---|---|---|"]
+        lines += [f"| {v['evidence']} | {v['check']} | {v['status']} | `{v['diff_sha256'][:16]}` | "
+                  f"`{(v['protected_manifest_sha256'] or '')[:16]}` | {'yes' if v['current'] else 'stale'} |"
+                  for v in r["verdicts"]]
+    lines += ["", "## Unknowns", ""] + ([f"- {u}" for u in r["unknowns"]] or ["- none of the technical conditions"])
+    lines += ["", f"## Diff (sha256 `{r['diff_sha256']}`)", ""]
+    lines += [f"- {f['kind']} `{f['path']}` (+{f['added']} −{f['removed']})" for f in r["diff_files"]] or ["- no changes"]
+    if r["diff"]:
+        lines += ["", "```diff", r["diff"].rstrip("\n"), "```"]
+    lines += ["", "## Release", ""]
+    if r["release"]:
+        lines += [r["release"]["state"], "", "```", r["release"]["confirm"], r["release"]["reject"], "```"]
+    else:
+        lines += ["Not releasable: the run did not reach `awaiting_release_confirmation`."]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(run_dir: Path, record, outcome, scenario, verifier) -> dict:
+    report = build_report(record, outcome, scenario, verifier)
+    (Path(run_dir) / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    (Path(run_dir) / "report.md").write_text(render_markdown(report))
+    return report

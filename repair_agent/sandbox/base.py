@@ -1,0 +1,45 @@
+"""The sandbox role: one typed interface over the real files, with two implementations."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from verifier.isolation import CommandResult
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    kind: str
+    isolated: bool
+    workspace: Path  # host path of the workspace (kept in the run directory for review)
+
+    def run(self, argv: list[str], *, timeout_s: float) -> CommandResult: ...
+    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> CommandResult: ...
+    def write_file(self, path: str, content: bytes) -> None: ...
+    def search(self, query: str, path_glob: str | None = None) -> CommandResult: ...
+    def apply_patch(self, diff: str) -> CommandResult: ...
+    def diff(self) -> str: ...
+    def close(self) -> None: ...
+
+
+def search_argv(query: str, path_glob: str | None) -> list[str]:
+    # Literal search over tracked and new files; `-e` keeps a query starting with '-' a pattern.
+    argv = ["git", "grep", "-n", "-I", "--untracked", "--no-color", "-F", "-e", query, "--"]
+    return argv + ([f":(glob){path_glob}"] if path_glob else [])
+
+
+def read_argv(path: str, start_line: int | None, end_line: int | None) -> list[str]:
+    first, last = start_line or 1, end_line or 10**9
+    return ["sed", "-n", f"{first},{last}p", "--", path]
+
+
+DIFF_SCRIPT = ("git add -A -- . && git diff --cached --no-color --no-ext-diff --no-renames "
+               "--binary --full-index \"$0\"")
+
+
+# The whole candidate diff must come back: larger than this is refused, never truncated.
+DIFF_CAP = 4 * 1024 * 1024
+
+
+class SandboxError(RuntimeError):
+    """A sandbox operation failed in a way that is not the candidate's doing."""

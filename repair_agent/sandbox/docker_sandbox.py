@@ -1,0 +1,70 @@
+"""DockerSandbox: the workspace bind-mounted into one long-lived hardened container."""
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+from pathlib import Path
+
+from verifier.isolation import CommandResult, EngineFailure, HardenedContainer, Limits
+from verifier.runner import container_user
+
+from .base import DIFF_CAP, DIFF_SCRIPT, SandboxError, read_argv, search_argv
+from .workspace import SANDBOX_UID
+
+TOOL_TIMEOUT_S = 30.0
+
+
+class DockerSandbox:
+    kind = "docker"
+    isolated = True
+
+    def __init__(self, client, image: str, workspace: Path, base_commit: str, *, run_id: str,
+                 output_dir: Path, limits: Limits | None = None):
+        from docker.types import Mount
+
+        self.workspace, self.base_commit, self.output_dir = Path(workspace), base_commit, Path(output_dir)
+        self.container = HardenedContainer(
+            client, image, mounts=[Mount("/workspace", str(self.workspace), type="bind", read_only=False)],
+            limits=limits, user=container_user(),
+            labels={"org.repair-agent.role": "sandbox", "org.repair-agent.run": run_id})
+        self.limits = self.container.limits
+
+    def run(self, argv: list[str], *, timeout_s: float = TOOL_TIMEOUT_S, output_cap: int | None = None) -> CommandResult:
+        return self.container.exec(argv, timeout_s=timeout_s, output_dir=self.output_dir, output_cap=output_cap)
+
+    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> CommandResult:
+        return self.run(read_argv(path, start_line, end_line))
+
+    def search(self, query: str, path_glob: str | None = None) -> CommandResult:
+        return self.run(search_argv(query, path_glob))
+
+    def write_file(self, path: str, content: bytes) -> None:
+        # put_archive writes through the engine into the mount, owned by the sandbox uid:
+        # the host never follows a path inside the agent-writable tree.
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(path)
+            info.size, info.mode, info.mtime = len(content), 0o644, int(time.time())
+            info.uid = info.gid = SANDBOX_UID
+            tar.addfile(info, io.BytesIO(content))
+        try:
+            if not self.container.container.put_archive("/workspace", buf.getvalue()):
+                raise SandboxError(f"could not write {path}")
+        except Exception as exc:
+            raise EngineFailure(f"write_file failed: {exc}") from exc
+
+    def apply_patch(self, diff: str) -> CommandResult:
+        # Inside .git so the patch file itself never shows up in the diff.
+        self.write_file(".git/ra-incoming.diff", diff.encode("utf-8", errors="surrogateescape"))
+        return self.run(["git", "apply", "--whitespace=nowarn", "--verbose", ".git/ra-incoming.diff"])
+
+    def diff(self) -> str:
+        res = self.run(["sh", "-c", DIFF_SCRIPT, self.base_commit], output_cap=DIFF_CAP)
+        if not res.ok or res.stdout.truncated:
+            raise SandboxError(f"git diff failed (exit {res.exit_code}, truncated={res.stdout.truncated}): "
+                               f"{res.stderr.text[-1000:]}")
+        return res.stdout.text
+
+    def close(self) -> None:
+        self.container.close()

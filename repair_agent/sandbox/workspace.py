@@ -1,0 +1,38 @@
+"""A run's workspace: a fresh git repository whose only history is the pristine base commit.
+
+No remotes, no other commits, no reflog, no tags: the fix cannot be read from git history
+(SWE-bench #465; agents did exactly that in mini-swe-agent #787).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import git
+
+BASE_AUTHOR = git.Actor("repair-agent", "repair-agent@localhost")
+SANDBOX_UID = 10001
+
+
+def create_workspace(pristine: Path, dest: Path, *, for_container: bool = True) -> str:
+    """Copy the pristine files into `dest` as one base commit; return its sha."""
+    shutil.copytree(pristine, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
+    repo = git.Repo.init(dest, initial_branch="main")
+    with repo.config_writer() as cfg:
+        cfg.set_value("core", "hooksPath", "/dev/null")  # no hook can run on apply/diff
+        cfg.set_value("gc", "auto", "0")
+    repo.git.add(A=True)
+    fixed_date = "2000-01-01T00:00:00+0000"  # the base commit carries no information but the files
+    repo.index.commit("base: pristine scenario repository", author=BASE_AUTHOR, committer=BASE_AUTHOR,
+                      author_date=fixed_date, commit_date=fixed_date)
+    base = repo.head.commit.hexsha
+    shutil.rmtree(dest / ".git" / "logs", ignore_errors=True)  # no reflog
+    for sample in (dest / ".git" / "hooks").glob("*"):
+        sample.unlink()
+    repo.close()
+    if for_container and os.getuid() == 0:
+        # The container runs as a non-root uid that must own what it may write.
+        for path in [dest, *dest.rglob("*")]:
+            os.lchown(path, SANDBOX_UID, SANDBOX_UID)
+    return base

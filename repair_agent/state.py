@@ -1,0 +1,198 @@
+"""Sₜ = (G, Oₜ, Hₜ, Bₜ, Aₜ), versioned, plus the one enum of exits.
+
+G, B and A change only by the controller's own rules: they are frozen models replaced
+wholesale by the controller, never updated from a tool result or chooser output.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class StopReason(str, Enum):
+    AWAITING_RELEASE_CONFIRMATION = "awaiting_release_confirmation"
+    HANDOFF_REQUESTED = "handoff_requested"
+    STEP_BUDGET = "step_budget"
+    DEADLINE = "deadline"
+    REPEATED_ACTION = "repeated_action"
+    NO_NEW_EVIDENCE = "no_new_evidence"
+    INVALID_ACTION = "invalid_action"
+    AUTHORIZATION_REQUIRED = "authorization_required"
+    DEPENDENCY_FAILURE = "dependency_failure"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self]
+
+
+EXIT_CODES = {
+    StopReason.AWAITING_RELEASE_CONFIRMATION: 0,
+    StopReason.HANDOFF_REQUESTED: 10,
+    StopReason.STEP_BUDGET: 11,
+    StopReason.DEADLINE: 12,
+    StopReason.REPEATED_ACTION: 13,
+    StopReason.NO_NEW_EVIDENCE: 14,
+    StopReason.INVALID_ACTION: 15,
+    StopReason.AUTHORIZATION_REQUIRED: 16,
+    StopReason.DEPENDENCY_FAILURE: 17,
+}
+
+# What would have to change for another attempt to be worth running (seed 004).
+NEXT_ATTEMPT = {
+    StopReason.AWAITING_RELEASE_CONFIRMATION:
+        "Nothing technical: a person reviews the diff and the report, then confirms or rejects the release.",
+    StopReason.HANDOFF_REQUESTED:
+        "A chooser that gathers the missing evidence, or a person who takes the listed unknowns over.",
+    StopReason.STEP_BUDGET:
+        "A larger budget explicitly granted by a person, or a narrower question; the partial evidence is kept.",
+    StopReason.DEADLINE:
+        "A longer deadline granted by a person, or faster checks; late observations were refused.",
+    StopReason.REPEATED_ACTION:
+        "A chooser that changes its request: repeating an identical action cannot produce new evidence.",
+    StopReason.NO_NEW_EVIDENCE:
+        "A changed input, check or environment, or a new hypothesis: the same check gave the same result.",
+    StopReason.INVALID_ACTION:
+        "A chooser that proposes one action matching the schema; the raw proposal is in the journal.",
+    StopReason.AUTHORIZATION_REQUIRED:
+        "A person's grant for the listed paths or capabilities, or a patch that stays inside the writable globs.",
+    StopReason.DEPENDENCY_FAILURE:
+        "A working sandbox, engine, model endpoint or test environment; the raw error is in the journal.",
+}
+
+
+class Goal(BaseModel):
+    """G: the protected goal and acceptance criteria. Never compressed out of the chooser's view."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scenario: str
+    text: str
+    failure_signature: str
+    target_tests: tuple[str, ...]
+    acceptance: tuple[str, ...]
+    constraints: tuple[str, ...]
+
+
+class Authorization(BaseModel):
+    """A: what is granted. Release is never granted inside the loop."""
+
+    model_config = ConfigDict(frozen=True)
+
+    writable: tuple[str, ...]
+    protected: tuple[str, ...]
+    network: bool = False
+    release_requires_person: Literal[True] = True
+
+
+class Budget(BaseModel):
+    """B: counted only by the controller. One step is one chooser invocation; stop counts too."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_steps: int = Field(8, ge=1, le=1000)
+    reserved_final_steps: int = Field(0, ge=0)
+    deadline_s: float = Field(900.0, gt=0)
+    max_tokens: int | None = Field(None, ge=1)
+    steps_used: int = 0
+    tokens_used: int = 0
+
+    @property
+    def steps_left(self) -> int:
+        return self.max_steps - self.steps_used
+
+    @property
+    def exploration_left(self) -> int:
+        return max(0, self.max_steps - self.reserved_final_steps - self.steps_used)
+
+
+class Evidence(BaseModel):
+    """One observation, with where it came from and its raw error text kept verbatim."""
+
+    id: str
+    step: int
+    tool: str
+    action: str  # canonical JSON of the action that produced it
+    status: Literal["ok", "error", "timeout", "refused", "failed"]
+    source: str
+    started_at: str
+    duration_s: float
+    summary: str
+    output: str = ""
+    raw_error: str | None = None
+    diff_sha256: str
+    fingerprint: str
+    result_sha256: str
+    data: dict[str, Any] = {}
+
+
+class HistoryEntry(BaseModel):
+    step: int
+    tool: str
+    decision: str
+    evidence: str | None = None
+    status: str | None = None
+    u: int
+
+
+class ConditionState(BaseModel):
+    name: str
+    description: str
+    satisfied: bool
+    evidence: str | None = None
+    stale: bool = False
+
+
+class State(BaseModel):
+    """Sₜ. Each state names its parent's hash, so the journal is a verifiable chain."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int
+    parent_hash: str | None
+    goal: Goal
+    observation: Evidence | None
+    history: tuple[HistoryEntry, ...]
+    budget: Budget
+    authorization: Authorization
+    conditions: tuple[ConditionState, ...]
+    diff_sha256: str
+
+    @property
+    def u(self) -> int:
+        return sum(not c.satisfied for c in self.conditions)
+
+    @property
+    def hash(self) -> str:
+        return state_hash(self.model_dump(mode="json"))
+
+    def successor(self, **changes: Any) -> "State":
+        return self.model_copy(update={"version": self.version + 1, "parent_hash": self.hash, **changes})
+
+
+def state_hash(dumped: dict) -> str:
+    return hashlib.sha256(json.dumps(dumped, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class View(BaseModel):
+    """What a chooser sees: read-only, built fresh by the controller for every step."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    state_version: int
+    goal: Goal
+    authorization: Authorization
+    u: int
+    conditions: tuple[ConditionState, ...]
+    unknowns: tuple[str, ...]
+    evidence: tuple[Evidence, ...]
+    steps_left: int
+    exploration_left: int
+    allowed_tools: tuple[str, ...]
+    action_schema: tuple[dict, ...]
+    current_diff_sha256: str
+    current_diff: str

@@ -1,0 +1,108 @@
+"""The executor: runs one validated action by its schema. Check actions are served by the verifier,
+so a chooser cannot pick a weaker test command."""
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from verifier import ScopeVerdict, TestVerdict, Verifier, diff_sha256
+from verifier.isolation import CommandResult
+
+from .actions import (ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, _Action)
+from .sandbox import Sandbox
+
+
+class ToolOutcome(BaseModel):
+    status: Literal["ok", "error", "timeout", "failed"]
+    source: str
+    summary: str
+    output: str = ""
+    raw_error: str | None = None
+    duration_s: float
+    data: dict[str, Any] = {}
+    new_diff: str | None = None  # set when the action changed the working tree
+    verdict: TestVerdict | ScopeVerdict | None = None
+
+
+def _command_status(res: CommandResult, ok_codes=(0,)) -> str:
+    return "timeout" if res.timed_out else ("ok" if res.exit_code in ok_codes else "error")
+
+
+def _command_data(res: CommandResult) -> dict:
+    return {"exit_code": res.exit_code, "timed_out": res.timed_out,
+            "stdout_bytes": res.stdout.true_bytes, "stdout_sha256": res.stdout.sha256,
+            "stdout_truncated": res.stdout.truncated, "stdout_file": res.stdout.kept_path,
+            "stderr_bytes": res.stderr.true_bytes, "stderr_file": res.stderr.kept_path}
+
+
+class Executor:
+    def __init__(self, sandbox: Sandbox, verifier: Verifier):
+        self.sandbox, self.verifier = sandbox, verifier
+        self.source = f"sandbox:{sandbox.kind}"
+
+    def dispatch(self, action: _Action, current_diff: str) -> ToolOutcome:
+        started = time.monotonic()
+        outcome = self._dispatch(action, current_diff)
+        outcome.duration_s = round(time.monotonic() - started, 4)
+        return outcome
+
+    def _dispatch(self, action: _Action, current_diff: str) -> ToolOutcome:
+        if isinstance(action, Search):
+            res = self.sandbox.search(action.query, action.path_glob)
+            status = _command_status(res, ok_codes=(0, 1))  # git grep: 1 means no match
+            hits = res.stdout.text.count("\n")
+            summary = (f"{hits} matching line(s) for {action.query!r}" if res.exit_code == 0 else
+                       f"no match for {action.query!r}" if res.exit_code == 1 else
+                       f"search failed (exit {res.exit_code})")
+            return self._from_command(res, status, summary)
+        if isinstance(action, ReadFile):
+            res = self.sandbox.read_file(action.path, action.start_line, action.end_line)
+            status = _command_status(res)
+            summary = (f"read {action.path} ({res.stdout.true_bytes} bytes)" if status == "ok"
+                       else f"could not read {action.path}")
+            return self._from_command(res, status, summary)
+        if isinstance(action, ApplyPatch):
+            res = self.sandbox.apply_patch(action.diff)
+            status = _command_status(res)
+            if status != "ok":
+                return self._from_command(res, status, "patch did not apply; the working tree is unchanged")
+            new_diff = self.sandbox.diff()
+            out = self._from_command(res, status, f"patch applied; diff is now {diff_sha256(new_diff)[:12]}")
+            out.new_diff = new_diff
+            return out
+        if isinstance(action, (RunTargetTest, RunFullSuite)):
+            kind = "target_test" if isinstance(action, RunTargetTest) else "full_suite"
+            verdict = self.verifier.run_tests(current_diff, kind)
+            failures = "\n".join(f"{k}: {v}" for k, v in verdict.failing.items())
+            output = "\n".join(filter(None, [verdict.summary, failures, *verdict.problems]))
+            if verdict.pytest is not None:
+                output += "\n--- pytest output (tail) ---\n" + verdict.pytest.stdout.text[-3000:]
+            return ToolOutcome(status="ok" if verdict.ok else ("timeout" if verdict.timed_out else "failed"),
+                               source=f"verifier:{self.verifier.backend}", summary=verdict.summary,
+                               output=output, duration_s=0.0, verdict=verdict,
+                               raw_error=(verdict.pytest.stderr.text[-2000:] or None) if verdict.pytest else verdict.apply_error,
+                               data=verdict.model_dump(mode="json", exclude={"pytest"}))
+        if isinstance(action, CheckDiff):
+            verdict = self.verifier.check_scope(current_diff)
+            lines = [f"{f.kind} {f.path} (+{f.added} -{f.removed})" for f in verdict.files]
+            lines += [f"VIOLATION {v.path}: {v.rule} — {v.detail}" for v in verdict.violations]
+            summary = (f"diff scope ok: {len(verdict.files)} file(s), +{verdict.added_lines} -{verdict.removed_lines}"
+                       if verdict.ok else f"diff scope violated: {len(verdict.violations)} problem(s)")
+            return ToolOutcome(status="ok" if verdict.ok else "failed", source="verifier:scope", summary=summary,
+                               output="\n".join(lines), duration_s=0.0, verdict=verdict,
+                               data=verdict.model_dump(mode="json"))
+        raise TypeError(f"no tool for {type(action).__name__}")
+
+    def _from_command(self, res: CommandResult, status: str, summary: str) -> ToolOutcome:
+        output = res.stdout.text
+        if res.stdout.truncated:
+            output += (f"\n[output capped: {res.stdout.true_bytes} bytes in all, sha256 {res.stdout.sha256[:16]}…, "
+                       f"kept in {res.stdout.kept_path}]")
+        raw_error = res.stderr.text or None
+        if res.timed_out:
+            summary = f"TIMED OUT: {summary}"
+            raw_error = (raw_error or "") + "\n[the command was killed at its deadline; this is not an empty result]"
+        return ToolOutcome(status=status, source=self.source, summary=summary, output=output,
+                           raw_error=raw_error, duration_s=res.duration_s, data=_command_data(res))
