@@ -50,6 +50,7 @@ class Controller:
                  *, environment_id: str, on_step: Callable[[dict], None] | None = None,
                  chooser_timeout_s: float = CHOOSER_TIMEOUT_S):
         self.state, self.chooser, self.executor, self.verifier = state, chooser, executor, verifier
+        self.committed = state  # the last versioned, journaled state; self.state is the working copy
         self.journal, self.environment_id, self.on_step = journal, environment_id, on_step or (lambda _: None)
         self.chooser_timeout_s = chooser_timeout_s
         self.diff = ""
@@ -73,8 +74,8 @@ class Controller:
                 raw, usage, failure = self._ask(view)            # exactly one proposal
                 self._spend_step(usage)                          # a stop request costs a step too
                 record = {"event": "step", "step": self.state.budget.steps_used, "view": view.model_dump(mode="json"),
-                          "proposal": raw, "usage": usage, "state_before": self._dump(self.state),
-                          "state_before_hash": self.state.hash}
+                          "proposal": raw, "usage": usage, "chooser_call": getattr(self.chooser, "last_call", None),
+                          "state_before": self._dump(self.committed), "state_before_hash": self.committed.hash}
                 try:
                     if failure:
                         raise failure
@@ -153,8 +154,8 @@ class Controller:
     def _spend_step(self, usage: dict) -> None:
         b = self.state.budget
         tokens = b.tokens_used + int(usage.get("total_tokens") or 0)
-        self.state = self.state.successor(budget=b.model_copy(update={"steps_used": b.steps_used + 1,
-                                                                       "tokens_used": tokens}))
+        self.state = self.state.model_copy(update={"budget": b.model_copy(update={"steps_used": b.steps_used + 1,
+                                                                                   "tokens_used": tokens})})
 
     def _validate(self, raw: Any, view: View):
         try:
@@ -233,7 +234,8 @@ class Controller:
         if outcome.verdict is not None:
             self.verdicts.append((evidence.id, outcome.verdict))
         conditions = tuple(ConditionState(**c.model_dump()) for c in unsatisfied(self.verdicts, current))
-        self.state = self.state.successor(observation=evidence, conditions=conditions, diff_sha256=current)
+        self.state = self.state.model_copy(update={"observation": evidence, "conditions": conditions,
+                                                   "diff_sha256": current})
         return evidence
 
     def _check_progress(self, evidence: Evidence) -> None:
@@ -252,7 +254,11 @@ class Controller:
         entry = HistoryEntry(step=record["step"], tool=tool,
             decision="accepted" if decision.get("accepted") else "rejected",
             evidence=(evidence or {}).get("id"), status=(evidence or {}).get("status"), u=self.state.u)
-        self.state = self.state.successor(history=self.state.history + (entry,))
+        # One new version per step, chained to the version the chooser saw.
+        self.state = self.state.model_copy(update={"version": self.committed.version + 1,
+                                                   "parent_hash": self.committed.hash,
+                                                   "history": self.state.history + (entry,)})
+        self.committed = self.state
         self.u_trajectory.append(self.state.u)
         record.update({"state_after": self._dump(self.state), "state_after_hash": self.state.hash,
                        "u": self.state.u, "conditions": [c.model_dump() for c in self.state.conditions]})

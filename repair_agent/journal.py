@@ -51,8 +51,8 @@ def verify_chain(records: list[dict[str, Any]]) -> list[str]:
             digest = state_hash(state)
             if rec.get(f"{key}_hash") != digest:
                 problems.append(f"{rec.get('event')} step {rec.get('step')}: {key} hash does not match its content")
-            if previous is not None and state["version"] != previous["version"] \
-                    and state.get("parent_hash") != state_hash(previous):
+            if previous is not None and state["version"] != previous["version"] and (
+                    state.get("parent_hash") != state_hash(previous) or state["version"] != previous["version"] + 1):
                 problems.append(f"{rec.get('event')} step {rec.get('step')}: state v{state['version']} "
                                 f"does not chain to v{previous['version']}")
             previous = state

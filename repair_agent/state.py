@@ -169,9 +169,6 @@ class State(BaseModel):
     def hash(self) -> str:
         return state_hash(self.model_dump(mode="json"))
 
-    def successor(self, **changes: Any) -> "State":
-        return self.model_copy(update={"version": self.version + 1, "parent_hash": self.hash, **changes})
-
 
 def state_hash(dumped: dict) -> str:
     return hashlib.sha256(json.dumps(dumped, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -1,0 +1,231 @@
+"""repair-agent: run a scenario, list scenarios, replay a journal, show a report, release or reject."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from .state import EXIT_CODES
+
+USAGE_ERROR = 2
+
+
+def _err(message: str) -> None:
+    print(f"repair-agent: {message}", file=sys.stderr)
+
+
+def cmd_scenarios(args) -> int:
+    from .scenario import discover
+
+    scenarios = discover([Path(d) for d in args.scenarios_dir])
+    if args.json:
+        print(json.dumps([s.summary() for s in scenarios.values()], indent=2))
+    else:
+        for s in scenarios.values():
+            print(f"{s.name:<20} {s.goal.failure_signature:<24} {s.repo}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .choosers import load_chooser
+    from .run import execute_run
+    from .scenario import resolve
+
+    scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
+    chooser = load_chooser(args.chooser, base_url=args.model_base_url, model=args.model, api_key=None,
+                           max_tokens_budget=args.max_tokens)
+    quiet = args.json
+
+    def on_step(s: dict) -> None:
+        if not quiet:
+            outcome = s["status"] or s["decision"]
+            print(f"step {s['step']}/{s['max_steps']}  {s['tool']:<16} {outcome:<9} U={s['u']}  {s['summary']}",
+                  flush=True)
+
+    log = (lambda m: print(m, file=sys.stderr, flush=True)) if quiet else (lambda m: print(m, flush=True))
+    record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
+                         max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
+                         on_step=on_step, log=log)
+    if args.json:
+        print(record.model_dump_json(indent=2))
+    else:
+        print(f"\n{record.status.value}: {record.detail}")
+        print(f"U trajectory: {' -> '.join(map(str, record.u_trajectory))}   steps {record.steps_used}/{record.max_steps}"
+              f"   diff sha256 {record.diff_sha256[:16]}")
+        print(f"next attempt would need: {record.next_attempt}")
+        print(f"report: {record.run_dir}/report.md   review: repair-agent show {record.run_dir} --diff")
+    return record.exit_code
+
+
+def cmd_replay(args) -> int:
+    from .journal import read_journal, verify_chain
+    from .run import find_run
+
+    run_dir = find_run(args.run, Path(args.runs_dir))
+    records = list(read_journal(run_dir / "journal.jsonl"))
+    problems = verify_chain(records)
+    steps = [r for r in records if r.get("event") == "step"]
+    if args.step is not None:
+        match = [r for r in steps if r["step"] == args.step]
+        if not match:
+            _err(f"no step {args.step} in {run_dir} (steps 1..{len(steps)})")
+            return USAGE_ERROR
+        print(json.dumps({"view": match[0]["view"], "proposal": match[0]["proposal"],
+                          "decision": match[0].get("decision")}, indent=2, ensure_ascii=False))
+        return 0 if not problems else 1
+    print(f"{'step':>4}  {'state':>9}  {'tool':<16} {'decision':<9} {'evidence':<8} {'status':<8} U")
+    for r in steps:
+        proposal = r.get("proposal")
+        tool = proposal.get("tool", "?") if isinstance(proposal, dict) else "?"
+        result = r.get("result") or {}
+        print(f"{r['step']:>4}  v{r['state_before']['version']:>3}->{r['state_after']['version']:<3} {str(tool):<16} "
+              f"{'accepted' if (r.get('decision') or {}).get('accepted') else 'rejected':<9} "
+              f"{result.get('id', '-'):<8} {result.get('status', '-'):<8} {r['u']}")
+    stop = next((r for r in records if r.get("event") == "stop"), None)
+    if stop:
+        print(f"stop: {stop['status']} — {stop['detail']}")
+    print("hash chain: OK" if not problems else "hash chain: BROKEN\n  " + "\n  ".join(problems))
+    return 0 if not problems else 1
+
+
+def cmd_show(args) -> int:
+    from .run import find_run
+
+    run_dir = find_run(args.run, Path(args.runs_dir))
+    if args.diff:
+        sys.stdout.write((run_dir / "candidate.diff").read_text())
+        return 0
+    if args.json:
+        print((run_dir / "report.json").read_text())
+    else:
+        print((run_dir / "report.md").read_text())
+        decision = run_dir / "release.json"
+        if decision.exists():
+            d = json.loads(decision.read_text())
+            print(f"## Decision\n\n{d['decision']} by {d['who']} at {d['when']}"
+                  + (f": {d.get('reason')}" if d.get("reason") else f" — branch {d.get('branch')} commit {d.get('commit')}"))
+    return 0
+
+
+def cmd_release(args) -> int:
+    from . import release
+    from .run import find_run
+
+    run_dir = find_run(args.run, Path(args.runs_dir))
+    try:
+        if args.reject:
+            d = release.reject(run_dir, args.reason or "")
+            print(f"rejected run {d['run_id']} by {d['who']}: {d['reason']}")
+            return 0
+        if not args.yes:
+            if not sys.stdin.isatty():
+                _err("refusing to release without confirmation: pass --yes, or run in a terminal")
+                return USAGE_ERROR
+            print((run_dir / "candidate.diff").read_text())
+            if input("Release this diff? Type 'yes' to confirm: ").strip() != "yes":
+                print("not released")
+                return 1
+        d = release.confirm(run_dir, output_dir=Path(args.output_dir) if args.output_dir else None)
+        print(f"released run {d['run_id']}: branch {d['branch']} commit {d['commit'][:12]} in {d['clone']}")
+        return 0
+    except release.ReleaseRefused as exc:
+        _err(f"release refused: {exc}")
+        return 1
+
+
+def cmd_cleanup(args) -> int:
+    import docker
+
+    from verifier.isolation import LABEL
+
+    client = docker.from_env()
+    removed = 0
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        c.remove(force=True)
+        removed += 1
+    print(f"removed {removed} container(s) labelled {LABEL}")
+    return 0
+
+
+def cmd_image(args) -> int:
+    import docker
+
+    from .sandbox.image import ensure_sandbox_image
+
+    print(ensure_sandbox_image(docker.from_env(), log=print, base_image=args.base_image))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    exits = "\n".join(f"  {code:>3}  {reason.value}" for reason, code in EXIT_CODES.items())
+    p = argparse.ArgumentParser(prog="repair-agent", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="A coding-repair agent sandbox with a protected verifier.",
+                                epilog=f"exit codes of `run`:\n{exits}\n    2  usage or manifest error")
+    p.add_argument("--runs-dir", default=os.environ.get("REPAIR_AGENT_RUNS_DIR", "runs"))
+    p.add_argument("--scenarios-dir", action="append", default=[], help="extra directory of *.scenario.toml")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("scenarios", help="list scenarios")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_scenarios)
+
+    r = sub.add_parser("run", help="run a scenario")
+    r.add_argument("scenario", help="a scenario name or the path of a *.scenario.toml manifest")
+    r.add_argument("--chooser", default="baseline", help="baseline | model | package.module:attr")
+    r.add_argument("--sandbox", choices=["docker", "local"], default="docker",
+                   help="docker (default, hardened) or local (NOT isolated: plain subprocesses on this host)")
+    r.add_argument("--max-steps", type=int)
+    r.add_argument("--reserve", type=int, help="steps reserved for the final handover (seed 004)")
+    r.add_argument("--deadline", type=float, help="seconds for the whole loop")
+    r.add_argument("--model", help="model name (or REPAIR_AGENT_MODEL)")
+    r.add_argument("--model-base-url", help="OpenAI-compatible base URL (or REPAIR_AGENT_MODEL_BASE_URL)")
+    r.add_argument("--max-tokens", type=int, help="token budget for a model chooser")
+    r.add_argument("--json", action="store_true", help="print one final JSON object")
+    r.set_defaults(func=cmd_run)
+
+    rp = sub.add_parser("replay", help="check a run's hash chain and print its steps")
+    rp.add_argument("run")
+    rp.add_argument("--step", type=int, help="show what the chooser saw at step K")
+    rp.set_defaults(func=cmd_replay)
+
+    sh = sub.add_parser("show", help="print a run's pending-release report")
+    sh.add_argument("run")
+    sh.add_argument("--diff", action="store_true")
+    sh.add_argument("--json", action="store_true")
+    sh.set_defaults(func=cmd_show)
+
+    rl = sub.add_parser("release", help="confirm or reject a run's release (a person's decision)")
+    rl.add_argument("run")
+    mode = rl.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--confirm", action="store_true")
+    mode.add_argument("--reject", action="store_true")
+    rl.add_argument("--reason")
+    rl.add_argument("--yes", action="store_true", help="do not ask")
+    rl.add_argument("--output-dir", help="where the output clone goes (default: RUN/release)")
+    rl.set_defaults(func=cmd_release)
+
+    c = sub.add_parser("cleanup", help="remove leftover containers of this project")
+    c.set_defaults(func=cmd_cleanup)
+
+    im = sub.add_parser("image", help="build (or find) the sandbox image and print its tag")
+    im.add_argument("--base-image")
+    im.set_defaults(func=cmd_image)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError) as exc:  # manifests, plug-ins, run ids: a clear message
+        _err(str(exc))
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        _err("interrupted; containers of this run were removed")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
