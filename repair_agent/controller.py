@@ -93,6 +93,10 @@ class Controller:
                         raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION,
                                       "every acceptance condition holds on evidence for the current diff; "
                                       "release needs a person")
+                except Stopped as stop:
+                    # An error event: the rejected proposal stays in the record exactly as proposed.
+                    record.setdefault("decision", {"accepted": False, "exit": stop.reason.value, "error": stop.detail})
+                    raise
                 finally:
                     self._close_step(record)
         except Stopped as stop:

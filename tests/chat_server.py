@@ -1,0 +1,159 @@
+"""A real loopback HTTP server speaking the Chat Completions protocol, replaying a script.
+
+    with ChatServer([tool_call("search", {"query": "discount"}), content("hi")]) as srv:
+        ModelChooser(base_url=srv.base_url, model="m")
+        srv.requests  # every received request body, parsed
+
+Script items are built with the helpers below; each request consumes the next item.
+An exhausted script answers HTTP 500 so a test that calls too often fails loudly.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_USAGE = {"prompt_tokens": 120, "completion_tokens": 30}
+
+
+def tool_call(name: str, arguments: dict | str | None = None, *, usage: dict | None = DEFAULT_USAGE) -> dict:
+    """One tool call; a str `arguments` is sent verbatim (to script malformed JSON)."""
+    return tool_calls((name, arguments), usage=usage)
+
+
+def tool_calls(*calls: tuple[str, dict | str | None], usage: dict | None = DEFAULT_USAGE) -> dict:
+    return {"kind": "tool_calls", "calls": list(calls), "usage": usage}
+
+
+def content(text: str, *, usage: dict | None = DEFAULT_USAGE) -> dict:
+    return {"kind": "content", "text": text, "usage": usage}
+
+
+def http_error(status: int, body: dict | str) -> dict:
+    return {"kind": "error", "status": status, "body": body}
+
+
+def delay(seconds: float, then: dict) -> dict:
+    """Wait before answering `then` (the wait ends early when the server shuts down)."""
+    return {"kind": "delay", "seconds": seconds, "then": then}
+
+
+def _completion(item: dict, model: str, seq: int) -> dict:
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    if item["kind"] == "content":
+        message["content"], finish = item["text"], "stop"
+    else:
+        message["tool_calls"] = [
+            {"id": f"call_{seq}_{i}", "type": "function",
+             "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args or {})}}
+            for i, (name, args) in enumerate(item["calls"])]
+        finish = "tool_calls"
+    reply = {"id": f"chatcmpl-test-{seq}", "object": "chat.completion", "created": int(time.time()),
+             "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    if item.get("usage") is not None:
+        u = item["usage"]
+        reply["usage"] = {"prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
+                          "total_tokens": u["prompt_tokens"] + u["completion_tokens"]}
+    return reply
+
+
+class ChatServer:
+    def __init__(self, script: list[dict]):
+        self.script = list(script)
+        self.requests: list[dict] = []   # parsed bodies of POST /v1/chat/completions
+        self.headers: list[dict] = []    # their headers (lower-case names), same order
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._seq = itertools.count(1)
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def _next(self, body: dict, headers: dict) -> dict | None:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            return self.script.pop(0) if self.script else None
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.0: one request per connection, so no idle keep-alive thread blocks shutdown.
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *args: Any) -> None:  # keep pytest output clean
+                pass
+
+            def _send(self, status: int, payload: dict | str) -> None:
+                data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # client gave up (timeout tests)
+                    pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send(200, {"object": "list", "data": [
+                        {"id": "scripted-model", "object": "model", "created": 0, "owned_by": "tests"}]})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                    return
+                try:
+                    body = json.loads(raw)
+                except json.JSONDecodeError:
+                    self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+                    return
+                item = server._next(body, {k.lower(): v for k, v in self.headers.items()})
+                while item is not None and item["kind"] == "delay":
+                    if server._closing.wait(item["seconds"]):
+                        return
+                    item = item["then"]
+                if item is None:
+                    self._send(500, {"error": {"message": "script exhausted", "type": "server_error"}})
+                elif item["kind"] == "error":
+                    self._send(item["status"], item["body"])
+                else:
+                    self._send(200, _completion(item, body.get("model", "scripted-model"), next(server._seq)))
+
+        return Handler
+
+    def start(self) -> "ChatServer":
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        # A short poll interval keeps shutdown() (and so every test) fast.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="chat-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is None:
+            return
+        self._closing.set()          # wake handlers still waiting in a delay
+        self._httpd.shutdown()
+        self._httpd.server_close()   # joins handler threads
+        assert self._thread is not None
+        self._thread.join(timeout=5)
+        self._httpd = None
+
+    def __enter__(self) -> "ChatServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
