@@ -1,6 +1,8 @@
 """The action schema: the only things a chooser can ask for. There is no free-text shell."""
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from typing import Annotated, Any, Literal, Union
 
@@ -94,6 +96,11 @@ def parse_action(proposal: Any) -> _Action:
 
 def tool_schemas() -> list[dict]:
     """One JSON Schema per tool, generated from the models: what a model chooser is offered."""
+    return copy.deepcopy(_tool_schemas())
+
+
+@functools.lru_cache(maxsize=1)
+def _tool_schemas() -> list[dict]:
     tools = []
     for model in ACTION_TYPES:
         schema = model.model_json_schema()

@@ -1,0 +1,106 @@
+"""A whole discount-bug run vs. the same container work done with the docker CLI alone, and the
+controller's own share of a run. Ratios, not seconds: these machines are noisy.
+
+    .venv/bin/python bench/bench_run.py [--repeat 5]
+
+"The same work": one hardened sandbox container with the run's four execs (search, read,
+apply, diff), then two fresh hardened verification containers, each running the oracle and
+pytest (target test, then the full suite) on a copy of the repository with the fix applied.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import docker
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from repair_agent.choosers import BaselineChooser  # noqa: E402
+from repair_agent.run import execute_run  # noqa: E402
+from repair_agent.sandbox.image import ensure_sandbox_image  # noqa: E402
+from repair_agent.scenario import resolve  # noqa: E402
+
+REPO = ROOT / "sandbox_repos/discount_shop"
+HARDENING = ["--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+             "--pids-limit", "256", "--memory", "1g", "--memory-swap", "1g", "--cpus", "1", "--read-only",
+             "--tmpfs", "/tmp:rw,nosuid,nodev,size=64m", "--init", "--user", "10001:10001"]
+TARGET = "tests/test_pricing.py::test_ten_percent_discount"
+
+
+def sh(*argv, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, check=False, **kw)
+
+
+def cli_equivalent(image: str, fix: str, tmp: Path) -> float:
+    start = time.perf_counter()
+    ws = tmp / "ws"
+    shutil.copytree(REPO, ws)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "base"]):
+        sh(*cmd, cwd=ws)
+    sh("chown", "-R", "10001:10001", str(ws))
+    box = sh("docker", "run", "-d", *HARDENING, "-v", f"{ws}:/workspace", "-w", "/workspace", image,
+             "sleep", "infinity").stdout.decode().strip()
+    (ws / ".git/fix.diff").write_text(fix)
+    for cmd in (["git", "grep", "-n", "-F", "-e", "price * (1 - discount)"],
+                ["sed", "-n", "34,40p", "src/discount_shop/pricing.py"],
+                ["git", "apply", ".git/fix.diff"], ["sh", "-c", "git add -A && git diff --cached HEAD"]):
+        sh("docker", "exec", box, "timeout", "30s", *cmd)
+    sh("docker", "rm", "-f", box)
+    for targets in ([TARGET], []):
+        tree, out = tmp / f"tree{len(targets)}", tmp / f"out{len(targets)}"
+        shutil.copytree(REPO, tree)
+        sh("git", "apply", str(ws / ".git/fix.diff"), cwd=tree)
+        out.mkdir()
+        out.chmod(0o777)
+        c = sh("docker", "run", "-d", *HARDENING, "-v", f"{tree}:/workspace:ro", "-v", f"{out}:/out",
+               "-v", f"{ROOT}/sandbox_repos/discount-bug.oracle.py:/verifier/oracle.py:ro", "-w", "/workspace",
+               image, "sleep", "infinity").stdout.decode().strip()
+        sh("docker", "exec", c, "timeout", "30s", "python3", "-I", "-S", "/verifier/oracle.py", "/workspace")
+        sh("docker", "exec", c, "timeout", "120s", "python3", "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "--junitxml=/out/junit.xml", *targets)
+        sh("docker", "rm", "-f", c)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    client = docker.from_env()
+    image = ensure_sandbox_image(client)
+    scenario = resolve("discount-bug")
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = Path(tmp) / "runs"
+        warm = execute_run(scenario, BaselineChooser(), runs_dir=runs, client=client)  # fills the baseline cache
+        fix = (Path(warm.run_dir) / "candidate.diff").read_text()
+        ours, cli, controller, journal = [], [], [], []
+        for i in range(args.repeat):
+            rec = execute_run(scenario, BaselineChooser(), runs_dir=runs, client=client)
+            assert rec.status.value == "awaiting_release_confirmation", rec.detail
+            ours.append(rec.wall_s)
+            t = rec.timing
+            controller.append((t["loop_s"] - t["chooser_s"] - t["tools_s"] - t["journal_s"]) / rec.wall_s)
+            journal.append(t["journal_s"] / rec.wall_s)
+            work = Path(tmp) / f"cli{i}"
+            work.mkdir()
+            cli.append(cli_equivalent(image, fix, work))
+    o, c = statistics.median(ours), statistics.median(cli)
+    print(f"median of {args.repeat} runs (baseline chooser, docker sandbox, warm image and baseline cache)")
+    print(f"  repair-agent run discount-bug   {o:6.3f}s")
+    print(f"  same work with the docker CLI   {c:6.3f}s")
+    print(f"  ratio                            {o / c:5.2f}x   (target: <= 1.30x)")
+    print(f"  controller's own share of a run  {100 * statistics.median(controller):5.2f}%  (target: < 2%)")
+    print(f"  journal (fsync) share of a run   {100 * statistics.median(journal):5.2f}%")
+
+
+if __name__ == "__main__":
+    main()
