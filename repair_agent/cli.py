@@ -138,15 +138,29 @@ def cmd_release(args) -> int:
 def cmd_cleanup(args) -> int:
     import docker
 
-    from verifier.isolation import LABEL
+    from verifier.isolation import LABEL, OWNER_LABEL
 
     client = docker.from_env()
-    removed = 0
+    removed = kept = 0
     for c in client.containers.list(all=True, filters={"label": LABEL}):
-        c.remove(force=True)
+        if not args.all and _pid_alive(c.labels.get(OWNER_LABEL)):
+            kept += 1  # a run in progress on this machine: not a leftover
+            continue
+        c.remove(force=True, v=True)
         removed += 1
-    print(f"removed {removed} container(s) labelled {LABEL}")
+    print(f"removed {removed} container(s) labelled {LABEL}"
+          + (f"; kept {kept} of runs still in progress (--all removes them too)" if kept else ""))
     return 0
+
+
+def _pid_alive(pid: str | None) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (TypeError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def cmd_image(args) -> int:
@@ -207,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     rl.set_defaults(func=cmd_release)
 
     c = sub.add_parser("cleanup", help="remove leftover containers of this project")
+    c.add_argument("--all", action="store_true", help="also remove containers of runs still in progress")
     c.set_defaults(func=cmd_cleanup)
 
     im = sub.add_parser("image", help="build (or find) the sandbox image and print its tag")

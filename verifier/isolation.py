@@ -19,6 +19,7 @@ from typing import Iterable, Iterator
 from pydantic import BaseModel, Field
 
 LABEL = "org.repair-agent.managed"
+OWNER_LABEL = "org.repair-agent.owner-pid"  # lets cleanup tell a live run's containers from leftovers
 
 
 class Limits(BaseModel):
@@ -136,7 +137,7 @@ def docker_hardening(limits: Limits, user: str, labels: dict[str, str]) -> dict:
         tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes}"},
         init=True,
         ipc_mode="private",
-        labels={LABEL: "1", **labels},
+        labels={LABEL: "1", OWNER_LABEL: str(os.getpid()), **labels},
     )
 
 

@@ -1,0 +1,78 @@
+"""Shared fixtures: a Docker Engine (or a loud reason why not), the sandbox image, and a
+session-end check that no managed container outlives the tests."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from verifier.isolation import LABEL, OWNER_LABEL
+
+REQUIRE_DOCKER_ENV = "REPAIR_AGENT_REQUIRE_DOCKER"
+
+# Filled by `docker_client`: its presence means container tests actually ran in this session.
+_engine: dict = {}
+
+
+def _managed_containers(client) -> list:
+    """Managed containers created by this test process (not by a concurrent run on the machine)."""
+    return client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={os.getpid()}"]})
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """A pinged Docker client. Without an engine: skip, or fail when CI demands containers."""
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:  # no socket, engine down, permission denied, docker SDK missing
+        reason = f"no Docker Engine answers ({type(exc).__name__}: {exc})"
+        if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
+            pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but {reason}: container tests must run here, "
+                        "a skipped isolation test proves nothing", pytrace=False)
+        pytest.skip(reason)
+    # Containers that predate this session belong to someone else: never remove those.
+    _engine["client"] = client
+    _engine["preexisting"] = {c.id for c in _managed_containers(client)}
+    return client
+
+
+@pytest.fixture(scope="session")
+def sandbox_image(docker_client) -> str:
+    """Tag of the sandbox image; built on first use (a minute or two on a fresh machine), cached after."""
+    from repair_agent.sandbox.image import ensure_sandbox_image
+
+    return ensure_sandbox_image(docker_client, log=print)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_leaked_containers():
+    """Torn down last: any managed container still present after the docker tests is a leak.
+
+    It is removed, and the session fails (a teardown error makes pytest exit non-zero)."""
+    yield
+    client = _engine.get("client")
+    if client is None:  # no container test ran
+        return
+    try:
+        leaked = [c for c in _managed_containers(client) if c.id not in _engine["preexisting"]]
+    except Exception:  # the engine went away meanwhile: nothing to inspect
+        return
+    if not leaked:
+        return
+    names = [f"{c.name} ({c.short_id}, {c.status}, {c.labels})" for c in leaked]
+    for c in leaked:
+        try:
+            c.remove(force=True, v=True)
+        except Exception:
+            pass
+    pytest.fail(f"{len(leaked)} container(s) labelled {LABEL} leaked from this test session "
+                f"(now removed): " + "; ".join(names), pytrace=False)
+
+
+@pytest.fixture
+def runs_dir(tmp_path):
+    """Where a test's runs go (not created: the code under test creates it)."""
+    return tmp_path / "runs"
