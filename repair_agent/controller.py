@@ -101,6 +101,9 @@ class Controller:
                     self._close_step(record)
         except Stopped as stop:
             return self._finish(stop)
+        except KeyboardInterrupt:
+            # The person at the keyboard ended it: keep the evidence and say so, like any other exit.
+            return self._finish(Stopped(StopReason.DEPENDENCY_FAILURE, "interrupted by the user (Ctrl-C)"))
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)
 

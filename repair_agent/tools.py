@@ -83,7 +83,8 @@ class Executor:
                                source=f"verifier:{self.verifier.backend}", summary=verdict.summary,
                                output=output, duration_s=0.0, verdict=verdict,
                                raw_error=(verdict.pytest.stderr.text[-2000:] or None) if verdict.pytest else verdict.apply_error,
-                               data=verdict.model_dump(mode="json", exclude={"pytest"}))
+                               data={**verdict.model_dump(mode="json", exclude={"pytest"}),
+                                     "pytest": _command_data(verdict.pytest) if verdict.pytest else None})
         if isinstance(action, CheckDiff):
             verdict = self.verifier.check_scope(current_diff)
             lines = [f"{f.kind} {f.path} (+{f.added} -{f.removed})" for f in verdict.files]

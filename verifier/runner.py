@@ -276,7 +276,7 @@ class Verifier:
             else:
                 root, junit_arg, python, oracle_path = str(tree), str(junit_host), sys.executable, str(self.oracle)
             if self.oracle and not baseline:
-                res = runner.exec([python, "-I", "-S", oracle_path, root], timeout_s=30,
+                res = runner.exec([python, "-I", "-S", oracle_path, root], timeout_s=min(30.0, self.spec.test_timeout_s),
                                   output_dir=work, env=env)
                 extra["oracle"] = _oracle_report(res)
             result = runner.exec([python, "-P", "-m", "pytest", *pytest_args, f"--junitxml={junit_arg}",
@@ -344,4 +344,6 @@ def _oracle_report(res: CommandResult) -> dict:
     report["ok"] = bool(report.get("ok") is True and res.exit_code == 0 and not res.timed_out)
     report["exit_code"] = res.exit_code
     report["stderr_tail"] = res.stderr.text[-500:]
+    report["stdout_bytes"], report["stdout_truncated"] = res.stdout.true_bytes, res.stdout.truncated
+    report["stdout_file"] = res.stdout.kept_path
     return report
