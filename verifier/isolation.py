@@ -199,6 +199,10 @@ class HardenedContainer:
             # Processes may have left the timeout's process group (setsid); restarting
             # under init ends every process in the container's pid namespace.
             self._reset_processes()
+        if not timed_out and (exit_code is None or exit_code >= 128):
+            # Killed by a signal: either the command alone (e.g. the OOM killer) or the whole
+            # container, whose status can still read "running" for a moment. Ask it directly.
+            self._probe()
         self._check_alive()
         return CommandResult(argv=argv, exit_code=exit_code, timed_out=timed_out,
                              duration_s=round(elapsed, 4), stdout=out.finish(), stderr=err.finish(),
@@ -211,6 +215,19 @@ class HardenedContainer:
             self.container.restart(timeout=0)
         except (docker.errors.DockerException, OSError) as exc:
             raise EngineFailure(f"could not reset container after a timeout: {exc}") from exc
+
+    def _probe(self) -> None:
+        import docker.errors
+
+        api = self.client.api
+        try:
+            probe = api.exec_create(self.container.id, ["true"])["Id"]
+            api.exec_start(probe)
+            code = api.exec_inspect(probe).get("ExitCode")
+        except (docker.errors.DockerException, OSError) as exc:
+            raise EngineFailure(f"container {self.container.short_id} stopped answering: {exc}") from exc
+        if code != 0:
+            raise EngineFailure(f"container {self.container.short_id} cannot run `true` (exit {code})")
 
     def _check_alive(self) -> None:
         import docker.errors
@@ -226,10 +243,17 @@ class HardenedContainer:
                 f"(exit code {state.get('ExitCode')}, OOMKilled={state.get('OOMKilled')})")
 
     def close(self) -> None:
-        try:
-            self.container.remove(force=True, v=True)
-        except Exception:  # already gone, or the engine is down: cleanup removes leftovers
-            pass
+        import docker.errors
+
+        for attempt in range(3):
+            try:
+                self.container.remove(force=True, v=True)
+                return
+            except docker.errors.NotFound:
+                return
+            except Exception:  # a kill or removal still in progress: try again shortly
+                time.sleep(0.2 * (attempt + 1))
+        # The engine is down or refuses: `repair-agent cleanup` removes leftovers by label.
 
 
 def _drain(stream: Iterator, out: StreamCapture, err: StreamCapture) -> None:

@@ -10,7 +10,6 @@ from verifier.isolation import CommandResult, EngineFailure, HardenedContainer, 
 from verifier.runner import container_user
 
 from .base import DIFF_CAP, DIFF_SCRIPT, SandboxError, read_argv, search_argv
-from .workspace import SANDBOX_UID
 
 TOOL_TIMEOUT_S = 30.0
 
@@ -42,11 +41,18 @@ class DockerSandbox:
     def write_file(self, path: str, content: bytes) -> None:
         # put_archive writes through the engine into the mount, owned by the sandbox uid:
         # the host never follows a path inside the agent-writable tree.
+        uid, gid = (int(x) for x in container_user().split(":"))
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
+            # Parent directories explicitly, or the engine creates them owned by root.
+            parts = path.split("/")
+            for depth in range(1, len(parts)):
+                d = tarfile.TarInfo("/".join(parts[:depth]))
+                d.type, d.mode, d.uid, d.gid, d.mtime = tarfile.DIRTYPE, 0o755, uid, gid, int(time.time())
+                tar.addfile(d)
             info = tarfile.TarInfo(path)
             info.size, info.mode, info.mtime = len(content), 0o644, int(time.time())
-            info.uid = info.gid = SANDBOX_UID
+            info.uid, info.gid = uid, gid
             tar.addfile(info, io.BytesIO(content))
         try:
             if not self.container.container.put_archive("/workspace", buf.getvalue()):
