@@ -5,6 +5,7 @@ pseudo-completion, privilege escalation) without any private chain of thought.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -18,9 +19,14 @@ class Journal:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._last: str | None = None
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, sort_keys=True, default=str, ensure_ascii=False) + "\n"
+        # Each line carries the hash of its own content and of the line before: editing any
+        # field of any record (a proposal, a result, a view) breaks the chain, not just states.
+        record = json.loads(json.dumps({**record, "prev_record_sha256": self._last}, default=str))
+        record["record_sha256"] = self._last = record_hash(record)
+        line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
         os.write(self._fd, line.encode("utf-8", errors="surrogateescape"))
         os.fsync(self._fd)  # a crash or a kill must not lose the step that explains it
 
@@ -40,10 +46,22 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
                     raise ValueError(f"{path}:{number}: not a JSON line ({exc})") from None
 
 
+def record_hash(record: dict[str, Any]) -> str:
+    body = {k: v for k, v in record.items() if k != "record_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode(
+        "utf-8", errors="surrogateescape")).hexdigest()
+
+
 def verify_chain(records: list[dict[str, Any]]) -> list[str]:
-    """Problems with the state hash chain; an empty list means every state links to its parent."""
-    problems, previous = [], None
-    for rec in records:
+    """Problems with the record and state hash chains; empty means the journal is as written."""
+    problems, previous, last_record = [], None, None
+    for number, rec in enumerate(records, 1):
+        label = f"step {rec['step']}" if rec.get("step") else rec.get("event")
+        if rec.get("record_sha256") != record_hash(rec):
+            problems.append(f"line {number}, {label}: content does not match its hash")
+        if rec.get("prev_record_sha256") != last_record:
+            problems.append(f"line {number}: does not follow the line before it (a line was removed or reordered)")
+        last_record = rec.get("record_sha256")
         for key in ("state_before", "state_after"):
             state = rec.get(key)
             if state is None:

@@ -114,13 +114,6 @@ def test_replay_checks_the_hash_chain(verified, module_runs):
     assert "stop: awaiting_release_confirmation" in proc.stdout
 
 
-JOURNAL_GAP = (
-    "REAL BUG: repair_agent/journal.py verify_chain hashes only state_before/state_after; a step record's "
-    "proposal, decision, result and view are outside every hash, so editing what the chooser proposed still "
-    "replays as 'hash chain: OK'"
-)
-
-
 def _edit_version(record: dict) -> None:
     record["state_after"]["version"] += 7
 
@@ -131,7 +124,7 @@ def _edit_proposal(record: dict) -> None:
 
 @pytest.mark.parametrize("edit", [
     pytest.param(_edit_version, id="state-version"),
-    pytest.param(_edit_proposal, id="proposal", marks=pytest.mark.xfail(strict=True, reason=JOURNAL_GAP)),
+    pytest.param(_edit_proposal, id="proposal"),
 ])
 def test_replay_detects_a_tampered_journal(verified, tmp_path, edit):
     copy = tmp_path / verified.run_id
