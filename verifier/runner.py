@@ -26,6 +26,9 @@ from .spec import (REFUSED_INFRASTRUCTURE, AcceptanceSpec, ProtectedSnapshot, gl
                    nodeid_to_junit_key, sha256_file, tree_files)
 
 Kind = Literal["target_test", "full_suite"]
+GUARD_SOURCE = Path(__file__).with_name("pytest_guard.py")
+GUARD_MODULE = "ra_pytest_guard"
+GUARD_MARKER = "\x1eRA-GUARD "
 MAX_JUNIT_BYTES = 8 * 1024 * 1024
 
 
@@ -132,6 +135,10 @@ class Verifier:
         """Snapshot the pristine repository, hash what is protected, and learn its test ids."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.snapshot = ProtectedSnapshot.capture(self.pristine, self.state_dir / "pristine", self.spec)
+        guard_dir = self.state_dir / "guard"
+        guard_dir.mkdir(exist_ok=True)
+        shutil.copyfile(GUARD_SOURCE, guard_dir / f"{GUARD_MODULE}.py")
+        self.guard_dir = guard_dir
         if self.oracle:
             oracle_copy = self.state_dir / "oracle.py"
             shutil.copyfile(self.oracle, oracle_copy)
@@ -220,6 +227,22 @@ class Verifier:
             problems.append(f"{len(failing)} test(s) not passing: "
                             + "; ".join(f"{k} [{v}]" for k, v in list(failing.items())[:3]))
         targets_ok = all(k in by_key and by_key[k].outcome == "passed" for k in bl.target_keys)
+        guard = extra.get("guard")
+        if guard is not None:
+            # What the test functions really did, seen before any report existed, must agree.
+            if not guard["finished"]:
+                problems.append("the verifier's pytest guard did not see the session end")
+            foreign = [f for f in guard["hook_files"] if self._candidate_file(f, extra.get("root", ""))]
+            if foreign:
+                problems.append(f"candidate code registered pytest hooks: {foreign[:3]}")
+                targets_ok = False
+            forged = sorted(k for k in must_pass if k in by_key and by_key[k].outcome == "passed"
+                            and guard["calls"].get(k) != [None])
+            if forged:
+                problems.append(f"{len(forged)} test(s) reported passed although the test function raised or "
+                                f"never ran (report rewriting): "
+                                + "; ".join(f"{k} {guard['calls'].get(k)}" for k in forged[:3]))
+                targets_ok = targets_ok and not set(forged) & set(bl.target_keys)
         exit_code = result.exit_code if result else None
         allowed_exit = {0} if kind == "target_test" or not bl.known_failing else {0, 1}
         if result is not None and result.timed_out:
@@ -238,6 +261,11 @@ class Verifier:
                            failing=failing, missing=missing, unexpected=unexpected,
                            restored=extra.get("restored", []), refused=extra.get("refused", []),
                            apply_error=extra.get("apply_error"), oracle=oracle, pytest=result)
+
+    def _candidate_file(self, path: str, root: str) -> bool:
+        """A file of the candidate's own writable code (hooks may come only from pytest and protected files)."""
+        prefix = root.rstrip("/") + "/"
+        return path.startswith(prefix) and self.spec.is_writable(path[len(prefix):])
 
     # -- the mechanics of one verification ---------------------------------------------------
     def _execute(self, diff: str, kind: Kind, baseline: bool = False):
@@ -265,10 +293,11 @@ class Verifier:
                 extra["problems"].append(f"refused added test infrastructure: {extra['refused']}")
         targets = list(self.spec.target_tests) if kind == "target_test" else []
         junit_in, junit_host = "/verifier-out/junit.xml", out / "junit.xml"
-        pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "junit_family=xunit2",
+        pytest_args = ["-p", "no:cacheprovider", "-p", GUARD_MODULE, "-q", "-o", "junit_family=xunit2",
                        "-o", "junit_logging=no", "-o", "console_output_style=classic"]
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONNOUSERSITE": "1", "HOME": "/tmp", "PYTHONHASHSEED": "0"}
+        pytest_env = {**env, "PYTHONPATH": "/verifier/guard" if self.backend == "docker" else str(self.guard_dir)}
         runner = self._runner(tree, out)
         try:
             if self.backend == "docker":
@@ -281,9 +310,10 @@ class Verifier:
                 extra["oracle"] = _oracle_report(res)
             result = runner.exec([python, "-P", "-m", "pytest", *pytest_args, f"--junitxml={junit_arg}",
                                   f"--rootdir={root}", *targets],
-                                 timeout_s=self.spec.test_timeout_s, output_dir=work, env=env, workdir=root)
+                                 timeout_s=self.spec.test_timeout_s, output_dir=work, env=pytest_env, workdir=root)
         finally:
             runner.close()
+        extra["guard"], extra["root"] = _guard_report(result), root
         cases, problem = parse_junit(junit_host)
         if result.timed_out and not problem:
             problem = "pytest timed out"
@@ -296,6 +326,7 @@ class Verifier:
 
         mounts = [Mount("/workspace", str(tree), type="bind", read_only=True),
                   Mount("/verifier-out", str(out), type="bind", read_only=False)]
+        mounts.append(Mount("/verifier/guard", str(self.guard_dir), type="bind", read_only=True))
         if self.oracle:
             mounts.append(Mount("/verifier/oracle.py", str(self.oracle), type="bind", read_only=True))
         return HardenedContainer(self.client, self.image, mounts=mounts, limits=self.limits,
@@ -330,6 +361,28 @@ class Verifier:
                 shutil.copyfile(snap / rel, path)
                 restored.append(rel)
         return restored, refused
+
+
+def _guard_report(res: CommandResult) -> dict:
+    """Parse the guard's records from the full stderr stream (the kept file, not the capped head)."""
+    text = Path(res.stderr.kept_path).read_text(errors="replace") if res.stderr.kept_path else res.stderr.text
+    calls: dict[str, list] = {}
+    hook_files: set[str] = set()
+    finished = False
+    for line in text.split("\n"):  # not splitlines(): it also splits at the marker's \x1e
+        if not line.startswith(GUARD_MARKER):
+            continue
+        try:
+            rec = json.loads(line[len(GUARD_MARKER):])
+        except json.JSONDecodeError:
+            continue
+        if rec.get("kind") == "call":
+            calls.setdefault(nodeid_to_junit_key(str(rec.get("nodeid"))), []).append(rec.get("raised"))
+        elif rec.get("kind") == "hooks":
+            hook_files.update(map(str, rec.get("files", [])))
+        elif rec.get("kind") == "finished":
+            finished = True
+    return {"calls": calls, "hook_files": sorted(hook_files), "finished": finished}
 
 
 def _oracle_report(res: CommandResult) -> dict:

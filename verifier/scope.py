@@ -14,9 +14,10 @@ from .spec import REFUSED_INFRASTRUCTURE, AcceptanceSpec, glob_match
 # Added source lines that reach into the test harness. Obfuscation can evade a token list,
 # so this is a tripwire on top of the structural checks, not the defence itself.
 TAMPER_TOKENS = re.compile(
-    r"\b(_pytest|pytest|conftest|junit\w*|sys\.modules|os\._exit|atexit|sys\.settrace|"
-    r"sys\.setprofile|builtins|__builtins__|PYTEST_\w+|"
-    r"subprocess|ctypes|socket)\b")
+    r"\b(_pytest\w*|pytest\w*|conftest|junit\w*|hookimpl|pluginmanager|sys\.modules|_getframe|f_locals|"
+    r"f_globals|f_back|os\._exit|atexit|sys\.settrace|sys\.setprofile|builtins|__builtins__|__import__|"
+    r"importlib|inspect|PYTEST_\w+|subprocess|ctypes|socket)\b"
+    r"|(?<![\w.])(eval|exec|compile)\s*\(")
 
 
 class FileChange(BaseModel):
