@@ -12,9 +12,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from verifier import CONDITIONS, ScenarioError, Verifier, diff_sha256
+from verifier import CONDITIONS, Verifier, diff_sha256
 from verifier.conditions import DESCRIPTIONS
-from verifier.isolation import EngineFailure
 
 from .choosers.base import Chooser
 from .controller import Controller, RunOutcome
@@ -104,8 +103,9 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
             sandbox = (DockerSandbox(client, image, run_dir / "workspace", base, run_id=run_id, output_dir=tool_out)
                        if sandbox_kind == "docker" else
                        LocalSandbox(run_dir / "workspace", base, output_dir=tool_out))
-        except (EngineFailure, ScenarioError, OSError, Exception) as exc:  # nothing ran yet: say why
-            outcome = _early_stop(state, journal, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # engine, image, scenario or workspace: nothing ran yet, say why
+            where = f" (Docker Engine at {_engine_address(client)})" if client is not None else ""
+            outcome = _early_stop(state, journal, f"{type(exc).__name__}: {exc}{where}")
         else:
             from .tools import Executor
 
@@ -132,6 +132,12 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
                                                        **scenario.model_dump(mode="json")}, indent=2))
     write_report(run_dir, record, outcome, scenario, verifier)
     return record
+
+
+def _engine_address(client) -> str:
+    adapter = getattr(client.api, "_custom_adapter", None)
+    socket_path = getattr(adapter, "socket_path", None)
+    return f"unix://{socket_path}" if socket_path else client.api.base_url
 
 
 def _early_stop(state: State, journal: Journal, detail: str) -> RunOutcome:
