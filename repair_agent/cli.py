@@ -179,13 +179,19 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=f"exit codes of `run`:\n{exits}\n    2  usage or manifest error")
     p.add_argument("--runs-dir", default=os.environ.get("REPAIR_AGENT_RUNS_DIR", "runs"))
     p.add_argument("--scenarios-dir", action="append", default=[], help="extra directory of *.scenario.toml")
+    # The same two options after the subcommand too (`repair-agent run X --runs-dir D`); given
+    # there, they win over the ones given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--runs-dir", default=argparse.SUPPRESS, help="where runs are kept (default: ./runs)")
+    common.add_argument("--scenarios-dir", action="append", default=argparse.SUPPRESS,
+                        help="extra directory of *.scenario.toml (repeatable)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("scenarios", help="list scenarios")
+    s = sub.add_parser("scenarios", parents=[common], help="list scenarios")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_scenarios)
 
-    r = sub.add_parser("run", help="run a scenario")
+    r = sub.add_parser("run", parents=[common], help="run a scenario")
     r.add_argument("scenario", help="a scenario name or the path of a *.scenario.toml manifest")
     r.add_argument("--chooser", default="baseline", help="baseline | model | package.module:attr")
     r.add_argument("--sandbox", choices=["docker", "local"], default="docker",
@@ -199,18 +205,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one final JSON object")
     r.set_defaults(func=cmd_run)
 
-    rp = sub.add_parser("replay", help="check a run's hash chain and print its steps")
+    rp = sub.add_parser("replay", parents=[common], help="check a run's hash chain and print its steps")
     rp.add_argument("run")
     rp.add_argument("--step", type=int, help="show what the chooser saw at step K")
     rp.set_defaults(func=cmd_replay)
 
-    sh = sub.add_parser("show", help="print a run's pending-release report")
+    sh = sub.add_parser("show", parents=[common], help="print a run's pending-release report")
     sh.add_argument("run")
     sh.add_argument("--diff", action="store_true")
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=cmd_show)
 
-    rl = sub.add_parser("release", help="confirm or reject a run's release (a person's decision)")
+    rl = sub.add_parser("release", parents=[common], help="confirm or reject a run's release (a person's decision)")
     rl.add_argument("run")
     mode = rl.add_mutually_exclusive_group(required=True)
     mode.add_argument("--confirm", action="store_true")
@@ -220,11 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--output-dir", help="where the output clone goes (default: RUN/release)")
     rl.set_defaults(func=cmd_release)
 
-    c = sub.add_parser("cleanup", help="remove leftover containers of this project")
+    c = sub.add_parser("cleanup", parents=[common], help="remove leftover containers of this project")
     c.add_argument("--all", action="store_true", help="also remove containers of runs still in progress")
     c.set_defaults(func=cmd_cleanup)
 
-    im = sub.add_parser("image", help="build (or find) the sandbox image and print its tag")
+    im = sub.add_parser("image", parents=[common], help="build (or find) the sandbox image and print its tag")
     im.add_argument("--base-image")
     im.set_defaults(func=cmd_image)
     return p
