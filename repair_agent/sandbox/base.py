@@ -43,3 +43,27 @@ DIFF_CAP = 4 * 1024 * 1024
 
 class SandboxError(RuntimeError):
     """A sandbox operation failed in a way that is not the candidate's doing."""
+
+
+class GitToolsMixin:
+    """The tool commands both sandboxes share; each sandbox supplies `run` and `write_file`."""
+
+    base_commit: str
+
+    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> CommandResult:
+        return self.run(read_argv(path, start_line, end_line))
+
+    def search(self, query: str, path_glob: str | None = None) -> CommandResult:
+        return self.run(search_argv(query, path_glob))
+
+    def apply_patch(self, diff: str) -> CommandResult:
+        # Inside .git so the patch file itself never shows up in the diff.
+        self.write_file(".git/ra-incoming.diff", diff.encode("utf-8", errors="surrogateescape"))
+        return self.run(["git", "apply", "--whitespace=nowarn", "--verbose", ".git/ra-incoming.diff"])
+
+    def diff(self) -> str:
+        res = self.run(["sh", "-c", DIFF_SCRIPT, self.base_commit], output_cap=DIFF_CAP)
+        if not res.ok or res.stdout.truncated:
+            raise SandboxError(f"git diff failed (exit {res.exit_code}, truncated={res.stdout.truncated}): "
+                               f"{res.stderr.text[-1000:]}")
+        return res.stdout.text

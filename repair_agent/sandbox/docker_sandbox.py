@@ -9,12 +9,12 @@ from pathlib import Path
 from verifier.isolation import CommandResult, EngineFailure, HardenedContainer, Limits
 from verifier.runner import container_user
 
-from .base import DIFF_CAP, DIFF_SCRIPT, SandboxError, read_argv, search_argv
+from .base import GitToolsMixin, SandboxError
 
 TOOL_TIMEOUT_S = 30.0
 
 
-class DockerSandbox:
+class DockerSandbox(GitToolsMixin):
     kind = "docker"
     isolated = True
 
@@ -31,12 +31,6 @@ class DockerSandbox:
 
     def run(self, argv: list[str], *, timeout_s: float = TOOL_TIMEOUT_S, output_cap: int | None = None) -> CommandResult:
         return self.container.exec(argv, timeout_s=timeout_s, output_dir=self.output_dir, output_cap=output_cap)
-
-    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> CommandResult:
-        return self.run(read_argv(path, start_line, end_line))
-
-    def search(self, query: str, path_glob: str | None = None) -> CommandResult:
-        return self.run(search_argv(query, path_glob))
 
     def write_file(self, path: str, content: bytes) -> None:
         # put_archive writes through the engine into the mount, owned by the sandbox uid:
@@ -59,18 +53,6 @@ class DockerSandbox:
                 raise SandboxError(f"could not write {path}")
         except Exception as exc:
             raise EngineFailure(f"write_file failed: {exc}") from exc
-
-    def apply_patch(self, diff: str) -> CommandResult:
-        # Inside .git so the patch file itself never shows up in the diff.
-        self.write_file(".git/ra-incoming.diff", diff.encode("utf-8", errors="surrogateescape"))
-        return self.run(["git", "apply", "--whitespace=nowarn", "--verbose", ".git/ra-incoming.diff"])
-
-    def diff(self) -> str:
-        res = self.run(["sh", "-c", DIFF_SCRIPT, self.base_commit], output_cap=DIFF_CAP)
-        if not res.ok or res.stdout.truncated:
-            raise SandboxError(f"git diff failed (exit {res.exit_code}, truncated={res.stdout.truncated}): "
-                               f"{res.stderr.text[-1000:]}")
-        return res.stdout.text
 
     def close(self) -> None:
         self.container.close()

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from verifier.isolation import CommandResult, Limits, LocalRunner
 
-from .base import DIFF_CAP, DIFF_SCRIPT, SandboxError, read_argv, search_argv
+from .base import GitToolsMixin, SandboxError
 
 NOT_ISOLATED = ("LocalSandbox does NOT isolate: commands run on this host as this user, with its "
                 "network and files. Use it only where no Docker Engine exists.")
 
 
-class LocalSandbox:
+class LocalSandbox(GitToolsMixin):
     kind = "local"
     isolated = False
     warning = NOT_ISOLATED
@@ -28,28 +28,12 @@ class LocalSandbox:
         return self.runner.exec(argv, timeout_s=timeout_s, output_dir=self.output_dir, env=self.env,
                                 output_cap=output_cap)
 
-    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> CommandResult:
-        return self.run(read_argv(path, start_line, end_line))
-
-    def search(self, query: str, path_glob: str | None = None) -> CommandResult:
-        return self.run(search_argv(query, path_glob))
-
     def write_file(self, path: str, content: bytes) -> None:
         target = (self.workspace / path).resolve()
         if not str(target).startswith(str(self.workspace.resolve()) + os.sep):
             raise SandboxError(f"refusing to write outside the workspace: {path}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
-
-    def apply_patch(self, diff: str) -> CommandResult:
-        self.write_file(".git/ra-incoming.diff", diff.encode("utf-8", errors="surrogateescape"))
-        return self.run(["git", "apply", "--whitespace=nowarn", "--verbose", ".git/ra-incoming.diff"])
-
-    def diff(self) -> str:
-        res = self.run(["sh", "-c", DIFF_SCRIPT, self.base_commit], output_cap=DIFF_CAP)
-        if not res.ok or res.stdout.truncated:
-            raise SandboxError(f"git diff failed (exit {res.exit_code}): {res.stderr.text[-1000:]}")
-        return res.stdout.text
 
     def close(self) -> None:
         pass
