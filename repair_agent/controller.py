@@ -2,10 +2,10 @@
 authorizes, dispatches, records and stops; the chooser's "done" is only a prediction."""
 from __future__ import annotations
 
-import concurrent.futures
 import datetime as dt
 import hashlib
 import json
+import threading
 import time
 from typing import Any, Callable
 
@@ -45,6 +45,27 @@ class RunOutcome(BaseModel):
     timing: dict[str, float] = {}
 
 
+def _call_with_timeout(fn: Callable, arg: Any, timeout_s: float) -> Any:
+    """Run fn(arg) in a daemon thread: a chooser that never returns cannot keep the process alive
+    after the controller has stopped (Python cannot kill a thread; it can refuse to wait for it)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(arg)
+        except BaseException as exc:  # handed to the controller's thread as is
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="chooser", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {timeout_s:.1f}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 class Controller:
     def __init__(self, state: State, chooser: Chooser, executor: Executor, verifier: Verifier, journal: Journal,
                  *, environment_id: str, on_step: Callable[[dict], None] | None = None,
@@ -61,7 +82,6 @@ class Controller:
         self.u_trajectory = [state.u]
         self.started = time.monotonic()
         self.timing = {"chooser_s": 0.0, "tools_s": 0.0, "journal_s": 0.0}  # the rest is the controller's own
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="chooser")
 
     # -- the loop: one step = one chooser invocation --------------------------------------------
     def run(self) -> RunOutcome:
@@ -104,8 +124,6 @@ class Controller:
         except KeyboardInterrupt:
             # The person at the keyboard ended it: keep the evidence and say so, like any other exit.
             return self._finish(Stopped(StopReason.DEPENDENCY_FAILURE, "interrupted by the user (Ctrl-C)"))
-        finally:
-            self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- pieces of the loop ---------------------------------------------------------------------
     def _check_bounds(self) -> None:
@@ -134,12 +152,11 @@ class Controller:
         """One chooser invocation. Its failures become the step's outcome, not a crash."""
         remaining = self.state.budget.deadline_s - (time.monotonic() - self.started)
         limit = max(0.0, min(remaining, self.chooser_timeout_s))
-        future = self._pool.submit(self.chooser.choose, view)
         usage, asked = {}, time.monotonic()
         try:
-            proposal = future.result(timeout=limit)
+            proposal = _call_with_timeout(self.chooser.choose, view, limit)
             self.timing["chooser_s"] += time.monotonic() - asked
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:
             reason = StopReason.DEADLINE if remaining <= self.chooser_timeout_s else StopReason.DEPENDENCY_FAILURE
             return None, usage, Stopped(reason, f"the chooser did not answer within {limit:.1f}s")
         except TokenBudgetExceeded as exc:

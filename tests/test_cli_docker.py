@@ -36,3 +36,67 @@ def test_the_verifier_never_imports_the_agent_side():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.split(".")[0] == "repair_agent" for n in names), f"{path.name} imports {names}"
+
+
+HANGING_PLUGIN = """
+import time
+
+class Hangs:
+    name = "hangs"
+    def choose(self, view):
+        if view.step == 1:
+            return {"tool": "search", "query": "apply_discount"}
+        time.sleep(3600)  # a model call that never returns
+
+def make():
+    return Hangs()
+"""
+
+
+def _start_hanging_run(tmp_path, *extra):
+    (tmp_path / "hanging_plugin.py").write_text(HANGING_PLUGIN)
+    return subprocess.Popen([sys.executable, "-m", "repair_agent", "run", "discount-bug", "--chooser",
+                             "hanging_plugin:make", "--runs-dir", str(tmp_path / "runs"), "--json", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+
+
+def _containers_of(client, pid: int) -> list:
+    from verifier.isolation import LABEL, OWNER_LABEL
+
+    return client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={pid}"]})
+
+
+@pytest.mark.docker
+def test_a_hung_chooser_meets_the_deadline_and_the_process_exits(docker_client, sandbox_image, tmp_path):
+    import time
+
+    started = time.monotonic()
+    proc = _start_hanging_run(tmp_path, "--deadline", "4")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 12, err
+    assert json.loads(out)["status"] == "deadline"
+    assert time.monotonic() - started < 45  # the hung thread does not keep the process alive
+    assert _containers_of(docker_client, proc.pid) == []
+
+
+@pytest.mark.docker
+def test_ctrl_c_keeps_the_evidence_and_removes_the_containers(docker_client, sandbox_image, tmp_path):
+    import signal
+    import time
+
+    proc = _start_hanging_run(tmp_path)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "runs").glob("*/outputs/*")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # wait until step 1 ran in the sandbox
+    time.sleep(0.5)
+    assert _containers_of(docker_client, proc.pid), "the run's sandbox should be up"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 17, err
+    record = json.loads(out)
+    assert record["status"] == "dependency_failure" and "interrupted" in record["detail"]
+    journal = [json.loads(l) for l in (Path(record["run_dir"]) / "journal.jsonl").read_text().splitlines()]
+    assert journal[-1]["event"] == "stop" and any(r.get("result", {}).get("id") == "E1" for r in journal)
+    assert (Path(record["run_dir"]) / "report.md").is_file()
+    assert _containers_of(docker_client, proc.pid) == []
