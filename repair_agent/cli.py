@@ -34,8 +34,7 @@ def cmd_run(args) -> int:
     from .scenario import resolve
 
     scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
-    chooser = load_chooser(args.chooser, base_url=args.model_base_url, model=args.model, api_key=None,
-                           max_tokens_budget=args.max_tokens)
+    chooser = load_chooser(args.chooser, base_url=args.model_base_url, model=args.model)
     quiet = args.json
 
     def on_step(s: dict) -> None:
@@ -47,6 +46,7 @@ def cmd_run(args) -> int:
     log = (lambda m: print(m, file=sys.stderr, flush=True)) if quiet else (lambda m: print(m, flush=True))
     record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
                          max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
+                         max_tokens=args.max_tokens,
                          on_step=on_step, log=log)
     if args.json:
         print(record.model_dump_json(indent=2))
@@ -201,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--deadline", type=float, help="seconds for the whole loop")
     r.add_argument("--model", help="model name (or REPAIR_AGENT_MODEL)")
     r.add_argument("--model-base-url", help="OpenAI-compatible base URL (or REPAIR_AGENT_MODEL_BASE_URL)")
-    r.add_argument("--max-tokens", type=int, help="token budget for a model chooser")
+    r.add_argument("--max-tokens", type=int, help="token budget: the run stops (step_budget) once the chooser's "
+                   "reported usage reaches it")
     r.add_argument("--json", action="store_true", help="print one final JSON object")
     r.set_defaults(func=cmd_run)
 

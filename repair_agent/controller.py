@@ -130,6 +130,8 @@ class Controller:
         b = self.state.budget
         if b.steps_left <= 0:
             raise Stopped(StopReason.STEP_BUDGET, f"all {b.max_steps} steps used")
+        if b.max_tokens is not None and b.tokens_used >= b.max_tokens:
+            raise Stopped(StopReason.STEP_BUDGET, f"token budget spent: {b.tokens_used} of {b.max_tokens} tokens used")
         if time.monotonic() - self.started >= b.deadline_s:
             raise Stopped(StopReason.DEADLINE, f"deadline of {b.deadline_s:g}s passed before step {b.steps_used + 1}")
 

@@ -67,12 +67,14 @@ def new_run_id(scenario: str) -> str:
 
 def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "docker", runs_dir: Path = Path("runs"),
                 max_steps: int | None = None, deadline_s: float | None = None, reserved_final_steps: int | None = None,
+                max_tokens: int | None = None,
                 on_step: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda m: None,
                 client=None) -> RunRecord:
     t0 = time.monotonic()
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     budget = scenario.budget.model_copy(update={k: v for k, v in {
-        "max_steps": max_steps, "deadline_s": deadline_s, "reserved_final_steps": reserved_final_steps}.items()
+        "max_steps": max_steps, "deadline_s": deadline_s, "reserved_final_steps": reserved_final_steps,
+        "max_tokens": max_tokens}.items()
         if v is not None})
     run_id = new_run_id(scenario.name)
     run_dir = (Path(runs_dir) / run_id).resolve()

@@ -208,6 +208,15 @@ def test_model_chooser_over_loopback_http_repairs_the_bug(runs_dir):
     assert steps[-1]["state_after"]["budget"]["tokens_used"] == 6 * 150
 
 
+def test_token_budget_is_counted_by_the_controller(runs_dir):
+    script = [tool_call("search", {"query": "discount"}), tool_call("search", {"query": "price"}),
+              tool_call("search", {"query": "never asked"})]
+    with ChatServer(script) as srv:
+        rec = run(ModelChooser(base_url=srv.base_url, model="m"), runs_dir, max_tokens=250)
+        assert len(srv.requests) == 2  # 150 tokens per reply: the third call is never made
+    assert rec.status is StopReason.STEP_BUDGET and "token budget" in rec.detail and rec.steps_used == 2
+
+
 def test_model_malformed_reply_and_http_500_end_in_named_exits(runs_dir):
     with ChatServer([tool_call("search", '{"query": "unterminated')]) as srv:
         rec = run(ModelChooser(base_url=srv.base_url, model="m"), runs_dir)
