@@ -76,6 +76,9 @@ def render_markdown(r: dict) -> str:
         lines += [f"| {v['evidence']} | {v['check']} | {v['status']} | `{v['diff_sha256'][:16]}` | "
                   f"`{(v['protected_manifest_sha256'] or '')[:16]}` | {'yes' if v['current'] else 'stale'} |"
                   for v in r["verdicts"]]
+    if r["protected_files_sha256"]:
+        lines += ["", "Protected files the verdicts were made with (restored from the verifier's own copy):", ""]
+        lines += [f"- `{path}` `{digest[:16]}`" for path, digest in sorted(r["protected_files_sha256"].items())]
     lines += ["", "## Unknowns", ""] + ([f"- {u}" for u in r["unknowns"]] or ["- none of the technical conditions"])
     lines += ["", f"## Diff (sha256 `{r['diff_sha256']}`)", ""]
     lines += [f"- {f['kind']} `{f['path']}` (+{f['added']} −{f['removed']})" for f in r["diff_files"]] or ["- no changes"]
