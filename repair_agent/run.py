@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import secrets
 import sys
 import time
@@ -163,5 +162,3 @@ def find_run(run: str, runs_dir: Path = Path("runs")) -> Path:
 def load_record(run_dir: Path) -> RunRecord:
     return RunRecord.model_validate_json((Path(run_dir) / "run.json").read_text())
 
-
-os.environ.setdefault("GIT_TERMINAL_PROMPT", "0")

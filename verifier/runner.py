@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .isolation import CommandResult, EngineFailure, HardenedContainer, Limits, LocalRunner
+from .isolation import CommandResult, HardenedContainer, Limits, LocalRunner
 from .scope import ScopeVerdict, check_scope, diff_sha256
 from .spec import (REFUSED_INFRASTRUCTURE, AcceptanceSpec, ProtectedSnapshot, glob_match,
                    nodeid_to_junit_key, sha256_file, tree_files)
