@@ -283,7 +283,7 @@ class LocalRunner:
         out, err = _captures(self.limits, output_dir, name, output_cap)
         started = time.monotonic()
         try:
-            proc = subprocess.Popen(argv, cwd=workdir or self.workdir, env={**os.environ, **(env or {})},
+            proc = subprocess.Popen(argv, cwd=workdir or self.workdir, env={**_host_basics(), **(env or {})},
                                     stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
@@ -311,6 +311,11 @@ class LocalRunner:
 
     def close(self) -> None:
         pass
+
+
+def _host_basics() -> dict[str, str]:
+    """Only what a command needs to start: no PYTEST_ADDOPTS, PYTHONPATH or the like leaks in."""
+    return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR", "HOME", "USER")}
 
 
 def _pump(pipe, capture: StreamCapture) -> None:
