@@ -80,11 +80,11 @@ def main() -> None:
     scenario = resolve("discount-bug")
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp) / "runs"
-        warm = execute_run(scenario, BaselineChooser(), runs_dir=runs, client=client)  # fills the baseline cache
+        warm = execute_run(scenario, BaselineChooser(scenario.baseline), runs_dir=runs, client=client)  # fills the baseline cache
         fix = (Path(warm.run_dir) / "candidate.diff").read_text()
         ours, cli, controller, journal = [], [], [], []
         for i in range(args.repeat):
-            rec = execute_run(scenario, BaselineChooser(), runs_dir=runs, client=client)
+            rec = execute_run(scenario, BaselineChooser(scenario.baseline), runs_dir=runs, client=client)
             assert rec.status.value == "awaiting_release_confirmation", rec.detail
             ours.append(rec.wall_s)
             t = rec.timing

@@ -34,7 +34,7 @@ def cmd_run(args) -> int:
     from .scenario import resolve
 
     scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
-    chooser = load_chooser(args.chooser, base_url=args.model_base_url, model=args.model)
+    chooser = load_chooser(args.chooser, scenario, base_url=args.model_base_url, model=args.model)
     quiet = args.json
 
     def on_step(s: dict) -> None:

@@ -42,6 +42,14 @@ class AcceptanceSection(BaseModel):
         return value
 
 
+class BaselineRecipe(BaseModel):
+    """What the deterministic baseline chooser does for this scenario: find a line, replace text in it."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    search: str = Field(min_length=1)
+    replace: str
+    path_glob: str | None = "src/**"
+
+
 class BudgetSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_steps: int = Field(8, ge=1, le=1000)
@@ -58,6 +66,7 @@ class Manifest(BaseModel):
     goal: GoalSpec
     acceptance: AcceptanceSection
     budget: BudgetSection = BudgetSection()
+    baseline: BaselineRecipe | None = None
 
 
 class Scenario(BaseModel):
@@ -70,6 +79,7 @@ class Scenario(BaseModel):
     goal: GoalSpec
     spec: AcceptanceSpec
     budget: Budget
+    baseline: BaselineRecipe | None = None
 
     def summary(self) -> dict:
         return {"name": self.name, "repo": str(self.repo), "goal": self.goal.text,
@@ -104,7 +114,8 @@ def load_manifest(path: Path) -> Scenario:
     return Scenario(name=m.name, description=m.description, manifest_path=path.resolve(), repo=repo,
                     oracle=oracle, goal=m.goal, spec=spec,
                     budget=Budget(max_steps=m.budget.max_steps, reserved_final_steps=m.budget.reserved_final_steps,
-                                  deadline_s=m.budget.deadline_s))
+                                  deadline_s=m.budget.deadline_s),
+                    baseline=m.baseline)
 
 
 def scenario_dirs(extra: list[Path] | None = None) -> list[Path]:

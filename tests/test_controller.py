@@ -60,7 +60,7 @@ def report(record):
 
 
 def test_baseline_reaches_pending_release_and_u_never_rises(runs_dir):
-    rec = run(BaselineChooser(), runs_dir)
+    rec = run(BaselineChooser(resolve("discount-bug").baseline), runs_dir)
     assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.exit_code == 0
     assert rec.u_trajectory == [3, 3, 3, 3, 2, 1, 0]
     assert all(b <= a for a, b in zip(rec.u_trajectory, rec.u_trajectory[1:]))
@@ -71,7 +71,7 @@ def test_baseline_reaches_pending_release_and_u_never_rises(runs_dir):
 
 
 def test_baseline_with_two_steps_stops_at_step_budget_with_e1_e2(runs_dir):
-    rec = run(BaselineChooser(), runs_dir, max_steps=2)
+    rec = run(BaselineChooser(resolve("discount-bug").baseline), runs_dir, max_steps=2)
     assert rec.status is StopReason.STEP_BUDGET and rec.exit_code == 11
     r = report(rec)
     assert [e["id"] for e in r["evidence"]] == ["E1", "E2"]

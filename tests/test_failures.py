@@ -21,7 +21,7 @@ REPO = ROOT / "sandbox_repos/discount_shop"
 
 def test_an_engine_that_does_not_answer_is_a_dependency_failure_with_a_report(runs_dir, tmp_path):
     dead = docker.DockerClient(base_url=f"unix://{tmp_path}/no-engine.sock", version="1.41", timeout=2)
-    rec = execute_run(resolve("discount-bug"), BaselineChooser(), runs_dir=runs_dir, client=dead)
+    rec = execute_run(resolve("discount-bug"), BaselineChooser(resolve("discount-bug").baseline), runs_dir=runs_dir, client=dead)
     assert rec.status is StopReason.DEPENDENCY_FAILURE and rec.exit_code == 17 and rec.steps_used == 0
     report = json.loads((Path(rec.run_dir) / "report.json").read_text())
     assert report["status"] == "dependency_failure" and "no-engine.sock" in report["why"]

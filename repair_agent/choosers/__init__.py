@@ -7,10 +7,11 @@ from .base import Chooser, ChooserError, ChooserUnavailable, MalformedReply, Tok
 from .baseline import BaselineChooser
 
 
-def load_chooser(spec: str, **model_options) -> Chooser:
-    """`baseline`, `model`, or a plug-in `package.module:attr` naming a chooser factory or class."""
+def load_chooser(spec: str, scenario=None, **model_options) -> Chooser:
+    """`baseline` (the scenario's recipe), `model`, or a plug-in `package.module:attr` naming a
+    chooser factory or class."""
     if spec == "baseline":
-        return BaselineChooser()
+        return BaselineChooser(scenario.baseline if scenario is not None else None)
     if spec == "model":
         from .model import ModelChooser
 

@@ -8,30 +8,22 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel
-
 from ..actions import ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
+from ..scenario import BaselineRecipe
 from ..state import View
 
 CONTEXT = 3
 
 
-class Recipe(BaseModel):
-    search: str
-    replace: str
-    path_glob: str | None = "src/**"
-
-
-DISCOUNT_BUG = Recipe(search="price * (1 - discount)", replace="price * (1 - discount / 100)")
-
-
 class BaselineChooser:
     name = "baseline"
 
-    def __init__(self, recipe: Recipe = DISCOUNT_BUG):
+    def __init__(self, recipe: BaselineRecipe | None):
         self.recipe = recipe
 
     def choose(self, view: View):
+        if self.recipe is None:
+            return Stop(reason="this scenario's manifest has no [baseline] recipe; use --chooser model or a plug-in")
         e = view.evidence
         if len(e) == 0:
             return Search(query=self.recipe.search, path_glob=self.recipe.path_glob)
