@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import docker
+import requests
 from pydantic import BaseModel
 
 from verifier import CONDITIONS, Verifier, diff_sha256
@@ -89,8 +91,6 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
     try:
         try:
             if sandbox_kind == "docker":
-                import docker
-
                 from .sandbox.image import ensure_sandbox_image
 
                 client = client or docker.from_env()
@@ -106,7 +106,9 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
                        LocalSandbox(run_dir / "workspace", base, output_dir=tool_out))
         except Exception as exc:  # engine, image, scenario or workspace: nothing ran yet, say why
             where = f" (Docker Engine at {_engine_address(client)})" if client is not None else ""
-            outcome = _early_stop(state, journal, f"{type(exc).__name__}: {exc}{where}")
+            hint = (" — is a Docker Engine running? `--sandbox local` works without one but does NOT isolate"
+                    if isinstance(exc, (docker.errors.DockerException, requests.exceptions.RequestException)) else "")
+            outcome = _early_stop(state, journal, f"{type(exc).__name__}: {exc}{where}{hint}")
         else:
             from .tools import Executor
 
