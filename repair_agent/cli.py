@@ -59,6 +59,26 @@ def cmd_run(args) -> int:
     return record.exit_code
 
 
+def cmd_runs(args) -> int:
+    from .run import load_record
+
+    rows = []
+    for run_json in sorted(Path(args.runs_dir).glob("*/run.json")):
+        record = load_record(run_json.parent)
+        decision = run_json.parent / "release.json"
+        released = json.loads(decision.read_text())["decision"] if decision.exists() else "-"
+        rows.append({"run_id": record.run_id, "scenario": record.scenario, "status": record.status.value,
+                     "steps": f"{record.steps_used}/{record.max_steps}", "u": record.u_trajectory[-1],
+                     "chooser": record.chooser, "release": released, "run_dir": record.run_dir})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'run id':<40} {'status':<31} {'steps':>5} {'U':>2}  {'release':<9} chooser")
+    for r in rows:
+        print(f"{r['run_id']:<40} {r['status']:<31} {r['steps']:>5} {r['u']:>2}  {r['release']:<9} {r['chooser']}")
+    return 0
+
+
 def cmd_replay(args) -> int:
     from .journal import read_journal, verify_chain
     from .run import find_run
@@ -205,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "reported usage reaches it")
     r.add_argument("--json", action="store_true", help="print one final JSON object")
     r.set_defaults(func=cmd_run)
+
+    ls = sub.add_parser("runs", parents=[common], help="list runs with their status and release decision")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_runs)
 
     rp = sub.add_parser("replay", parents=[common], help="check a run's hash chain and print its steps")
     rp.add_argument("run")

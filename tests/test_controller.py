@@ -263,3 +263,13 @@ def test_scenarios_json_lists_discount_bug():
     proc = subprocess.run([sys.executable, "-m", "repair_agent", "scenarios", "--json"], capture_output=True, text=True)
     listed = {s["name"]: s for s in json.loads(proc.stdout)}
     assert listed["discount-bug"]["goal"] and listed["discount-bug"]["repo"].endswith("discount_shop")
+
+
+def test_runs_lists_every_run_with_its_status(runs_dir):
+    done = run(BaselineChooser(resolve("discount-bug").baseline), runs_dir)
+    stopped = run(Scripted({"tool": "stop"}), runs_dir)
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "runs", "--json", "--runs-dir", str(runs_dir)],
+                          capture_output=True, text=True)
+    rows = {r["run_id"]: r for r in json.loads(proc.stdout)}
+    assert rows[done.run_id]["status"] == "awaiting_release_confirmation" and rows[done.run_id]["u"] == 0
+    assert rows[stopped.run_id]["status"] == "handoff_requested" and rows[stopped.run_id]["release"] == "-"
