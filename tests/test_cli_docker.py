@@ -100,3 +100,24 @@ def test_ctrl_c_keeps_the_evidence_and_removes_the_containers(docker_client, san
     assert journal[-1]["event"] == "stop" and any(r.get("result", {}).get("id") == "E1" for r in journal)
     assert (Path(record["run_dir"]) / "report.md").is_file()
     assert _containers_of(docker_client, proc.pid) == []
+
+
+@pytest.mark.docker
+def test_cleanup_removes_leftovers_of_dead_runs_but_not_live_ones(docker_client, sandbox_image, tmp_path):
+    from verifier.isolation import HardenedContainer
+
+    # A process that dies without cleaning up (as after kill -9) leaves its container behind.
+    crash = ("import docker, os; from verifier.isolation import HardenedContainer; "
+             f"HardenedContainer(docker.from_env(), {sandbox_image!r}, labels={{'org.repair-agent.role': 'crashed'}}); "
+             "os._exit(0)")
+    subprocess.run([sys.executable, "-c", crash], check=True, cwd=ROOT, timeout=60)
+    live = HardenedContainer(docker_client, sandbox_image, labels={"org.repair-agent.role": "live"})
+    try:
+        crashed = docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=crashed"})
+        assert len(crashed) == 1
+        proc = subprocess.run([sys.executable, "-m", "repair_agent", "cleanup"], capture_output=True, text=True)
+        assert proc.returncode == 0 and "removed" in proc.stdout
+        assert docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=crashed"}) == []
+        assert docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=live"})  # kept
+    finally:
+        live.close()
