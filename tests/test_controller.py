@@ -204,7 +204,9 @@ def test_model_chooser_over_loopback_http_repairs_the_bug(runs_dir):
     assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.u_trajectory[-1] == 0
     steps = [r for r in journal(rec) if r["event"] == "step"]
     assert steps[0]["usage"]["total_tokens"] == 150
-    assert steps[0]["chooser_call"]["raw_reply"] if "raw_reply" in (steps[0]["chooser_call"] or {}) else steps[0]["chooser_call"]
+    call = steps[0]["chooser_call"]  # the prompt and the raw reply, verbatim, for replay
+    assert "assert 100 == 90" in json.dumps(call["messages"])
+    assert call["raw"]["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "search"
     assert steps[-1]["state_after"]["budget"]["tokens_used"] == 6 * 150
 
 
