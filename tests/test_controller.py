@@ -275,3 +275,19 @@ def test_runs_lists_every_run_with_its_status(runs_dir):
     rows = {r["run_id"]: r for r in json.loads(proc.stdout)}
     assert rows[done.run_id]["status"] == "awaiting_release_confirmation" and rows[done.run_id]["u"] == 0
     assert rows[stopped.run_id]["status"] == "handoff_requested" and rows[stopped.run_id]["release"] == "-"
+
+
+def test_model_chooser_through_the_cli_with_environment_variables(tmp_path):
+    script = [tool_call("search", {"query": "price * (1 - discount)"}),
+              tool_call("stop", {"reason": "found the formula; handing over", "summary": "pricing.py line 37"})]
+    with ChatServer(script) as srv:
+        env = {**__import__("os").environ, "REPAIR_AGENT_MODEL_BASE_URL": srv.base_url,
+               "REPAIR_AGENT_MODEL": "env-model", "REPAIR_AGENT_MODEL_API_KEY": "sk-test"}
+        proc = subprocess.run([sys.executable, "-m", "repair_agent", "run", "discount-bug", "--chooser", "model",
+                               "--sandbox", "local", "--json", "--runs-dir", str(tmp_path / "runs")],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert srv.requests[0]["model"] == "env-model"
+        assert srv.headers[0]["authorization"] == "Bearer sk-test"
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 10 and out["status"] == "handoff_requested" and out["chooser"] == "model"
+    assert out["steps_used"] == 2 and "handing over" in out["detail"]
