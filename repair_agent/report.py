@@ -38,6 +38,8 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
         "diff_files": [f.model_dump() for f in scope.files] if scope else [],
         "diff": outcome.diff,
         "sandbox": record.sandbox, "chooser": record.chooser, "image": record.image,
+        "tokens_used": state.budget.tokens_used, "max_tokens": state.budget.max_tokens,
+        "wall_s": record.wall_s, "timing": record.timing,
         "extra": {k: v for k, v in outcome.extra.items() if k != "raw"},
         "release": None,
     }
@@ -62,6 +64,8 @@ def render_markdown(r: dict) -> str:
     lines += ["", f"Sandbox: {sandbox['kind']}" + ("" if sandbox.get("isolated") else f" — **{sandbox.get('warning')}**"),
               f"Chooser: {r['chooser']}", "",
               "## Progress", "", f"Steps used: {r['steps_used']} of {r['max_steps']}  ",
+              f"Tokens used: {r['tokens_used']}" + (f" of {r['max_tokens']}" if r["max_tokens"] else "")
+              + f"  \nWall time: {r['wall_s']:.1f}s  ",
               f"Uₜ trajectory: {' → '.join(map(str, r['u_trajectory']))}", "",
               "| condition | satisfied | decided by |", "|---|---|---|"]
     lines += [f"| {c['description']} | {'yes' if c['satisfied'] else 'NO'} | {c['evidence'] or '—'} |"
