@@ -7,14 +7,31 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any, Literal
 
 import git
+from pydantic import BaseModel
 
 from verifier import Verifier, diff_sha256, u_count, unsatisfied
 
 from .run import RunRecord, load_record
 from .scenario import load_manifest
 from .sandbox.workspace import BASE_AUTHOR, create_workspace
+
+
+class ReleaseDecision(BaseModel):
+    """`RUN/release.json`: who decided what, when, on which diff."""
+
+    decision: Literal["confirmed", "rejected"]
+    who: str
+    when: str
+    run_id: str
+    diff_sha256: str
+    reason: str | None = None
+    branch: str | None = None
+    commit: str | None = None
+    clone: str | None = None
+    reverification: dict[str, Any] | None = None
 
 
 class ReleaseRefused(RuntimeError):
@@ -31,9 +48,9 @@ def _check_releasable(run_dir: Path) -> tuple[RunRecord, str]:
         raise ReleaseRefused(f"run {record.run_id} ended {record.status.value!r}, not awaiting_release_confirmation: "
                              f"there is nothing to release")
     if _decision_path(run_dir).exists():
-        previous = json.loads(_decision_path(run_dir).read_text())
-        raise ReleaseRefused(f"run {record.run_id} was already {previous['decision']} by {previous['who']} "
-                             f"at {previous['when']}")
+        previous = ReleaseDecision.model_validate_json(_decision_path(run_dir).read_text())
+        raise ReleaseRefused(f"run {record.run_id} was already {previous.decision} by {previous.who} "
+                             f"at {previous.when}")
     diff = (Path(run_dir) / "candidate.diff").read_text(encoding="utf-8", errors="surrogateescape")
     if diff_sha256(diff) != record.diff_sha256:
         raise ReleaseRefused(f"candidate.diff changed on disk since verification (sha256 {diff_sha256(diff)[:16]} != "
@@ -100,11 +117,11 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None) -> dict:
                f"Protected-Manifest-Sha256: {check['protected_manifest_sha256']}\nReleased-By: {who}\n")
     commit = repo.index.commit(message, author=git.Actor(who, f"{who}@localhost"), committer=BASE_AUTHOR)
     committed_diff = repo.git.diff(f"{commit.hexsha}~1", commit.hexsha)
-    decision = {"decision": "confirmed", "who": who, "when": when, "run_id": record.run_id,
-                "diff_sha256": record.diff_sha256, "branch": branch, "commit": commit.hexsha,
-                "clone": str(clone.resolve()), "reverification": check}
-    _decision_path(run_dir).write_text(json.dumps(decision, indent=2, default=str))
-    return {**decision, "committed_diff": committed_diff}
+    decision = ReleaseDecision(decision="confirmed", who=who, when=when, run_id=record.run_id,
+                               diff_sha256=record.diff_sha256, branch=branch, commit=commit.hexsha,
+                               clone=str(clone.resolve()), reverification=check)
+    _decision_path(run_dir).write_text(decision.model_dump_json(indent=2))
+    return {**decision.model_dump(), "committed_diff": committed_diff}
 
 
 def reject(run_dir: Path, reason: str) -> dict:
@@ -112,8 +129,8 @@ def reject(run_dir: Path, reason: str) -> dict:
     record, _ = _check_releasable(run_dir)
     if not reason.strip():
         raise ReleaseRefused("a rejection needs a reason (--reason TEXT)")
-    decision = {"decision": "rejected", "who": _who(),
-                "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "run_id": record.run_id, "diff_sha256": record.diff_sha256, "reason": reason}
-    _decision_path(run_dir).write_text(json.dumps(decision, indent=2))
-    return decision
+    decision = ReleaseDecision(decision="rejected", who=_who(),
+                               when=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                               run_id=record.run_id, diff_sha256=record.diff_sha256, reason=reason)
+    _decision_path(run_dir).write_text(decision.model_dump_json(indent=2))
+    return decision.model_dump()

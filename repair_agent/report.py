@@ -1,11 +1,15 @@
 """The pending-release report: written whenever a run ends, whatever the exit."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from verifier import check_scope
+from verifier.scope import FileChange
+
+from .state import Authorization, ConditionState, Goal
 
 if TYPE_CHECKING:
     from .controller import RunOutcome
@@ -13,43 +17,95 @@ if TYPE_CHECKING:
     from .scenario import Scenario
 
 
-def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario", verifier) -> dict:
+class VerdictRow(BaseModel):
+    evidence: str
+    step: int
+    check: str
+    status: str
+    summary: str
+    diff_sha256: str
+    protected_manifest_sha256: str | None
+    current: bool  # made on the final diff (otherwise stale)
+
+
+class EvidenceRow(BaseModel):
+    id: str
+    step: int
+    tool: str
+    status: str
+    source: str
+    duration_s: float
+    summary: str
+    raw_error: str | None
+    diff_sha256: str
+
+
+class PendingRelease(BaseModel):
+    state: str = "pending: a person must confirm or reject; nothing has been released"
+    confirm: str
+    reject: str
+
+
+class Report(BaseModel):
+    """The pending-release report, `report.json`; `report.md` renders the same content."""
+
+    run_id: str
+    scenario: str
+    status: str
+    exit_code: int
+    why: str
+    next_attempt: str
+    goal: Goal
+    authorization: Authorization
+    steps_used: int
+    max_steps: int
+    u_trajectory: list[int]
+    conditions: list[ConditionState]
+    unknowns: list[str]
+    evidence: list[EvidenceRow]
+    verdicts: list[VerdictRow]
+    protected_files_sha256: dict[str, str]
+    protected_manifest_sha256: str | None
+    diff_sha256: str
+    diff_files: list[FileChange]
+    diff: str
+    sandbox: dict[str, Any]
+    chooser: str
+    image: str | None
+    tokens_used: int
+    max_tokens: int | None
+    wall_s: float
+    timing: dict[str, float]
+    extra: dict[str, Any]
+    release: PendingRelease | None
+
+
+def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario", verifier) -> Report:
     state = outcome.final_state
     scope = check_scope(outcome.diff, scenario.spec) if outcome.diff else None
-    verdicts = [{"evidence": e.id, "step": e.step, "check": e.tool, "status": e.status, "summary": e.summary,
-                 "diff_sha256": e.diff_sha256,
-                 "protected_manifest_sha256": e.data.get("protected_manifest_sha256", record.protected_manifest_sha256),
-                 "current": e.diff_sha256 == outcome.diff_sha256}
+    verdicts = [VerdictRow(evidence=e.id, step=e.step, check=e.tool, status=e.status, summary=e.summary,
+                           diff_sha256=e.diff_sha256,
+                           protected_manifest_sha256=e.data.get("protected_manifest_sha256",
+                                                                record.protected_manifest_sha256),
+                           current=e.diff_sha256 == outcome.diff_sha256)
                 for e in outcome.evidence if e.source.startswith("verifier")]
-    report = {
-        "run_id": record.run_id, "scenario": record.scenario, "status": record.status.value,
-        "exit_code": record.exit_code, "why": record.detail, "next_attempt": record.next_attempt,
-        "goal": state.goal.model_dump(mode="json"), "authorization": state.authorization.model_dump(mode="json"),
-        "steps_used": record.steps_used, "max_steps": record.max_steps, "u_trajectory": record.u_trajectory,
-        "conditions": [c.model_dump() for c in state.conditions],
-        "unknowns": [c.description for c in state.conditions if not c.satisfied],
-        "evidence": [{k: e.model_dump(mode="json")[k] for k in
-                      ("id", "step", "tool", "status", "source", "duration_s", "summary", "raw_error", "diff_sha256")}
-                     for e in outcome.evidence],
-        "verdicts": verdicts,
-        "protected_files_sha256": verifier.snapshot.protected_sha256 if verifier and verifier.snapshot else {},
-        "protected_manifest_sha256": record.protected_manifest_sha256,
-        "diff_sha256": outcome.diff_sha256,
-        "diff_files": [f.model_dump() for f in scope.files] if scope else [],
-        "diff": outcome.diff,
-        "sandbox": record.sandbox, "chooser": record.chooser, "image": record.image,
-        "tokens_used": state.budget.tokens_used, "max_tokens": state.budget.max_tokens,
-        "wall_s": record.wall_s, "timing": record.timing,
-        "extra": {k: v for k, v in outcome.extra.items() if k != "raw"},
-        "release": None,
-    }
+    pending = None
     if record.status.value == "awaiting_release_confirmation":
-        report["release"] = {
-            "state": "pending: a person must confirm or reject; nothing has been released",
-            "confirm": f"repair-agent release {record.run_dir} --confirm",
-            "reject": f"repair-agent release {record.run_dir} --reject --reason \"...\"",
-        }
-    return report
+        pending = PendingRelease(confirm=f"repair-agent release {record.run_dir} --confirm",
+                                 reject=f"repair-agent release {record.run_dir} --reject --reason \"...\"")
+    return Report(
+        run_id=record.run_id, scenario=record.scenario, status=record.status.value, exit_code=record.exit_code,
+        why=record.detail, next_attempt=record.next_attempt, goal=state.goal, authorization=state.authorization,
+        steps_used=record.steps_used, max_steps=record.max_steps, u_trajectory=record.u_trajectory,
+        conditions=list(state.conditions), unknowns=[c.description for c in state.conditions if not c.satisfied],
+        evidence=[EvidenceRow(**e.model_dump(include=set(EvidenceRow.model_fields))) for e in outcome.evidence],
+        verdicts=verdicts,
+        protected_files_sha256=verifier.snapshot.protected_sha256 if verifier and verifier.snapshot else {},
+        protected_manifest_sha256=record.protected_manifest_sha256, diff_sha256=outcome.diff_sha256,
+        diff_files=scope.files if scope else [], diff=outcome.diff, sandbox=record.sandbox,
+        chooser=record.chooser, image=record.image, tokens_used=state.budget.tokens_used,
+        max_tokens=state.budget.max_tokens, wall_s=record.wall_s, timing=record.timing,
+        extra={k: v for k, v in outcome.extra.items() if k != "raw"}, release=pending)
 
 
 def render_markdown(r: dict) -> str:
@@ -96,8 +152,8 @@ def render_markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(run_dir: Path, record, outcome, scenario, verifier) -> dict:
+def write_report(run_dir: Path, record, outcome, scenario, verifier) -> Report:
     report = build_report(record, outcome, scenario, verifier)
-    (Path(run_dir) / "report.json").write_text(json.dumps(report, indent=2, default=str))
-    (Path(run_dir) / "report.md").write_text(render_markdown(report))
+    (Path(run_dir) / "report.json").write_text(report.model_dump_json(indent=2))
+    (Path(run_dir) / "report.md").write_text(render_markdown(report.model_dump(mode="json")))
     return report
