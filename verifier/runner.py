@@ -205,57 +205,56 @@ class Verifier:
 
     def _judge(self, kind: Kind, cases: list[TestCase], problem: str | None, result: CommandResult | None,
                extra: dict, base: dict) -> TestVerdict:
+        """Two kinds of problems: test failures, and doubts about the run's integrity. The
+        target condition holds only when the targets passed AND nothing casts doubt on the run."""
         bl = self.baseline
-        problems = [problem] if problem else []
-        problems += extra.get("problems", [])
+        doubts = ([problem] if problem else []) + extra.get("problems", [])
         by_key: dict[str, TestCase] = {}
         for case in cases:
             if case.key in by_key:
-                problems.append(f"test reported twice: {case.key}")
+                doubts.append(f"test reported twice: {case.key}")
             by_key[case.key] = case
         expected_ids = set(bl.target_keys) if kind == "target_test" else set(bl.all_tests)
         missing = sorted(expected_ids - by_key.keys())
         unexpected = sorted(by_key.keys() - expected_ids)
         if missing:
-            problems.append(f"{len(missing)} protected test(s) not reported (missing, deselected): {missing[:5]}")
+            doubts.append(f"{len(missing)} protected test(s) not reported (missing, deselected): {missing[:5]}")
         if unexpected:
-            problems.append(f"{len(unexpected)} unknown test(s) reported: {unexpected[:5]}")
+            doubts.append(f"{len(unexpected)} unknown test(s) reported: {unexpected[:5]}")
+        if result is not None and result.timed_out:
+            doubts.append(f"pytest timed out after {self.spec.test_timeout_s:g}s")
         must_pass = set(bl.target_keys) | (set(bl.pass_to_pass) if kind == "full_suite" else set())
-        failing = {k: f"{by_key[k].outcome}: {by_key[k].message}" for k in sorted(must_pass & by_key.keys())
-                   if by_key[k].outcome != "passed"}
-        if failing:
-            problems.append(f"{len(failing)} test(s) not passing: "
-                            + "; ".join(f"{k} [{v}]" for k, v in list(failing.items())[:3]))
-        targets_ok = all(k in by_key and by_key[k].outcome == "passed" for k in bl.target_keys)
         guard = extra.get("guard")
         if guard is not None:
             # What the test functions really did, seen before any report existed, must agree.
             if not guard["finished"]:
-                problems.append("the verifier's pytest guard did not see the session end")
+                doubts.append("the verifier's pytest guard did not see the session end")
             foreign = [f for f in guard["hook_files"] if self._candidate_file(f, extra.get("root", ""))]
             if foreign:
-                problems.append(f"candidate code registered pytest hooks: {foreign[:3]}")
-                targets_ok = False
+                doubts.append(f"candidate code registered pytest hooks: {foreign[:3]}")
             forged = sorted(k for k in must_pass if k in by_key and by_key[k].outcome == "passed"
                             and guard["calls"].get(k) != [None])
             if forged:
-                problems.append(f"{len(forged)} test(s) reported passed although the test function raised or "
-                                f"never ran (report rewriting): "
-                                + "; ".join(f"{k} {guard['calls'].get(k)}" for k in forged[:3]))
-                targets_ok = targets_ok and not set(forged) & set(bl.target_keys)
-        exit_code = result.exit_code if result else None
-        allowed_exit = {0} if kind == "target_test" or not bl.known_failing else {0, 1}
-        if result is not None and result.timed_out:
-            problems.append(f"pytest timed out after {self.spec.test_timeout_s:g}s")
-        elif result is not None and exit_code not in allowed_exit:
-            problems.append(f"pytest exit code {exit_code}")
+                doubts.append(f"{len(forged)} test(s) reported passed although the test function raised or "
+                              f"never ran (report rewriting): "
+                              + "; ".join(f"{k} {guard['calls'].get(k)}" for k in forged[:3]))
         oracle = extra.get("oracle")
         if self.oracle is not None and not (oracle and oracle.get("ok") is True):
-            problems.append("independent oracle check failed (target behaviour, separate interpreter)")
-            targets_ok = False
-        if problems and targets_ok and (missing or problem or (result and result.timed_out)):
-            targets_ok = False
-        return TestVerdict(**base, ok=not problems, targets_ok=targets_ok and not missing, problems=problems,
+            doubts.append("independent oracle check failed (target behaviour, separate interpreter)")
+
+        failures = []
+        failing = {k: f"{by_key[k].outcome}: {by_key[k].message}" for k in sorted(must_pass & by_key.keys())
+                   if by_key[k].outcome != "passed"}
+        if failing:
+            failures.append(f"{len(failing)} test(s) not passing: "
+                            + "; ".join(f"{k} [{v}]" for k, v in list(failing.items())[:3]))
+        exit_code = result.exit_code if result else None
+        allowed_exit = {0} if kind == "target_test" or not bl.known_failing else {0, 1}
+        if result is not None and not result.timed_out and exit_code not in allowed_exit:
+            failures.append(f"pytest exit code {exit_code}")
+        targets_passed = all(k in by_key and by_key[k].outcome == "passed" for k in bl.target_keys)
+        problems = doubts + failures
+        return TestVerdict(**base, ok=not problems, targets_ok=targets_passed and not doubts, problems=problems,
                            exit_code=exit_code, timed_out=bool(result and result.timed_out),
                            collected=len(cases), passed=sum(c.outcome == "passed" for c in cases),
                            failing=failing, missing=missing, unexpected=unexpected,
