@@ -19,7 +19,9 @@ def _err(message: str) -> None:
 def cmd_scenarios(args) -> int:
     from .scenario import discover
 
-    scenarios = discover([Path(d) for d in args.scenarios_dir])
+    scenarios, errors = discover([Path(d) for d in args.scenarios_dir])
+    for error in errors:
+        _err(f"skipping an unusable manifest: {error}")
     if args.json:
         print(json.dumps([s.summary() for s in scenarios.values()], indent=2))
     else:
@@ -31,9 +33,13 @@ def cmd_scenarios(args) -> int:
 def cmd_run(args) -> int:
     from .choosers import load_chooser
     from .run import execute_run
-    from .scenario import resolve
+    from .scenario import ManifestError, resolve
 
-    scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
+    try:
+        scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
+    except ManifestError as exc:
+        _err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
+        return USAGE_ERROR
     chooser = load_chooser(args.chooser, scenario, base_url=args.model_base_url, model=args.model)
     quiet = args.json
 
@@ -59,11 +65,26 @@ def cmd_run(args) -> int:
     return record.exit_code
 
 
+def _record_bad_manifest(args, exc: Exception) -> Path:
+    """A refused manifest still leaves a record: its raw text and the error, in a journal."""
+    from .journal import Journal
+    from .run import new_run_id
+
+    run_dir = Path(args.runs_dir) / new_run_id("invalid-manifest")
+    run_dir.mkdir(parents=True)
+    path = Path(args.scenario)
+    raw = path.read_text(errors="replace") if path.is_file() else None
+    journal = Journal(run_dir / "journal.jsonl")
+    journal.write({"event": "manifest_error", "scenario": args.scenario, "error": str(exc), "raw": raw})
+    journal.close()
+    return run_dir / "journal.jsonl"
+
+
 def cmd_runs(args) -> int:
     from .run import load_record
 
     rows = []
-    for run_json in sorted(Path(args.runs_dir).glob("*/run.json")):
+    for run_json in sorted(Path(args.runs_dir).glob("*/run.json")):  # refused manifests have no run.json
         record = load_record(run_json.parent)
         decision = run_json.parent / "release.json"
         released = json.loads(decision.read_text())["decision"] if decision.exists() else "-"

@@ -124,13 +124,20 @@ def scenario_dirs(extra: list[Path] | None = None) -> list[Path]:
     return dirs + list(extra or [])
 
 
-def discover(extra: list[Path] | None = None) -> dict[str, Scenario]:
+def discover(extra: list[Path] | None = None) -> tuple[dict[str, Scenario], list[ManifestError]]:
+    """Every usable scenario, and the errors of the manifests that are not: one broken manifest
+    must not hide the others."""
     found: dict[str, Scenario] = {}
+    errors: list[ManifestError] = []
     for directory in scenario_dirs(extra):
         for manifest in sorted(Path(directory).glob(f"*{SUFFIX}")):
-            scenario = load_manifest(manifest)
+            try:
+                scenario = load_manifest(manifest)
+            except ManifestError as exc:
+                errors.append(exc)
+                continue
             found.setdefault(scenario.name, scenario)
-    return found
+    return found, errors
 
 
 def resolve(name_or_path: str, extra: list[Path] | None = None) -> Scenario:
@@ -138,7 +145,8 @@ def resolve(name_or_path: str, extra: list[Path] | None = None) -> Scenario:
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" or candidate.is_file():
         return load_manifest(candidate)
-    scenarios = discover(extra)
+    scenarios, errors = discover(extra)
     if name_or_path not in scenarios:
-        raise ManifestError(f"unknown scenario {name_or_path!r}; known: {', '.join(sorted(scenarios)) or 'none'}")
+        broken = "".join(f"\n  unusable manifest: {e}" for e in errors)
+        raise ManifestError(f"unknown scenario {name_or_path!r}; known: {', '.join(sorted(scenarios)) or 'none'}{broken}")
     return scenarios[name_or_path]

@@ -257,8 +257,17 @@ def test_bad_plugin_and_bad_manifest_get_clear_errors(tmp_path):
         load_manifest(manifest)
     assert "broken.scenario.toml" in str(err.value) and "goal.failure_signature" in str(err.value)
     assert "acceptance.target_tests" in str(err.value)
-    proc = subprocess.run([sys.executable, "-m", "repair_agent", "run", str(manifest)], capture_output=True, text=True)
+    runs = tmp_path / "runs"
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "run", str(manifest), "--runs-dir", str(runs)],
+                          capture_output=True, text=True)
     assert proc.returncode == 2 and "goal.failure_signature" in proc.stderr
+    kept = list(read_journal(next(runs.glob("*invalid-manifest*/journal.jsonl"))))
+    assert kept[0]["event"] == "manifest_error" and kept[0]["raw"] == manifest.read_text()
+    # One broken manifest in a directory does not hide the good ones.
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "scenarios", "--json", "--scenarios-dir",
+                           str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "discount-bug" in {s["name"] for s in json.loads(proc.stdout)}
+    assert "skipping an unusable manifest" in proc.stderr and "broken.scenario.toml" in proc.stderr
 
 
 def test_scenarios_json_lists_discount_bug():
