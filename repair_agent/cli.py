@@ -108,6 +108,17 @@ def cmd_replay(args) -> int:
     records = list(read_journal(run_dir / "journal.jsonl"))
     problems = verify_chain(records)
     steps = [r for r in records if r.get("event") == "step"]
+    if args.faults:
+        from .faults import attribute
+
+        faults = attribute(records)
+        if args.json:
+            print(json.dumps([f.model_dump() for f in faults], indent=2))
+        else:
+            for f in faults:
+                print(f"step {f.step:>3}  {f.kind:<22} {f.detail}")
+            print(f"{len(faults)} finding(s); heuristics that say where to look, not verdicts")
+        return 0 if not problems else 1
     if args.step is not None:
         match = [r for r in steps if r["step"] == args.step]
         if not match:
@@ -254,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", parents=[common], help="check a run's hash chain and print its steps")
     rp.add_argument("run")
     rp.add_argument("--step", type=int, help="show what the chooser saw at step K")
+    rp.add_argument("--faults", action="store_true", help="attribute faults: oscillation, observation pollution, "
+                    "goal drift, pseudo-completion, privilege escalation")
+    rp.add_argument("--json", action="store_true", help="with --faults: JSON")
     rp.set_defaults(func=cmd_replay)
 
     sh = sub.add_parser("show", parents=[common], help="print a run's pending-release report")

@@ -9,6 +9,8 @@ from pydantic import BaseModel
 from verifier import check_scope
 from verifier.scope import FileChange
 
+from .faults import Fault, attribute
+from .journal import read_journal
 from .state import Authorization, ConditionState, Goal
 
 if TYPE_CHECKING:
@@ -77,6 +79,7 @@ class Report(BaseModel):
     wall_s: float
     timing: dict[str, float]
     extra: dict[str, Any]
+    faults: list[Fault]
     release: PendingRelease | None
 
 
@@ -105,7 +108,8 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
         diff_files=scope.files if scope else [], diff=outcome.diff, sandbox=record.sandbox,
         chooser=record.chooser, image=record.image, tokens_used=state.budget.tokens_used,
         max_tokens=state.budget.max_tokens, wall_s=record.wall_s, timing=record.timing,
-        extra={k: v for k, v in outcome.extra.items() if k != "raw"}, release=pending)
+        extra={k: v for k, v in outcome.extra.items() if k != "raw"},
+        faults=attribute(list(read_journal(Path(record.run_dir) / "journal.jsonl"))), release=pending)
 
 
 def render_markdown(r: dict) -> str:
@@ -139,6 +143,9 @@ def render_markdown(r: dict) -> str:
     if r["protected_files_sha256"]:
         lines += ["", "Protected files the verdicts were made with (restored from the verifier's own copy):", ""]
         lines += [f"- `{path}` `{digest[:16]}`" for path, digest in sorted(r["protected_files_sha256"].items())]
+    if r["faults"]:
+        lines += ["", "## Faults the journal shows (heuristics: where to look)", ""]
+        lines += [f"- step {f['step']}: **{f['kind']}** — {f['detail']}" for f in r["faults"]]
     lines += ["", "## Unknowns", ""] + ([f"- {u}" for u in r["unknowns"]] or ["- none of the technical conditions"])
     lines += ["", f"## Diff (sha256 `{r['diff_sha256']}`)", ""]
     lines += [f"- {f['kind']} `{f['path']}` (+{f['added']} −{f['removed']})" for f in r["diff_files"]] or ["- no changes"]
