@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -112,9 +111,8 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         else:
             from .tools import Executor
 
-            environment_id = image and client.images.get(image).id or f"local:{sys.version.split()[0]}"
             controller = Controller(state, chooser, Executor(sandbox, verifier), verifier, journal,
-                                    environment_id=environment_id, on_step=on_step)
+                                    environment_id=verifier.environment_id, on_step=on_step)
             outcome = controller.run()
     finally:
         if sandbox is not None:

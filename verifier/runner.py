@@ -126,6 +126,7 @@ class Verifier:
         self.oracle = Path(oracle) if oracle else None
         self.cache_dir = cache_dir
         self.snapshot: ProtectedSnapshot | None = None
+        self._environment_id: str | None = None
         self.baseline: Baseline | None = None
         if backend == "docker" and (client is None or image is None):
             raise ValueError("the docker backend needs a client and an image")
@@ -147,7 +148,7 @@ class Verifier:
         if cache and cache.is_file():
             self.baseline = Baseline.model_validate_json(cache.read_text())
             return self.baseline
-        cases, verdict_problem, result = self._execute("", "full_suite", baseline=True)
+        cases, verdict_problem, result, _ = self._execute("", "full_suite", baseline=True)
         if verdict_problem:
             raise ScenarioError(f"the pristine repository's suite could not be run: {verdict_problem}"
                                 + (f"\n{result.stderr.text[-2000:]}" if result else ""))
@@ -173,13 +174,18 @@ class Verifier:
     def _baseline_cache_path(self) -> Path | None:
         if self.cache_dir is None:
             return None
-        image_id = ""
-        if self.backend == "docker":
-            image_id = self.client.images.get(self.image).id
         oracle_hash = sha256_file(self.oracle) if self.oracle else ""
-        key = hashlib.sha256("\0".join([self.snapshot.tree_sha256, image_id, self.backend, oracle_hash,
+        key = hashlib.sha256("\0".join([self.snapshot.tree_sha256, self.environment_id, oracle_hash,
                                         self.spec.model_dump_json()]).encode()).hexdigest()[:24]
         return self.cache_dir / "baselines" / f"{key}.json"
+
+    @property
+    def environment_id(self) -> str:
+        """What the checks run on (the image's id, or the local interpreter), looked up once."""
+        if self._environment_id is None:
+            self._environment_id = (f"docker:{self.client.images.get(self.image).id}" if self.backend == "docker"
+                                    else f"local:{sys.version.split()[0]}")
+        return self._environment_id
 
     # -- checks -----------------------------------------------------------------------------
     def check_scope(self, diff: str) -> ScopeVerdict:
@@ -286,7 +292,7 @@ class Verifier:
                 extra["apply_error"] = apply_error
                 result = None
                 problem = f"the diff does not apply to the pristine repository: {apply_error[:300]}"
-                return ([], problem, result, extra) if not baseline else ([], problem, result)
+                return [], problem, result, extra
             extra["restored"], extra["refused"] = self._restore_protected(tree)
             if extra["refused"]:
                 extra["problems"].append(f"refused added test infrastructure: {extra['refused']}")
@@ -316,7 +322,7 @@ class Verifier:
         cases, problem = parse_junit(junit_host)
         if result.timed_out and not problem:
             problem = "pytest timed out"
-        return (cases, problem, result) if baseline else (cases, problem, result, extra)
+        return cases, problem, result, extra
 
     def _runner(self, tree: Path, out: Path):
         if self.backend == "local":
