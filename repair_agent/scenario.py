@@ -1,9 +1,14 @@
 """Scenarios: a pristine repository + a goal + an acceptance spec, declared in a small TOML manifest."""
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
+import subprocess
+import tempfile
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -14,6 +19,11 @@ from .state import Budget
 BUILTIN_DIR = Path(__file__).resolve().parents[1] / "sandbox_repos"
 SCENARIO_PATH_ENV = "REPAIR_AGENT_SCENARIO_PATH"
 SUFFIX = ".scenario.toml"
+CACHE_ENV = "REPAIR_AGENT_CACHE_DIR"
+# What a scenario's right outcome is: most must be repairable; some are not, inside the
+# writable scope, and then the honest ending is a handoff, not a forced green.
+Expected = Literal["awaiting_release_confirmation", "handoff_requested"]
+IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".git"}
 
 
 class ManifestError(ValueError):
@@ -62,6 +72,15 @@ class Manifest(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     description: str = ""
     repo: str
+    # A unified diff applied to the pristine `repo` to make this scenario's buggy tree, so one
+    # repository serves many scenarios. The tree is built once into a content-addressed cache.
+    bug_patch: str | None = None
+    # The known-good fix, relative to the manifest. Only the corpus check reads it: it is never
+    # copied into a workspace, mounted, or shown to a chooser.
+    reference_fix: str | None = None
+    kind: str = Field("unspecified", pattern=r"^[a-z0-9][a-z0-9-]*$")
+    tags: list[str] = []
+    expected: Expected = "awaiting_release_confirmation"
     oracle: str | None = None
     goal: GoalSpec
     acceptance: AcceptanceSection
@@ -80,11 +99,20 @@ class Scenario(BaseModel):
     spec: AcceptanceSpec
     budget: Budget
     baseline: BaselineRecipe | None = None
+    source_repo: Path | None = None      # the pristine repository `repo` was built from
+    bug_patch: Path | None = None
+    reference_fix: Path | None = None
+    kind: str = "unspecified"
+    tags: tuple[str, ...] = ()
+    expected: Expected = "awaiting_release_confirmation"
 
     def summary(self) -> dict:
-        return {"name": self.name, "repo": str(self.repo), "goal": self.goal.text,
-                "failure_signature": self.goal.failure_signature, "manifest": str(self.manifest_path),
-                "target_tests": list(self.spec.target_tests), "max_steps": self.budget.max_steps}
+        return {"name": self.name, "repo": str(self.repo), "repo_name": (self.source_repo or self.repo).name,
+                "goal": self.goal.text, "failure_signature": self.goal.failure_signature,
+                "manifest": str(self.manifest_path), "kind": self.kind, "tags": list(self.tags),
+                "expected": self.expected, "target_tests": list(self.spec.target_tests),
+                "writable": list(self.spec.writable), "max_steps": self.budget.max_steps,
+                "has_reference_fix": self.reference_fix is not None}
 
 
 def load_manifest(path: Path) -> Scenario:
@@ -106,6 +134,18 @@ def load_manifest(path: Path) -> Scenario:
     oracle = (path.parent / m.oracle).resolve() if m.oracle else None
     if oracle and not oracle.is_file():
         raise ManifestError(f"{path}: field 'oracle': {oracle} is not a file")
+    extras = {}
+    for field in ("bug_patch", "reference_fix"):
+        value = getattr(m, field)
+        extras[field] = (path.parent / value).resolve() if value else None
+        if extras[field] and not extras[field].is_file():
+            raise ManifestError(f"{path}: field '{field}': {extras[field]} is not a file")
+    source_repo = repo
+    if extras["bug_patch"]:
+        try:
+            repo = materialize(source_repo, extras["bug_patch"])
+        except ValueError as exc:
+            raise ManifestError(f"{path}: field 'bug_patch': {exc}") from None
     if m.budget.reserved_final_steps >= m.budget.max_steps:
         raise ManifestError(f"{path}: field 'budget.reserved_final_steps' must be below budget.max_steps")
     spec = AcceptanceSpec(scenario=m.name, target_tests=tuple(m.acceptance.target_tests),
@@ -115,7 +155,58 @@ def load_manifest(path: Path) -> Scenario:
                     oracle=oracle, goal=m.goal, spec=spec,
                     budget=Budget(max_steps=m.budget.max_steps, reserved_final_steps=m.budget.reserved_final_steps,
                                   deadline_s=m.budget.deadline_s),
-                    baseline=m.baseline)
+                    baseline=m.baseline, source_repo=source_repo, kind=m.kind, tags=tuple(m.tags),
+                    expected=m.expected, **extras)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "repair-agent")
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over the relative paths and bytes of a tree's files (caches and .git excluded)."""
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if IGNORED_PARTS & set(rel.parts) or p.is_dir():
+            continue
+        h.update(str(rel).encode() + b"\0" + (os.readlink(p).encode() if p.is_symlink() else p.read_bytes()) + b"\0")
+    return h.hexdigest()
+
+
+def apply_patch_to_tree(tree: Path, patch: Path) -> None:
+    # GIT_CEILING_DIRECTORIES: apply to this tree only, never to an enclosing repository.
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+    proc = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode:
+        raise ValueError(f"{patch.name} does not apply to {tree.name}: {proc.stderr.strip()[:500]}")
+
+
+def materialize(source: Path, bug_patch: Path) -> Path:
+    """The pristine repository with the bug patch applied, built once per content hash.
+
+    Concurrent loaders race safely: each builds in a private temp dir and renames it into
+    place; the loser (rename onto a non-empty directory fails) discards its copy."""
+    key = hashlib.sha256(f"{tree_digest(source)}\0{hashlib.sha256(bug_patch.read_bytes()).hexdigest()}"
+                         .encode()).hexdigest()[:16]
+    target = cache_root() / "trees" / f"{source.name}-{key}"
+    if target.is_dir():  # only ever created by the atomic rename below, so it is complete
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".build-"))
+    try:
+        tree = staging / source.name
+        shutil.copytree(source, tree, ignore=shutil.ignore_patterns(*IGNORED_PARTS))
+        apply_patch_to_tree(tree, bug_patch)
+        try:
+            os.rename(tree, target)
+        except OSError:
+            if not target.is_dir():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 def scenario_dirs(extra: list[Path] | None = None) -> list[Path]:
