@@ -77,6 +77,18 @@ class Goal(BaseModel):
     constraints: tuple[str, ...]
 
 
+class Grant(BaseModel):
+    """A person's widening of A after `authorization_required`: who allowed what, when, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    allow: tuple[str, ...]   # path globs, repository-relative
+    reason: str
+    who: str
+    when: str
+    after_step: int          # the step whose proposal was refused
+
+
 class Authorization(BaseModel):
     """A: what is granted. Release is never granted inside the loop."""
 
@@ -86,6 +98,11 @@ class Authorization(BaseModel):
     protected: tuple[str, ...]
     network: bool = False
     release_requires_person: Literal[True] = True
+    grants: tuple[Grant, ...] = ()
+
+    @property
+    def granted_paths(self) -> tuple[str, ...]:
+        return tuple(p for g in self.grants for p in g.allow)
 
 
 class Budget(BaseModel):
