@@ -166,10 +166,10 @@ def record_grant(run_dir: Path, allow: list[str], reason: str) -> tuple[Grant, C
     granted = cp.state.authorization.granted_paths + tuple(allow)
     still = check_scope(action.diff, spec, granted=granted)
     if not still.ok:
-        raise ResumeRefused(f"with this grant the refused patch of step {cp.refused_step} would still be refused: "
-                            + "; ".join(still.grants_needed)
-                            + " (escapes, symlinks, binaries, renames, sizes and added test infrastructure "
-                              "cannot be granted)")
+        raise ResumeRefused(f"with this grant the refused patch of step {cp.refused_step} would still be refused "
+                            f"for: {'; '.join(still.grants_needed)}. A grant covers 'protected' and 'not-writable' "
+                            "paths; escapes, symlinks, binaries, renames, sizes and added test infrastructure "
+                            "cannot be granted")
     grant = Grant(allow=tuple(allow), reason=reason, who=_who(), after_step=cp.refused_step,
                   when=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
     after = grant_authorization(cp.state, grant)
