@@ -175,7 +175,8 @@ class Controller:
         plan, before = self.resume, self.committed
         reverified = []
         deciding = dict.fromkeys(c.evidence for c in before.conditions if c.satisfied and c.evidence)
-        for evidence in (e for e in self.evidence if e.id in deciding and e.diff_sha256 == before.diff_sha256):
+        for evidence in (e for e in self.evidence if e.id in deciding and e.tool in _CHECK_TOOLS
+                         and e.diff_sha256 == before.diff_sha256):
             outcome = self._dispatch(parse_action(json.loads(evidence.action)))
             self.verdicts.append((evidence.id, outcome.verdict))  # the latest: it decides its conditions
             reverified.append({"evidence": evidence.id, "tool": evidence.tool, "journaled_status": evidence.status,
