@@ -158,6 +158,9 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                                       diff=_known_diff(run_dir, checkpoint.state.diff_sha256))
             else:
                 journal.write(session.setup_record(chooser, spec, started_at, resumed_from=checkpoint))
+                log(f"resuming {run_dir.name} from {checkpoint.status} at step {budget.steps_used}: "
+                    f"{len(checkpoint.patches)} journaled patch(es) on the pristine tree, diff {diff_sha256(diff)[:12]}; "
+                    f"granting {steps} more step(s) and {deadline_s or budget.deadline_s:g}s")
                 controller = Controller.from_checkpoint(
                     checkpoint, diff, chooser, Executor(session.sandbox, session.verifier), session.verifier,
                     journal, environment_id=session.verifier.environment_id, extra_steps=steps,
