@@ -136,6 +136,7 @@ def cmd_runs(args) -> int:
         rows.append({"run_id": record.run_id, "scenario": record.scenario, "status": record.status.value,
                      "steps": f"{record.steps_used}/{record.max_steps}", "u": record.u_trajectory[-1],
                      "chooser": record.chooser, "release": released, "run_dir": record.run_dir})
+    rows += _killed_runs(Path(args.runs_dir))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -143,6 +144,26 @@ def cmd_runs(args) -> int:
     for r in rows:
         print(f"{r['run_id']:<40} {r['status']:<31} {r['steps']:>5} {r['u']:>2}  {r['release']:<9} {r['chooser']}")
     return 0
+
+
+def _killed_runs(runs_dir: Path) -> list[dict]:
+    """Runs whose process died before writing run.json: `repair-agent resume` continues them."""
+    from .resume import ResumeRefused, load_checkpoint
+
+    rows = []
+    for journal in sorted(runs_dir.glob("*/journal.jsonl")):
+        if (journal.parent / "run.json").exists():
+            continue
+        try:
+            cp = load_checkpoint(journal.parent, set_aside_torn=False)
+        except (ResumeRefused, ValueError):
+            continue  # a refused manifest's record, or a torn tail: resume sets it aside and says so
+        b = cp.state.budget
+        rows.append({"run_id": journal.parent.name, "scenario": cp.state.goal.scenario, "status": cp.status,
+                     "steps": f"{b.steps_used}/{b.max_steps}", "u": cp.state.u,
+                     "chooser": cp.setup.get("chooser_spec") or cp.setup.get("chooser"), "release": "-",
+                     "run_dir": str(journal.parent.resolve())})
+    return rows
 
 
 def cmd_replay(args) -> int:

@@ -320,6 +320,10 @@ def test_sigkill_after_each_step_then_resume_ends_like_an_uninterrupted_run(dock
         pid = next(r["pid"] for r in records(run_dir) if r.get("event") == "setup")
         assert _containers_of(docker_client, pid), "a killed run leaves its sandbox container"
         assert records(run_dir)[-1]["step"] == k
+        if k == 1:
+            listed = json.loads(_cli("runs", "--json", "--runs-dir", runs).stdout)
+            assert {"run_id": run_dir.name, "status": "killed", "steps": "1/8"}.items() <= next(
+                r for r in listed if r["run_id"] == run_dir.name).items()
 
         resumed = _cli("resume", str(run_dir), "--json", "--runs-dir", runs)
         assert resumed.returncode == 0, (k, resumed.stderr)
