@@ -333,3 +333,26 @@ def test_sigkill_after_each_step_then_resume_ends_like_an_uninterrupted_run(dock
         assert _containers_of(docker_client, pid) == []  # the dead session's containers are gone
         replay = _cli("replay", str(run_dir))
         assert replay.returncode == 0 and "hash chain: OK" in replay.stdout, replay.stdout
+
+
+def test_one_resume_at_a_time_and_never_of_a_live_run(runs_dir):
+    import fcntl
+
+    stopped = run_local(baseline(), runs_dir, max_steps=2)
+    with open(Path(stopped.run_dir) / ".resume.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ResumeRefused, match="being resumed by another process"):
+            resume_run(stopped.run_dir, extra_steps=1, runs_dir=runs_dir)
+    # A journal without a stop line whose process is alive is a run in progress, not a killed one.
+    recs = [r for r in records(stopped.run_dir) if r.get("event") != "stop"]
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        next(r for r in recs if r.get("event") == "setup")["pid"] = alive.pid
+        _rechain(recs)
+        (Path(stopped.run_dir) / "journal.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in recs))
+        with pytest.raises(ResumeRefused, match="still alive"):
+            resume_run(stopped.run_dir, extra_steps=1, runs_dir=runs_dir)
+    finally:
+        alive.kill()
+        alive.wait()
+    assert load_checkpoint(Path(stopped.run_dir)).status == "killed"
