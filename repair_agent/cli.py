@@ -45,8 +45,15 @@ def cmd_run(args) -> int:
         _err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
         return USAGE_ERROR
     chooser = load_chooser(args.chooser, scenario, base_url=args.model_base_url, model=args.model)
-    quiet = args.json
+    on_step, log = _progress(args.json)
+    record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
+                         max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
+                         max_tokens=args.max_tokens,
+                         on_step=on_step, log=log, chooser_spec=args.chooser)
+    return _print_outcome(record, args)
 
+
+def _progress(quiet: bool):
     def on_step(s: dict) -> None:
         if not quiet:
             outcome = s["status"] or s["decision"]
@@ -54,10 +61,10 @@ def cmd_run(args) -> int:
                   flush=True)
 
     log = (lambda m: print(m, file=sys.stderr, flush=True)) if quiet else (lambda m: print(m, flush=True))
-    record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
-                         max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
-                         max_tokens=args.max_tokens,
-                         on_step=on_step, log=log)
+    return on_step, log
+
+
+def _print_outcome(record, args) -> int:
     if args.json:
         print(record.model_dump_json(indent=2))
     else:
@@ -67,6 +74,44 @@ def cmd_run(args) -> int:
         print(f"next attempt would need: {record.next_attempt}")
         print(f"report: {record.run_dir}/report.md   review: repair-agent show {record.run_dir} --diff")
     return record.exit_code
+
+
+def cmd_resume(args) -> int:
+    from .resume import ResumeRefused, run_dir_of
+    from .run import resume_run
+
+    if args.max_steps is not None and args.max_steps < 1:
+        _err("--max-steps is the number of further steps this resume grants: at least 1")
+        return USAGE_ERROR
+    if args.deadline_s is not None and args.deadline_s <= 0:
+        _err("--deadline-s must be positive")
+        return USAGE_ERROR
+    on_step, log = _progress(args.json)
+    try:
+        record = resume_run(run_dir_of(args.run, Path(args.runs_dir)), chooser_spec=args.chooser,
+                            extra_steps=args.max_steps, deadline_s=args.deadline_s, on_step=on_step, log=log,
+                            runs_dir=Path(args.runs_dir),
+                            model_options={"base_url": args.model_base_url, "model": args.model})
+    except ResumeRefused as exc:
+        _err(f"resume refused: {exc}")
+        return USAGE_ERROR
+    return _print_outcome(record, args)
+
+
+def cmd_grant(args) -> int:
+    from .resume import ResumeRefused, record_grant, run_dir_of
+
+    run_dir = run_dir_of(args.run, Path(args.runs_dir))
+    try:
+        grant, checkpoint = record_grant(run_dir, args.allow, args.reason)
+    except ResumeRefused as exc:
+        _err(f"grant refused: {exc}")
+        return USAGE_ERROR
+    print(f"granted {', '.join(grant.allow)} to run {run_dir.name} by {grant.who} at {grant.when}: {grant.reason}")
+    print(f"the refused proposal of step {grant.after_step} will be offered again first: "
+          f"repair-agent resume {run_dir}")
+    print("the verifier still restores every protected file from its own copy before it tests")
+    return 0
 
 
 def _record_bad_manifest(args, exc: Exception) -> Path:
@@ -95,6 +140,7 @@ def cmd_runs(args) -> int:
         rows.append({"run_id": record.run_id, "scenario": record.scenario, "status": record.status.value,
                      "steps": f"{record.steps_used}/{record.max_steps}", "u": record.u_trajectory[-1],
                      "chooser": record.chooser, "release": released, "run_dir": record.run_dir})
+    rows += _killed_runs(Path(args.runs_dir))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -102,6 +148,26 @@ def cmd_runs(args) -> int:
     for r in rows:
         print(f"{r['run_id']:<40} {r['status']:<31} {r['steps']:>5} {r['u']:>2}  {r['release']:<9} {r['chooser']}")
     return 0
+
+
+def _killed_runs(runs_dir: Path) -> list[dict]:
+    """Runs whose process died before writing run.json: `repair-agent resume` continues them."""
+    from .resume import ResumeRefused, load_checkpoint
+
+    rows = []
+    for journal in sorted(runs_dir.glob("*/journal.jsonl")):
+        if (journal.parent / "run.json").exists():
+            continue
+        try:
+            cp = load_checkpoint(journal.parent, set_aside_torn=False)
+        except (ResumeRefused, ValueError):
+            continue  # a refused manifest's record, or a torn tail: resume sets it aside and says so
+        b = cp.state.budget
+        rows.append({"run_id": journal.parent.name, "scenario": cp.state.goal.scenario, "status": cp.status,
+                     "steps": f"{b.steps_used}/{b.max_steps}", "u": cp.state.u,
+                     "chooser": cp.setup.get("chooser_spec") or cp.setup.get("chooser"), "release": "-",
+                     "run_dir": str(journal.parent.resolve())})
+    return rows
 
 
 def cmd_replay(args) -> int:
@@ -132,18 +198,34 @@ def cmd_replay(args) -> int:
                           "decision": match[0].get("decision")}, indent=2, ensure_ascii=False))
         return 0 if not problems else 1
     print(f"{'step':>4}  {'state':>9}  {'tool':<16} {'decision':<9} {'evidence':<8} {'status':<8} U")
-    for r in steps:
+    for r in records:
+        if r.get("event") in ("grant", "resume"):
+            _print_session_event(r)
+        if r.get("event") != "step":
+            continue
         proposal = r.get("proposal")
         tool = proposal.get("tool", "?") if isinstance(proposal, dict) else "?"
         result = r.get("result") or {}
         print(f"{r['step']:>4}  v{r['state_before']['version']:>3}->{r['state_after']['version']:<3} {str(tool):<16} "
               f"{'accepted' if (r.get('decision') or {}).get('accepted') else 'rejected':<9} "
               f"{result.get('id', '-'):<8} {result.get('status', '-'):<8} {r['u']}")
-    stop = next((r for r in records if r.get("event") == "stop"), None)
+    stop = next((r for r in reversed(records) if r.get("event") == "stop"), None)
     if stop:
         print(f"stop: {stop['status']} — {stop['detail']}")
     print("hash chain: OK" if not problems else "hash chain: BROKEN\n  " + "\n  ".join(problems))
     return 0 if not problems else 1
+
+
+def _print_session_event(r: dict) -> None:
+    version = f"v{r['state_before']['version']:>3}->{r['state_after']['version']:<3}"
+    if r["event"] == "grant":
+        g = r["grant"]
+        print(f"{'':>4}  {version} grant by {g['who']} at {g['when']}: {', '.join(g['allow'])} — {g['reason']}")
+    else:
+        b = r["state_after"]["budget"]
+        again = ", ".join(f"{x['evidence']} {x['status']}" for x in r.get("reverified", [])) or "none"
+        print(f"{'':>4}  {version} resume from {r['checkpoint_status']}: +{r['extra_steps']} step(s) "
+              f"(max {b['max_steps']}), {b['deadline_s']:g}s; verdicts re-earned: {again}")
 
 
 def cmd_show(args) -> int:
@@ -261,6 +343,25 @@ def build_parser() -> argparse.ArgumentParser:
                    "reported usage reaches it")
     r.add_argument("--json", action="store_true", help="print one final JSON object")
     r.set_defaults(func=cmd_run)
+
+    rs = sub.add_parser("resume", parents=[common], help="continue a stopped or killed run from its journal")
+    rs.add_argument("run", help="a run directory or a run id")
+    rs.add_argument("--chooser", help="baseline | model | package.module:attr (default: the run's own)")
+    rs.add_argument("--max-steps", type=int, help="further steps this resume grants (default: the steps left; "
+                    "required after step_budget)")
+    rs.add_argument("--deadline-s", type=float, help="seconds the resumed loop may take, from the resume "
+                    "(default: the run's deadline)")
+    rs.add_argument("--model", help="model name (or REPAIR_AGENT_MODEL)")
+    rs.add_argument("--model-base-url", help="OpenAI-compatible base URL (or REPAIR_AGENT_MODEL_BASE_URL)")
+    rs.add_argument("--json", action="store_true", help="print one final JSON object")
+    rs.set_defaults(func=cmd_resume)
+
+    g = sub.add_parser("grant", parents=[common], help="a person's grant after authorization_required")
+    g.add_argument("run", help="a run directory or a run id")
+    g.add_argument("--allow", action="append", required=True, help="a path glob the refused patch may edit "
+                   "(repeatable), e.g. 'README.md' or 'tests/test_pricing.py'")
+    g.add_argument("--reason", required=True)
+    g.set_defaults(func=cmd_grant)
 
     ls = sub.add_parser("runs", parents=[common], help="list runs with their status and release decision")
     ls.add_argument("--json", action="store_true")

@@ -11,15 +11,23 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from pydantic import BaseModel
+
 from .state import state_hash
 
 
 class Journal:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, last_record_sha256: str | None = None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._last: str | None = None
+        self._last = last_record_sha256
+
+    @classmethod
+    def reopen(cls, path: Path) -> "Journal":
+        """Append to an existing journal: the next line chains to its last complete line."""
+        records = list(read_journal(path))
+        return cls(path, last_record_sha256=records[-1]["record_sha256"] if records else None)
 
     def write(self, record: dict[str, Any]) -> None:
         # Each line carries the hash of its own content and of the line before: editing any
@@ -75,3 +83,47 @@ def verify_chain(records: list[dict[str, Any]]) -> list[str]:
                                 f"does not chain to v{previous['version']}")
             previous = state
     return problems
+
+
+class TornTail(BaseModel):
+    """Bytes at the end of a journal that are not a complete line: a write cut short by a kill or
+    a power loss. They are moved to `kept_at`, never silently dropped."""
+
+    kept_at: str
+    bytes: int
+    after_line: int   # the number of complete lines kept in the journal
+    text: str         # the first bytes, for the report (decoded leniently)
+
+
+def set_aside_torn_tail(path: Path) -> TornTail | None:
+    """Cut the journal back to its last complete line and keep what was cut in `journal.jsonl.torn-N`.
+
+    Every line is written with its newline in one write, so bytes after the last newline were
+    never completely written; a last line that ends in a newline but is not JSON (a block of
+    garbage after a power loss) is torn too. Anything earlier that does not verify is not a tear:
+    `verify_chain` reports it and nothing resumes from it."""
+    path = Path(path)
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    if cut == len(data) and cut:
+        last_start = data.rfind(b"\n", 0, cut - 1) + 1
+        try:
+            json.loads(data[last_start:cut])
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            cut = last_start
+    if cut == len(data):
+        return None
+    number = 1
+    while path.with_name(f"{path.name}.torn-{number}").exists():
+        number += 1
+    kept = path.with_name(f"{path.name}.torn-{number}")
+    with open(kept, "wb") as f:
+        f.write(data[cut:])
+        f.flush()
+        os.fsync(f.fileno())
+    with open(path, "r+b") as f:
+        f.truncate(cut)
+        f.flush()
+        os.fsync(f.fileno())
+    return TornTail(kept_at=str(kept), bytes=len(data) - cut, after_line=data[:cut].count(b"\n"),
+                    text=data[cut:cut + 200].decode("utf-8", errors="replace"))

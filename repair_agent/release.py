@@ -79,8 +79,9 @@ def reverify(run_dir: Path, record: RunRecord, diff: str) -> dict:
         image = ensure_sandbox_image(client)
     state_dir = Path(run_dir) / "release-verification"
     shutil.rmtree(state_dir, ignore_errors=True)
+    # A person's grants widen the diff's scope here too; protected files are still restored before testing.
     verifier = Verifier(scenario.spec, scenario.repo, state_dir, backend=backend, client=client, image=image,
-                        oracle=scenario.oracle)
+                        oracle=scenario.oracle, granted=tuple(record.granted_paths))
     verifier.prepare()
     if verifier.snapshot.tree_sha256 != record.pristine_tree_sha256:
         raise ReleaseRefused("the scenario's pristine repository changed since the run; re-run the scenario")

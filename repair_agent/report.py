@@ -11,7 +11,7 @@ from verifier.scope import FileChange
 
 from .faults import Fault, attribute
 from .journal import read_journal
-from .state import Authorization, ConditionState, Goal
+from .state import Authorization, ConditionState, Goal, Grant
 
 if TYPE_CHECKING:
     from .controller import RunOutcome
@@ -40,6 +40,19 @@ class EvidenceRow(BaseModel):
     summary: str
     raw_error: str | None
     diff_sha256: str
+
+
+class Session(BaseModel):
+    """One process's part of the run: the first start, or a resume from the journal."""
+
+    started_at: str
+    pid: int | None
+    chooser: str | None
+    resumed_from: str | None = None     # the checkpoint's status ("killed" when there was no stop line)
+    extra_steps: int | None = None      # the budget this resume granted (a new version of B)
+    deadline_s: float | None = None
+    reverified: list[dict] = []         # verdicts re-earned from the verifier before the first new step
+    torn_tail: dict | None = None       # a half-written journal line, set aside
 
 
 class PendingRelease(BaseModel):
@@ -80,6 +93,9 @@ class Report(BaseModel):
     timing: dict[str, float]
     extra: dict[str, Any]
     faults: list[Fault]
+    grants: list[Grant] = []
+    restored_by_verifier: list[str] = []  # protected files a candidate edited, tested as their pristine copies
+    sessions: list[Session] = []
     release: PendingRelease | None
 
 
@@ -92,6 +108,9 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
                                                                 record.protected_manifest_sha256),
                            current=e.diff_sha256 == outcome.diff_sha256)
                 for e in outcome.evidence if e.source.startswith("verifier")]
+    journal = list(read_journal(Path(record.run_dir) / "journal.jsonl"))
+    restored = sorted({path for e in outcome.evidence if e.diff_sha256 == outcome.diff_sha256
+                       for path in (e.data.get("restored") or [])})
     pending = None
     if record.status.value == "awaiting_release_confirmation":
         pending = PendingRelease(confirm=f"repair-agent release {record.run_dir} --confirm",
@@ -109,7 +128,23 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
         chooser=record.chooser, image=record.image, tokens_used=state.budget.tokens_used,
         max_tokens=state.budget.max_tokens, wall_s=record.wall_s, timing=record.timing,
         extra={k: v for k, v in outcome.extra.items() if k != "raw"},
-        faults=attribute(list(read_journal(Path(record.run_dir) / "journal.jsonl"))), release=pending)
+        faults=attribute(journal), grants=list(state.authorization.grants), restored_by_verifier=restored,
+        sessions=_sessions(journal), release=pending)
+
+
+def _sessions(journal: list[dict]) -> list[Session]:
+    sessions: list[Session] = []
+    for rec in journal:
+        if rec.get("event") == "setup":
+            resume = rec.get("resume") or {}
+            sessions.append(Session(started_at=resume.get("session_started_at") or rec.get("started_at", ""),
+                                    pid=rec.get("pid"), chooser=rec.get("chooser_spec") or rec.get("chooser"),
+                                    resumed_from=resume.get("from_status"), torn_tail=resume.get("torn_tail")))
+        elif rec.get("event") == "resume" and sessions:
+            sessions[-1] = sessions[-1].model_copy(update={"extra_steps": rec.get("extra_steps"),
+                                                           "deadline_s": rec.get("deadline_s"),
+                                                           "reverified": rec.get("reverified", [])})
+    return sessions
 
 
 def render_markdown(r: dict) -> str:
@@ -146,6 +181,28 @@ def render_markdown(r: dict) -> str:
     if r["faults"]:
         lines += ["", "## Faults the journal shows (heuristics: where to look)", ""]
         lines += [f"- step {f['step']}: **{f['kind']}** — {f['detail']}" for f in r["faults"]]
+    if r["grants"]:
+        lines += ["", "## Grants (a person widened the authorization)", ""]
+        lines += [f"- {g['who']} at {g['when']} allowed {', '.join(f'`{a}`' for a in g['allow'])} after step "
+                  f"{g['after_step']}: {g['reason']}" for g in r["grants"]]
+        lines += ["", "A grant widens what a patch may edit, never the protected suite: "
+                  + (f"the verifier tested {', '.join(f'`{p}`' for p in r['restored_by_verifier'])} as its own "
+                     "pristine copy, not as edited." if r["restored_by_verifier"] else
+                     "every protected file is restored from the verifier's own copy before it tests.")]
+    if len(r["sessions"]) > 1 or any(s["torn_tail"] for s in r["sessions"]):
+        lines += ["", "## Sessions (the run was resumed from its journal)", ""]
+        for n, s in enumerate(r["sessions"], 1):
+            if not s["resumed_from"]:
+                lines.append(f"- {n}. started {s['started_at']} (pid {s['pid']}, chooser {s['chooser']})")
+                continue
+            again = ", ".join(f"{x['evidence']} {x['tool']} {x['status']}" for x in s["reverified"]) or "none"
+            lines.append(f"- {n}. resumed {s['started_at']} from `{s['resumed_from']}` (pid {s['pid']}, chooser "
+                         f"{s['chooser']}): granted {s['extra_steps']} more step(s) and {s['deadline_s']}s; "
+                         f"verdicts re-earned: {again}")
+            if s["torn_tail"]:
+                t = s["torn_tail"]
+                lines.append(f"  - a torn journal line ({t['bytes']} bytes after line {t['after_line']}) was set "
+                             f"aside in `{t['kept_at']}`")
     lines += ["", "## Unknowns", ""] + ([f"- {u}" for u in r["unknowns"]] or ["- none of the technical conditions"])
     lines += ["", f"## Diff (sha256 `{r['diff_sha256']}`)", ""]
     lines += [f"- {f['kind']} `{f['path']}` (+{f['added']} −{f['removed']})" for f in r["diff_files"]] or ["- no changes"]

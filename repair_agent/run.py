@@ -1,9 +1,13 @@
 """One run end to end: workspace, sandbox, verifier, controller, report. Cleans up on every way out."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
+import os
 import secrets
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -17,11 +21,12 @@ from verifier.conditions import DESCRIPTIONS
 
 from .choosers.base import Chooser
 from .controller import Controller, RunOutcome
-from .journal import Journal
+from .journal import Journal, read_journal
 from .report import write_report
 from .sandbox import DockerSandbox, LocalSandbox, NOT_ISOLATED, create_workspace
 from .scenario import Scenario
 from .state import NEXT_ATTEMPT, Authorization, Budget, ConditionState, Goal, State, StopReason
+from .tools import Executor
 
 
 class RunRecord(BaseModel):
@@ -46,6 +51,8 @@ class RunRecord(BaseModel):
     started_at: str
     wall_s: float
     timing: dict[str, float] = {}
+    granted_paths: list[str] = []   # a person's grants (repair-agent grant); release re-verifies with them
+    sessions: int = 1               # 1 + the number of resumes
 
 
 def initial_state(scenario: Scenario, budget: Budget) -> State:
@@ -69,7 +76,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
                 max_steps: int | None = None, deadline_s: float | None = None, reserved_final_steps: int | None = None,
                 max_tokens: int | None = None,
                 on_step: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda m: None,
-                client=None) -> RunRecord:
+                client=None, chooser_spec: str | None = None) -> RunRecord:
     t0 = time.monotonic()
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     budget = scenario.budget.model_copy(update={k: v for k, v in {
@@ -81,58 +88,220 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
     run_dir.mkdir(parents=True)
     journal = Journal(run_dir / "journal.jsonl")
     state = initial_state(scenario, budget)
-    sandbox = verifier = None
-    image = None
-    sandbox_info = {"kind": sandbox_kind, "isolated": sandbox_kind == "docker"}
-    if sandbox_kind == "local":
-        sandbox_info["warning"] = NOT_ISOLATED
-        log(f"WARNING: {NOT_ISOLATED}")
+    session = _Session(scenario, run_dir, run_id, sandbox_kind, client, log, runs_dir=Path(runs_dir))
     try:
         try:
-            if sandbox_kind == "docker":
-                from .sandbox.image import ensure_sandbox_image
-
-                client = client or docker.from_env()
-                image = ensure_sandbox_image(client, log=log)
-            base = create_workspace(scenario.repo, run_dir / "workspace", for_container=sandbox_kind == "docker")
-            verifier = Verifier(scenario.spec, scenario.repo, run_dir / "verifier", backend=sandbox_kind,
-                                client=client, image=image, oracle=scenario.oracle,
-                                cache_dir=Path(runs_dir).resolve() / ".cache")
-            verifier.prepare()
-            tool_out = run_dir / "outputs"
-            sandbox = (DockerSandbox(client, image, run_dir / "workspace", base, run_id=run_id, output_dir=tool_out)
-                       if sandbox_kind == "docker" else
-                       LocalSandbox(run_dir / "workspace", base, output_dir=tool_out))
+            session.open(granted=())
         except Exception as exc:  # engine, image, scenario or workspace: nothing ran yet, say why
-            where = f" (Docker Engine at {_engine_address(client)})" if client is not None else ""
-            hint = (" — is a Docker Engine running? `--sandbox local` works without one but does NOT isolate"
-                    if isinstance(exc, (docker.errors.DockerException, requests.exceptions.RequestException)) else "")
-            outcome = _early_stop(state, journal, f"{type(exc).__name__}: {exc}{where}{hint}")
+            outcome = _early_stop(state, journal, session.failure(exc))
         else:
-            from .tools import Executor
-
-            controller = Controller(state, chooser, Executor(sandbox, verifier), verifier, journal,
-                                    environment_id=verifier.environment_id, on_step=on_step)
+            journal.write(session.setup_record(chooser, chooser_spec, started_at))
+            controller = Controller(state, chooser, Executor(session.sandbox, session.verifier), session.verifier,
+                                    journal, environment_id=session.verifier.environment_id, on_step=on_step)
             outcome = controller.run()
     finally:
-        if sandbox is not None:
-            sandbox.close()
+        session.close()
         journal.close()
+    return _write_results(session, outcome, chooser, started_at=started_at, wall_s=time.monotonic() - t0)
+
+
+def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: int | None = None,
+               deadline_s: float | None = None, on_step: Callable[[dict], None] | None = None,
+               log: Callable[[str], None] = lambda m: None, client=None, runs_dir: Path = Path("runs"),
+               model_options: dict | None = None) -> RunRecord:
+    """Continue a run from its journal: same journal, same run directory, the same writers at the end.
+
+    The workspace is rebuilt from the pristine tree plus the journaled patches (its diff must hash
+    to the journaled one); the dead session's containers are removed first."""
+    from .choosers import load_chooser
+    from .resume import ResumeRefused, check_resumable, load_checkpoint
+    from .scenario import load_manifest
+
+    t0 = time.monotonic()
+    run_dir = Path(run_dir).resolve()
+    with _exclusive(run_dir):
+        checkpoint = load_checkpoint(run_dir)
+        if checkpoint.torn:
+            log(f"journal: a torn last line ({checkpoint.torn.bytes} bytes after line {checkpoint.torn.after_line}) "
+                f"was set aside in {checkpoint.torn.kept_at}")
+        check_resumable(checkpoint)
+        live = [pid for pid in checkpoint.owner_pids if pid != os.getpid() and _pid_alive(pid)]
+        if checkpoint.status == "killed" and live:
+            raise ResumeRefused(f"run {run_dir.name} has no stop line and its process {live[-1]} is still alive: "
+                                "it is still running")
+        budget = checkpoint.state.budget
+        steps = extra_steps if extra_steps is not None else budget.steps_left
+        if steps < 1:
+            raise ResumeRefused(f"run {run_dir.name} used all {budget.max_steps} steps: say how many more this resume "
+                                "grants (--max-steps N)")
+        setup = checkpoint.setup
+        scenario = load_manifest(Path(setup["manifest"]))
+        spec = chooser_spec or setup.get("chooser_spec")
+        if not spec:
+            raise ResumeRefused("the journal does not name the chooser this run used: pass --chooser")
+        chooser = load_chooser(spec, scenario, **(model_options or {}))
+        started_at = setup.get("started_at") or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        session = _Session(scenario, run_dir, setup["run_id"], setup["sandbox"], client, log, runs_dir=Path(runs_dir))
+        session.remove_containers_of(checkpoint.owner_pids)
+        journal = Journal.reopen(run_dir / "journal.jsonl")
+        try:
+            try:
+                shutil.rmtree(run_dir / "workspace", ignore_errors=True)  # derived: the journal is the record
+                session.open(granted=checkpoint.state.authorization.granted_paths)
+                if session.verifier.snapshot.tree_sha256 != setup.get("pristine_tree_sha256"):
+                    raise RuntimeError("the scenario's pristine repository changed since the run started; "
+                                       "its journaled patches no longer describe a diff of it")
+                diff = session.rebuild(checkpoint.patches, checkpoint.state.diff_sha256)
+            except Exception as exc:  # nothing new ran: the checkpoint stays as it was, resumable again
+                outcome = _early_stop(checkpoint.state, journal, session.failure(exc),
+                                      u_trajectory=checkpoint.u_trajectory, evidence=checkpoint.evidence,
+                                      diff=_known_diff(run_dir, checkpoint.state.diff_sha256))
+            else:
+                journal.write(session.setup_record(chooser, spec, started_at, resumed_from=checkpoint))
+                log(f"resuming {run_dir.name} from {checkpoint.status} at step {budget.steps_used}: "
+                    f"{len(checkpoint.patches)} journaled patch(es) on the pristine tree, diff {diff_sha256(diff)[:12]}; "
+                    f"granting {steps} more step(s) and {deadline_s or budget.deadline_s:g}s")
+                controller = Controller.from_checkpoint(
+                    checkpoint, diff, chooser, Executor(session.sandbox, session.verifier), session.verifier,
+                    journal, environment_id=session.verifier.environment_id, extra_steps=steps,
+                    deadline_s=deadline_s or budget.deadline_s, on_step=on_step)
+                outcome = controller.run()
+        finally:
+            session.close()
+            journal.close()
+        previous = load_record(run_dir).wall_s if (run_dir / "run.json").is_file() else 0.0
+        return _write_results(session, outcome, chooser, started_at=started_at,
+                              wall_s=previous + time.monotonic() - t0, chooser_name=spec)
+
+
+class _Session:
+    """One process's hold on a run: engine, image, workspace, verifier and sandbox, and their cleanup."""
+
+    def __init__(self, scenario: Scenario, run_dir: Path, run_id: str, sandbox_kind: str, client,
+                 log: Callable[[str], None], *, runs_dir: Path):
+        self.scenario, self.run_dir, self.run_id, self.kind = scenario, run_dir, run_id, sandbox_kind
+        self.client, self.log, self.runs_dir = client, log, runs_dir
+        self.sandbox = self.verifier = self.image = self.base = None
+        self.info = {"kind": sandbox_kind, "isolated": sandbox_kind == "docker"}
+        if sandbox_kind == "local":
+            self.info["warning"] = NOT_ISOLATED
+            log(f"WARNING: {NOT_ISOLATED}")
+
+    def open(self, granted: tuple[str, ...]) -> None:
+        if self.kind == "docker":
+            from .sandbox.image import ensure_sandbox_image
+
+            self.client = self.client or docker.from_env()
+            self.image = ensure_sandbox_image(self.client, log=self.log)
+        self.base = create_workspace(self.scenario.repo, self.run_dir / "workspace", for_container=self.kind == "docker")
+        self.verifier = Verifier(self.scenario.spec, self.scenario.repo, self.run_dir / "verifier", backend=self.kind,
+                                 client=self.client, image=self.image, oracle=self.scenario.oracle,
+                                 cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted)
+        self.verifier.prepare()
+        tool_out = self.run_dir / "outputs"
+        self.sandbox = (DockerSandbox(self.client, self.image, self.run_dir / "workspace", self.base, run_id=self.run_id,
+                                      output_dir=tool_out) if self.kind == "docker" else
+                        LocalSandbox(self.run_dir / "workspace", self.base, output_dir=tool_out))
+
+    def rebuild(self, patches: list[str], expected_sha256: str) -> str:
+        """Pristine tree + the journaled patches, applied by the sandbox as they were the first time."""
+        for number, patch in enumerate(patches, 1):
+            res = self.sandbox.apply_patch(patch)
+            if not res.ok:
+                raise RuntimeError(f"journaled patch {number} of {len(patches)} no longer applies: {res.stderr.text[-500:]}")
+        diff = self.sandbox.diff() if patches else ""
+        if diff_sha256(diff) != expected_sha256:
+            raise RuntimeError(f"the rebuilt workspace's diff ({diff_sha256(diff)[:12]}) is not the journaled one "
+                               f"({expected_sha256[:12]})")
+        return diff
+
+    def setup_record(self, chooser: Chooser, chooser_spec: str | None, started_at: str, resumed_from=None) -> dict:
+        """Who runs this session and on what: enough for a later resume to find everything again."""
+        record = {"event": "setup", "run_id": self.run_id, "scenario": self.scenario.name,
+                  "manifest": str(self.scenario.manifest_path), "chooser": getattr(chooser, "name", None),
+                  "chooser_spec": chooser_spec, "sandbox": self.kind, "image": self.image, "pid": os.getpid(),
+                  "started_at": started_at, "environment_id": self.verifier.environment_id,
+                  "pristine_tree_sha256": self.verifier.snapshot.tree_sha256,
+                  "protected_manifest_sha256": self.verifier.snapshot.manifest_sha256}
+        if resumed_from is not None:
+            record["resume"] = {"from_status": resumed_from.status, "from_detail": resumed_from.detail,
+                                "session_started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                                "torn_tail": resumed_from.torn.model_dump() if resumed_from.torn else None,
+                                "rebuilt_from_patches": len(resumed_from.patches)}
+        return record
+
+    def remove_containers_of(self, pids: list[int]) -> int:
+        """A killed session leaves its sandbox (and maybe a verifier) container: remove those whose
+        owner process is gone. A live owner's containers are never touched."""
+        if self.kind != "docker":
+            return 0
+        from verifier.isolation import LABEL, OWNER_LABEL
+
+        self.client = self.client or docker.from_env()
+        removed = 0
+        for pid in {p for p in pids if not _pid_alive(p)}:
+            for c in self.client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={pid}"]}):
+                c.remove(force=True, v=True)
+                removed += 1
+        if removed:
+            self.log(f"removed {removed} container(s) left by the killed session")
+        return removed
+
+    def failure(self, exc: Exception) -> str:
+        where = f" (Docker Engine at {_engine_address(self.client)})" if self.client is not None else ""
+        hint = (" — is a Docker Engine running? `--sandbox local` works without one but does NOT isolate"
+                if isinstance(exc, (docker.errors.DockerException, requests.exceptions.RequestException)) else "")
+        return f"{type(exc).__name__}: {exc}{where}{hint}"
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+
+def _write_results(session: _Session, outcome: RunOutcome, chooser: Chooser, *, started_at: str, wall_s: float,
+                   chooser_name: str | None = None) -> RunRecord:
+    """run.json, candidate.diff, scenario.json and the report: the same writers for a fresh run and a resume."""
+    run_dir, scenario, verifier = session.run_dir, session.scenario, session.verifier
     (run_dir / "candidate.diff").write_text(outcome.diff, encoding="utf-8", errors="surrogateescape")
     record = RunRecord(
-        run_id=run_id, run_dir=str(run_dir), scenario=scenario.name, status=outcome.status,
+        run_id=session.run_id, run_dir=str(run_dir), scenario=scenario.name, status=outcome.status,
         exit_code=outcome.status.exit_code, detail=outcome.detail, next_attempt=outcome.next_attempt,
         steps_used=outcome.steps_used, max_steps=outcome.max_steps, u_trajectory=outcome.u_trajectory,
-        diff_sha256=outcome.diff_sha256, chooser=getattr(chooser, "name", type(chooser).__name__),
-        sandbox=sandbox_info, image=image,
+        diff_sha256=outcome.diff_sha256, chooser=getattr(chooser, "name", None) or chooser_name or type(chooser).__name__,
+        sandbox=session.info, image=session.image,
         protected_manifest_sha256=verifier.snapshot.manifest_sha256 if verifier and verifier.snapshot else None,
         pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier and verifier.snapshot else None,
-        started_at=started_at, wall_s=round(time.monotonic() - t0, 4), timing=outcome.timing)
+        started_at=started_at, wall_s=round(wall_s, 4), timing=outcome.timing,
+        granted_paths=list(outcome.final_state.authorization.granted_paths),
+        sessions=sum(1 for r in read_journal(run_dir / "journal.jsonl") if r.get("event") == "setup") or 1)
     (run_dir / "run.json").write_text(record.model_dump_json(indent=2))
     (run_dir / "scenario.json").write_text(json.dumps({"manifest": str(scenario.manifest_path),
                                                        **scenario.model_dump(mode="json")}, indent=2))
     write_report(run_dir, record, outcome, scenario, verifier)
     return record
+
+
+@contextlib.contextmanager
+def _exclusive(run_dir: Path):
+    """One resume of a run at a time."""
+    with open(run_dir / ".resume.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            from .resume import ResumeRefused
+
+            raise ResumeRefused(f"run {run_dir.name} is being resumed by another process") from None
+        yield
+
+
+def _pid_alive(pid) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (TypeError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _engine_address(client) -> str:
@@ -141,14 +310,25 @@ def _engine_address(client) -> str:
     return f"unix://{socket_path}" if socket_path else client.api.base_url
 
 
-def _early_stop(state: State, journal: Journal, detail: str) -> RunOutcome:
+def _known_diff(run_dir: Path, expected_sha256: str) -> str:
+    """The last written candidate.diff, if it is the journaled diff (a killed run may have none)."""
+    path = run_dir / "candidate.diff"
+    diff = path.read_text(encoding="utf-8", errors="surrogateescape") if path.is_file() else ""
+    return diff if diff_sha256(diff) == expected_sha256 else ""
+
+
+def _early_stop(state: State, journal: Journal, detail: str, u_trajectory: list[int] | None = None,
+                evidence: list | None = None, diff: str = "") -> RunOutcome:
+    """Nothing could run (or, on resume, nothing new ran): the state is kept as it was."""
     reason = StopReason.DEPENDENCY_FAILURE
+    u_trajectory = u_trajectory or [state.u]
     journal.write({"event": "stop", "status": reason.value, "detail": detail, "next_attempt": NEXT_ATTEMPT[reason],
-                   "steps_used": 0, "u_trajectory": [state.u], "state_after": state.model_dump(mode="json"),
-                   "state_after_hash": state.hash})
-    return RunOutcome(status=reason, detail=detail, next_attempt=NEXT_ATTEMPT[reason], steps_used=0,
-                      max_steps=state.budget.max_steps, u_trajectory=[state.u], diff="",
-                      diff_sha256=diff_sha256(""), evidence=[], final_state=state, extra={"raw": detail})
+                   "steps_used": state.budget.steps_used, "u_trajectory": u_trajectory,
+                   "state_after": state.model_dump(mode="json"), "state_after_hash": state.hash})
+    return RunOutcome(status=reason, detail=detail, next_attempt=NEXT_ATTEMPT[reason],
+                      steps_used=state.budget.steps_used, max_steps=state.budget.max_steps, u_trajectory=u_trajectory,
+                      diff=diff, diff_sha256=diff_sha256(diff), evidence=evidence or [], final_state=state,
+                      extra={"raw": detail})
 
 
 def find_run(run: str, runs_dir: Path = Path("runs")) -> Path:

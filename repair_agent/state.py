@@ -48,9 +48,11 @@ NEXT_ATTEMPT = {
     StopReason.HANDOFF_REQUESTED:
         "A chooser that gathers the missing evidence, or a person who takes the listed unknowns over.",
     StopReason.STEP_BUDGET:
-        "A larger budget explicitly granted by a person, or a narrower question; the partial evidence is kept.",
+        "A larger budget explicitly granted by a person (repair-agent resume RUN --max-steps N), or a narrower "
+        "question; the partial evidence is kept.",
     StopReason.DEADLINE:
-        "A longer deadline granted by a person, or faster checks; late observations were refused.",
+        "A longer deadline granted by a person (repair-agent resume RUN --deadline-s S), or faster checks; "
+        "late observations were refused.",
     StopReason.REPEATED_ACTION:
         "A chooser that changes its request: repeating an identical action cannot produce new evidence.",
     StopReason.NO_NEW_EVIDENCE:
@@ -58,7 +60,8 @@ NEXT_ATTEMPT = {
     StopReason.INVALID_ACTION:
         "A chooser that proposes one action matching the schema; the raw proposal is in the journal.",
     StopReason.AUTHORIZATION_REQUIRED:
-        "A person's grant for the listed paths or capabilities, or a patch that stays inside the writable globs.",
+        "A person's grant for the listed paths (repair-agent grant RUN --allow PATTERN --reason TEXT, then "
+        "repair-agent resume RUN), or a patch that stays inside the writable globs.",
     StopReason.DEPENDENCY_FAILURE:
         "A working sandbox, engine, model endpoint or test environment; the raw error is in the journal.",
 }
@@ -77,6 +80,18 @@ class Goal(BaseModel):
     constraints: tuple[str, ...]
 
 
+class Grant(BaseModel):
+    """A person's widening of A after `authorization_required`: who allowed what, when, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    allow: tuple[str, ...]   # path globs, repository-relative
+    reason: str
+    who: str
+    when: str
+    after_step: int          # the step whose proposal was refused
+
+
 class Authorization(BaseModel):
     """A: what is granted. Release is never granted inside the loop."""
 
@@ -86,6 +101,11 @@ class Authorization(BaseModel):
     protected: tuple[str, ...]
     network: bool = False
     release_requires_person: Literal[True] = True
+    grants: tuple[Grant, ...] = ()
+
+    @property
+    def granted_paths(self) -> tuple[str, ...]:
+        return tuple(p for g in self.grants for p in g.allow)
 
 
 class Budget(BaseModel):

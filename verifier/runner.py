@@ -119,8 +119,12 @@ class Verifier:
 
     def __init__(self, spec: AcceptanceSpec, pristine: Path, state_dir: Path, *,
                  backend: Literal["docker", "local"] = "docker", client=None, image: str | None = None,
-                 limits: Limits | None = None, oracle: Path | None = None, cache_dir: Path | None = None):
+                 limits: Limits | None = None, oracle: Path | None = None, cache_dir: Path | None = None,
+                 granted: tuple[str, ...] = ()):
         self.spec, self.pristine, self.state_dir = spec, Path(pristine), Path(state_dir)
+        # Paths a person allowed this run to edit. They widen the diff's scope, never the suite:
+        # protected files are still restored from the verifier's copy before any test runs.
+        self.granted = tuple(granted)
         self.backend, self.client, self.image = backend, client, image
         self.limits = limits or Limits()
         self.oracle = Path(oracle) if oracle else None
@@ -189,12 +193,12 @@ class Verifier:
 
     # -- checks -----------------------------------------------------------------------------
     def check_scope(self, diff: str) -> ScopeVerdict:
-        return check_scope(diff, self.spec)
+        return check_scope(diff, self.spec, granted=self.granted)
 
     def run_tests(self, diff: str, kind: Kind) -> TestVerdict:
         assert self.snapshot and self.baseline, "prepare() first"
         started = time.monotonic()
-        scope = check_scope(diff, self.spec, require_change=False)
+        scope = check_scope(diff, self.spec, require_change=False, granted=self.granted)
         refused = [f"{v.path} ({v.rule})" for v in scope.violations]
         base = dict(kind=kind, diff_sha256=diff_sha256(diff),
                     protected_manifest_sha256=self.snapshot.manifest_sha256)
@@ -270,7 +274,10 @@ class Verifier:
     def _candidate_file(self, path: str, root: str) -> bool:
         """A file of the candidate's own writable code (hooks may come only from pytest and protected files)."""
         prefix = root.rstrip("/") + "/"
-        return path.startswith(prefix) and self.spec.is_writable(path[len(prefix):])
+        if not path.startswith(prefix):
+            return False
+        rel = path[len(prefix):]
+        return self.spec.is_writable(rel) or (glob_match(rel, self.granted) is not None and not self.spec.is_protected(rel))
 
     # -- the mechanics of one verification ---------------------------------------------------
     def _execute(self, diff: str, kind: Kind, baseline: bool = False):

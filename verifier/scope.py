@@ -45,6 +45,8 @@ class ScopeVerdict(BaseModel):
     violations: list[ScopeViolation] = []
     added_lines: int = 0
     removed_lines: int = 0
+    # Violations a person's grant waived: still listed, so a report can say a grant was used.
+    granted: list[ScopeViolation] = []
 
     @property
     def grants_needed(self) -> list[str]:
@@ -75,13 +77,28 @@ def _path_problem(path: str) -> str | None:
     return None
 
 
-def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True) -> ScopeVerdict:
-    """Judge a unified diff against the spec without applying it."""
+# What a person's grant for a path can waive. A protected file stays protected for verification
+# (the verifier restores it from its own copy before any test runs), so granting its edit, and
+# the tripwire on it, cannot weaken a verdict. Escapes, symlinks, binaries, renames, modes, sizes
+# and added test infrastructure are never waived.
+GRANTABLE_RULES = ("protected", "not-writable")
+
+
+def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True,
+                granted: tuple[str, ...] = ()) -> ScopeVerdict:
+    """Judge a unified diff against the spec without applying it. `granted`: path globs a person
+    allowed for this run (see GRANTABLE_RULES for what that waives)."""
     digest = diff_sha256(diff)
     violations: list[ScopeViolation] = []
+    waived: list[ScopeViolation] = []
 
     def refuse(path: str, rule: str, detail: str) -> None:
-        violations.append(ScopeViolation(path=path, rule=rule, detail=detail))
+        violation = ScopeViolation(path=path, rule=rule, detail=detail)
+        restored_anyway = rule == "harness-tampering" and spec.is_protected(path)
+        if (rule in GRANTABLE_RULES or restored_anyway) and glob_match(path, granted):
+            waived.append(violation)
+        else:
+            violations.append(violation)
 
     if len(diff.encode("utf-8", errors="surrogateescape")) > spec.max_diff_bytes:
         refuse("*", "size", f"diff is larger than {spec.max_diff_bytes} bytes")
@@ -143,4 +160,4 @@ def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True)
     if require_change and not files:
         refuse("*", "empty", "the diff changes nothing")
     return ScopeVerdict(diff_sha256=digest, ok=not violations, files=files, violations=violations,
-                        added_lines=added, removed_lines=removed)
+                        added_lines=added, removed_lines=removed, granted=waived)

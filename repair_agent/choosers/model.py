@@ -67,6 +67,7 @@ def render_view(view: View) -> str:
         f"Constraints:\n{_bullets(g.constraints)}",
         f"# Authorization\nWritable: {', '.join(a.writable) or '(nothing)'}\n"
         f"Protected (never edit): {', '.join(a.protected) or '(none)'}\n"
+        + "".join(f"Granted by a person ({g.who}): {', '.join(g.allow)} — {g.reason}\n" for g in a.grants) +
         f"Network: {'yes' if a.network else 'no'}. Release always needs a person.",
         f"# Conditions: U = {view.u} unsatisfied\n{conds or '- (none)'}",
         f"# Unknowns\n{_bullets(view.unknowns)}",
