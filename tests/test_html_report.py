@@ -365,3 +365,13 @@ def test_templates_never_mark_text_safe():
             assert forbidden not in text, f"{template.name} uses {forbidden}"
     source = (ROOT / "repair_agent" / "html_report.py").read_text()
     assert "autoescape=True" in source and "Markup" not in source
+
+
+def test_templates_ship_with_the_package(tmp_path):
+    """An installed (non-editable) package has no source tree: the templates must be package data."""
+    pytest.importorskip("setuptools")
+    done = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py",
+                           "--build-lib", str(tmp_path / "lib")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    shipped = {p.name for p in (tmp_path / "lib" / "repair_agent" / "templates").glob("*.j2")}
+    assert shipped == {p.name for p in TEMPLATES.glob("*.j2")} and "report.html.j2" in shipped
