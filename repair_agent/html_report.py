@@ -191,8 +191,8 @@ def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300)
     budgets = sorted({_as_float(c["budget"]) for c in usable})
     slot = {b: i for i, b in enumerate(budgets)}  # budgets are usually a doubling ladder: equal spacing reads best
 
-    def x(b: float) -> float:
-        return round(left + (right - left) * (slot[b] + 0.5) / len(budgets), 1)
+    def x(b: float, nudge: float = 0.0) -> float:
+        return round(left + (right - left) * (slot[b] + 0.5) / len(budgets) + nudge, 1)
 
     def y(rate: float) -> float:
         return round(bottom - (bottom - top) * min(max(rate, 0.0), 1.0), 1)
@@ -202,10 +202,11 @@ def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300)
         series.setdefault((str(c.get("scenario_group", "")), str(c.get("chooser", ""))), []).append(c)
     out = []
     for index, ((group, chooser), members) in enumerate(sorted(series.items())):
+        nudge = (index - (len(series) - 1) / 2) * 10  # series at one budget side by side, not on top of each other
         points = []
         for c in sorted(members, key=lambda c: _as_float(c["budget"])):
             b, rate, band = _as_float(c["budget"]), _as_float(c["success_rate"]), _as_float(c.get("band")) or 0.0
-            points.append({"x": x(b), "y": y(rate), "lo": y(rate - band), "hi": y(rate + band),
+            points.append({"x": x(b, nudge), "y": y(rate), "lo": y(rate - band), "hi": y(rate + band),
                            "unmeasured": c["_unmeasured"],
                            "label": f"{group} / {chooser} @ {c['budget']}: {rate:.2f} ± {band:.2f} (n={c.get('n', '?')})"})
         out.append({"name": f"{group} / {chooser}", "hue": SERIES_HUES[index % len(SERIES_HUES)], "points": points,
@@ -235,10 +236,9 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
             png = "data:image/png;base64," + base64.b64encode(png_path.read_bytes()).decode("ascii")
         else:
             png_missing = str(summary["png"])
-    exit_names = sorted({str(k) for c in cells for k in (c.get("exits") or {})})
     html = _env.get_template("sweep.html.j2").render(
         s=summary, cells=cells, comparisons=comparisons, runs=runs, png=png, png_missing=png_missing,
-        plot=sweep_plot(cells), exit_names=exit_names, fmt=_fmt)
+        plot=sweep_plot(cells), fmt=_fmt)
     path = out_dir / "summary.html"
     path.write_text(html, encoding="utf-8", errors="surrogateescape")
     return path

@@ -7,6 +7,7 @@ numbers, and nothing a run wrote executed or became an element. A screenshot mus
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import statistics
 import struct
@@ -61,7 +62,7 @@ def dump_dom(binary: str, page: Path, tmp: Path) -> str:
     return done.stdout
 
 
-def screenshot(binary: str, page: Path, out: Path, size: str = "1100,900") -> Path:
+def screenshot(binary: str, page: Path, out: Path, size: str = "1000,700") -> Path:
     done = _chromium(binary, out.parent / f"profile-shot-{out.stem}", f"--screenshot={out}",
                      f"--window-size={size}", page.as_uri())
     assert done.returncode == 0 and out.is_file(), done.stderr[-2000:]
@@ -183,7 +184,9 @@ def test_report_of_a_real_run_in_chromium(baseline_run, chromium, tmp_path):
     text = dom.all_text
     assert "-    discounted = price * (1 - discount)" in text and "+    discounted = price * (1 - discount / 100)" in text
     assert len(dom.find("tr", "add")) == len(dom.find("tr", "del")) == 1
-    assert "37" in [d for d in dom.text if d.strip()]
+    html = dump_dom(chromium, page, tmp_path)
+    assert re.search(r'<tr class="del"><td class="ln">37</td><td class="ln"></td><td class="code">-\s+discounted', html)
+    assert re.search(r'<tr class="add"><td class="ln"></td><td class="ln">37</td><td class="code">\+\s+discounted', html)
     # Every verdict with its diff hash; every protected file with its hash.
     assert len(dom.find("tr", "verdict")) == len(report.verdicts) == 3
     assert report.diff_sha256 in text and report.protected_manifest_sha256 in text
@@ -241,6 +244,19 @@ def test_show_html_prints_the_path_and_open_uses_the_system_browser(baseline_run
     done = subprocess.run([*cli, "--open"], capture_output=True, text=True, cwd=ROOT, env={**env, "PATH": str(bare)})
     assert done.returncode == 1 and done.stdout.strip() == str(run_dir / "report.html")
     assert "no system browser found" in done.stderr
+
+
+def test_a_run_that_never_started_still_gets_a_page(tmp_path, runs_dir):
+    """No engine: the run ends dependency_failure before any step; the page says so and has no step point."""
+    import docker
+
+    dead = docker.DockerClient(base_url=f"unix://{tmp_path}/no-engine.sock", version="1.41", timeout=2)
+    scenario = resolve("discount-bug")
+    record = execute_run(scenario, load_chooser("baseline", scenario), runs_dir=runs_dir, client=dead)
+    assert record.status is StopReason.DEPENDENCY_FAILURE
+    html = (Path(record.run_dir) / "report.html").read_text()
+    assert "No step was taken" in html and 'class="u-point"' not in html and 'class="u-start"' in html
+    assert "dependency_failure" in html and "no-engine.sock" in html and "No changes." in html
 
 
 # -- a hostile chooser's run -----------------------------------------------------------------------
