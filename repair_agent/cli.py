@@ -235,6 +235,8 @@ def cmd_show(args) -> int:
     if args.diff:
         sys.stdout.write((run_dir / "candidate.diff").read_text())
         return 0
+    if args.html or args.open:
+        return _show_html(run_dir, args.open)
     if args.json:
         print((run_dir / "report.json").read_text())
     else:
@@ -244,6 +246,26 @@ def cmd_show(args) -> int:
             d = json.loads(decision.read_text())
             print(f"## Decision\n\n{d['decision']} by {d['who']} at {d['when']}"
                   + (f": {d.get('reason')}" if d.get("reason") else f" — branch {d.get('branch')} commit {d.get('commit')}"))
+    return 0
+
+
+def _show_html(run_dir: Path, open_it: bool) -> int:
+    from .html_report import write_run_html
+
+    # Rendered again from report.json: brings in a release decision taken since the run ended,
+    # and gives runs from before report.html existed one.
+    path = write_run_html(run_dir)
+    print(path)
+    if open_it:
+        import webbrowser
+
+        try:
+            opened = webbrowser.get().open(path.as_uri())
+        except webbrowser.Error:
+            opened = False
+        if not opened:
+            _err(f"no system browser found to open it; open {path.as_uri()} in a browser")
+            return 1
     return 0
 
 
@@ -379,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("run")
     sh.add_argument("--diff", action="store_true")
     sh.add_argument("--json", action="store_true")
+    sh.add_argument("--html", action="store_true", help="print the path of the run's self-contained report.html")
+    sh.add_argument("--open", action="store_true", help="also open report.html with the system browser")
     sh.set_defaults(func=cmd_show)
 
     rl = sub.add_parser("release", parents=[common], help="confirm or reject a run's release (a person's decision)")

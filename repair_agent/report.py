@@ -55,6 +55,36 @@ class Session(BaseModel):
     torn_tail: dict | None = None       # a half-written journal line, set aside
 
 
+# What one step row may carry of a tool's output: the chooser never saw more than this either
+# (controller.MAX_OBSERVATION_CHARS); the full streams stay under RUN/outputs/.
+STEP_OUTPUT_CHARS = 16_000
+
+
+class StepResult(BaseModel):
+    id: str
+    tool: str
+    status: str
+    summary: str
+    output: str
+    output_chars: int  # before the cut to STEP_OUTPUT_CHARS
+    raw_error: str | None
+    diff_sha256: str
+    duration_s: float
+
+
+class StepRow(BaseModel):
+    """One journaled step as a reviewer reads it: what was proposed, what the controller decided,
+    what the tool returned, and Uₜ after it."""
+
+    step: int
+    tool: str
+    proposal: Any  # verbatim: a dict, or the raw text of a reply that did not parse
+    decision: dict[str, Any]
+    result: StepResult | None
+    u: int
+    tokens: int
+
+
 class PendingRelease(BaseModel):
     state: str = "pending: a person must confirm or reject; nothing has been released"
     confirm: str
@@ -97,6 +127,7 @@ class Report(BaseModel):
     restored_by_verifier: list[str] = []  # protected files a candidate edited, tested as their pristine copies
     sessions: list[Session] = []
     release: PendingRelease | None
+    steps: list[StepRow] = []  # default: report.json files written before steps were recorded
 
 
 def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario", verifier) -> Report:
@@ -129,7 +160,7 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
         max_tokens=state.budget.max_tokens, wall_s=record.wall_s, timing=record.timing,
         extra={k: v for k, v in outcome.extra.items() if k != "raw"},
         faults=attribute(journal), grants=list(state.authorization.grants), restored_by_verifier=restored,
-        sessions=_sessions(journal), release=pending)
+        sessions=_sessions(journal), release=pending, steps=step_rows(journal))
 
 
 def _sessions(journal: list[dict]) -> list[Session]:
@@ -145,6 +176,23 @@ def _sessions(journal: list[dict]) -> list[Session]:
                                                            "deadline_s": rec.get("deadline_s"),
                                                            "reverified": rec.get("reverified", [])})
     return sessions
+
+
+def step_rows(records: list[dict[str, Any]]) -> list[StepRow]:
+    rows = []
+    for r in (r for r in records if r.get("event") == "step"):
+        proposal, decision = r.get("proposal"), dict(r.get("decision") or {})
+        decision.pop("action", None)  # the canonical form of the proposal shown next to it
+        result = r.get("result")
+        if result:
+            output = str(result.get("output") or "")
+            result = StepResult(**{k: result.get(k) for k in ("id", "tool", "status", "summary", "raw_error",
+                                                              "diff_sha256", "duration_s")},
+                                output=output[:STEP_OUTPUT_CHARS], output_chars=len(output))
+        rows.append(StepRow(step=r["step"], tool=str(proposal.get("tool", "?")) if isinstance(proposal, dict) else "?",
+                            proposal=proposal, decision=decision, result=result, u=r["u"],
+                            tokens=int((r.get("usage") or {}).get("total_tokens") or 0)))
+    return rows
 
 
 def render_markdown(r: dict) -> str:
@@ -217,7 +265,10 @@ def render_markdown(r: dict) -> str:
 
 
 def write_report(run_dir: Path, record, outcome, scenario, verifier) -> Report:
+    from .html_report import write_run_html
+
     report = build_report(record, outcome, scenario, verifier)
     (Path(run_dir) / "report.json").write_text(report.model_dump_json(indent=2))
     (Path(run_dir) / "report.md").write_text(render_markdown(report.model_dump(mode="json")))
+    write_run_html(Path(run_dir), report)
     return report

@@ -1,0 +1,251 @@
+"""Self-contained HTML views: `RUN/report.html` for one run, `DIR/summary.html` for a sweep.
+
+One file each, no network: CSS is inline, the plots are inline SVG, a sweep's PNG is embedded as
+a data: URI. Everything that came from a run (diffs, tool output, model text, paths) reaches the
+page only through jinja2's autoescaping; nothing here marks run text safe, so a `<script>` in a
+diff shows as text and runs nothing. The page itself carries no script at all.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from pydantic import BaseModel
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from .report import Report
+
+_env = jinja2.Environment(loader=jinja2.PackageLoader("repair_agent", "templates"), autoescape=True,
+                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+_env.filters["pretty"] = lambda value: value if isinstance(value, str) else json.dumps(value, indent=2,
+                                                                                     ensure_ascii=False)
+
+STATUS_TONE = {"awaiting_release_confirmation": "good", "handoff_requested": "warn", "step_budget": "warn",
+               "deadline": "warn", "repeated_action": "warn", "no_new_evidence": "warn"}  # others: "bad"
+
+
+# -- the Uₜ trajectory -----------------------------------------------------------------------------
+
+class PlotPoint(BaseModel):
+    step: int
+    u: int
+    x: float
+    y: float
+    href: str
+    label: str
+
+
+class Plot(BaseModel):
+    width: int
+    height: int
+    left: int
+    top: int
+    right: int
+    bottom: int
+    start: PlotPoint
+    points: list[PlotPoint]  # one per step, each linked to its row in the step table
+    line: str  # the polyline through U0 and every step
+    x_ticks: list[tuple[float, int]]
+    y_ticks: list[tuple[float, int]]
+    budget_x: float | None  # where the step budget ends, when it fits on the axis
+
+
+def trajectory_plot(report: Report, width: int = 720, height: int = 240) -> Plot:
+    left, right, top, bottom = 48, width - 16, 16, height - 36
+    if report.steps:
+        steps = [(s.step, s.u, f"step {s.step}: {s.tool} — U={s.u}") for s in report.steps]
+    else:  # a report.json from before step rows were recorded: the trajectory alone
+        steps = [(i, u, f"step {i}: U={u}") for i, u in enumerate(report.u_trajectory[1:], 1)]
+    u0 = report.u_trajectory[0] if report.u_trajectory else 0
+    x_max = max([report.max_steps, 1] + [s for s, _, _ in steps])
+    y_max = max([u0, 1] + [u for _, u, _ in steps])
+
+    def x(step: float) -> float:
+        return round(left + (right - left) * step / x_max, 1)
+
+    def y(u: float) -> float:
+        return round(bottom - (bottom - top) * u / y_max, 1)
+
+    start = PlotPoint(step=0, u=u0, x=x(0), y=y(u0), href="#goal", label=f"start: U₀={u0}")
+    points = [PlotPoint(step=s, u=u, x=x(s), y=y(u), href=f"#step-{s}", label=label) for s, u, label in steps]
+    every = max(1, x_max // 12)
+    return Plot(width=width, height=height, left=left, top=top, right=right, bottom=bottom, start=start,
+                points=points, line=" ".join(f"{p.x},{p.y}" for p in [start, *points]),
+                x_ticks=[(x(i), i) for i in range(0, x_max + 1, every)],
+                y_ticks=[(y(i), i) for i in range(0, y_max + 1)],
+                budget_x=x(report.max_steps) if report.max_steps <= x_max else None)
+
+
+# -- the diff --------------------------------------------------------------------------------------
+
+class DiffLine(BaseModel):
+    kind: str  # add | del | ctx | hunk | note
+    old: int | None = None
+    new: int | None = None
+    text: str
+
+
+class DiffFile(BaseModel):
+    path: str
+    change: str  # added | removed | modified | raw
+    added: int
+    removed: int
+    hue: int  # each file its own colour, so a reader sees where one file ends and the next starts
+    lines: list[DiffLine]
+
+
+def diff_view(diff: str) -> list[DiffFile]:
+    if not diff.strip():
+        return []
+    try:
+        patch = PatchSet(diff)
+    except UnidiffParseError:
+        patch = None
+    if not patch:  # not a unified diff unidiff understands: show it verbatim, numbered
+        lines = [DiffLine(kind="ctx", new=i, text=t) for i, t in enumerate(diff.splitlines(), 1)]
+        return [DiffFile(path="(unparsed diff)", change="raw", added=0, removed=0, hue=0, lines=lines)]
+    files = []
+    for index, patched in enumerate(patch):
+        lines = []
+        for hunk in patched:
+            header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
+            lines.append(DiffLine(kind="hunk", text=f"{header} {hunk.section_header}".rstrip()))
+            for line in hunk:
+                kind = {"+": "add", "-": "del", " ": "ctx"}.get(line.line_type, "note")
+                lines.append(DiffLine(kind=kind, old=line.source_line_no, new=line.target_line_no,
+                                      text=line.value.rstrip("\n")))
+        change = "added" if patched.is_added_file else "removed" if patched.is_removed_file else "modified"
+        files.append(DiffFile(path=patched.path, change=change, added=patched.added, removed=patched.removed,
+                              hue=(index * 137 + 210) % 360, lines=lines))
+    return files
+
+
+# -- one run ---------------------------------------------------------------------------------------
+
+def render_run_html(report: Report, decision: dict[str, Any] | None = None) -> str:
+    """The page for one run; `decision` is release.json when a person has already decided."""
+    return _env.get_template("report.html.j2").render(
+        r=report, plot=trajectory_plot(report), diff_files=diff_view(report.diff), decision=decision,
+        tone=STATUS_TONE.get(report.status, "bad"),
+        verdict_steps={s.result.id: s.step for s in report.steps if s.result})
+
+
+def write_run_html(run_dir: Path, report: Report | None = None) -> Path:
+    """Write RUN/report.html from the report (read from report.json when not given) and any decision."""
+    run_dir = Path(run_dir)
+    if report is None:
+        report = Report.model_validate_json((run_dir / "report.json").read_text())
+    decision_file = run_dir / "release.json"
+    decision = json.loads(decision_file.read_text()) if decision_file.is_file() else None
+    path = run_dir / "report.html"
+    path.write_text(render_run_html(report, decision), encoding="utf-8", errors="surrogateescape")
+    return path
+
+
+# -- a sweep ---------------------------------------------------------------------------------------
+# summary.json is written by the sweep command; every section here is optional so that a summary
+# missing a key (or a renamed one) loses that section, not the page.
+
+SERIES_HUES = [210, 20, 130, 280, 50, 340, 170, 90]
+
+
+def _cell_keys(cell: dict[str, Any]) -> set[str]:
+    """The spellings a comparison might use to name this cell."""
+    parts = [str(cell.get(k)) for k in ("scenario_group", "chooser", "budget") if cell.get(k) is not None]
+    keys = {sep.join(parts) for sep in ("/", ":", "|", " ", ",")}
+    if cell.get("key") is not None:
+        keys.add(str(cell["key"]))
+    return keys
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _run_href(run_dir: Any, out_dir: Path) -> tuple[str | None, bool]:
+    """A relative, percent-encoded link to the run's report.html (never a scheme such as javascript:)."""
+    if not run_dir:
+        return None, False
+    path = Path(str(run_dir))
+    if not path.is_absolute() and (out_dir / path).exists():
+        path = out_dir / path
+    target = path.resolve() / "report.html"
+    return quote(os.path.relpath(target, out_dir.resolve())), target.is_file()
+
+
+def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300) -> dict[str, Any] | None:
+    """Success rate against budget, one series per (scenario group, chooser), the band as an error bar."""
+    usable = [c for c in cells if _as_float(c.get("budget")) is not None and _as_float(c.get("success_rate")) is not None]
+    if not usable:
+        return None
+    left, right, top, bottom = 52, width - 180, 16, height - 40
+    budgets = sorted({_as_float(c["budget"]) for c in usable})
+    slot = {b: i for i, b in enumerate(budgets)}  # budgets are usually a doubling ladder: equal spacing reads best
+
+    def x(b: float, nudge: float = 0.0) -> float:
+        return round(left + (right - left) * (slot[b] + 0.5) / len(budgets) + nudge, 1)
+
+    def y(rate: float) -> float:
+        return round(bottom - (bottom - top) * min(max(rate, 0.0), 1.0), 1)
+
+    series: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for c in usable:
+        series.setdefault((str(c.get("scenario_group", "")), str(c.get("chooser", ""))), []).append(c)
+    out = []
+    for index, ((group, chooser), members) in enumerate(sorted(series.items())):
+        nudge = (index - (len(series) - 1) / 2) * 10  # series at one budget side by side, not on top of each other
+        points = []
+        for c in sorted(members, key=lambda c: _as_float(c["budget"])):
+            b, rate, band = _as_float(c["budget"]), _as_float(c["success_rate"]), _as_float(c.get("band")) or 0.0
+            points.append({"x": x(b, nudge), "y": y(rate), "lo": y(rate - band), "hi": y(rate + band),
+                           "unmeasured": c["_unmeasured"],
+                           "label": f"{group} / {chooser} @ {c['budget']}: {rate:.2f} ± {band:.2f} (n={c.get('n', '?')})"})
+        out.append({"name": f"{group} / {chooser}", "hue": SERIES_HUES[index % len(SERIES_HUES)], "points": points,
+                    "line": " ".join(f"{p['x']},{p['y']}" for p in points)})
+    return {"width": width, "height": height, "left": left, "right": right, "top": top, "bottom": bottom,
+            "series": out, "x_ticks": [(x(b), int(b) if b.is_integer() else b) for b in budgets],
+            "y_ticks": [(y(v / 4), f"{v * 25}%") for v in range(5)]}
+
+
+def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
+    """Write DIR/summary.html from a sweep's summary.json (as a dict); returns its path."""
+    out_dir = Path(out_dir)
+    comparisons = [c for c in summary.get("comparisons") or [] if isinstance(c, dict)]
+    unmeasured_keys = {str(k) for c in comparisons if c.get("verdict") == "unmeasured" for k in (c.get("a"), c.get("b"))}
+    cells = []
+    for c in (c for c in summary.get("cells") or [] if isinstance(c, dict)):
+        no_rate = _as_float(c.get("success_rate")) is None or not c.get("n")
+        cells.append({**c, "_unmeasured": no_rate or bool(_cell_keys(c) & unmeasured_keys)})
+    runs = []
+    for run in (r for r in summary.get("runs") or [] if isinstance(r, dict)):
+        href, exists = _run_href(run.get("run_dir"), out_dir)
+        runs.append({**run, "_href": href, "_has_report": exists})
+    png, png_missing = None, None
+    if summary.get("png"):
+        png_path = out_dir / str(summary["png"])
+        if png_path.is_file() and png_path.resolve().is_relative_to(out_dir.resolve()):
+            png = "data:image/png;base64," + base64.b64encode(png_path.read_bytes()).decode("ascii")
+        else:
+            png_missing = str(summary["png"])
+    html = _env.get_template("sweep.html.j2").render(
+        s=summary, cells=cells, comparisons=comparisons, runs=runs, png=png, png_missing=png_missing,
+        plot=sweep_plot(cells), fmt=_fmt)
+    path = out_dir / "summary.html"
+    path.write_text(html, encoding="utf-8", errors="surrogateescape")
+    return path
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    number = _as_float(value)
+    if number is None:
+        return "—" if value is None else str(value)
+    return str(int(number)) if number.is_integer() and digits == 0 else f"{number:.{digits}f}"
