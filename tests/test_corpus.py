@@ -55,6 +55,7 @@ def test_scenarios_json_lists_the_corpus():
     assert {s["name"] for s in listed} == set(SCENARIOS)
 
 
+@pytest.mark.corpus
 def test_corpus_check_local(tmp_path):
     """The same property without containers (plain subprocesses): a quick check while editing."""
     _check_all(tmp_path, backend="local")
