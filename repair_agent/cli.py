@@ -44,7 +44,7 @@ def cmd_run(args) -> int:
     except ManifestError as exc:
         _err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
         return USAGE_ERROR
-    chooser = load_chooser(args.chooser, scenario, base_url=args.model_base_url, model=args.model)
+    chooser = load_chooser(args.chooser, scenario, seed=args.seed, base_url=args.model_base_url, model=args.model)
     quiet = args.json
 
     def on_step(s: dict) -> None:
@@ -249,7 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", parents=[common], help="run a scenario")
     r.add_argument("scenario", help="a scenario name or the path of a *.scenario.toml manifest")
-    r.add_argument("--chooser", default="baseline", help="baseline | model | package.module:attr")
+    r.add_argument("--chooser", default="baseline", help="baseline | search | model | package.module:attr")
+    r.add_argument("--seed", type=int, default=0, help="seed for choosers that take one (search: the order in "
+                   "which equally scored candidates are tried); default 0")
     r.add_argument("--sandbox", choices=["docker", "local"], default="docker",
                    help="docker (default, hardened) or local (NOT isolated: plain subprocesses on this host)")
     r.add_argument("--max-steps", type=int)
