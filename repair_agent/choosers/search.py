@@ -253,7 +253,11 @@ def line_mutations(line: str) -> list[tuple[str, str, str]]:
     if not code.strip() or code.strip().startswith(("#", '"""', "'''")):
         return out
     is_def = code.lstrip().startswith(("def ", "async def ", "class "))
-    for t in _tokens(code + "\n"):
+    toks = [t for t in _tokens(code + "\n") if t.type not in (tokenize.INDENT, tokenize.DEDENT, tokenize.NL,
+                                                                tokenize.NEWLINE, tokenize.COMMENT)]
+    for k, t in enumerate(toks):
+        if t.start[0] != 1 or t.end[0] != 1:
+            continue
         (_, c0), (_, c1) = t.start, t.end
         if t.type == tokenize.OP and t.string in COMPARE_SWAPS and not is_def:
             for new in COMPARE_SWAPS[t.string]:
@@ -264,8 +268,14 @@ def line_mutations(line: str) -> list[tuple[str, str, str]]:
                 out.append(("arithmetic", f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
         elif t.type == tokenize.NUMBER and re.fullmatch(r"\d+", t.string):
             n = int(t.string)
+            prev = toks[k - 1] if k else None
+            binary = (prev is not None and prev.type == tokenize.OP and prev.string in "+-" and k >= 2
+                      and (toks[k - 2].type in (tokenize.NAME, tokenize.NUMBER) or toks[k - 2].string in ")]"))
             for new in (n + 1, n - 1):
-                if new >= 0:
+                if new == 0 and binary:   # `x - 1` -> `x`, not `x - 0`
+                    cut = toks[k - 2].end[1]
+                    out.append(("constant", f"drop {prev.string} 1", code[:cut] + code[c1:]))
+                elif new >= 0:
                     out.append(("constant", f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
         elif t.type == tokenize.NAME and t.string in NAME_SWAPS:
             for new in NAME_SWAPS[t.string]:
@@ -320,7 +330,10 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
             sl = node.slice
             bounds = [sl.lower, sl.upper] if isinstance(sl, ast.Slice) else [sl]
             for b in bounds:
-                if b is not None and not isinstance(b, ast.Constant) and span(b) and not isinstance(b, ast.Tuple):
+                # `e - 1` bounds are already covered by the constant mutations
+                simple_offset = isinstance(b, ast.BinOp) and isinstance(b.right, ast.Constant)
+                if (b is not None and not isinstance(b, (ast.Constant, ast.Tuple, ast.UnaryOp)) and span(b)
+                        and not simple_offset):
                     for d in ("+ 1", "- 1"):
                         out.append(("slice", f"{text(b)} -> {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
