@@ -49,7 +49,7 @@ NAME_SWAPS = {"and": ("or",), "or": ("and",), "True": ("False",), "False": ("Tru
 FRAME_RE = re.compile(r"^(?:\s*File \")?(?P<path>[^\s:\"]+\.py)(?:\", line |:)(?P<line>\d+)(?::|,|$)", re.M)
 ASSERT_EQ_RE = re.compile(r"assert (?P<got>.+?) (?P<op>==|!=|is not|is|in|<=|>=|<|>) (?P<exp>.+)$")
 EXC_RE = re.compile(r"\b(?P<exc>[A-Z]\w*(?:Error|Exception)|StopIteration)\b:?\s*(?P<msg>.*)")
-WHERE_CALL_RE = re.compile(r"where .*?=\s*(?:[\w.]+\.)?(?P<name>[A-Za-z_]\w*)\(")
+WHERE_CALL_RE = re.compile(r"where .*?=\s*(?:[\w.]+\.)?(?P<name>[A-Za-z_]\w*)\(|bound method (?:\w+\.)*(?P<method>\w+) of")
 CALL_RE = re.compile(r"(?:\.|\b)(?P<name>[A-Za-z_]\w*)\(")
 PERCENT_WORDS = re.compile(r"percent|per cent|percentage|\bcents?\b|%", re.I)
 
@@ -106,9 +106,8 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
             f.assert_lines.append(s[1:].strip())
         if s.startswith("E "):
             body = s[1:].strip()
-            wm = WHERE_CALL_RE.search(body)
-            if wm:
-                f.callees.append(wm.group("name"))
+            for wm in WHERE_CALL_RE.finditer(body):
+                f.callees.append(wm.group("name") or wm.group("method"))
             am = ASSERT_EQ_RE.match(body)
             if am and not f.have_values and am.group("op") == "==":
                 ok_g, got = _literal(am.group("got"))
@@ -131,6 +130,8 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
     for line in f.assert_lines:
         for m in CALL_RE.finditer(line):
             f.callees.append(m.group("name"))
+    # last resort: functions the goal names (`name(` or a snake_case word)
+    f.callees += re.findall(r"\b([A-Za-z_]\w*)\(", goal_text) + re.findall(r"\b([a-z]+_[a-z_0-9]+)\b", goal_text)
     f.callees = [c for c in dict.fromkeys(f.callees) if c not in NOT_SUSPECTS and not c.startswith("test")]
     f.hints = _hints(f, goal_text)
     return f
@@ -284,6 +285,14 @@ def line_mutations(line: str) -> list[tuple[str, str, str]]:
         elif t.type == tokenize.NAME and t.string == "not" and not is_def:
             # `not x` -> `x`, `x not in y` -> `x in y`
             out.append(("boolean", "drop `not`", _replace_span(code, c0, c1 + 1 if code[c1:c1 + 1] == " " else c1, "")))
+        elif t.type == tokenize.NAME and t.string in ("if", "elif", "while") and k == 0:
+            head = re.match(r"^(\s*(?:if|elif|while)\s+)(.+?):\s*$", code)
+            if head:
+                out.append(("boolean", "negate the condition", f"{head.group(1)}not ({head.group(2)}):"))
+        elif t.type == tokenize.NAME and t.string in ("in", "is") and not code.lstrip().startswith("for ") \
+                and not (k + 1 < len(toks) and toks[k + 1].string == "not"):
+            negated = "not in" if t.string == "in" else "is not"
+            out.append(("comparison", f"{t.string} -> {negated}", _replace_span(code, c0, c1, negated)))
         elif t.type == tokenize.NAME and t.string == "None" and is_def:
             for new in ("0", "1", "''"):
                 out.append(("default", f"None -> {new}", _replace_span(code, c0, c1, new)))
@@ -591,6 +600,9 @@ class SearchChooser:
             return RunTargetTest()
         # A candidate is on the tree: finish checking it.
         if plan.applied is not None and plan.awaiting:
+            if plan.awaiting == "target" and view.steps_left == 2:
+                # Exactly enough for the full suite (it decides the target condition too) and the scope check.
+                return RunFullSuite()
             return {"target": RunTargetTest, "full": RunFullSuite, "check": CheckDiff}[plan.awaiting]()
         candidates = self._ranked(plan, view)
         self.last_candidates = candidates
