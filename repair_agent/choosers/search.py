@@ -51,7 +51,7 @@ ASSERT_EQ_RE = re.compile(r"assert (?P<got>.+?) (?P<op>==|!=|is not|is|in|<=|>=|
 EXC_RE = re.compile(r"\b(?P<exc>[A-Z]\w*(?:Error|Exception)|StopIteration)\b:?\s*(?P<msg>.*)")
 WHERE_CALL_RE = re.compile(r"where .*?=\s*(?:[\w.]+\.)?(?P<name>[A-Za-z_]\w*)\(|bound method (?:\w+\.)*(?P<method>\w+) of")
 CALL_RE = re.compile(r"(?:\.|\b)(?P<name>[A-Za-z_]\w*)\(")
-PERCENT_WORDS = re.compile(r"percent|per cent|percentage|\bcents?\b|%", re.I)
+PERCENT_WORDS = re.compile(r"percent|per cent|percentage|\bcents?\b|\d\s*%(?![0-9A-Fa-f]{2})", re.I)
 
 
 # -- what the failure says ------------------------------------------------------------------------
@@ -151,8 +151,11 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         hints.add("empty")
     if f.exception == "TypeError" and "NoneType" in f.exception_message:
         hints.add("none")
-    if re.search(r"off[- ]by[- ]one|inclusive|exclusive|boundary|last|first|at least|at most", goal_text, re.I):
+    if re.search(r"off[- ]by[- ]one|inclusive|exclusive|boundary|at least|at most|fits|exactly", goal_text, re.I):
         hints.add("boundary")
+    if re.search(r"\b(first|last|earliest|latest|smallest|largest|lowest|highest|minimum|maximum|shortest|longest)\b",
+                 goal_text, re.I):
+        hints.add("extreme")
     if re.search(r"\bdefault\b", goal_text, re.I):
         hints.add("default")
     if re.search(r"\border\b|swap|reverse", goal_text, re.I):
@@ -247,8 +250,9 @@ def _replace_span(line: str, start: int, end: int, text: str) -> str:
     return line[:start] + text + line[end:]
 
 
-def line_mutations(line: str) -> list[tuple[str, str, str]]:
-    """(kind, what, new line) for one source line: token-level and AST-level mutations."""
+def line_mutations(line: str, goal_numbers: tuple[int, ...] = ()) -> list[tuple[str, str, str]]:
+    """(kind, what, new line) for one source line: token-level and AST-level mutations.
+    `goal_numbers`: integers the goal names; a constant may be replaced by one of them."""
     out: list[tuple[str, str, str]] = []
     code = line.rstrip("\n")
     if not code.strip() or code.strip().startswith(("#", '"""', "'''")):
@@ -272,7 +276,14 @@ def line_mutations(line: str) -> list[tuple[str, str, str]]:
             prev = toks[k - 1] if k else None
             binary = (prev is not None and prev.type == tokenize.OP and prev.string in "+-" and k >= 2
                       and (toks[k - 2].type in (tokenize.NAME, tokenize.NUMBER) or toks[k - 2].string in ")]"))
+            for g in goal_numbers:
+                if g != n and g not in (n + 1, n - 1):
+                    out.append(("default" if is_def else "goal-constant", f"{n} -> {g} (named in the goal)",
+                                _replace_span(code, c0, c1, str(g))))
             for new in (n + 1, n - 1):
+                if is_def:
+                    out.append(("default", f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
+                    continue
                 if new == 0 and binary:   # `x - 1` -> `x`, not `x - 0`
                     cut = toks[k - 2].end[1]
                     out.append(("constant", f"drop {prev.string} 1", code[:cut] + code[c1:]))
@@ -280,7 +291,9 @@ def line_mutations(line: str) -> list[tuple[str, str, str]]:
                     out.append(("constant", f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
         elif t.type == tokenize.NAME and t.string in NAME_SWAPS:
             for new in NAME_SWAPS[t.string]:
-                kind = "boolean" if t.string in ("and", "or", "True", "False", "any", "all") else "name"
+                kind = ("default" if is_def else "boolean") if t.string in ("True", "False") else (
+                    "boolean" if t.string in ("and", "or", "any", "all") else
+                    "extreme" if t.string in ("min", "max") else "name")
                 out.append((kind, f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
         elif t.type == tokenize.NAME and t.string == "not" and not is_def:
             # `not x` -> `x`, `x not in y` -> `x in y`
@@ -442,12 +455,14 @@ def guard_candidates(path: str, fn: Function, lines: dict[int, str], failure: Fa
     first = lines[fn.body_line]
     ind = fn.body_indent
     for i, p in enumerate(fn.params):
+        if call_args and i >= len(call_args):
+            continue   # not passed by the failing call: its default is not the problem a guard solves
         arg = call_args[i] if i < len(call_args) else _MISSING
         relevant = arg is _MISSING or arg is None or (hasattr(arg, "__len__") and len(arg) == 0)
         if not relevant:
             continue
-        for kind, cond, returns in (("none-guard", f"{p} is None", [expected or "None", p]),
-                                    ("empty-guard", f"not {p}", [expected or p, "0", "None"])):
+        for kind, cond, returns in (("none-guard", f"{p} is None", [expected] if expected else ["None", p]),
+                                    ("empty-guard", f"not {p}", [expected] if expected else [p, "0", "None"])):
             for ret in dict.fromkeys(returns):
                 new = (f"{ind}if {cond}:\n", f"{ind}    return {ret}\n", first)
                 c = Candidate(path, fn.body_line, new,
@@ -492,12 +507,13 @@ def _expected_from_assert(name: str, assert_lines: list[str]) -> str | None:
     return None
 
 
-KIND_PRIOR = {"comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
+KIND_PRIOR = {"extreme": 0, "goal-constant": 1, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0}
 HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 3},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
               "sign": {"arithmetic": 3, "swap": 2}, "swap": {"swap": 4}, "boolean": {"boolean": 2, "comparison": 1},
-              "default": {"default": 3, "constant": 1, "boolean": 1}, "case": {"name": 5}, "strip": {"name": 5}}
+              "default": {"default": 5, "constant": 1, "boolean": 1},
+              "extreme": {"extreme": 6}, "case": {"name": 5}, "strip": {"name": 5}}
 
 
 def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
@@ -517,11 +533,15 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
             s += 1
         # percentages become fractions by / 100; cents become units by / 100 and back by * 100
         s += 1 if ("* 100" in c.what) == ("cents" in failure.hints) else 0
-    elif goal_words & set(re.findall(r"[a-z_]\w*", line_text.lower())):
-        s += 1
-    if c.kind in ("swap", "name", "default", "percent") and not ({"swap", "case", "strip", "default", "percent"}
-                                                                  & failure.hints):
+    else:
+        idents = re.findall(r"[a-z_]\w*", line_text.lower())
+        if goal_words & (set(idents) | {part for i in idents for part in i.split("_") if len(part) > 3}):
+            s += 1
+    if c.kind in ("swap", "name", "default", "percent", "extreme") and not (
+            {"swap", "case", "strip", "default", "percent", "extreme"} & failure.hints):
         s -= 1
+    if "(named in the goal)" in c.what:
+        s += 2
     return s
 
 
@@ -652,6 +672,8 @@ class SearchChooser:
         goal_words = set(re.findall(r"[a-z_]\w*", view.goal.text.lower())) - {"the", "a", "to", "of", "and", "that",
                                                                                "so", "make", "test", "tests", "its"}
         frame_lines = set(f.frames)
+        prose = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", view.goal.text)   # not numbers inside quoted examples
+        goal_numbers = tuple(dict.fromkeys(int(n) for n in re.findall(r"(?<![\w.])(\d{1,6})(?![\w.])", prose)))[:6]
         cands: dict[str, Candidate] = {}
         for path, lines in plan.known.items():
             fns = functions_in(min(lines), [lines[i] for i in range(min(lines), max(lines) + 1)])
@@ -662,6 +684,10 @@ class SearchChooser:
                 searched = (path, fn.def_line) in plan.search_hits or fn.name in f.callees
                 if hit or searched:
                     spans.append((fn, hit))
+            # ... and the helpers they call that are in view (one level down)
+            called = {name for fn, _ in spans for n in range(fn.def_line + 1, fn.end_line + 1)
+                      for name in re.findall(r"\b([A-Za-z_]\w*)\(", lines.get(n, ""))}
+            spans += [(fn, False) for fn in fns if fn.name in called and all(fn is not g for g, _ in spans)]
             if not spans:   # no def in view: the frame's neighbourhood
                 spans = [(None, True)]
             for fn, hit in spans:
@@ -674,7 +700,7 @@ class SearchChooser:
                     if text is None or n not in code_lines:
                         continue
                     ok = _parses(text)
-                    for kind, what, new in line_mutations(text):
+                    for kind, what, new in line_mutations(text, goal_numbers):
                         new_line = new if new.endswith("\n") else new + "\n"
                         if new_line == text or (ok and _parses(new_line) is False):
                             continue
