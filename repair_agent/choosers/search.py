@@ -175,7 +175,8 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         elif isinstance(g, bool) and isinstance(e, bool):
             hints.add("boolean")
         elif isinstance(g, (str, list, tuple)) and isinstance(e, (str, list, tuple)):
-            if abs(len(g) - len(e)) == 1:
+            if abs(len(g) - len(e)) == 1 or (isinstance(g, str) and isinstance(e, str)
+                                             and abs(len(g.split()) - len(e.split())) == 1):
                 hints.add("boundary")
             if sorted(map(repr, g)) == sorted(map(repr, e)) and g != e:
                 hints.add("swap")
@@ -260,7 +261,10 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = ()) -> list[tuple[
     is_def = code.lstrip().startswith(("def ", "async def ", "class "))
     toks = [t for t in _tokens(code + "\n") if t.type not in (tokenize.INDENT, tokenize.DEDENT, tokenize.NL,
                                                                 tokenize.NEWLINE, tokenize.COMMENT)]
+    depth = 0   # inside [...]: a constant there is an index or a slice bound
     for k, t in enumerate(toks):
+        if t.type == tokenize.OP and t.string in "[]":
+            depth += 1 if t.string == "[" else -1
         if t.start[0] != 1 or t.end[0] != 1:
             continue
         (_, c0), (_, c1) = t.start, t.end
@@ -284,11 +288,12 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = ()) -> list[tuple[
                 if is_def:
                     out.append(("default", f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
                     continue
+                kind = "slice" if depth > 0 else "constant"
                 if new == 0 and binary:   # `x - 1` -> `x`, not `x - 0`
                     cut = toks[k - 2].end[1]
-                    out.append(("constant", f"drop {prev.string} 1", code[:cut] + code[c1:]))
+                    out.append((kind, f"drop {prev.string} 1", code[:cut] + code[c1:]))
                 elif new >= 0:
-                    out.append(("constant", f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
+                    out.append((kind, f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
         elif t.type == tokenize.NAME and t.string in NAME_SWAPS:
             for new in NAME_SWAPS[t.string]:
                 kind = ("default" if is_def else "boolean") if t.string in ("True", "False") else (
@@ -509,11 +514,15 @@ def _expected_from_assert(name: str, assert_lines: list[str]) -> str | None:
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 1, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0}
-HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 3},
+HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
               "sign": {"arithmetic": 3, "swap": 2}, "swap": {"swap": 4}, "boolean": {"boolean": 2, "comparison": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
               "extreme": {"extreme": 6}, "case": {"name": 5}, "strip": {"name": 5}}
+
+
+JUSTIFIED_BY = {"swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
+                "percent": {"percent", "cents"}, "extreme": {"extreme"}}
 
 
 def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
@@ -537,8 +546,8 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         idents = re.findall(r"[a-z_]\w*", line_text.lower())
         if goal_words & (set(idents) | {part for i in idents for part in i.split("_") if len(part) > 3}):
             s += 1
-    if c.kind in ("swap", "name", "default", "percent", "extreme") and not (
-            {"swap", "case", "strip", "default", "percent", "extreme"} & failure.hints):
+    # kinds that are rarely the bug unless the failure points at them
+    if c.kind in JUSTIFIED_BY and not (JUSTIFIED_BY[c.kind] & failure.hints):
         s -= 1
     if "(named in the goal)" in c.what:
         s += 2
