@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Make a scenario's bug patch and reference fix from text edits of a pristine repository.
+
+    scripts/make_bug_patch.py sandbox_repos/textkit wrap-exact-width \
+        --edit src/textkit/wrap.py '<= width' '< width'
+
+writes sandbox_repos/bugs/<name>.bug.diff (pristine -> buggy) and <name>.fix.diff (buggy ->
+pristine), then runs the repository's tests on the buggy tree and prints which fail: those
+are the manifest's target_tests (and nothing else may fail). Each edit replaces exactly one
+occurrence of OLD by NEW (an OLD found twice is refused: make it longer).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+
+def unified(a: Path, b: Path, rel: str) -> str:
+    proc = subprocess.run(["diff", "-u", "--label", f"a/{rel}", "--label", f"b/{rel}", str(a), str(b)],
+                          capture_output=True, text=True)
+    if proc.returncode > 1:
+        raise SystemExit(proc.stderr)
+    return proc.stdout
+
+
+def build(repo: Path, edits: list[tuple[str, str, str]]) -> tuple[str, str, Path]:
+    """The bug diff, the fix diff, and a temp copy of the buggy tree."""
+    work = Path(tempfile.mkdtemp(prefix="bug-"))
+    buggy = work / repo.name
+    shutil.copytree(repo, buggy, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    for rel, old, new in edits:
+        path = buggy / rel
+        text = path.read_text()
+        if text.count(old) != 1:
+            raise SystemExit(f"{rel}: {old!r} occurs {text.count(old)} times, need exactly 1")
+        path.write_text(text.replace(old, new))
+    bug, fix = [], []
+    for rel in dict.fromkeys(e[0] for e in edits):
+        bug.append(unified(repo / rel, buggy / rel, rel))
+        fix.append(unified(buggy / rel, repo / rel, rel))
+    return "".join(bug), "".join(fix), buggy
+
+
+def failing_tests(tree: Path) -> dict[str, str]:
+    """Node ids of the tests that do not pass in `tree`, with their first message line."""
+    junit = tree.parent / "junit.xml"
+    subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+                    f"--rootdir={tree}"], cwd=tree, capture_output=True)
+    out = {}
+    for tc in ET.parse(junit).getroot().iter("testcase"):
+        bad = tc.find("failure") if tc.find("failure") is not None else tc.find("error")
+        if bad is not None:
+            module = tc.get("classname").replace(".", "/") + ".py"
+            out[f"{module}::{tc.get('name')}"] = (bad.get("message") or "").splitlines()[0] if bad.get("message") else ""
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("repo", type=Path)
+    p.add_argument("name")
+    p.add_argument("--edit", nargs=3, action="append", required=True, metavar=("PATH", "OLD", "NEW"))
+    p.add_argument("--out", type=Path, default=None, help="default: <repo>/../bugs")
+    args = p.parse_args()
+    out = args.out or args.repo.parent / "bugs"
+    bug, fix, buggy = build(args.repo, [tuple(e) for e in args.edit])
+    out.mkdir(exist_ok=True)
+    (out / f"{args.name}.bug.diff").write_text(bug)
+    (out / f"{args.name}.fix.diff").write_text(fix)
+    for nodeid, message in failing_tests(buggy).items():
+        print(f"{nodeid}\t{message}")
+    shutil.rmtree(buggy.parent)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,67 @@
+"""The scenario corpus is what its manifests say: for EVERY scenario, the buggy tree fails
+exactly its target tests and nothing else, and the reference fix (kept next to the manifest,
+never in a workspace) makes the target and the full suite pass inside the writable scope, or,
+for a handoff scenario, lies outside it."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from repair_agent.corpus import check_scenario
+from repair_agent.scenario import BUILTIN_DIR, ManifestError, discover, load_manifest, materialize, tree_digest
+
+SCENARIOS, ERRORS = discover()
+
+
+def _check_all(tmp_path, **kwargs):
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        checks = list(pool.map(lambda s: check_scenario(s, tmp_path / s.name, **kwargs), SCENARIOS.values()))
+    wall = time.monotonic() - t0
+    print(f"\ncorpus check ({kwargs.get('backend')}): {len(checks)} scenarios in {wall:.1f}s")
+    for c in checks:
+        print(f"  {'ok ' if c.ok else 'BAD'} {c.scenario:<44} {c.collected:>3} tests {c.wall_s:>6.1f}s")
+    bad = {c.scenario: c.problems for c in checks if not c.ok}
+    assert not bad, json.dumps(bad, indent=1)
+    return checks
+
+
+def test_corpus_size_and_every_manifest_loads():
+    assert not ERRORS, ERRORS
+    repos = {(s.source_repo or s.repo).name for s in SCENARIOS.values()}
+    assert len(SCENARIOS) >= 24 and len(repos) >= 3, (len(SCENARIOS), repos)
+    assert sum(s.expected == "handoff_requested" for s in SCENARIOS.values()) >= 1
+    assert len({s.kind for s in SCENARIOS.values()}) >= 8
+    for s in SCENARIOS.values():
+        assert s.kind != "unspecified" and s.tags and s.reference_fix, s.name
+        # The reference fix is kept outside the repository that is copied into a workspace.
+        assert not s.reference_fix.is_relative_to(s.source_repo), s.name
+        assert s.budget.max_steps == 12, s.name
+
+
+def test_scenarios_json_lists_the_corpus():
+    proc = subprocess.run([sys.executable, "-m", "repair_agent.cli", "scenarios", "--json"], capture_output=True,
+                          text=True, timeout=120, check=True)
+    listed = json.loads(proc.stdout)
+    assert len(listed) >= 24
+    assert len({s["repo_name"] for s in listed}) >= 3
+    assert all(s["kind"] != "unspecified" and s["tags"] for s in listed)
+    assert {s["name"] for s in listed} == set(SCENARIOS)
+
+
+def test_corpus_check_local(tmp_path):
+    """The same property without containers (plain subprocesses): a quick check while editing."""
+    _check_all(tmp_path, backend="local")
+
+
+@pytest.mark.docker
+@pytest.mark.corpus
+def test_corpus_check_docker(tmp_path, docker_client, sandbox_image):
+    """The property in the real sandbox image (Debian's pytest 7.2, Python 3.11), as runs see it."""
+    _check_all(tmp_path, backend="docker", client=docker_client, image=sandbox_image)
