@@ -472,7 +472,8 @@ def guard_candidates(path: str, fn: Function, lines: dict[int, str], failure: Fa
                 new = (f"{ind}if {cond}:\n", f"{ind}    return {ret}\n", first)
                 c = Candidate(path, fn.body_line, new,
                               kind, f"guard `if {cond}: return {ret}` at the top of {fn.name}")
-                c.score = 1.0 if (arg is None and kind == "none-guard") or (arg is not _MISSING and arg is not None
+                # the failing call passes exactly the value this guard catches
+                c.score = 3.0 if (arg is None and kind == "none-guard") or (arg is not _MISSING and arg is not None
                                                                             and kind == "empty-guard") else 0.0
                 out.append(c)
     return out
