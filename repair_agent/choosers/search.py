@@ -624,6 +624,13 @@ class SearchChooser:
 
     # The single entry point: one proposal from the View.
     def choose(self, view: View):
+        try:
+            return self._choose(view)
+        except Exception as exc:  # an input this chooser cannot handle: hand over, do not crash the run
+            return Stop(reason=f"search chooser: cannot continue ({type(exc).__name__}: {str(exc)[:300]})",
+                        summary="an observation this chooser could not interpret; the evidence so far is in the journal")
+
+    def _choose(self, view: View):
         plan = self._replay(view)
         self.last_plan = plan
         if plan.failure is None:
@@ -737,7 +744,6 @@ class SearchChooser:
     def _replay(self, view: View) -> Plan:
         plan = Plan()
         writable = view.authorization.writable
-        candidates_by_diff: dict[str, Candidate] = {}
         for ev in view.evidence:
             action = json.loads(ev.action)
             tool = action.get("tool")
