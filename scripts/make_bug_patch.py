@@ -28,21 +28,29 @@ def unified(a: Path, b: Path, rel: str) -> str:
     return proc.stdout
 
 
-def build(repo: Path, edits: list[tuple[str, str, str]]) -> tuple[str, str, Path]:
-    """The bug diff, the fix diff, and a temp copy of the buggy tree."""
-    work = Path(tempfile.mkdtemp(prefix="bug-"))
-    buggy = work / repo.name
-    shutil.copytree(repo, buggy, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+def _edited_copy(repo: Path, dest: Path, edits) -> Path:
+    shutil.copytree(repo, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     for rel, old, new in edits:
-        path = buggy / rel
+        path = dest / rel
         text = path.read_text()
         if text.count(old) != 1:
             raise SystemExit(f"{rel}: {old!r} occurs {text.count(old)} times, need exactly 1")
         path.write_text(text.replace(old, new))
+    return dest
+
+
+def build(repo: Path, edits: list[tuple[str, str, str]], keep: int = 0) -> tuple[str, str, Path]:
+    """The bug diff, the fix diff, and a temp copy of the buggy tree.
+
+    The first `keep` edits are part of the scenario's starting point but not of the bug: the
+    reference fix leaves them in (e.g. a variant of a repository that fixes its known bug)."""
+    work = Path(tempfile.mkdtemp(prefix="bug-"))
+    buggy = _edited_copy(repo, work / repo.name, edits)
+    fixed = _edited_copy(repo, work / "fixed" / repo.name, edits[:keep])
     bug, fix = [], []
     for rel in dict.fromkeys(e[0] for e in edits):
         bug.append(unified(repo / rel, buggy / rel, rel))
-        fix.append(unified(buggy / rel, repo / rel, rel))
+        fix.append(unified(buggy / rel, fixed / rel, rel))
     return "".join(bug), "".join(fix), buggy
 
 
@@ -65,10 +73,11 @@ def main() -> int:
     p.add_argument("repo", type=Path)
     p.add_argument("name")
     p.add_argument("--edit", nargs=3, action="append", required=True, metavar=("PATH", "OLD", "NEW"))
+    p.add_argument("--keep", type=int, default=0, help="leading edits the reference fix keeps (not part of the bug)")
     p.add_argument("--out", type=Path, default=None, help="default: <repo>/../bugs")
     args = p.parse_args()
     out = args.out or args.repo.parent / "bugs"
-    bug, fix, buggy = build(args.repo, [tuple(e) for e in args.edit])
+    bug, fix, buggy = build(args.repo, [tuple(e) for e in args.edit], args.keep)
     out.mkdir(exist_ok=True)
     (out / f"{args.name}.bug.diff").write_text(bug)
     (out / f"{args.name}.fix.diff").write_text(fix)
