@@ -130,6 +130,11 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
     for line in f.assert_lines:
         for m in CALL_RE.finditer(line):
             f.callees.append(m.group("name"))
+    # then calls anywhere in the failing tests' source as the traceback shows it (indented code lines)
+    for line in pytest_part.splitlines():
+        if line.startswith("    ") and not line.strip().startswith(("def ", "E ", "#")):
+            for m in CALL_RE.finditer(line):
+                f.callees.append(m.group("name"))
     # last resort: functions the goal names (`name(` or a snake_case word)
     f.callees += re.findall(r"\b([A-Za-z_]\w*)\(", goal_text) + re.findall(r"\b([a-z]+_[a-z_0-9]+)\b", goal_text)
     f.callees = [c for c in dict.fromkeys(f.callees) if c not in NOT_SUSPECTS and not c.startswith("test")]
@@ -168,8 +173,8 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
                 hints.add("boundary")
             if g == -e and g != 0:
                 hints.add("sign")
-            if e and g and (abs(g / e) in (100, 0.01) or abs(round(g / e, 6)) in (100, 0.01)):
-                hints.add("percent")
+            if e and g and abs(round(g / e, 6)) in (100, 0.01):
+                hints.update({"percent", "div100" if abs(round(g / e, 6)) == 100 else "mul100"})
             if g != e and (g + e == 0 or g - e == 2 * e or e - g == 2 * g):
                 hints.add("sign")
         elif isinstance(g, bool) and isinstance(e, bool):
@@ -184,7 +189,12 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
                 hints.add("case")
             if isinstance(g, str) and isinstance(e, str) and g.strip() == e.strip():
                 hints.add("strip")
-    if f.exception == "AssertionError" and not f.have_values:
+    am = ASSERT_EQ_RE.search(f.message)
+    if am and am.group("op") == "==":
+        g_nums, e_nums = re.findall(r"\d+", am.group("got")), re.findall(r"\d+", am.group("exp"))
+        if len(g_nums) > 1 and sorted(g_nums) == sorted(e_nums) and g_nums != e_nums:
+            hints.add("swap")
+    if (f.exception == "AssertionError" and not f.have_values and not am) or f.expected in (True, False):
         hints.add("boolean")
     return hints
 
@@ -338,11 +348,11 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
     arith_operands: list[ast.AST] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args):
-            a, b = node.args[0], node.args[1]
-            sa, sb = span(a), span(b)
-            if sa and sb:
-                new = code[:sa[0]] + text(b) + code[sa[1]:sb[0]] + text(a) + code[sb[1]:]
-                out.append(("swap", f"swap arguments {text(a)}, {text(b)}", new))
+            for a, b in zip(node.args, node.args[1:4]):
+                sa, sb = span(a), span(b)
+                if sa and sb:
+                    new = code[:sa[0]] + text(b) + code[sa[1]:sb[0]] + text(a) + code[sb[1]:]
+                    out.append(("swap", f"swap arguments {text(a)}, {text(b)}", new))
         if isinstance(node, ast.BinOp):
             arith_operands += [node.left, node.right]
             sp = span(node)
@@ -359,8 +369,9 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
             for b in bounds:
                 # `e - 1` bounds are already covered by the constant mutations
                 simple_offset = isinstance(b, ast.BinOp) and isinstance(b.right, ast.Constant)
+                plain_index = not isinstance(sl, ast.Slice)
                 if (b is not None and not isinstance(b, (ast.Constant, ast.Tuple, ast.UnaryOp)) and span(b)
-                        and not simple_offset):
+                        and not simple_offset and not (plain_index and not isinstance(b, ast.Name))):
                     for d in ("+ 1", "- 1"):
                         out.append(("slice", f"{text(b)} -> {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
@@ -368,7 +379,16 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                 if not isinstance(b, ast.Constant) and span(b):
                     for d in ("+ 1", "- 1"):
                         out.append(("slice", f"range bound {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            arith_operands += [a for a in node.args if isinstance(a, ast.Name)]
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+            arith_operands.append(node.value)
+    seen_operands = set()
     for operand in arith_operands:
+        if id(operand) in seen_operands:
+            continue
+        seen_operands.add(id(operand))
         if isinstance(operand, ast.Name) and span(operand):
             for op in ("/ 100", "* 100"):
                 out.append(("percent", f"{operand.id} -> {operand.id} {op}",
@@ -384,6 +404,20 @@ class Function:
     body_line: int         # first statement after the docstring
     body_indent: str
     end_line: int
+
+
+WORD_NUMBERS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
+def _numbers_in(prose: str) -> list[int]:
+    """Integers a goal states in prose: digits, number words, and weeks as days ("one week" -> 7)."""
+    out = []
+    for m in re.finditer(r"(?<![\w.])(\d{1,6}|[a-z]+)(?![\w.])(\s+weeks?\b)?", prose.lower()):
+        word, weeks = m.group(1), m.group(2)
+        n = int(word) if word.isdigit() else WORD_NUMBERS.get(word, 1 if word in ("a", "an") and weeks else None)
+        if n is not None and (word.isdigit() or weeks or word in WORD_NUMBERS):
+            out.append(n * 7 if weeks else n)
+    return out
 
 
 def functions_in(start: int, lines: list[str]) -> list[Function]:
@@ -451,6 +485,40 @@ def _code_lines(lines: dict[int, str], lo: int, hi: int, known_start: bool) -> s
     return out
 
 
+def frame_guards(path: str, line_no: int, lines: dict[int, str], fn: Function | None,
+                 failure: Failure) -> list[Candidate]:
+    """Guards right before the line that raised: `if EXPR is None` / `if not EXPR` for the names,
+    attributes and calls it uses, returning what the test expects (or None)."""
+    text = lines.get(line_no, "")
+    parsed = _stmt_ast(text)
+    if parsed is None or text.lstrip().startswith(("def ", "elif ", "else", "except", "finally")):
+        return []
+    tree, _ = parsed
+    exprs = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Call, ast.Compare, ast.BinOp, ast.Subscript, ast.Attribute)):
+            parts = (node.args if isinstance(node, ast.Call) else [node.left, *node.comparators]
+                     if isinstance(node, ast.Compare) else [node.left, node.right] if isinstance(node, ast.BinOp)
+                     else [node.value])
+            for part in parts:
+                if isinstance(part, (ast.Name, ast.Attribute, ast.Call)) and ast.unparse(part) not in exprs:
+                    exprs.append(ast.unparse(part))
+    expected = (repr(failure.expected) if failure.have_values else
+                _expected_from_assert(fn.name, failure.assert_lines) if fn else None)
+    indent = text[:len(text) - len(text.lstrip())]
+    out = []
+    for expr in exprs[:6]:
+        if len(expr) > 60 or not re.match(r"^[\w.()\[\], ]+$", expr):
+            continue
+        for kind, cond in (("none-guard", f"{expr} is None"), ("empty-guard", f"not {expr}")):
+            for ret in dict.fromkeys([expected or "None", "None"]):
+                c = Candidate(path, line_no, (f"{indent}if {cond}:\n", f"{indent}    return {ret}\n", text),
+                              kind, f"guard `if {cond}: return {ret}` before the failing line")
+                c.score = 2.0 if ret == expected else 1.0
+                out.append(c)
+    return out
+
+
 def guard_candidates(path: str, fn: Function, lines: dict[int, str], failure: Failure) -> list[Candidate]:
     out = []
     call_args = _call_args(fn.name, failure.assert_lines)
@@ -505,6 +573,11 @@ def _expected_from_assert(name: str, assert_lines: list[str]) -> str | None:
             tree = ast.parse(line.strip())
         except SyntaxError:
             continue
+        test = tree.body[0].test if tree.body and isinstance(tree.body[0], ast.Assert) else None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and name in ast.unparse(test.operand):
+            return "False"
+        if isinstance(test, ast.Call) and name in ast.unparse(test.func):
+            return "True"
         for node in ast.walk(tree):
             if isinstance(node, ast.Compare) and len(node.comparators) == 1 and name in ast.unparse(node.left):
                 right = node.comparators[0]
@@ -517,12 +590,12 @@ KIND_PRIOR = {"extreme": 0, "goal-constant": 1, "comparison": 2, "boundary": 2, 
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0}
 HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
-              "sign": {"arithmetic": 3, "swap": 2}, "swap": {"swap": 4}, "boolean": {"boolean": 2, "comparison": 1},
+              "sign": {"arithmetic": 3, "swap": 2}, "swap": {"swap": 4}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
               "extreme": {"extreme": 6}, "case": {"name": 5}, "strip": {"name": 5}}
 
 
-JUSTIFIED_BY = {"swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
+JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
                 "percent": {"percent", "cents"}, "extreme": {"extreme"}}
 
 
@@ -542,14 +615,19 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         if name in params:
             s += 1
         # percentages become fractions by / 100; cents become units by / 100 and back by * 100
-        s += 1 if ("* 100" in c.what) == ("cents" in failure.hints) else 0
+        if {"div100", "mul100"} & failure.hints:   # the values say which way
+            s += 2 if ("* 100" in c.what) == ("mul100" in failure.hints) else 0
+        else:
+            s += 1 if ("* 100" in c.what) == ("cents" in failure.hints) else 0
     else:
         idents = re.findall(r"[a-z_]\w*", line_text.lower())
         if goal_words & (set(idents) | {part for i in idents for part in i.split("_") if len(part) > 3}):
             s += 1
     # kinds that are rarely the bug unless the failure points at them
     if c.kind in JUSTIFIED_BY and not (JUSTIFIED_BY[c.kind] & failure.hints):
-        s -= 1
+        s -= 2 if c.kind.endswith("guard") else 1
+    if c.what == "negate the condition":
+        s -= 1   # rarely the whole bug
     if "(named in the goal)" in c.what:
         s += 2
     return s
@@ -690,7 +768,7 @@ class SearchChooser:
                                                                                "so", "make", "test", "tests", "its"}
         frame_lines = set(f.frames)
         prose = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", view.goal.text)   # not numbers inside quoted examples
-        goal_numbers = tuple(dict.fromkeys(int(n) for n in re.findall(r"(?<![\w.])(\d{1,6})(?![\w.])", prose)))[:6]
+        goal_numbers = tuple(dict.fromkeys(n for n in _numbers_in(prose) if n <= 1000))[:6]
         cands: dict[str, Candidate] = {}
         for path, lines in plan.known.items():
             fns = functions_in(min(lines), [lines[i] for i in range(min(lines), max(lines) + 1)])
@@ -724,6 +802,11 @@ class SearchChooser:
                         c = Candidate(path, n, (new_line,), kind, what)
                         c.score = score(c, f, goal_words, frame_lines, text, params)
                         cands.setdefault(c.key, c)
+                for fpath, fline in frame_lines:
+                    if fpath == path and lo <= fline <= hi:
+                        for c in frame_guards(path, fline, lines, fn, f):
+                            c.score = score(c, f, goal_words, frame_lines, lines[fline], params)
+                            cands.setdefault(c.key, c)
                 if fn is not None:
                     for c in guard_candidates(path, fn, lines, f):
                         c.score = score(c, f, goal_words, frame_lines, lines[fn.body_line], params)
