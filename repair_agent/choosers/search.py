@@ -51,7 +51,8 @@ ASSERT_EQ_RE = re.compile(r"assert (?P<got>.+?) (?P<op>==|!=|is not|is|in|<=|>=|
 EXC_RE = re.compile(r"\b(?P<exc>[A-Z]\w*(?:Error|Exception)|StopIteration)\b:?\s*(?P<msg>.*)")
 WHERE_CALL_RE = re.compile(r"where .*?=\s*(?:[\w.]+\.)?(?P<name>[A-Za-z_]\w*)\(|bound method (?:\w+\.)*(?P<method>\w+) of")
 CALL_RE = re.compile(r"(?:\.|\b)(?P<name>[A-Za-z_]\w*)\(")
-PERCENT_WORDS = re.compile(r"percent|per cent|percentage|\bcents?\b|\d\s*%(?![0-9A-Fa-f]{2})", re.I)
+PERCENT_WORDS = re.compile(r"percent(?![\s-]*(?:escape|encod|sign|decod))|per cent|\bcents?\b|\d\s*%(?=[\s.,;:)]|$)", re.I)
+NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum", "Fraction"}
 
 
 # -- what the failure says ------------------------------------------------------------------------
@@ -156,7 +157,7 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         hints.add("empty")
     if f.exception == "TypeError" and "NoneType" in f.exception_message:
         hints.add("none")
-    if re.search(r"off[- ]by[- ]one|inclusive|exclusive|boundary|at least|at most|fits|exactly", goal_text, re.I):
+    if re.search(r"off[- ]by[- ]one|inclusive|exclusive|boundary|at least|at most|fits|exactly|last|trailing|end of", goal_text, re.I):
         hints.add("boundary")
     if re.search(r"\b(first|last|earliest|latest|smallest|largest|lowest|highest|minimum|maximum|shortest|longest)\b",
                  goal_text, re.I):
@@ -380,7 +381,7 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                     for d in ("+ 1", "- 1"):
                         out.append(("slice", f"range bound {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in NUMERIC_CALLS:
             arith_operands += [a for a in node.args if isinstance(a, ast.Name)]
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
             arith_operands.append(node.value)
@@ -586,7 +587,7 @@ def _expected_from_assert(name: str, assert_lines: list[str]) -> str | None:
     return None
 
 
-KIND_PRIOR = {"extreme": 0, "goal-constant": 1, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
+KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0}
 HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
@@ -628,7 +629,7 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s -= 2 if c.kind.endswith("guard") else 1
     if c.what == "negate the condition":
         s -= 1   # rarely the whole bug
-    if "(named in the goal)" in c.what:
+    if "(named in the goal)" in c.what and c.kind == "default":
         s += 2
     return s
 
