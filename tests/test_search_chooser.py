@@ -263,3 +263,14 @@ def test_discount_bug_in_docker_without_the_recipe(docker_client, sandbox_image,
     diff = (Path(rec.run_dir) / "candidate.diff").read_text()
     assert "-    discounted = price * (1 - discount)\n+    discounted = price * (1 - discount / 100)\n" in diff
     assert json.loads((Path(rec.run_dir) / "run.json").read_text())["chooser"] == "search"
+
+
+def test_pytest_excerpt_keeps_the_failures_section_and_the_summary_within_its_cap():
+    from repair_agent.tools import PYTEST_EXCERPT_CHARS, pytest_excerpt
+
+    body = ("=================== FAILURES ===================\n" + "x" * 20_000
+            + "\n=========== short test summary info ===========\nFAILED tests/t.py::a - assert 1 == 2\n")
+    out = pytest_excerpt("." * 50_000 + "\n" + body)
+    assert out.startswith("=================== FAILURES") and out.endswith("assert 1 == 2\n")
+    assert len(out) <= PYTEST_EXCERPT_CHARS + 100 and "chars omitted" in out
+    assert pytest_excerpt("1 passed in 0.01s\n") == "1 passed in 0.01s\n"
