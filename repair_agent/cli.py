@@ -25,10 +25,11 @@ def cmd_scenarios(args) -> int:
     if args.json:
         print(json.dumps([s.summary() for s in scenarios.values()], indent=2))
     else:
-        print(f"{'scenario':<28} {'repo':<16} {'kind':<20} {'expected':<10} tags")
+        width = max([28, *(len(name) for name in scenarios)])
+        print(f"{'scenario':<{width}} {'repo':<16} {'kind':<20} {'expected':<10} tags")
         for s in scenarios.values():
             expected = "handoff" if s.expected == "handoff_requested" else "repair"
-            print(f"{s.name:<28} {(s.source_repo or s.repo).name:<16} {s.kind:<20} {expected:<10} {','.join(s.tags)}")
+            print(f"{s.name:<{width}} {(s.source_repo or s.repo).name:<16} {s.kind:<20} {expected:<10} {','.join(s.tags)}")
         print(f"{len(scenarios)} scenario(s) over {len({(s.source_repo or s.repo) for s in scenarios.values()})} "
               f"repositories")
     return 0

@@ -4,6 +4,7 @@ never in a workspace) makes the target and the full suite pass inside the writab
 for a handoff scenario, lies outside it."""
 from __future__ import annotations
 
+import difflib
 import json
 import subprocess
 import sys
@@ -54,9 +55,29 @@ def test_scenarios_json_lists_the_corpus():
     assert {s["name"] for s in listed} == set(SCENARIOS)
 
 
+@pytest.mark.corpus
 def test_corpus_check_local(tmp_path):
     """The same property without containers (plain subprocesses): a quick check while editing."""
     _check_all(tmp_path, backend="local")
+
+
+def test_the_trap_is_a_trap(tmp_path):
+    """The most obvious one-line fix of the trap scenario makes its target pass and breaks
+    pass-to-pass tests, so a chooser that stops at a green target test is caught."""
+    from verifier import Verifier
+
+    trap = SCENARIOS["stockroom-business-days-trap"]
+    assert trap.kind == "trap"
+    source = (trap.repo / "stockroom/dates.py").read_text()
+    assert source.count("while day < end:") == 1
+    obvious = "".join(difflib.unified_diff(source.splitlines(keepends=True),
+                                           source.replace("while day < end:", "while day <= end:").splitlines(keepends=True),
+                                           "a/stockroom/dates.py", "b/stockroom/dates.py"))
+    verifier = Verifier(trap.spec, trap.repo, tmp_path / "v", backend="local")
+    verifier.prepare()
+    assert verifier.run_tests(obvious, "target_test").ok
+    full = verifier.run_tests(obvious, "full_suite")
+    assert not full.ok and len(full.failing) >= 2, full.failing
 
 
 @pytest.mark.docker
