@@ -186,6 +186,9 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
                 hints.add("boundary")
             if sorted(map(repr, g)) == sorted(map(repr, e)) and g != e:
                 hints.add("swap")
+            if (isinstance(g, str) and isinstance(e, str) and re.sub(r"\d+", "#", g) == re.sub(r"\d+", "#", e)
+                    and g != e):
+                hints.add("number")   # same text, another number in it: a counter or constant is off
             if isinstance(g, str) and isinstance(e, str) and g.lower() == e.lower():
                 hints.add("case")
             if isinstance(g, str) and isinstance(e, str) and g.strip() == e.strip():
@@ -593,7 +596,7 @@ HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant":
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
               "sign": {"arithmetic": 3, "swap": 2}, "swap": {"swap": 4}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
-              "extreme": {"extreme": 6}, "case": {"name": 5}, "strip": {"name": 5}}
+              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1}, "case": {"name": 5}, "strip": {"name": 5}}
 
 
 JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
@@ -611,7 +614,8 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 2
     if c.kind == "percent":
         name = c.what.split(" ")[0]
-        if name.lower() in goal_words or re.search(r"pct|percent|rate|ratio|fraction", name, re.I):
+        if ({"percent", "cents"} & failure.hints) and (name.lower() in goal_words
+                                                       or re.search(r"pct|percent|rate|ratio|fraction", name, re.I)):
             s += 2
         if name in params:
             s += 1
@@ -622,8 +626,7 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
             s += 1 if ("* 100" in c.what) == ("cents" in failure.hints) else 0
     else:
         idents = re.findall(r"[a-z_]\w*", line_text.lower())
-        if goal_words & (set(idents) | {part for i in idents for part in i.split("_") if len(part) > 3}):
-            s += 1
+        s += min(2, len(goal_words & (set(idents) | {part for i in idents for part in i.split("_") if len(part) > 3})))
     # kinds that are rarely the bug unless the failure points at them
     if c.kind in JUSTIFIED_BY and not (JUSTIFIED_BY[c.kind] & failure.hints):
         s -= 2 if c.kind.endswith("guard") else 1
