@@ -274,3 +274,19 @@ def test_pytest_excerpt_keeps_the_failures_section_and_the_summary_within_its_ca
     assert out.startswith("=================== FAILURES") and out.endswith("assert 1 == 2\n")
     assert len(out) <= PYTEST_EXCERPT_CHARS + 100 and "chars omitted" in out
     assert pytest_excerpt("1 passed in 0.01s\n") == "1 passed in 0.01s\n"
+
+
+def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
+    """stockroom-business-days-trap: the obvious one-line fix passes the target and breaks the suite."""
+    rec = execute_run(resolve("stockroom-business-days-trap"), SearchChooser(0), sandbox_kind="local",
+                      runs_dir=runs_dir, max_steps=12)
+    s = steps(rec)
+    tools = [x["proposal"]["tool"] for x in s]
+    trap = next(i for i, x in enumerate(s) if x["proposal"]["tool"] == "run_full_suite"
+                and x["result"]["status"] == "failed" and x["result"]["data"]["targets_ok"])
+    assert tools[trap - 1] == "run_target_test" and s[trap - 1]["result"]["status"] == "ok"
+    trapped = [l[1:] for l in s[trap - 2]["proposal"]["diff"].splitlines() if l.startswith("+") and not l.startswith("+++")]
+    assert tools[trap + 1] == "apply_patch"   # the next candidate's patch takes the trap out again
+    reverted = [l[1:] for l in s[trap + 1]["proposal"]["diff"].splitlines() if l.startswith("-") and not l.startswith("---")]
+    assert set(trapped) <= set(reverted)
+    assert "a trap" in s[-1]["proposal"].get("summary", "") or rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION
