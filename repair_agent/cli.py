@@ -45,7 +45,7 @@ def cmd_run(args) -> int:
     except ManifestError as exc:
         _err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
         return USAGE_ERROR
-    chooser = load_chooser(args.chooser, scenario, base_url=args.model_base_url, model=args.model)
+    chooser = load_chooser(args.chooser, scenario, seed=args.seed, base_url=args.model_base_url, model=args.model)
     on_step, log = _progress(args.json)
     record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
                          max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
@@ -354,7 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", parents=[common], help="run a scenario")
     r.add_argument("scenario", help="a scenario name or the path of a *.scenario.toml manifest")
-    r.add_argument("--chooser", default="baseline", help="baseline | model | package.module:attr")
+    r.add_argument("--chooser", default="baseline", help="baseline | search | model | package.module:attr")
+    r.add_argument("--seed", type=int, default=0, help="seed for choosers that take one (search: the order in "
+                   "which equally scored candidates are tried); default 0")
     r.add_argument("--sandbox", choices=["docker", "local"], default="docker",
                    help="docker (default, hardened) or local (NOT isolated: plain subprocesses on this host)")
     r.add_argument("--max-steps", type=int)

@@ -139,7 +139,7 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
         spec = chooser_spec or setup.get("chooser_spec")
         if not spec:
             raise ResumeRefused("the journal does not name the chooser this run used: pass --chooser")
-        chooser = load_chooser(spec, scenario, **(model_options or {}))
+        chooser = load_chooser(spec, scenario, seed=setup.get("seed") or 0, **(model_options or {}))
         started_at = setup.get("started_at") or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         session = _Session(scenario, run_dir, setup["run_id"], setup["sandbox"], client, log, runs_dir=Path(runs_dir))
         session.remove_containers_of(checkpoint.owner_pids)
@@ -219,7 +219,7 @@ class _Session:
         """Who runs this session and on what: enough for a later resume to find everything again."""
         record = {"event": "setup", "run_id": self.run_id, "scenario": self.scenario.name,
                   "manifest": str(self.scenario.manifest_path), "chooser": getattr(chooser, "name", None),
-                  "chooser_spec": chooser_spec, "sandbox": self.kind, "image": self.image, "pid": os.getpid(),
+                  "chooser_spec": chooser_spec, "seed": getattr(chooser, "seed", None), "sandbox": self.kind, "image": self.image, "pid": os.getpid(),
                   "started_at": started_at, "environment_id": self.verifier.environment_id,
                   "pristine_tree_sha256": self.verifier.snapshot.tree_sha256,
                   "protected_manifest_sha256": self.verifier.snapshot.manifest_sha256}

@@ -37,6 +37,24 @@ def _command_data(res: CommandResult) -> dict:
             "stderr_bytes": res.stderr.true_bytes, "stderr_file": res.stderr.kept_path}
 
 
+PYTEST_EXCERPT_CHARS = 6000
+
+
+def pytest_excerpt(stdout: str, limit: int = PYTEST_EXCERPT_CHARS) -> str:
+    """What a chooser needs to localize a failure: the FAILURES section (tracebacks with each
+    frame's file:line and the assertion's values) from its start, and the short summary at the
+    end, within `limit` characters. Collection-progress noise before the section is dropped."""
+    start = stdout.find("= FAILURES =")
+    if start < 0:
+        start = stdout.find("= ERRORS =")
+    text = stdout[stdout.rfind("\n", 0, start) + 1:] if start >= 0 else stdout
+    if len(text) <= limit:
+        return text
+    tail = min(1500, limit // 3)
+    head = limit - tail
+    return f"{text[:head]}\n... [{len(text) - head - tail} chars omitted] ...\n{text[-tail:]}"
+
+
 class Executor:
     def __init__(self, sandbox: Sandbox, verifier: Verifier):
         self.sandbox, self.verifier = sandbox, verifier
@@ -78,7 +96,7 @@ class Executor:
             failures = "\n".join(f"{k}: {v}" for k, v in verdict.failing.items())
             output = "\n".join(filter(None, [verdict.summary, failures, *verdict.problems]))
             if verdict.pytest is not None:
-                output += "\n--- pytest output (tail) ---\n" + verdict.pytest.stdout.text[-3000:]
+                output += "\n--- pytest output (failures) ---\n" + pytest_excerpt(verdict.pytest.stdout.text)
             return ToolOutcome(status="ok" if verdict.ok else ("timeout" if verdict.timed_out else "failed"),
                                source=f"verifier:{self.verifier.backend}", summary=verdict.summary,
                                output=output, duration_s=0.0, verdict=verdict,

@@ -2,28 +2,44 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 
 from .base import Chooser, ChooserError, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
 from .baseline import BaselineChooser
+from .search import SearchChooser
 
 
-def load_chooser(spec: str, scenario=None, **model_options) -> Chooser:
-    """`baseline` (the scenario's recipe), `model`, or a plug-in `package.module:attr` naming a
-    chooser factory or class."""
+def _takes_seed(factory) -> bool:
+    try:
+        return "seed" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def load_chooser(spec: str, scenario=None, *, seed: int = 0, **model_options) -> Chooser:
+    """`baseline` (the scenario's recipe), `search` (repairs without a recipe; `seed` orders its
+    candidates), `model`, or a plug-in `package.module:attr` naming a chooser factory or class.
+    A plug-in factory or class that takes a `seed` parameter gets it too."""
     if spec == "baseline":
         return BaselineChooser(scenario.baseline if scenario is not None else None)
+    if spec == "search":
+        # Deliberately not given the scenario: it must not see the recipe or the reference fix.
+        return SearchChooser(seed=seed)
     if spec == "model":
         from .model import ModelChooser
 
         return ModelChooser(**{k: v for k, v in model_options.items() if v is not None})
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"--chooser must be baseline, model or package.module:attr, got {spec!r}")
+        raise ValueError(f"--chooser must be baseline, search, model or package.module:attr, got {spec!r}")
     try:
         target = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load chooser plug-in {spec!r}: {exc}") from None
-    chooser = target() if callable(target) and not hasattr(target, "choose") or isinstance(target, type) else target
+    if callable(target) and not hasattr(target, "choose") or isinstance(target, type):
+        chooser = target(seed=seed) if _takes_seed(target) else target()
+    else:
+        chooser = target
     if not callable(getattr(chooser, "choose", None)):
         raise ValueError(f"plug-in {spec!r} did not produce an object with a choose(view) method")
     if not hasattr(chooser, "name"):
@@ -31,5 +47,5 @@ def load_chooser(spec: str, scenario=None, **model_options) -> Chooser:
     return chooser
 
 
-__all__ = ["BaselineChooser", "Chooser", "ChooserError", "ChooserUnavailable", "MalformedReply",
+__all__ = ["BaselineChooser", "Chooser", "ChooserError", "ChooserUnavailable", "MalformedReply", "SearchChooser",
            "TokenBudgetExceeded", "load_chooser"]
