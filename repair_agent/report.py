@@ -108,7 +108,9 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
         diff_files=scope.files if scope else [], diff=outcome.diff, sandbox=record.sandbox,
         chooser=record.chooser, image=record.image, tokens_used=state.budget.tokens_used,
         max_tokens=state.budget.max_tokens, wall_s=record.wall_s, timing=record.timing,
-        extra={k: v for k, v in outcome.extra.items() if k != "raw"},
+        extra={**{k: v for k, v in outcome.extra.items() if k != "raw"},
+               **({"storage_error": record.storage_error, "report_dir": record.report_dir}
+                  if record.storage_error else {})},
         faults=attribute(list(read_journal(Path(record.run_dir) / "journal.jsonl"))), release=pending)
 
 
@@ -159,8 +161,10 @@ def render_markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(run_dir: Path, record, outcome, scenario, verifier) -> Report:
+def write_report(run_dir: Path, record, outcome, scenario, verifier, write=None) -> Report:
+    """`write(name, text)` puts one file in run_dir (run.py passes an all-or-nothing writer)."""
     report = build_report(record, outcome, scenario, verifier)
-    (Path(run_dir) / "report.json").write_text(report.model_dump_json(indent=2))
-    (Path(run_dir) / "report.md").write_text(render_markdown(report.model_dump(mode="json")))
+    write = write or (lambda name, text: (Path(run_dir) / name).write_text(text))
+    write("report.json", report.model_dump_json(indent=2))
+    write("report.md", render_markdown(report.model_dump(mode="json")))
     return report

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import secrets
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -46,6 +48,9 @@ class RunRecord(BaseModel):
     started_at: str
     wall_s: float
     timing: dict[str, float] = {}
+    # Set when the runs directory could not take this run's files (read-only, full): where they went.
+    report_dir: str | None = None
+    storage_error: str | None = None
 
 
 def initial_state(scenario: Scenario, budget: Budget) -> State:
@@ -78,9 +83,18 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         if v is not None})
     run_id = new_run_id(scenario.name)
     run_dir = (Path(runs_dir) / run_id).resolve()
-    run_dir.mkdir(parents=True)
-    journal = Journal(run_dir / "journal.jsonl")
     state = initial_state(scenario, budget)
+    storage_error = None
+    try:
+        run_dir.mkdir(parents=True)
+        journal = Journal(run_dir / "journal.jsonl")
+    except OSError as exc:
+        # Nothing can be kept where it belongs: the run does not start (dependency_failure), and its
+        # journal and report go to a fallback directory the caller is told about.
+        storage_error = f"{run_dir.parent} cannot be written: {type(exc).__name__}: {exc}"
+        run_dir = fallback_run_dir(run_id)
+        journal = Journal(run_dir / "journal.jsonl")
+        log(f"WARNING: {storage_error}; this run's journal and report go to {run_dir}")
     sandbox = verifier = None
     image = None
     sandbox_info = {"kind": sandbox_kind, "isolated": sandbox_kind == "docker"}
@@ -89,6 +103,8 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         log(f"WARNING: {NOT_ISOLATED}")
     try:
         try:
+            if storage_error:
+                raise OSError(f"the runs directory {storage_error}")
             if sandbox_kind == "docker":
                 from .sandbox.image import ensure_sandbox_image
 
@@ -97,8 +113,11 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
             base = create_workspace(scenario.repo, run_dir / "workspace", for_container=sandbox_kind == "docker")
             verifier = Verifier(scenario.spec, scenario.repo, run_dir / "verifier", backend=sandbox_kind,
                                 client=client, image=image, oracle=scenario.oracle,
-                                cache_dir=Path(runs_dir).resolve() / ".cache")
+                                cache_dir=Path(runs_dir).resolve() / ".cache",
+                                labels={"org.repair-agent.run": run_id})
             verifier.prepare()
+            if verifier.cache_note:
+                log(f"note: {verifier.cache_note}")
             tool_out = run_dir / "outputs"
             sandbox = (DockerSandbox(client, image, run_dir / "workspace", base, run_id=run_id, output_dir=tool_out)
                        if sandbox_kind == "docker" else
@@ -115,10 +134,9 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
                                     environment_id=verifier.environment_id, on_step=on_step)
             outcome = controller.run()
     finally:
-        if sandbox is not None:
-            sandbox.close()
+        if sandbox is not None and sandbox.close() is False:
+            log(f"WARNING: could not remove this run's sandbox container; `repair-agent cleanup --run {run_id}` will")
         journal.close()
-    (run_dir / "candidate.diff").write_text(outcome.diff, encoding="utf-8", errors="surrogateescape")
     record = RunRecord(
         run_id=run_id, run_dir=str(run_dir), scenario=scenario.name, status=outcome.status,
         exit_code=outcome.status.exit_code, detail=outcome.detail, next_attempt=outcome.next_attempt,
@@ -127,12 +145,45 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         sandbox=sandbox_info, image=image,
         protected_manifest_sha256=verifier.snapshot.manifest_sha256 if verifier and verifier.snapshot else None,
         pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier and verifier.snapshot else None,
-        started_at=started_at, wall_s=round(time.monotonic() - t0, 4), timing=outcome.timing)
-    (run_dir / "run.json").write_text(record.model_dump_json(indent=2))
-    (run_dir / "scenario.json").write_text(json.dumps({"manifest": str(scenario.manifest_path),
-                                                       **scenario.model_dump(mode="json")}, indent=2))
-    write_report(run_dir, record, outcome, scenario, verifier)
+        started_at=started_at, wall_s=round(time.monotonic() - t0, 4), timing=outcome.timing,
+        report_dir=str(run_dir) if storage_error else None, storage_error=storage_error)
+    try:
+        _write_outputs(run_dir, record, outcome, scenario, verifier)
+    except OSError as exc:
+        # The run directory filled up or turned read-only mid-run. Its journal keeps every complete
+        # line; the record and the report go to the fallback directory, and the caller is told.
+        fallback = fallback_run_dir(run_id)
+        record = record.model_copy(update={"report_dir": str(fallback),
+                                           "storage_error": f"{run_dir} cannot be written: {type(exc).__name__}: {exc}"})
+        log(f"WARNING: {record.storage_error}; the report goes to {fallback}")
+        _write_outputs(fallback, record, outcome, scenario, verifier)
     return record
+
+
+def fallback_run_dir(run_id: str) -> Path:
+    """Where a run's files go when the runs directory cannot take them: $TMPDIR/repair-agent-runs/RUN_ID."""
+    path = Path(tempfile.gettempdir()) / "repair-agent-runs" / run_id
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _write_outputs(directory: Path, record: "RunRecord", outcome: RunOutcome, scenario: Scenario, verifier) -> None:
+    # Each file whole or not at all (written aside, then renamed): a full disk must not leave a
+    # truncated run.json that every later `runs` or `show` would stumble on.
+    def put(name: str, text: str) -> None:
+        tmp = directory / f".{name}.tmp"
+        try:
+            tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
+            os.replace(tmp, directory / name)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    put("candidate.diff", outcome.diff)
+    put("run.json", record.model_dump_json(indent=2))
+    put("scenario.json", json.dumps({"manifest": str(scenario.manifest_path), **scenario.model_dump(mode="json")},
+                                    indent=2))
+    write_report(directory, record, outcome, scenario, verifier, write=put)
 
 
 def _engine_address(client) -> str:

@@ -242,18 +242,20 @@ class HardenedContainer:
                 f"container {self.container.short_id} is {state.get('Status')} "
                 f"(exit code {state.get('ExitCode')}, OOMKilled={state.get('OOMKilled')})")
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Remove the container; False when it could not be (the caller says so)."""
         import docker.errors
 
         for attempt in range(3):
             try:
                 self.container.remove(force=True, v=True)
-                return
+                return True
             except docker.errors.NotFound:
-                return
+                return True
             except Exception:  # a kill or removal still in progress: try again shortly
                 time.sleep(0.2 * (attempt + 1))
         # The engine is down or refuses: `repair-agent cleanup` removes leftovers by label.
+        return False
 
 
 def _drain(stream: Iterator, out: StreamCapture, err: StreamCapture) -> None:
