@@ -1,7 +1,6 @@
 """The action schema: the only things a chooser can ask for. There is no free-text shell."""
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from typing import Annotated, Any, Literal, Union
@@ -101,6 +100,9 @@ def parse_action(proposal: Any) -> _Action:
             raise InvalidAction(f"not JSON: {type(exc).__name__}: {str(exc)[:300]}", proposal) from None
     if not isinstance(proposal, dict):
         raise InvalidAction(f"expected one action object, got {type(proposal).__name__}", proposal)
+    if _nested_deeper_than(proposal, MAX_NESTING):
+        # No action has a nested field; and the validator would recurse into it (or loop, if circular).
+        raise InvalidAction(f"schema violation: nested deeper than {MAX_NESTING} levels", proposal)
     try:
         return _adapter.validate_python(proposal)
     except RecursionError:
@@ -113,9 +115,31 @@ def parse_action(proposal: Any) -> _Action:
         raise InvalidAction(f"schema violation: {errors}", proposal) from None
 
 
+MAX_NESTING = 32
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Iterative, so neither depth nor a circular reference can exhaust the stack."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
 def tool_schemas() -> list[dict]:
     """One JSON Schema per tool, generated from the models: what a model chooser is offered."""
-    return copy.deepcopy(_tool_schemas())
+    return json.loads(_tool_schemas_text())  # a fresh copy each time, much cheaper than deepcopy
+
+
+@functools.lru_cache(maxsize=1)
+def _tool_schemas_text() -> str:
+    return json.dumps(_tool_schemas())
 
 
 @functools.lru_cache(maxsize=1)

@@ -32,9 +32,11 @@ class Journal:
         # Each line carries the hash of its own content and of the line before: editing any
         # field of any record (a proposal, a result, a view) breaks the chain, not just states.
         record = _json_safe({**record, "prev_record_sha256": self._last})
-        digest = record_hash(record)
-        record["record_sha256"] = digest
-        data = _dumps(record) + b"\n"
+        body = _dumps(record)
+        digest = hashlib.sha256(body).hexdigest()  # == record_hash(line as read back)
+        # The line is the hashed body with its own hash appended as the last key (readers hash the
+        # parsed object with sorted keys, so the key's place in the line does not matter).
+        data = body[:-1] + f', "record_sha256": "{digest}"}}\n'.encode()
         if self._fd is None:
             raise JournalWriteError(f"{self.path}: the journal is closed")
         size = os.fstat(self._fd).st_size
