@@ -9,6 +9,7 @@ The bulk runs on LocalSandbox; a sample runs in a real Docker sandbox kept alive
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -51,6 +52,7 @@ def _new_file(path: str, body: str = "owned\n") -> str:
             f"@@ -0,0 +1 @@\n+{body}")
 
 
+@functools.lru_cache(maxsize=None)  # built once per depth: the proposal is never mutated
 def _nest(depth: int, leaf=0):
     value = leaf
     for i in range(depth):
