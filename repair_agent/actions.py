@@ -1,16 +1,29 @@
 """The action schema: the only things a chooser can ask for. There is no free-text shell."""
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 
 class _Action(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _plain_text(cls, value: Any) -> Any:
+        # Every text field ends up in an argv, a file or a JSON line: a NUL byte or a lone
+        # surrogate cannot be passed on faithfully, so it is the proposal's fault, said as such.
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise ValueError("contains a NUL character")
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("is not valid Unicode text (lone surrogate)") from None
+        return value
 
     def canonical(self) -> str:
         """JSON with sorted keys: key order cannot disguise a repeated action."""
@@ -83,20 +96,50 @@ def parse_action(proposal: Any) -> _Action:
     if isinstance(proposal, (str, bytes)):
         try:
             proposal = json.loads(proposal)
-        except json.JSONDecodeError as exc:
-            raise InvalidAction(f"not JSON: {exc}", proposal) from None
+        except (ValueError, RecursionError) as exc:  # also undecodable bytes and absurd nesting
+            raise InvalidAction(f"not JSON: {type(exc).__name__}: {str(exc)[:300]}", proposal) from None
     if not isinstance(proposal, dict):
         raise InvalidAction(f"expected one action object, got {type(proposal).__name__}", proposal)
+    if _nested_deeper_than(proposal, MAX_NESTING):
+        # No action has a nested field; and the validator would recurse into it (or loop, if circular).
+        raise InvalidAction(f"schema violation: nested deeper than {MAX_NESTING} levels", proposal)
     try:
         return _adapter.validate_python(proposal)
+    except RecursionError:
+        raise InvalidAction("schema violation: nested too deeply to validate", proposal) from None
     except ValidationError as exc:
-        errors = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
+        # At most ten, each location capped: a proposal with a million keys gets a short answer.
+        errors = "; ".join(f"{'.'.join(map(str, e['loc']))[:100] or '<root>'}: {e['msg']}" for e in exc.errors()[:10])
+        if exc.error_count() > 10:
+            errors += f"; … {exc.error_count() - 10} more"
         raise InvalidAction(f"schema violation: {errors}", proposal) from None
+
+
+MAX_NESTING = 32
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Iterative, so neither depth nor a circular reference can exhaust the stack."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend((v, depth + 1) for v in item)
+    return False
 
 
 def tool_schemas() -> list[dict]:
     """One JSON Schema per tool, generated from the models: what a model chooser is offered."""
-    return copy.deepcopy(_tool_schemas())
+    return json.loads(_tool_schemas_text())  # a fresh copy each time, much cheaper than deepcopy
+
+
+@functools.lru_cache(maxsize=1)
+def _tool_schemas_text() -> str:
+    return json.dumps(_tool_schemas())
 
 
 @functools.lru_cache(maxsize=1)

@@ -73,7 +73,10 @@ def _print_outcome(record, args) -> int:
         print(f"U trajectory: {' -> '.join(map(str, record.u_trajectory))}   steps {record.steps_used}/{record.max_steps}"
               f"   diff sha256 {record.diff_sha256[:16]}")
         print(f"next attempt would need: {record.next_attempt}")
-        print(f"report: {record.run_dir}/report.md   review: repair-agent show {record.run_dir} --diff")
+        where = record.report_dir or record.run_dir
+        print(f"report: {where}/report.md   review: repair-agent show {where} --diff")
+    if record.storage_error:
+        _err(f"{record.storage_error}; this run's report is in {record.report_dir}")
     return record.exit_code
 
 
@@ -175,7 +178,14 @@ def cmd_replay(args) -> int:
     from .journal import read_journal, verify_chain
     from .run import find_run
 
-    run_dir = find_run(args.run, Path(args.runs_dir))
+    try:
+        run_dir = find_run(args.run, Path(args.runs_dir))
+    except FileNotFoundError:
+        # A run killed before it could write run.json still has its journal: that is what to check.
+        run_dir = next((d for d in (Path(args.run), Path(args.runs_dir) / args.run)
+                        if (d / "journal.jsonl").is_file()), None)
+        if run_dir is None:
+            raise
     records = list(read_journal(run_dir / "journal.jsonl"))
     problems = verify_chain(records)
     steps = [r for r in records if r.get("event") == "step"]
@@ -303,7 +313,8 @@ def cmd_cleanup(args) -> int:
 
     client = docker.from_env()
     removed = kept = 0
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    labels = [LABEL] + ([f"org.repair-agent.run={args.run}"] if args.run else [])
+    for c in client.containers.list(all=True, filters={"label": labels}):
         if not args.all and _pid_alive(c.labels.get(OWNER_LABEL)):
             kept += 1  # a run in progress on this machine: not a leftover
             continue
@@ -420,6 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("cleanup", parents=[common], help="remove leftover containers of this project")
     c.add_argument("--all", action="store_true", help="also remove containers of runs still in progress")
+    c.add_argument("--run", help="only the containers of this run id")
     c.set_defaults(func=cmd_cleanup)
 
     im = sub.add_parser("image", parents=[common], help="build (or find) the sandbox image and print its tag")

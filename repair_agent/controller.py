@@ -16,7 +16,7 @@ from verifier import (EngineFailure, ScopeVerdict, TestVerdict, Verifier, Verifi
 
 from .actions import ACTION_TYPES, ApplyPatch, InvalidAction, ReadFile, Search, Stop, parse_action, tool_schemas
 from .choosers.base import Chooser, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
-from .journal import Journal
+from .journal import Journal, JournalWriteError
 from .sandbox import SandboxError
 from .state import (NEXT_ATTEMPT, ConditionState, Evidence, Grant, HistoryEntry, State, StopReason, View)
 from .tools import Executor, ToolOutcome
@@ -165,8 +165,8 @@ class Controller:
     def _begin(self) -> None:
         if self.resume is not None:
             return self._resume()
-        self.journal.write({"event": "start", "state_after": self._dump(self.state),
-                            "state_after_hash": self.state.hash, "u": self.state.u})
+        self._write_journal({"event": "start", "state_after": self._dump(self.state),
+                             "state_after_hash": self.state.hash, "u": self.state.u}, "the start of the run")
 
     def _resume(self) -> None:
         """Re-earn the verdicts that satisfied a condition on the current diff, then record the
@@ -188,10 +188,10 @@ class Controller:
             "version": before.version + 1, "parent_hash": before.hash, "budget": budget, "conditions": conditions})
         if self.state.u != self.u_trajectory[-1]:
             self.u_trajectory.append(self.state.u)
-        self.journal.write({"event": "resume", **plan.model_dump(), "reverified": reverified,
-                            "state_before": self._dump(before), "state_before_hash": before.hash,
-                            "state_after": self._dump(self.state), "state_after_hash": self.state.hash,
-                            "u": self.state.u})
+        self._write_journal({"event": "resume", **plan.model_dump(), "reverified": reverified,
+                             "state_before": self._dump(before), "state_before_hash": before.hash,
+                             "state_after": self._dump(self.state), "state_after_hash": self.state.hash,
+                             "u": self.state.u}, "the resume")
         if self.state.u == 0:  # killed after the last check, before the stop line: re-earned, so it holds
             raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION,
                           "every acceptance condition holds on evidence for the current diff (re-earned on resume); "
@@ -243,14 +243,21 @@ class Controller:
         except Exception as exc:  # a plug-in that raises is a broken dependency, not a decision
             return repr(exc), usage, Stopped(StopReason.DEPENDENCY_FAILURE,
                                              f"the chooser raised {type(exc).__name__}: {exc}", {"raw": repr(exc)})
-        usage = dict(getattr(self.chooser, "last_usage", None) or {})
+        usage = getattr(self.chooser, "last_usage", None)
+        usage = dict(usage) if isinstance(usage, dict) else {}
         if isinstance(proposal, BaseModel):
-            proposal = proposal.model_dump(mode="json")
+            try:
+                proposal = proposal.model_dump(mode="json")
+            except Exception as exc:  # e.g. model_construct() with values its fields cannot serialize
+                return repr(proposal)[:2000], usage, Stopped(
+                    StopReason.INVALID_ACTION, f"the proposal object cannot be read: {type(exc).__name__}: {exc}",
+                    {"raw": repr(proposal)[:2000]})
         return proposal, usage, None
 
     def _spend_step(self, usage: dict) -> None:
         b = self.state.budget
-        tokens = b.tokens_used + int(usage.get("total_tokens") or 0)
+        reported = usage.get("total_tokens")
+        tokens = b.tokens_used + (reported if isinstance(reported, int) and reported > 0 else 0)
         self.state = self.state.model_copy(update={"budget": b.model_copy(update={"steps_used": b.steps_used + 1,
                                                                                    "tokens_used": tokens})})
 
@@ -299,6 +306,8 @@ class Controller:
             raise Stopped(StopReason.DEPENDENCY_FAILURE, f"sandbox or engine failure: {exc}", {"raw": str(exc)})
         except VerifierCompromised as exc:
             raise Stopped(StopReason.DEPENDENCY_FAILURE, f"verifier compromised: {exc}", {"raw": str(exc)})
+        except OSError as exc:  # the host side: a full or read-only runs directory, an I/O error
+            raise Stopped(StopReason.DEPENDENCY_FAILURE, f"host I/O failure: {exc}", {"raw": str(exc)})
         finally:
             self.timing["tools_s"] += time.monotonic() - started
 
@@ -347,7 +356,8 @@ class Controller:
         decision = record.get("decision", {"accepted": False})
         evidence = record.get("result")
         proposal = record.get("proposal")
-        tool = str(proposal.get("tool", "?")) if isinstance(proposal, dict) else "?"
+        tool = proposal.get("tool") if isinstance(proposal, dict) else None
+        tool = tool[:60] if isinstance(tool, str) else "?"  # a label for the history, not the record
         entry = HistoryEntry(step=record["step"], tool=tool,
             decision="accepted" if decision.get("accepted") else "rejected",
             evidence=(evidence or {}).get("id"), status=(evidence or {}).get("status"), u=self.state.u)
@@ -361,7 +371,7 @@ class Controller:
                        "u": self.state.u, "conditions": [c.model_dump() for c in self.state.conditions],
                        "last_canonical": self.last_canonical})  # what a resume needs for the repeat rule
         written = time.monotonic()
-        self.journal.write(record)
+        self._write_journal(record, f"step {record['step']}")
         self.timing["journal_s"] += time.monotonic() - written
         self.on_step({"step": record["step"], "tool": entry.tool, "decision": entry.decision,
                       "status": entry.status, "summary": (evidence or {}).get("summary", ""), "u": self.state.u,
@@ -374,11 +384,29 @@ class Controller:
                              evidence=self.evidence, final_state=self.state, extra=stop.extra,
                              timing={**{k: round(v, 4) for k, v in self.timing.items()},
                                      "loop_s": round(time.monotonic() - self.started, 4)})
-        self.journal.write({"event": "stop", "status": stop.reason.value, "detail": stop.detail,
-                            "next_attempt": outcome.next_attempt, "extra": stop.extra, "steps_used": outcome.steps_used,
-                            "u_trajectory": self.u_trajectory, "diff_sha256": outcome.diff_sha256,
-                            "state_after": self._dump(self.state), "state_after_hash": self.state.hash})
+        try:
+            self.journal.write({"event": "stop", "status": stop.reason.value, "detail": stop.detail,
+                                "next_attempt": outcome.next_attempt, "extra": stop.extra,
+                                "steps_used": outcome.steps_used, "u_trajectory": self.u_trajectory,
+                                "diff_sha256": outcome.diff_sha256, "state_after": self._dump(self.state),
+                                "state_after_hash": self.state.hash})
+        except JournalWriteError as exc:
+            # An ending the journal cannot show is not an ending anyone may act on: even a
+            # would-be awaiting_release_confirmation becomes a dependency failure.
+            reason = StopReason.DEPENDENCY_FAILURE
+            outcome = outcome.model_copy(update={
+                "status": reason, "next_attempt": NEXT_ATTEMPT[reason],
+                "detail": f"the journal could not record the stop ({stop.reason.value}: {stop.detail}): {exc}",
+                "extra": {**stop.extra, "journal_error": str(exc), "unrecorded_status": stop.reason.value}})
         return outcome
+
+    def _write_journal(self, record: dict, what: str) -> None:
+        try:
+            self.journal.write(record)
+        except JournalWriteError as exc:
+            # Earlier lines are intact; this one is lost, and the run must not go on without it.
+            raise Stopped(StopReason.DEPENDENCY_FAILURE, f"the journal could not record {what}: {exc}",
+                          {"raw": str(exc), "journal_error": str(exc)}) from None
 
     @staticmethod
     def _dump(state: State) -> dict:

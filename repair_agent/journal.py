@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import reprlib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,12 +17,18 @@ from pydantic import BaseModel
 from .state import state_hash
 
 
+class JournalWriteError(OSError):
+    """A line could not be written (disk full, read-only, I/O error). Every earlier line is intact:
+    a partly written line is cut back off, so the file never ends in a torn line of ours."""
+
+
 class Journal:
     def __init__(self, path: Path, *, last_record_sha256: str | None = None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._last = last_record_sha256
+        self.lines = 0  # complete lines this journal wrote
 
     @classmethod
     def reopen(cls, path: Path) -> "Journal":
@@ -32,16 +39,70 @@ class Journal:
     def write(self, record: dict[str, Any]) -> None:
         # Each line carries the hash of its own content and of the line before: editing any
         # field of any record (a proposal, a result, a view) breaks the chain, not just states.
-        record = json.loads(json.dumps({**record, "prev_record_sha256": self._last}, default=str))
-        record["record_sha256"] = self._last = record_hash(record)
-        line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
-        os.write(self._fd, line.encode("utf-8", errors="surrogateescape"))
-        os.fsync(self._fd)  # a crash or a kill must not lose the step that explains it
+        record = _json_safe({**record, "prev_record_sha256": self._last})
+        body = _dumps(record)
+        digest = hashlib.sha256(body).hexdigest()  # == record_hash(line as read back)
+        # The line is the hashed body with its own hash appended as the last key (readers hash the
+        # parsed object with sorted keys, so the key's place in the line does not matter).
+        data = body[:-1] + f', "record_sha256": "{digest}"}}\n'.encode()
+        if self._fd is None:
+            raise JournalWriteError(f"{self.path}: the journal is closed")
+        size = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(data)
+            while view:  # a full disk may take part of a line before it refuses the rest
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)  # a crash or a kill must not lose the step that explains it
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass
+            raise JournalWriteError(exc.errno, f"{self.path}: could not write line {self.lines + 1}: "
+                                    f"{exc.strerror or exc}") from exc
+        self._last = digest
+        self.lines += 1
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _json_safe(record: dict[str, Any]) -> dict[str, Any]:
+    """The record as plain JSON data. A value JSON cannot hold (nested past the recursion limit,
+    circular, non-string keys) is journaled as a bounded repr and says so; nothing raises."""
+    try:
+        return json.loads(json.dumps(record, default=str))
+    except (ValueError, TypeError, RecursionError):
+        pass
+    safe = {}
+    for key, value in record.items():
+        try:
+            safe[str(key)] = json.loads(json.dumps(value, default=str))
+        except (ValueError, TypeError, RecursionError) as exc:
+            safe[str(key)] = {"unjournalable": type(value).__name__, "why": f"{type(exc).__name__}: {exc}"[:300],
+                              "repr": _bounded_repr(value)}
+    return safe
+
+
+def _bounded_repr(value: Any) -> str:
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother, short.maxdict, short.maxlist = 8, 2000, 2000, 50, 50
+    try:
+        return short.repr(value)
+    except Exception as exc:  # a hostile __repr__
+        return f"<{type(value).__name__}: repr failed with {type(exc).__name__}>"
+
+
+def _dumps(record: dict[str, Any]) -> bytes:
+    """Canonical bytes: UTF-8 text, or all-ASCII escapes when the text holds a lone surrogate
+    (which UTF-8 cannot carry). The same rule for writing and for verifying."""
+    try:
+        return json.dumps(record, sort_keys=True, ensure_ascii=False).encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:
+        return json.dumps(record, sort_keys=True, ensure_ascii=True).encode("ascii")
+
 
 
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:
@@ -56,8 +117,7 @@ def read_journal(path: Path) -> Iterator[dict[str, Any]]:
 
 def record_hash(record: dict[str, Any]) -> str:
     body = {k: v for k, v in record.items() if k != "record_sha256"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode(
-        "utf-8", errors="surrogateescape")).hexdigest()
+    return hashlib.sha256(_dumps(body)).hexdigest()
 
 
 def verify_chain(records: list[dict[str, Any]]) -> list[str]:

@@ -158,7 +158,9 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
         diff_files=scope.files if scope else [], diff=outcome.diff, sandbox=record.sandbox,
         chooser=record.chooser, image=record.image, tokens_used=state.budget.tokens_used,
         max_tokens=state.budget.max_tokens, wall_s=record.wall_s, timing=record.timing,
-        extra={k: v for k, v in outcome.extra.items() if k != "raw"},
+        extra={**{k: v for k, v in outcome.extra.items() if k != "raw"},
+               **({"storage_error": record.storage_error, "report_dir": record.report_dir}
+                  if record.storage_error else {})},
         faults=attribute(journal), grants=list(state.authorization.grants), restored_by_verifier=restored,
         sessions=_sessions(journal), release=pending, steps=step_rows(journal))
 
@@ -264,11 +266,14 @@ def render_markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(run_dir: Path, record, outcome, scenario, verifier) -> Report:
-    from .html_report import write_run_html
+def write_report(run_dir: Path, record, outcome, scenario, verifier, write=None) -> Report:
+    """`write(name, text)` puts one file in run_dir (run.py passes an all-or-nothing writer)."""
+    from .html_report import render_run_html
 
     report = build_report(record, outcome, scenario, verifier)
-    (Path(run_dir) / "report.json").write_text(report.model_dump_json(indent=2))
-    (Path(run_dir) / "report.md").write_text(render_markdown(report.model_dump(mode="json")))
-    write_run_html(Path(run_dir), report)
+    write = write or (lambda name, text: (Path(run_dir) / name).write_text(text, encoding="utf-8",
+                                                                           errors="surrogateescape"))
+    write("report.json", report.model_dump_json(indent=2))
+    write("report.md", render_markdown(report.model_dump(mode="json")))
+    write("report.html", render_run_html(report, None))
     return report

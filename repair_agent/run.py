@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -21,7 +22,7 @@ from verifier.conditions import DESCRIPTIONS
 
 from .choosers.base import Chooser
 from .controller import Controller, RunOutcome
-from .journal import Journal, read_journal
+from .journal import Journal, JournalWriteError, read_journal
 from .report import write_report
 from .sandbox import DockerSandbox, LocalSandbox, NOT_ISOLATED, create_workspace
 from .scenario import Scenario
@@ -53,6 +54,9 @@ class RunRecord(BaseModel):
     timing: dict[str, float] = {}
     granted_paths: list[str] = []   # a person's grants (repair-agent grant); release re-verifies with them
     sessions: int = 1               # 1 + the number of resumes
+    # Set when the runs directory could not take this run's files (read-only, full): where they went.
+    report_dir: str | None = None
+    storage_error: str | None = None
 
 
 def initial_state(scenario: Scenario, budget: Budget) -> State:
@@ -85,24 +89,36 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         if v is not None})
     run_id = new_run_id(scenario.name)
     run_dir = (Path(runs_dir) / run_id).resolve()
-    run_dir.mkdir(parents=True)
-    journal = Journal(run_dir / "journal.jsonl")
     state = initial_state(scenario, budget)
+    storage_error = None
+    try:
+        run_dir.mkdir(parents=True)
+        journal = Journal(run_dir / "journal.jsonl")
+    except OSError as exc:
+        # Nothing can be kept where it belongs: the run does not start (dependency_failure), and its
+        # journal and report go to a fallback directory the caller is told about.
+        storage_error = f"{run_dir.parent} cannot be written: {type(exc).__name__}: {exc}"
+        run_dir = fallback_run_dir(run_id)
+        journal = Journal(run_dir / "journal.jsonl")
+        log(f"WARNING: {storage_error}; this run's journal and report go to {run_dir}")
     session = _Session(scenario, run_dir, run_id, sandbox_kind, client, log, runs_dir=Path(runs_dir))
     try:
         try:
+            if storage_error:
+                raise OSError(f"the runs directory {storage_error}")
             session.open(granted=())
-        except Exception as exc:  # engine, image, scenario or workspace: nothing ran yet, say why
+            journal.write(session.setup_record(chooser, chooser_spec, started_at))
+        except Exception as exc:  # engine, image, scenario, workspace or journal: nothing ran yet, say why
             outcome = _early_stop(state, journal, session.failure(exc))
         else:
-            journal.write(session.setup_record(chooser, chooser_spec, started_at))
             controller = Controller(state, chooser, Executor(session.sandbox, session.verifier), session.verifier,
                                     journal, environment_id=session.verifier.environment_id, on_step=on_step)
             outcome = controller.run()
     finally:
         session.close()
         journal.close()
-    return _write_results(session, outcome, chooser, started_at=started_at, wall_s=time.monotonic() - t0)
+    return _write_results(session, outcome, chooser, started_at=started_at, wall_s=time.monotonic() - t0,
+                          storage_error=storage_error)
 
 
 def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: int | None = None,
@@ -196,8 +212,11 @@ class _Session:
         self.base = create_workspace(self.scenario.repo, self.run_dir / "workspace", for_container=self.kind == "docker")
         self.verifier = Verifier(self.scenario.spec, self.scenario.repo, self.run_dir / "verifier", backend=self.kind,
                                  client=self.client, image=self.image, oracle=self.scenario.oracle,
-                                 cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted)
+                                 cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted,
+                                 labels={"org.repair-agent.run": self.run_id})
         self.verifier.prepare()
+        if self.verifier.cache_note:
+            self.log(f"note: {self.verifier.cache_note}")
         tool_out = self.run_dir / "outputs"
         self.sandbox = (DockerSandbox(self.client, self.image, self.run_dir / "workspace", self.base, run_id=self.run_id,
                                       output_dir=tool_out) if self.kind == "docker" else
@@ -254,15 +273,15 @@ class _Session:
         return f"{type(exc).__name__}: {exc}{where}{hint}"
 
     def close(self) -> None:
-        if self.sandbox is not None:
-            self.sandbox.close()
+        if self.sandbox is not None and self.sandbox.close() is False:
+            self.log(f"WARNING: could not remove this run's sandbox container; "
+                     f"`repair-agent cleanup --run {self.run_id}` will")
 
 
 def _write_results(session: _Session, outcome: RunOutcome, chooser: Chooser, *, started_at: str, wall_s: float,
-                   chooser_name: str | None = None) -> RunRecord:
+                   chooser_name: str | None = None, storage_error: str | None = None) -> RunRecord:
     """run.json, candidate.diff, scenario.json and the report: the same writers for a fresh run and a resume."""
     run_dir, scenario, verifier = session.run_dir, session.scenario, session.verifier
-    (run_dir / "candidate.diff").write_text(outcome.diff, encoding="utf-8", errors="surrogateescape")
     record = RunRecord(
         run_id=session.run_id, run_dir=str(run_dir), scenario=scenario.name, status=outcome.status,
         exit_code=outcome.status.exit_code, detail=outcome.detail, next_attempt=outcome.next_attempt,
@@ -273,11 +292,18 @@ def _write_results(session: _Session, outcome: RunOutcome, chooser: Chooser, *, 
         pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier and verifier.snapshot else None,
         started_at=started_at, wall_s=round(wall_s, 4), timing=outcome.timing,
         granted_paths=list(outcome.final_state.authorization.granted_paths),
-        sessions=sum(1 for r in read_journal(run_dir / "journal.jsonl") if r.get("event") == "setup") or 1)
-    (run_dir / "run.json").write_text(record.model_dump_json(indent=2))
-    (run_dir / "scenario.json").write_text(json.dumps({"manifest": str(scenario.manifest_path),
-                                                       **scenario.model_dump(mode="json")}, indent=2))
-    write_report(run_dir, record, outcome, scenario, verifier)
+        sessions=sum(1 for r in read_journal(run_dir / "journal.jsonl") if r.get("event") == "setup") or 1,
+        report_dir=str(run_dir) if storage_error else None, storage_error=storage_error)
+    try:
+        _write_outputs(run_dir, record, outcome, scenario, verifier)
+    except OSError as exc:
+        # The run directory filled up or turned read-only mid-run. Its journal keeps every complete
+        # line; the record and the report go to the fallback directory, and the caller is told.
+        fallback = fallback_run_dir(session.run_id)
+        record = record.model_copy(update={"report_dir": str(fallback),
+                                           "storage_error": f"{run_dir} cannot be written: {type(exc).__name__}: {exc}"})
+        session.log(f"WARNING: {record.storage_error}; the report goes to {fallback}")
+        _write_outputs(fallback, record, outcome, scenario, verifier)
     return record
 
 
@@ -304,6 +330,34 @@ def _pid_alive(pid) -> bool:
     return True
 
 
+
+
+def fallback_run_dir(run_id: str) -> Path:
+    """Where a run's files go when the runs directory cannot take them: $TMPDIR/repair-agent-runs/RUN_ID."""
+    path = Path(tempfile.gettempdir()) / "repair-agent-runs" / run_id
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _write_outputs(directory: Path, record: "RunRecord", outcome: RunOutcome, scenario: Scenario, verifier) -> None:
+    # Each file whole or not at all (written aside, then renamed): a full disk must not leave a
+    # truncated run.json that every later `runs` or `show` would stumble on.
+    def put(name: str, text: str) -> None:
+        tmp = directory / f".{name}.tmp"
+        try:
+            tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
+            os.replace(tmp, directory / name)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    put("candidate.diff", outcome.diff)
+    put("run.json", record.model_dump_json(indent=2))
+    put("scenario.json", json.dumps({"manifest": str(scenario.manifest_path), **scenario.model_dump(mode="json")},
+                                    indent=2))
+    write_report(directory, record, outcome, scenario, verifier, write=put)
+
+
 def _engine_address(client) -> str:
     adapter = getattr(client.api, "_custom_adapter", None)
     socket_path = getattr(adapter, "socket_path", None)
@@ -322,9 +376,12 @@ def _early_stop(state: State, journal: Journal, detail: str, u_trajectory: list[
     """Nothing could run (or, on resume, nothing new ran): the state is kept as it was."""
     reason = StopReason.DEPENDENCY_FAILURE
     u_trajectory = u_trajectory or [state.u]
-    journal.write({"event": "stop", "status": reason.value, "detail": detail, "next_attempt": NEXT_ATTEMPT[reason],
-                   "steps_used": state.budget.steps_used, "u_trajectory": u_trajectory,
-                   "state_after": state.model_dump(mode="json"), "state_after_hash": state.hash})
+    try:
+        journal.write({"event": "stop", "status": reason.value, "detail": detail, "next_attempt": NEXT_ATTEMPT[reason],
+                       "steps_used": state.budget.steps_used, "u_trajectory": u_trajectory,
+                       "state_after": state.model_dump(mode="json"), "state_after_hash": state.hash})
+    except JournalWriteError as exc:  # the report still says why; the journal keeps its earlier lines
+        detail = f"{detail}; and the journal could not record this stop: {exc}"
     return RunOutcome(status=reason, detail=detail, next_attempt=NEXT_ATTEMPT[reason],
                       steps_used=state.budget.steps_used, max_steps=state.budget.max_steps, u_trajectory=u_trajectory,
                       diff=diff, diff_sha256=diff_sha256(diff), evidence=evidence or [], final_state=state,

@@ -242,18 +242,20 @@ class HardenedContainer:
                 f"container {self.container.short_id} is {state.get('Status')} "
                 f"(exit code {state.get('ExitCode')}, OOMKilled={state.get('OOMKilled')})")
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Remove the container; False when it could not be (the caller says so)."""
         import docker.errors
 
         for attempt in range(3):
             try:
                 self.container.remove(force=True, v=True)
-                return
+                return True
             except docker.errors.NotFound:
-                return
+                return True
             except Exception:  # a kill or removal still in progress: try again shortly
                 time.sleep(0.2 * (attempt + 1))
         # The engine is down or refuses: `repair-agent cleanup` removes leftovers by label.
+        return False
 
 
 def _drain(stream: Iterator, out: StreamCapture, err: StreamCapture) -> None:
@@ -292,17 +294,22 @@ class LocalRunner:
                    threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True)]
         for t in threads:
             t.start()
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        # Kill the whole session either way: a finished command must not leave children behind.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        # A timer kills at the deadline and the wait blocks: Popen.wait(timeout) would poll with
+        # sleeps of up to 50 ms, a delay every short command (a git grep, a sed) paid.
+        fired = threading.Event()
+
+        def kill_at_deadline() -> None:
+            fired.set()
+            _kill_group(proc.pid)
+
+        timer = threading.Timer(timeout_s, kill_at_deadline)
+        timer.daemon = True
+        timer.start()
         proc.wait()
+        timer.cancel()
+        timed_out = fired.is_set()
+        # Kill the whole session either way: a finished command must not leave children behind.
+        _kill_group(proc.pid)
         for t in threads:
             t.join(5.0)
         return CommandResult(argv=argv, exit_code=None if timed_out else proc.returncode,
@@ -310,6 +317,13 @@ class LocalRunner:
                              stdout=out.finish(), stderr=err.finish(), backend=self.backend)
 
     def close(self) -> None:
+        pass
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
         pass
 
 

@@ -56,6 +56,19 @@ class Baseline(BaseModel):
     target_failures: dict[str, str]
 
 
+class CachedBaseline(BaseModel):
+    """What runs/.cache/baselines/KEY.json holds: the baseline bound to its inputs and a digest."""
+
+    format: Literal[1] = 1
+    inputs: dict[str, str]
+    baseline_sha256: str
+    baseline: Baseline
+
+
+def _baseline_digest(baseline: Baseline) -> str:
+    return hashlib.sha256(json.dumps(baseline.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+
+
 class TestVerdict(BaseModel):
     kind: Kind
     diff_sha256: str
@@ -120,7 +133,7 @@ class Verifier:
     def __init__(self, spec: AcceptanceSpec, pristine: Path, state_dir: Path, *,
                  backend: Literal["docker", "local"] = "docker", client=None, image: str | None = None,
                  limits: Limits | None = None, oracle: Path | None = None, cache_dir: Path | None = None,
-                 granted: tuple[str, ...] = ()):
+                 granted: tuple[str, ...] = (), labels: dict[str, str] | None = None):
         self.spec, self.pristine, self.state_dir = spec, Path(pristine), Path(state_dir)
         # Paths a person allowed this run to edit. They widen the diff's scope, never the suite:
         # protected files are still restored from the verifier's copy before any test runs.
@@ -129,6 +142,8 @@ class Verifier:
         self.limits = limits or Limits()
         self.oracle = Path(oracle) if oracle else None
         self.cache_dir = cache_dir
+        self.labels = dict(labels or {})  # extra container labels, e.g. the run id cleanup selects by
+        self.cache_note: str | None = None  # why a cached baseline was not trusted, when it was not
         self.snapshot: ProtectedSnapshot | None = None
         self._environment_id: str | None = None
         self.baseline: Baseline | None = None
@@ -149,8 +164,9 @@ class Verifier:
             shutil.copyfile(self.oracle, oracle_copy)
             self.oracle = oracle_copy
         cache = self._baseline_cache_path()
-        if cache and cache.is_file():
-            self.baseline = Baseline.model_validate_json(cache.read_text())
+        cached = self._load_cached_baseline(cache) if cache else None
+        if cached is not None:
+            self.baseline = cached
             return self.baseline
         cases, verdict_problem, result, _ = self._execute("", "full_suite", baseline=True)
         if verdict_problem:
@@ -171,9 +187,13 @@ class Verifier:
             known_failing=sorted(k for k in keys if by_key[k].outcome != "passed" and k not in targets),
             target_failures={t: by_key[t].message for t in targets})
         if cache:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(self.baseline.model_dump_json(indent=1))
+            self._store_cached_baseline(cache, self.baseline)
         return self.baseline
+
+    def _cache_inputs(self) -> dict[str, str]:
+        return {"tree_sha256": self.snapshot.tree_sha256, "environment_id": self.environment_id,
+                "oracle_sha256": sha256_file(self.oracle) if self.oracle else "",
+                "spec_sha256": hashlib.sha256(self.spec.model_dump_json().encode()).hexdigest()}
 
     def _baseline_cache_path(self) -> Path | None:
         if self.cache_dir is None:
@@ -182,6 +202,53 @@ class Verifier:
         key = hashlib.sha256("\0".join([self.snapshot.tree_sha256, self.environment_id, oracle_hash,
                                         self.spec.model_dump_json()]).encode()).hexdigest()[:24]
         return self.cache_dir / "baselines" / f"{key}.json"
+
+    def _load_cached_baseline(self, cache: Path) -> Baseline | None:
+        """A cached baseline is trusted only whole: it parses, its content matches the digest stored
+        with it, it was made from the same inputs, and it agrees with the spec. Anything else is set
+        aside (kept as *.rejected for inspection) and the baseline is rebuilt by running the suite.
+
+        The digest catches corruption and hand edits; it is not a secret, so someone who can write
+        runs/.cache and recompute it can still forge one (the candidate cannot: it never sees it)."""
+        if not cache.is_file():
+            return None
+        try:
+            envelope = CachedBaseline.model_validate_json(cache.read_bytes())
+            problem = None
+            if envelope.inputs != self._cache_inputs():
+                problem = "made from other inputs"
+            elif envelope.baseline_sha256 != _baseline_digest(envelope.baseline):
+                problem = "content does not match its digest"
+            else:
+                bl = envelope.baseline
+                targets = [nodeid_to_junit_key(t) for t in self.spec.target_tests]
+                known = set(bl.all_tests)
+                if (bl.target_keys != targets or not set(targets) <= known or not set(bl.pass_to_pass) <= known
+                        or not set(bl.known_failing) <= known or set(bl.target_failures) != set(targets)):
+                    problem = "inconsistent with the acceptance spec"
+        except (ValueError, OSError) as exc:  # pydantic's ValidationError is a ValueError
+            problem = f"unreadable ({type(exc).__name__}: {str(exc)[:200]})"
+        if problem is None:
+            return envelope.baseline
+        self.cache_note = f"cached baseline {cache.name} not trusted ({problem}); rebuilt by running the suite"
+        try:
+            os.replace(cache, cache.with_name(f"{cache.name}.rejected"))
+        except OSError:
+            pass
+        return None
+
+    def _store_cached_baseline(self, cache: Path, baseline: Baseline) -> None:
+        # Best effort and atomic: two runs filling the same cache at once each rename a whole file
+        # into place, so neither ever reads half of the other's; a full disk only costs the cache.
+        envelope = CachedBaseline(inputs=self._cache_inputs(), baseline_sha256=_baseline_digest(baseline),
+                                  baseline=baseline)
+        tmp = cache.with_name(f".{cache.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(envelope.model_dump_json(indent=1))
+            os.replace(tmp, cache)
+        except OSError:
+            tmp.unlink(missing_ok=True)
 
     @property
     def environment_id(self) -> str:
@@ -342,7 +409,7 @@ class Verifier:
         if self.oracle:
             mounts.append(Mount("/verifier/oracle.py", str(self.oracle), type="bind", read_only=True))
         return HardenedContainer(self.client, self.image, mounts=mounts, limits=self.limits,
-                                 user=container_user(), labels={"org.repair-agent.role": "verifier"})
+                                 user=container_user(), labels={**self.labels, "org.repair-agent.role": "verifier"})
 
     def _apply(self, diff: str, tree: Path) -> str | None:
         # GIT_CEILING_DIRECTORIES keeps git from discovering an enclosing repository, so the

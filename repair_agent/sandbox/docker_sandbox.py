@@ -54,5 +54,5 @@ class DockerSandbox(GitToolsMixin):
         except Exception as exc:
             raise EngineFailure(f"write_file failed: {exc}") from exc
 
-    def close(self) -> None:
-        self.container.close()
+    def close(self) -> bool:
+        return self.container.close()
