@@ -167,8 +167,12 @@ class Verifier:
             known_failing=sorted(k for k in keys if by_key[k].outcome != "passed" and k not in targets),
             target_failures={t: by_key[t].message for t in targets})
         if cache:
+            # Written aside and renamed into place: parallel runs (a sweep) read it meanwhile, and
+            # must never see half a file.
             cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(self.baseline.model_dump_json(indent=1))
+            staging = cache.with_name(f".{cache.name}.{uuid.uuid4().hex}")
+            staging.write_text(self.baseline.model_dump_json(indent=1))
+            os.replace(staging, cache)
         return self.baseline
 
     def _baseline_cache_path(self) -> Path | None:

@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 
 from .base import Chooser, ChooserError, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
 from .baseline import BaselineChooser
 
 
-def load_chooser(spec: str, scenario=None, **model_options) -> Chooser:
+def load_chooser(spec: str, scenario=None, *, seed: int = 0, **model_options) -> Chooser:
     """`baseline` (the scenario's recipe), `model`, or a plug-in `package.module:attr` naming a
-    chooser factory or class."""
+    chooser factory or class.
+
+    `seed` reaches every chooser whose constructor or factory takes a `seed` argument (a sweep
+    repeats each cell over seeds); deterministic choosers without one ignore it."""
     if spec == "baseline":
         return BaselineChooser(scenario.baseline if scenario is not None else None)
     if spec == "model":
@@ -23,12 +27,23 @@ def load_chooser(spec: str, scenario=None, **model_options) -> Chooser:
         target = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load chooser plug-in {spec!r}: {exc}") from None
-    chooser = target() if callable(target) and not hasattr(target, "choose") or isinstance(target, type) else target
+    if callable(target) and not hasattr(target, "choose") or isinstance(target, type):
+        chooser = target(seed=seed) if _accepts_seed(target) else target()
+    else:
+        chooser = target
     if not callable(getattr(chooser, "choose", None)):
         raise ValueError(f"plug-in {spec!r} did not produce an object with a choose(view) method")
     if not hasattr(chooser, "name"):
         chooser.name = spec
     return chooser
+
+
+def _accepts_seed(factory) -> bool:
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # some builtins have no signature: call them plainly
+        return False
+    return "seed" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 __all__ = ["BaselineChooser", "Chooser", "ChooserError", "ChooserUnavailable", "MalformedReply",
