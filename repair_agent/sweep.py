@@ -694,6 +694,8 @@ def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, ex
         ran += 1
         progress.advance(result)
 
+    # `kill` (SIGTERM: a CI timeout, a service manager) stops a sweep like Ctrl-C does.
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if not todo:
             interrupted = False
@@ -702,12 +704,17 @@ def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, ex
         else:
             interrupted = run_local(todo, workers, on_result)
     finally:
+        signal.signal(signal.SIGTERM, previous_term)
         progress.close()
         writer.close()
     results = [r for k, r in finished.items() if k in wanted]
     summary = write_summary(results, out_dir, group_by=group_by, command=command)
     return SweepOutcome(out_dir=str(out_dir.resolve()), total=len(jobs), skipped=len(jobs) - len(todo), ran=ran,
                         interrupted=interrupted, summary=summary)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def write_summary(results: list[dict], out_dir: Path, *, group_by: str = "all", command: str | None = None) -> dict:
