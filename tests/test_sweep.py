@@ -229,6 +229,8 @@ def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docke
     first = [json.loads(line) for line in text.splitlines()]
     assert 1 <= len(first) < 6
     assert all(r["status"] == "awaiting_release_confirmation" for r in first)  # no interrupted run counted
+    # Runs were cut mid-way (their run dirs exist without a results line) and cleaned up anyway.
+    assert len(list((out / "runs").glob("2*"))) > len(first)
 
     resumed = cli(*args, "--json")
     assert resumed.returncode == 0, resumed.stderr
