@@ -194,7 +194,7 @@ def cmd_release(args) -> int:
 
 def cmd_sweep(args) -> int:
     from .choosers import load_chooser
-    from .sweep import plan_jobs, select_scenarios, sweep
+    from .sweep import plan_jobs, render_markdown, select_scenarios, sweep
 
     try:
         budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})
@@ -222,7 +222,8 @@ def cmd_sweep(args) -> int:
     if args.json:
         print(json.dumps(outcome.model_dump(), indent=2))
     else:
-        print((out / "summary.md").read_text())
+        print(render_markdown(outcome.summary, cost_comparisons=False))
+        print(f"cost comparisons (steps, tokens, wall time) with their bands: {out.resolve() / 'summary.md'}")
         print(f"{outcome.ran} run(s) now, {outcome.skipped} already finished, of {outcome.total}; "
               f"results: {out.resolve() / 'results.jsonl'}")
     if outcome.interrupted:

@@ -542,7 +542,8 @@ def _fmt(v, digits=4) -> str:
     return f"{float(v):.{digits}f}"
 
 
-def render_markdown(summary: dict, command: str | None = None) -> str:
+def render_markdown(summary: dict, command: str | None = None, cost_comparisons: bool = True) -> str:
+    """summary.md; without `cost_comparisons` (the terminal) only success and evidence are compared."""
     lines = ["# Sweep summary", ""]
     if command:
         lines += ["```", command, "```", ""]
@@ -570,7 +571,7 @@ def render_markdown(summary: dict, command: str | None = None) -> str:
         for title, metrics in (("Success and evidence", ("success_rate", "evidence_complete_rate")),
                                ("Cost", ("median_steps", "median_tokens", "median_wall_s"))):
             comps = [x for x in summary["comparisons"] if x["scenario_group"] == g and x["metric"] in metrics]
-            if not comps:
+            if not comps or title == "Cost" and not cost_comparisons:
                 continue
             lines += [f"{title}: neighbouring budgets of one chooser, and choosers at one budget.", "",
                       "| comparison | metric | a | b | b − a | band | verdict |", "|---|---|---:|---:|---:|---:|---|"]
@@ -656,7 +657,8 @@ class Progress:
         text = (f"{result['scenario']} {result['chooser']} b={result['budget']} s={result['seed']}: "
                 f"{result['status']} ({result['steps']} steps, {result['wall_s']:.1f}s)")
         if self.bar is not None:
-            self.bar.update(self.task, advance=1, description=text)
+            self.bar.console.print(f"[{self.done}/{self.total}] {text}", highlight=False, markup=False)
+            self.bar.update(self.task, advance=1, description="")
         else:
             print(f"[{self.done}/{self.total}] {text}", file=self.stream, flush=True)
 

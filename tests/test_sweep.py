@@ -125,6 +125,13 @@ def test_load_chooser_passes_the_seed_to_choosers_that_take_one():
     assert callable(plain.choose)
 
 
+def test_the_local_executor_never_imports_ray():
+    code = ("import sys; from repair_agent import cli, sweep; sweep.run_local; "
+            "assert 'ray' not in sys.modules, 'ray imported'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
 # --------------------------------------------------------------------- real sweeps, Docker
 @pytest.mark.docker
 def test_a_small_sweep_writes_results_summary_png_and_a_verifier_side_rubric(docker_client, sandbox_image, tmp_path):
