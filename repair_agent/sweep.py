@@ -36,6 +36,8 @@ SUMMARY_MD = "summary.md"
 PNG = "success_vs_budget.png"
 SCENARIO_ERROR = "scenario_error"   # the manifest cannot be used: no run happened
 SWEEP_ERROR = "sweep_error"         # the worker itself failed (a bug, a chooser that cannot load)
+# Not a run's outcome but the sweep's: a resumed sweep tries these again (a fixed manifest runs).
+RETRIED_ON_RESUME = (SCENARIO_ERROR, SWEEP_ERROR)
 INTERRUPTED_DETAIL = "interrupted by the user (Ctrl-C)"  # the controller's detail for an interrupted run
 # Fields that differ between two executions of the same deterministic sweep.
 NONDETERMINISTIC = ("wall_s", "run_dir", "run_id", "finished_at", "worker")
@@ -681,8 +683,9 @@ def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, ex
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results_path = out_dir / RESULTS
+    # Later lines win: a retried key's new line supersedes its old one.
     finished = {result_key(r): r for r in load_results(results_path)}
-    todo = [j for j in jobs if j.key not in finished]
+    todo = [j for j in jobs if j.key not in finished or finished[j.key]["status"] in RETRIED_ON_RESUME]
     wanted = {j.key for j in jobs}
     workers = max(1, workers or os.cpu_count() or 1)
     progress = Progress(len(jobs), len(jobs) - len(todo), progress_stream)
