@@ -57,6 +57,12 @@ class SweepJob(BaseModel):
     seed: int
     runs_dir: str
     sandbox: str = "docker"
+    # A run in progress keeps a marker file here; after an interruption the sweep waits until
+    # the markers are gone (every run's containers removed) before it shuts the executor down.
+    active_dir: str | None = None
+    # Created by the sweep when it is interrupted: a Ray task watching for it interrupts its own
+    # run (Ray's own task cancellation races with task completion and can abort the driver).
+    stop_file: str | None = None
 
     @property
     def key(self) -> tuple[str, str, int, int]:
@@ -158,12 +164,15 @@ def select_scenarios(patterns: list[str] | None, extra_dirs: list[Path] | None =
 
 def plan_jobs(selection: Selection, choosers: list[str], budgets: list[int], seeds: int, runs_dir: Path,
               sandbox: str = "docker") -> list[SweepJob]:
+    """Jobs for every (scenario, chooser, budget, seed); runs go to `runs_dir` (DIR/runs)."""
     jobs = []
     named = [(s.name, str(s.manifest_path), None) for s in selection.scenarios]
     named += [(stem, None, error) for stem, error in selection.broken.items()]
     for (name, manifest, error), chooser, budget, seed in itertools.product(named, choosers, budgets, range(seeds)):
         jobs.append(SweepJob(scenario=name, manifest=manifest, manifest_error=error, chooser=chooser,
-                             budget=budget, seed=seed, runs_dir=str(Path(runs_dir).resolve()), sandbox=sandbox))
+                             budget=budget, seed=seed, runs_dir=str(Path(runs_dir).resolve()), sandbox=sandbox,
+                             active_dir=str(Path(runs_dir).resolve() / ".active"),
+                             stop_file=str(Path(runs_dir).resolve() / ".stop")))
     return jobs
 
 
@@ -179,16 +188,81 @@ def run_job(job: dict) -> dict:
     if job.manifest is None:
         return SweepResult(**base, kind="broken", status=SCENARIO_ERROR, detail=job.manifest_error or "",
                            finished_at=_now()).model_dump()
-    if _STOP is not None and _STOP.is_set():
+    if _STOP is not None and _STOP.is_set() or job.stop_file and Path(job.stop_file).exists():
         return {"interrupted": True}
     global _RUNNING
     _RUNNING = True
+    marker = _mark_active(job)
+    watcher = _StopWatcher(Path(job.stop_file)) if _STOP is None and job.stop_file else None
     try:
         return _run(job, base)
     except KeyboardInterrupt:
         return {"interrupted": True}
     finally:
+        if watcher is not None:
+            watcher.close()
         _RUNNING = False
+        if marker is not None:
+            marker.unlink(missing_ok=True)
+
+
+class _StopWatcher:
+    """Outside the local pool (a Ray task): interrupts the main thread, once, when the sweep's
+    stop file appears. The run then ends like a Ctrl-C'd `repair-agent run`: its finally blocks
+    remove its containers."""
+
+    def __init__(self, stop_file: Path, poll_s: float = 0.2):
+        import threading
+
+        self.stop_file, self.poll_s, self.done = stop_file, poll_s, threading.Event()
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            # interrupt_main does nothing while SIGINT is ignored (a sweep started in the
+            # background of a script, whose Ray processes inherit that).
+            self.previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+            self.thread = threading.Thread(target=self._watch, daemon=True)
+            self.thread.start()
+
+    def _watch(self) -> None:
+        import _thread
+
+        while not self.done.wait(self.poll_s):
+            if self.stop_file.exists():
+                _thread.interrupt_main()
+                return
+
+    def close(self) -> None:
+        self.done.set()
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _mark_active(job: SweepJob) -> Path | None:
+    if not job.active_dir:
+        return None
+    marker = Path(job.active_dir) / f"{os.getpid()}-{job.scenario}-{job.seed}-{job.budget}-{abs(hash(job.chooser))}"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(str(os.getpid()))
+    return marker
+
+
+def wait_for_cleanup(active_dir: Path, timeout_s: float = 180.0) -> list[str]:
+    """Wait until no run is in progress (its marker gone, or its process dead); the markers still
+    there after the timeout are returned."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        live = []
+        for marker in Path(active_dir).glob("*"):
+            try:
+                os.kill(int(marker.read_text() or 0), 0)
+                live.append(marker.name)
+            except (ValueError, ProcessLookupError, FileNotFoundError):
+                marker.unlink(missing_ok=True)  # its process is gone: nothing left to wait for
+            except PermissionError:
+                live.append(marker.name)
+        if not live or time.monotonic() >= deadline:
+            return live
+        time.sleep(0.2)
 
 
 def _run(job: SweepJob, base: dict) -> dict:
@@ -366,11 +440,16 @@ def run_ray(jobs: list[SweepJob], workers: int, on_result: OnResult) -> bool:
     except ImportError:
         raise ValueError("--executor ray needs Ray: pip install 'repair-agent[ray]'") from None
     started = not ray.is_initialized()
+    # ray.init installs its own SIGTERM handler (which aborts the driver, and with it every task
+    # before its cleanup): keep the sweep's handlers, so SIGTERM and Ctrl-C cancel tasks cleanly.
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     if started:
         if os.environ.get("RAY_ADDRESS"):
             ray.init(address=os.environ["RAY_ADDRESS"], logging_level="WARNING")
         else:
             ray.init(num_cpus=workers, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
     remote = ray.remote(num_cpus=1, max_retries=0)(run_job)
     refs = {remote.remote(job.model_dump()): job for job in jobs}
     pending = list(refs)
@@ -381,12 +460,15 @@ def run_ray(jobs: list[SweepJob], workers: int, on_result: OnResult) -> bool:
                 _deliver_ray(ray, ref, refs[ref], on_result)
         return False
     except KeyboardInterrupt:
-        # ray.cancel raises KeyboardInterrupt inside a running task: execute_run's finally
-        # blocks remove its containers, and the task reports itself interrupted.
+        # Every task sees the stop file: a running one interrupts its run (whose finally blocks
+        # remove its containers) and returns "interrupted"; one not started returns at once.
         def stop():
-            for ref in pending:
-                ray.cancel(ref)
-            ray.wait(pending, num_returns=len(pending), timeout=120)
+            for stop_file in {j.stop_file for j in jobs if j.stop_file}:
+                Path(stop_file).parent.mkdir(parents=True, exist_ok=True)
+                Path(stop_file).touch()
+            ray.wait(pending, num_returns=len(pending), timeout=180)
+            for directory in {j.active_dir for j in jobs if j.active_dir}:
+                wait_for_cleanup(Path(directory))
         _ignore_sigint_while(stop)
         for ref in pending:
             ready, _ = ray.wait([ref], timeout=0)
@@ -683,6 +765,8 @@ def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, ex
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results_path = out_dir / RESULTS
+    for stop_file in {j.stop_file for j in jobs if j.stop_file}:  # left by an interrupted sweep
+        Path(stop_file).unlink(missing_ok=True)
     # Later lines win: a retried key's new line supersedes its old one.
     finished = {result_key(r): r for r in load_results(results_path)}
     todo = [j for j in jobs if j.key not in finished or finished[j.key]["status"] in RETRIED_ON_RESUME]

@@ -224,10 +224,14 @@ def test_broken_scenarios_are_reported_and_the_others_still_run(docker_client, s
 
 
 @pytest.mark.docker
-def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docker_client, sandbox_image, tmp_path):
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.sweep)])
+def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docker_client, sandbox_image, tmp_path,
+                                                                           executor):
+    if executor == "ray":
+        pytest.importorskip("ray")
     out = tmp_path / "sweep"
     args = ["sweep", "--scenarios", "discount-bug", "--budgets", "8", "--seeds", "4", "--workers", "2",
-            "--out", str(out)]
+            "--executor", executor, "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     proc = subprocess.Popen([sys.executable, "-m", "repair_agent", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
