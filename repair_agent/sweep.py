@@ -681,35 +681,54 @@ def _signed(v, digits) -> str:
 
 
 def plot(summary: dict, path: Path) -> None:
-    """Success rate and median wall time against budget, one line per chooser (and group); the
-    shaded area spans the per-seed values, i.e. the band."""
+    """Success rate against budget, one line per chooser, the shaded area spanning the per-seed
+    values (the band). Ungrouped: median wall time beside it. Grouped: one panel per group."""
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_s, ax_t) = plt.subplots(1, 2, figsize=(11, 4.2))
-    series = sorted({(c["scenario_group"], c["chooser"]) for c in summary["cells"]})
-    for group, chooser in series:
-        cells = sorted((c for c in summary["cells"] if c["scenario_group"] == group and c["chooser"] == chooser),
-                       key=lambda c: c["budget"])
-        label = chooser if summary["group_by"] == "all" else f"{chooser} · {group}"
-        xs = [c["budget"] for c in cells]
-        line, = ax_s.plot(xs, [c["success_rate"] for c in cells], marker="o", label=label)
-        lo = [min(v["success_rate"] for v in c["per_seed"].values()) for c in cells]
-        hi = [max(v["success_rate"] for v in c["per_seed"].values()) for c in cells]
-        ax_s.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2)
-        ax_t.plot(xs, [c["median_wall_s"] for c in cells], marker="o", color=line.get_color(), label=label)
-    ax_s.set(xlabel="step budget (max_steps)", ylabel="success rate", ylim=(-0.03, 1.03),
-             title="success vs budget (shaded: per-seed range = band)")
-    ax_t.set(xlabel="step budget (max_steps)", ylabel="median wall time per run (s)", title="cost: wall time")
-    for ax in (ax_s, ax_t):
+    groups = sorted({c["scenario_group"] for c in summary["cells"]}) or ["all"]
+    choosers = sorted({c["chooser"] for c in summary["cells"]})
+    colors = {ch: f"C{i % 10}" for i, ch in enumerate(choosers)}
+    budgets = sorted({c["budget"] for c in summary["cells"]})
+    grouped = summary["group_by"] != "all"
+    ncols = min(4, len(groups)) if grouped else 2
+    nrows = math.ceil(len(groups) / ncols) if grouped else 1
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols if grouped else 11, 3.6 * nrows if grouped else 4.2),
+                             squeeze=False)
+    flat = list(axes.flat)
+    for i, group in enumerate(groups):
+        ax = flat[i]
+        for chooser in choosers:
+            cells = sorted((c for c in summary["cells"] if c["scenario_group"] == group and c["chooser"] == chooser),
+                           key=lambda c: c["budget"])
+            if not cells:
+                continue
+            xs = [c["budget"] for c in cells]
+            ax.plot(xs, [c["success_rate"] for c in cells], marker="o", color=colors[chooser], label=chooser)
+            ax.fill_between(xs, [min(v["success_rate"] for v in c["per_seed"].values()) for c in cells],
+                            [max(v["success_rate"] for v in c["per_seed"].values()) for c in cells],
+                            color=colors[chooser], alpha=0.2)
+            if not grouped:
+                flat[1].plot(xs, [c["median_wall_s"] for c in cells], marker="o", color=colors[chooser], label=chooser)
+        title = (f"{summary['group_by']}: {group} (n/cell {max((c['n'] for c in summary['cells'] if c['scenario_group'] == group), default=0)})"
+                 if grouped else "success vs budget (shaded: per-seed range = band)")
+        ax.set(xlabel="step budget (max_steps)", ylabel="success rate", ylim=(-0.03, 1.03), title=title)
+    if not grouped:
+        flat[1].set(xlabel="step budget (max_steps)", ylabel="median wall time per run (s)", title="cost: wall time")
+    used = flat[:len(groups)] + ([] if grouped else [flat[1]])
+    for ax in flat:
+        if ax not in used:
+            ax.set_visible(False)
+            continue
         ax.grid(alpha=0.3)
-        if series:
-            ax.legend(fontsize=8)
-        budgets = sorted({c["budget"] for c in summary["cells"]})
         if budgets:
             ax.set_xticks(budgets)
+        if choosers:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -807,6 +826,7 @@ def _raise_interrupt(signum, frame):
 
 
 def write_summary(results: list[dict], out_dir: Path, *, group_by: str = "all", command: str | None = None) -> dict:
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
     results = sorted(results, key=result_key)
     summary = summarize(results, group_by=group_by, png=PNG)
     summary["command"] = command
