@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -306,6 +307,47 @@ def cmd_release(args) -> int:
         return 1
 
 
+def cmd_sweep(args) -> int:
+    from .choosers import load_chooser
+    from .sweep import plan_jobs, render_markdown, select_scenarios, sweep
+
+    try:
+        budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})
+    except ValueError:
+        _err(f"--budgets must be comma-separated integers, got {args.budgets!r}")
+        return USAGE_ERROR
+    if not budgets or min(budgets) < 1 or args.seeds < 1:
+        _err("--budgets needs at least one budget >= 1 and --seeds at least 1")
+        return USAGE_ERROR
+    choosers = args.chooser or ["baseline"]
+    selection = select_scenarios(args.scenarios, [Path(d) for d in args.scenarios_dir])
+    if not selection.scenarios and not selection.broken:
+        _err("no scenario selected")
+        return USAGE_ERROR
+    for name, error in selection.broken.items():
+        _err(f"scenario {name} is unusable and will be reported, not run: {error}")
+    if selection.scenarios:  # an unknown chooser is a usage error before anything runs
+        for spec in choosers:
+            load_chooser(spec, selection.scenarios[0], seed=0)
+    out = Path(args.out)
+    jobs = plan_jobs(selection, choosers, budgets, args.seeds, out / "runs", sandbox=args.sandbox)
+    command = "repair-agent " + shlex.join(sys.argv[1:])
+    outcome = sweep(jobs, out, workers=args.workers, executor=args.executor, group_by=args.group_by,
+                    command=command)
+    if args.json:
+        print(json.dumps(outcome.model_dump(), indent=2))
+    else:
+        print(render_markdown(outcome.summary, cost_comparisons=False))
+        print(f"cost comparisons (steps, tokens, wall time) with their bands: {out.resolve() / 'summary.md'}")
+        print(f"{outcome.ran} run(s) now, {outcome.skipped} already finished, of {outcome.total}; "
+              f"results: {out.resolve() / 'results.jsonl'}")
+    if outcome.interrupted:
+        _err(f"interrupted: finished runs are kept in {out / 'results.jsonl'}; run the same command again to "
+             "complete the rest")
+        return 130
+    return 0
+
+
 def cmd_cleanup(args) -> int:
     import docker
 
@@ -428,6 +470,22 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--yes", action="store_true", help="do not ask")
     rl.add_argument("--output-dir", help="where the output clone goes (default: RUN/release)")
     rl.set_defaults(func=cmd_release)
+
+    sw = sub.add_parser("sweep", parents=[common], help="run scenarios × choosers × budgets × seeds; summarize "
+                        "with run-to-run bands")
+    sw.add_argument("--scenarios", nargs="+", metavar="NAME|GLOB|tag:T|kind:K",
+                    help="which scenarios (default: all, broken manifests included as reported entries)")
+    sw.add_argument("--chooser", action="append", help="repeatable; default: baseline")
+    sw.add_argument("--budgets", default="2,4,6,8,12", help="max_steps values (default: 2,4,6,8,12)")
+    sw.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 per cell (default: 2); the band needs >= 2")
+    sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU count)")
+    sw.add_argument("--executor", choices=["local", "ray"], default="local",
+                    help="local process pool, or Ray (pip install '.[ray]'; RAY_ADDRESS for a cluster)")
+    sw.add_argument("--sandbox", choices=["docker", "local"], default="docker")
+    sw.add_argument("--group-by", choices=["all", "kind", "tag", "scenario", "expected"], default="all")
+    sw.add_argument("--out", default="sweeps/latest", help="output directory; re-running into it resumes")
+    sw.add_argument("--json", action="store_true", help="print the summary as JSON")
+    sw.set_defaults(func=cmd_sweep)
 
     c = sub.add_parser("cleanup", parents=[common], help="remove leftover containers of this project")
     c.add_argument("--all", action="store_true", help="also remove containers of runs still in progress")

@@ -10,12 +10,10 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-
 import pytest
 
 from repair_agent.corpus import check_scenario
-from repair_agent.scenario import BUILTIN_DIR, ManifestError, discover, load_manifest, materialize, tree_digest
+from repair_agent.scenario import discover
 
 SCENARIOS, ERRORS = discover()
 

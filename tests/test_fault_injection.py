@@ -378,6 +378,14 @@ def test_controller_sigkilled_while_a_verifier_container_runs(docker_client, san
     first = cli("cleanup", "--run", run_id)
     assert first.stdout.startswith("removed 2 container"), first.stdout + first.stderr
     assert_no_container_left(docker_client, run_id)
+    # And the run is not lost: resume continues from the journal to the same ending as an
+    # uninterrupted run (the journal named the chooser; the workspace is rebuilt from the patch).
+    resumed = cli("resume", str(run_dir), "--runs-dir", str(shared_runs))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    final = json.loads((run_dir / "run.json").read_text())
+    assert final["status"] == "awaiting_release_confirmation" and final["sessions"] == 2
+    assert cli("replay", str(run_dir)).stdout.rstrip().endswith("hash chain: OK")
+    assert_no_container_left(docker_client, run_id)
 
 
 # -- two runs at once, and the baseline cache ------------------------------------------------------
@@ -430,11 +438,3 @@ def test_a_damaged_baseline_cache_is_rebuilt_not_trusted(tmp_path, damage):
     assert (cache.parent / f"{cache.name}.rejected").is_file()
     third = _verifier(tmp_path, "v3")
     assert third.prepare() == truth and third.cache_note is None  # the rebuilt file is trusted again
-    # And the run is not lost: resume continues from the journal to the same ending as an
-    # uninterrupted run (the journal named the chooser; the workspace is rebuilt from the patch).
-    resumed = cli("resume", str(run_dir), "--runs-dir", str(shared_runs))
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    final = json.loads((run_dir / "run.json").read_text())
-    assert final["status"] == "awaiting_release_confirmation" and final["sessions"] == 2
-    assert cli("replay", str(run_dir)).stdout.rstrip().endswith("hash chain: OK")
-    assert_no_container_left(docker_client, run_id)

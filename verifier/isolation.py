@@ -152,12 +152,18 @@ class HardenedContainer:
         import docker.errors
 
         self.client, self.limits, self.workdir = client, limits or Limits(), workdir
+        # Named up front: `run` is create + start, and an interrupt (Ctrl-C, a cancelled sweep
+        # task) between the two would otherwise leave a container nobody holds a handle to.
+        name = f"repair-agent-{uuid.uuid4().hex[:16]}"
         try:
             self.container = client.containers.run(
-                image, command=["sleep", "infinity"], detach=True, working_dir=workdir,
+                image, command=["sleep", "infinity"], detach=True, working_dir=workdir, name=name,
                 mounts=list(mounts), **docker_hardening(self.limits, user, labels or {}))
-        except (docker.errors.DockerException, OSError) as exc:
-            raise EngineFailure(f"could not start container from {image}: {exc}") from exc
+        except BaseException as exc:
+            _remove_by_name(client, name)
+            if isinstance(exc, (docker.errors.DockerException, OSError)):
+                raise EngineFailure(f"could not start container from {image}: {exc}") from exc
+            raise
 
     @property
     def id(self) -> str:
@@ -246,16 +252,42 @@ class HardenedContainer:
         """Remove the container; False when it could not be (the caller says so)."""
         import docker.errors
 
+        interrupted, removed = None, False
         for attempt in range(3):
             try:
                 self.container.remove(force=True, v=True)
-                return True
+                removed = True
+                break
             except docker.errors.NotFound:
-                return True
+                removed = True
+                break
+            except KeyboardInterrupt as exc:  # Ctrl-C mid-removal: finish removing, then let it go on
+                interrupted = exc
             except Exception:  # a kill or removal still in progress: try again shortly
                 time.sleep(0.2 * (attempt + 1))
-        # The engine is down or refuses: `repair-agent cleanup` removes leftovers by label.
-        return False
+        if interrupted is not None:
+            raise interrupted
+        # Not removed: the engine is down or refuses; `repair-agent cleanup` removes leftovers by label.
+        return removed
+
+
+def _remove_by_name(client, name: str, wait_s: float = 3.0) -> None:
+    """Remove a container that may still be being created: a create request interrupted after it
+    was sent still completes in the engine, a moment later."""
+    import docker.errors
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            client.api.remove_container(name, force=True, v=True)
+            return
+        except docker.errors.NotFound:
+            pass
+        except Exception:  # removal in progress, or the engine is gone: `repair-agent cleanup` finds leftovers
+            pass
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.25)
 
 
 def _drain(stream: Iterator, out: StreamCapture, err: StreamCapture) -> None:

@@ -9,13 +9,6 @@ from .baseline import BaselineChooser
 from .search import SearchChooser
 
 
-def _takes_seed(factory) -> bool:
-    try:
-        return "seed" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def load_chooser(spec: str, scenario=None, *, seed: int = 0, **model_options) -> Chooser:
     """`baseline` (the scenario's recipe), `search` (repairs without a recipe; `seed` orders its
     candidates), `model`, or a plug-in `package.module:attr` naming a chooser factory or class.
@@ -37,7 +30,7 @@ def load_chooser(spec: str, scenario=None, *, seed: int = 0, **model_options) ->
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load chooser plug-in {spec!r}: {exc}") from None
     if callable(target) and not hasattr(target, "choose") or isinstance(target, type):
-        chooser = target(seed=seed) if _takes_seed(target) else target()
+        chooser = target(seed=seed) if _accepts_seed(target) else target()
     else:
         chooser = target
     if not callable(getattr(chooser, "choose", None)):
@@ -45,6 +38,14 @@ def load_chooser(spec: str, scenario=None, *, seed: int = 0, **model_options) ->
     if not hasattr(chooser, "name"):
         chooser.name = spec
     return chooser
+
+
+def _accepts_seed(factory) -> bool:
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # some builtins have no signature: call them plainly
+        return False
+    return "seed" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 __all__ = ["BaselineChooser", "Chooser", "ChooserError", "ChooserUnavailable", "MalformedReply", "SearchChooser",

@@ -1,0 +1,302 @@
+"""`repair-agent sweep`: band logic, results file, selection, and real sweeps in Docker (small ones;
+the long ones carry the `sweep` marker and run with `pytest -m sweep`)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from repair_agent.choosers import load_chooser
+from repair_agent.sweep import (RESULTS, SCENARIO_ERROR, ResultsWriter, band, deterministic_view, load_results,
+                                result_key, select_scenarios, summarize, verdict)
+from verifier.isolation import LABEL
+from verifier.rubric import rubric_from_journal
+
+from test_user_scenario import make_user_scenario
+
+TESTS = Path(__file__).resolve().parent
+SEEDED = "sweep_choosers:SeededCareful"
+
+
+def cli(*args, cwd=None, timeout=600):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "repair_agent", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env=env)
+
+
+def read_lines(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / RESULTS).read_text().splitlines()]
+
+
+def containers_under(client, root: Path) -> list:
+    """Managed containers with a mount under `root`: this test's runs, whoever their owner pid is."""
+    return [c for c in client.containers.list(all=True, filters={"label": LABEL})
+            if any(str(m.get("Source", "")).startswith(str(root)) for m in c.attrs.get("Mounts", []))]
+
+
+# ------------------------------------------------------------------------------ the band
+def test_band_is_the_range_of_per_seed_values_and_needs_two_seeds():
+    assert band([0.375, 0.4167]) == pytest.approx(0.0417)          # seed 003, budget 2, runs A and B
+    assert band([1.0, 0.9583, 1.0]) == pytest.approx(0.0417)
+    assert band([0.5]) is None and band([]) is None and band([None, 0.5]) is None
+
+
+def test_a_difference_inside_the_band_is_unmeasured_outside_it_has_a_direction():
+    # Seed 003: success at budget 6 was 1.0000 / 0.9583 (band 0.0417); at 8, 0.9583 / 0.9583.
+    six, eight = (1.0 + 0.9583) / 2, 0.9583
+    assert verdict(six, eight, band([1.0, 0.9583]), band([0.9583, 0.9583]))["verdict"] == "unmeasured"
+    # The fall equal to the band is still inside it.
+    assert verdict(1.0, 0.9583, 0.0417, 0.0)["verdict"] == "unmeasured"
+    # Two to six: a gain of about 0.58 against a band of 0.0417 is measured.
+    two = (0.375 + 0.4167) / 2
+    gain = verdict(two, six, band([0.375, 0.4167]), band([1.0, 0.9583]))
+    assert gain["verdict"] == "up" and gain["difference"] == pytest.approx(six - two) and gain["band"] == pytest.approx(0.0417)
+    assert verdict(six, two, 0.0417, 0.0417)["verdict"] == "down"
+    # The wider band of the two cells decides.
+    assert verdict(0.5, 0.7, 0.0, 0.25)["verdict"] == "unmeasured"
+    # No band (one seed): nothing is measured, not even a large difference.
+    assert verdict(0.0, 1.0, None, 0.0) == {"difference": 1.0, "band": None, "verdict": "unmeasured"}
+    # No difference with a zero band is no win either.
+    assert verdict(1.0, 1.0, 0.0, 0.0)["verdict"] == "unmeasured"
+
+
+def _line(scenario, seed, status, expected="awaiting_release_confirmation", budget=4, chooser="c", steps=3):
+    return {"scenario": scenario, "kind": "k", "tags": ["t"], "expected": expected, "chooser": chooser,
+            "budget": budget, "seed": seed, "status": status, "correct": status == expected, "steps": steps,
+            "tokens": 0, "wall_s": 1.0, "run_dir": None, "detail": "", "rubric": None}
+
+
+def test_summary_counts_expected_handoffs_as_correct_and_reports_them_apart():
+    lines = [_line("a", 0, "awaiting_release_confirmation"), _line("a", 1, "step_budget"),
+             _line("h", 0, "handoff_requested", expected="handoff_requested"),
+             _line("h", 1, "awaiting_release_confirmation", expected="handoff_requested"),
+             {**_line("broken", 0, SCENARIO_ERROR), "detail": "x.scenario.toml: field 'goal': Field required"}]
+    summary = summarize(lines)
+    (cell,) = summary["cells"]
+    assert cell["n"] == 4 and cell["success_rate"] == 0.5
+    assert (cell["repaired"], cell["repair_runs"], cell["handoffs_correct"], cell["handoff_runs"],
+            cell["forced_green"]) == (1, 2, 1, 2, 1)
+    assert cell["per_seed"]["0"]["success_rate"] == 1.0 and cell["per_seed"]["1"]["success_rate"] == 0.0
+    assert cell["band"] == 1.0
+    assert summary["broken"] == [{"scenario": "broken", "detail": "x.scenario.toml: field 'goal': Field required"}]
+
+
+# ----------------------------------------------------------------------- results.jsonl
+def test_a_torn_last_line_is_cut_off_and_the_next_line_starts_clean(tmp_path):
+    path = tmp_path / RESULTS
+    writer = ResultsWriter(path)
+    writer.append(_line("a", 0, "step_budget"))
+    writer.append(_line("a", 1, "step_budget"))
+    writer.close()
+    with open(path, "ab") as f:  # what a kill in the middle of a write would leave
+        f.write(b'{"scenario": "a", "chooser": "c", "bud')
+    assert [result_key(r) for r in load_results(path)] == [("a", "c", 4, 0), ("a", "c", 4, 1)]
+    assert path.read_bytes().endswith(b"\n") and len(path.read_text().splitlines()) == 2
+    writer = ResultsWriter(path)
+    writer.append(_line("a", 2, "step_budget"))
+    writer.close()
+    assert [r["seed"] for r in load_results(path)] == [0, 1, 2]
+
+
+# -------------------------------------------------------------------- selection, seeds
+def test_selection_by_name_glob_and_tag_keeps_broken_manifests_as_reported_entries(tmp_path):
+    make_user_scenario(tmp_path)
+    (tmp_path / "broken.scenario.toml").write_text('name = "broken"\nrepo = "wordy"\n')
+    dirs = [tmp_path]
+    everything = select_scenarios(None, dirs)
+    assert {"discount-bug", "word-count"} <= {s.name for s in everything.scenarios}
+    assert "goal" in everything.broken["broken"]
+    assert [s.name for s in select_scenarios(["word-*"], dirs).scenarios] == ["word-count"]
+    assert select_scenarios(["bro*"], dirs).broken.keys() == {"broken"}
+    with pytest.raises(ValueError, match="matches no scenario"):
+        select_scenarios(["tag:no-such-tag"], dirs)
+
+
+def test_load_chooser_passes_the_seed_to_choosers_that_take_one():
+    seeded = load_chooser(SEEDED, seed=7)
+    assert seeded.seed == 7
+    plain = load_chooser("hostile_choosers:EditTestExpectation", seed=7)  # no seed parameter: still loads
+    assert callable(plain.choose)
+
+
+def test_the_local_executor_never_imports_ray():
+    code = ("import sys; from repair_agent import cli, sweep; sweep.run_local; "
+            "assert 'ray' not in sys.modules, 'ray imported'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+# --------------------------------------------------------------------- real sweeps, Docker
+@pytest.mark.docker
+def test_a_small_sweep_writes_results_summary_png_and_a_verifier_side_rubric(docker_client, sandbox_image, tmp_path):
+    """8 runs: baseline and a seed-dependent chooser, budgets 2 and 8, seeds 0 and 1, 2 workers."""
+    out = tmp_path / "sweep"
+    proc = cli("sweep", "--scenarios", "discount-bug", "--chooser", "baseline", "--chooser", SEEDED,
+               "--budgets", "2,8", "--seeds", "2", "--workers", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = read_lines(out)
+    assert len(lines) == 8 and len({result_key(r) for r in lines}) == 8
+    by_key = {result_key(r): r for r in lines}
+    for chooser in ("baseline", SEEDED):
+        for seed in (0, 1):
+            assert by_key[("discount-bug", chooser, 2, seed)]["status"] == "step_budget"
+            ok = by_key[("discount-bug", chooser, 8, seed)]
+            assert ok["status"] == "awaiting_release_confirmation" and ok["correct"] and ok["u_trajectory"][-1] == 0
+            assert (Path(ok["run_dir"]) / "report.md").is_file() and Path(ok["run_dir"]).parent == out / "runs"
+    # The rubric, from the journals: the baseline never sees the target fail before patching;
+    # the seed-1 run of the careful chooser does, and its evidence is complete.
+    assert by_key[("discount-bug", "baseline", 8, 0)]["rubric"]["target_failed_before_patch"] is False
+    assert by_key[("discount-bug", "baseline", 8, 0)]["rubric"]["full_suite_on_final_diff"] is True
+    assert by_key[("discount-bug", SEEDED, 8, 1)]["rubric"]["complete"] is True
+    assert by_key[("discount-bug", SEEDED, 8, 0)]["rubric"]["complete"] is False
+    # Recomputing the rubric from a journal on disk gives what the sweep recorded.
+    careful = by_key[("discount-bug", SEEDED, 8, 1)]
+    assert rubric_from_journal(Path(careful["run_dir"]) / "journal.jsonl").model_dump() == careful["rubric"]
+
+    summary = json.loads((out / "summary.json").read_text())
+    cells = {(c["chooser"], c["budget"]): c for c in summary["cells"]}
+    assert cells[("baseline", 8)]["success_rate"] == 1.0 and cells[("baseline", 8)]["band"] == 0.0
+    assert cells[(SEEDED, 8)]["evidence_complete_rate"] == 0.5 and cells[(SEEDED, 8)]["bands"]["evidence_complete_rate"] == 1.0
+    comps = {(c["a"], c["b"], c["metric"]): c for c in summary["comparisons"]}
+    assert comps[("baseline@2", "baseline@8", "success_rate")]["verdict"] == "up"
+    # Evidence completeness differs by 0.5 between the choosers at 8, inside the seeded chooser's band.
+    assert comps[("baseline@8", f"{SEEDED}@8", "evidence_complete_rate")]["verdict"] == "unmeasured"
+    md = (out / "summary.md").read_text()
+    assert "unmeasured" in md and "| baseline | 8 | 2 | 1.0000 |" in md
+    assert (out / "success_vs_budget.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert summary["png"] == "success_vs_budget.png" and len(summary["runs"]) == 8
+    assert containers_under(docker_client, tmp_path) == []
+
+    # Re-running the same sweep finds everything finished and runs nothing.
+    again = cli("sweep", "--scenarios", "discount-bug", "--chooser", "baseline", "--chooser", SEEDED,
+                "--budgets", "2,8", "--seeds", "2", "--workers", "2", "--out", str(out), "--json")
+    assert again.returncode == 0, again.stderr
+    outcome = json.loads(again.stdout)
+    assert (outcome["ran"], outcome["skipped"], outcome["total"]) == (0, 8, 8)
+    assert len(read_lines(out)) == 8
+
+
+@pytest.mark.docker
+def test_broken_scenarios_are_reported_and_the_others_still_run(docker_client, sandbox_image, tmp_path):
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    manifest = make_user_scenario(scenarios)
+    # Unusable manifest: refused at load time, no run.
+    (scenarios / "no-goal.scenario.toml").write_text('name = "no-goal"\nrepo = "wordy"\n')
+    # Usable manifest whose target already passes on the pristine tree: the verifier refuses it.
+    already = manifest.read_text().replace('name = "word-count"', 'name = "already-green"').replace(
+        "tests/test_words.py::test_repeated_spaces", "tests/test_words.py::test_two_words")
+    (scenarios / "already-green.scenario.toml").write_text(already)
+    out = tmp_path / "sweep"
+    proc = cli("sweep", "--scenarios-dir", str(scenarios), "--scenarios", "word-count", "already-green", "no-goal",
+               "--budgets", "6", "--seeds", "1", "--workers", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no-goal is unusable" in proc.stderr
+    by_scenario = {r["scenario"]: r for r in read_lines(out)}
+    assert by_scenario["word-count"]["status"] == "awaiting_release_confirmation"
+    assert by_scenario["already-green"]["status"] == "dependency_failure"
+    assert "already pass" in by_scenario["already-green"]["detail"]
+    assert by_scenario["no-goal"]["status"] == SCENARIO_ERROR and "goal" in by_scenario["no-goal"]["detail"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert [b["scenario"] for b in summary["broken"]] == ["no-goal"]
+    assert [b["scenario"] for b in summary["never_started"]] == ["already-green"]
+    md = (out / "summary.md").read_text()
+    assert "Broken scenarios" in md and "no-goal" in md and "already-green" in md
+    assert containers_under(docker_client, tmp_path) == []
+
+    # Fixed, the broken manifest runs when the sweep is resumed; finished runs are not redone.
+    (scenarios / "no-goal.scenario.toml").write_text(manifest.read_text().replace('name = "word-count"',
+                                                                                 'name = "no-goal"'))
+    resumed = cli("sweep", "--scenarios-dir", str(scenarios), "--scenarios", "word-count", "already-green", "no-goal",
+                  "--budgets", "6", "--seeds", "1", "--workers", "2", "--out", str(out), "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    outcome = json.loads(resumed.stdout)
+    assert (outcome["ran"], outcome["skipped"]) == (1, 2)
+    assert outcome["summary"]["broken"] == []
+    statuses = {r["scenario"]: r["status"] for r in outcome["summary"]["runs"]}
+    assert statuses["no-goal"] == "awaiting_release_confirmation"
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.sweep)])
+def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docker_client, sandbox_image, tmp_path,
+                                                                           executor):
+    if executor == "ray":
+        pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    args = ["sweep", "--scenarios", "discount-bug", "--budgets", "8", "--seeds", "4", "--workers", "2",
+            "--executor", executor, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    proc = subprocess.Popen([sys.executable, "-m", "repair_agent", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    results = out / RESULTS
+    deadline = time.monotonic() + 240
+    # Interrupt once the first run has finished, while the next ones are mid-run.
+    while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") >= 1):
+        time.sleep(0.2)
+    assert proc.poll() is None, "the sweep finished before it could be interrupted"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 130, stdout + stderr
+    assert "run the same command again" in stderr
+    assert containers_under(docker_client, tmp_path) == []
+    text = results.read_text()
+    assert text.endswith("\n")
+    first = [json.loads(line) for line in text.splitlines()]
+    assert 1 <= len(first) < 4
+    assert all(r["status"] == "awaiting_release_confirmation" for r in first)  # no interrupted run counted
+    # Runs were cut mid-way (their run dirs exist without a results line) and cleaned up anyway.
+    assert len(list((out / "runs").glob("2*"))) > len(first)
+
+    resumed = cli(*args, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    outcome = json.loads(resumed.stdout)
+    assert outcome["skipped"] == len(first) and outcome["ran"] == 4 - len(first)
+    lines = read_lines(out)
+    assert sorted(r["seed"] for r in lines) == list(range(4))
+    assert all(r["status"] == "awaiting_release_confirmation" for r in lines)
+    assert lines[:len(first)] == first  # finished lines are kept as they were
+    assert containers_under(docker_client, tmp_path) == []
+
+
+@pytest.mark.docker
+def test_the_ray_executor_gives_the_local_executors_results(docker_client, sandbox_image, tmp_path):
+    pytest.importorskip("ray")
+    common = ["--scenarios", "discount-bug", "--chooser", SEEDED, "--budgets", "6", "--seeds", "2", "--workers", "2"]
+    local = cli("sweep", *common, "--out", str(tmp_path / "local"), "--executor", "local")
+    assert local.returncode == 0, local.stderr
+    on_ray = cli("sweep", *common, "--out", str(tmp_path / "ray"), "--executor", "ray")
+    assert on_ray.returncode == 0, on_ray.stderr
+
+    def canonical(out):
+        return sorted((deterministic_view(r) for r in read_lines(out)), key=result_key)
+
+    local_lines, ray_lines = canonical(tmp_path / "local"), canonical(tmp_path / "ray")
+    assert len(local_lines) == 2 and local_lines == ray_lines
+    # The seed matters to the seeded chooser at budget 6 (seed 1 runs out of steps): identical
+    # results are not identical by accident.
+    statuses = {(r["chooser"], r["seed"]): r["status"] for r in ray_lines}
+    assert statuses[(SEEDED, 0)] == "awaiting_release_confirmation" and statuses[(SEEDED, 1)] == "step_budget"
+    assert {Path(r["run_dir"]).parent for r in read_lines(tmp_path / "ray")} == {tmp_path / "ray" / "runs"}
+    assert containers_under(docker_client, tmp_path) == []
+
+
+@pytest.mark.docker
+@pytest.mark.sweep
+def test_a_longer_sweep_grouped_by_kind(docker_client, sandbox_image, tmp_path):
+    """Every budget of the issue, 3 seeds, two choosers, every scenario found (long: `pytest -m sweep`)."""
+    out = tmp_path / "sweep"
+    proc = cli("sweep", "--chooser", "baseline", "--chooser", SEEDED, "--budgets", "2,4,6,8,12", "--seeds", "3",
+               "--group-by", "kind", "--out", str(out), timeout=3000)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["group_by"] == "kind" and summary["cells"]
+    assert all(c["band"] is not None for c in summary["cells"])
+    assert containers_under(docker_client, tmp_path) == []
