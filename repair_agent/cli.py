@@ -424,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = sub.add_parser("resume", parents=[common], help="continue a stopped or killed run from its journal")
     rs.add_argument("run", help="a run directory or a run id")
-    rs.add_argument("--chooser", help="baseline | model | package.module:attr (default: the run's own)")
+    rs.add_argument("--chooser", help="baseline | search | model | package.module:attr (default: the run's own)")
     rs.add_argument("--max-steps", type=int, help="further steps this resume grants (default: the steps left; "
                     "required after step_budget)")
     rs.add_argument("--deadline-s", type=float, help="seconds the resumed loop may take, from the resume "
@@ -475,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "with run-to-run bands")
     sw.add_argument("--scenarios", nargs="+", metavar="NAME|GLOB|tag:T|kind:K",
                     help="which scenarios (default: all, broken manifests included as reported entries)")
-    sw.add_argument("--chooser", action="append", help="repeatable; default: baseline")
+    sw.add_argument("--chooser", action="extend", nargs="+", metavar="C", help="one or more (or repeat the flag): baseline | search | model | package.module:attr; default: baseline")
     sw.add_argument("--budgets", default="2,4,6,8,12", help="max_steps values (default: 2,4,6,8,12)")
     sw.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 per cell (default: 2); the band needs >= 2")
     sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU count)")

@@ -161,6 +161,8 @@ def _cell_keys(cell: dict[str, Any]) -> set[str]:
     keys = {sep.join(parts) for sep in ("/", ":", "|", " ", ",")}
     if cell.get("key") is not None:
         keys.add(str(cell["key"]))
+    if cell.get("chooser") is not None and cell.get("budget") is not None:
+        keys.add(f"{cell.get('scenario_group')}/{cell['chooser']}@{cell['budget']}")
     return keys
 
 
@@ -220,7 +222,12 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
     """Write DIR/summary.html from a sweep's summary.json (as a dict); returns its path."""
     out_dir = Path(out_dir)
     comparisons = [c for c in summary.get("comparisons") or [] if isinstance(c, dict)]
-    unmeasured_keys = {str(k) for c in comparisons if c.get("verdict") == "unmeasured" for k in (c.get("a"), c.get("b"))}
+    # Only success comparisons mark a cell of the success plot; a sweep names cells `chooser@budget`
+    # within a scenario group, so keys are qualified by the group too.
+    unmeasured_keys = {key for c in comparisons if c.get("verdict") == "unmeasured"
+                       and c.get("metric", "success_rate") == "success_rate"
+                       for k in (c.get("a"), c.get("b"))
+                       for key in (str(k), f"{c.get('scenario_group')}/{k}")}
     cells = []
     for c in (c for c in summary.get("cells") or [] if isinstance(c, dict)):
         no_rate = _as_float(c.get("success_rate")) is None or not c.get("n")

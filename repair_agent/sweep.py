@@ -833,6 +833,9 @@ def write_summary(results: list[dict], out_dir: Path, *, group_by: str = "all", 
     plot(summary, out_dir / PNG)
     _atomic_write(out_dir / SUMMARY_JSON, json.dumps(summary, indent=2))
     _atomic_write(out_dir / SUMMARY_MD, render_markdown(summary, command))
+    from .html_report import render_sweep_html  # summary.html: the same figures, each run's report linked
+
+    render_sweep_html(summary, out_dir)
     return summary
 
 
