@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -94,11 +95,13 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
 
                 client = client or docker.from_env()
                 image = ensure_sandbox_image(client, log=log)
-            base = create_workspace(scenario.repo, run_dir / "workspace", for_container=sandbox_kind == "docker")
+            # The verifier first: prepare() starts making its fresh check containers in the
+            # background, while the workspace is built and the sandbox starts.
             verifier = Verifier(scenario.spec, scenario.repo, run_dir / "verifier", backend=sandbox_kind,
                                 client=client, image=image, oracle=scenario.oracle,
                                 cache_dir=Path(runs_dir).resolve() / ".cache")
             verifier.prepare()
+            base = create_workspace(scenario.repo, run_dir / "workspace", for_container=sandbox_kind == "docker")
             tool_out = run_dir / "outputs"
             sandbox = (DockerSandbox(client, image, run_dir / "workspace", base, run_id=run_id, output_dir=tool_out)
                        if sandbox_kind == "docker" else
@@ -115,9 +118,17 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
                                     environment_id=verifier.environment_id, on_step=on_step)
             outcome = controller.run()
     finally:
-        if sandbox is not None:
-            sandbox.close()
-        journal.close()
+        # Both at once: each waits on the engine to remove containers.
+        closing = threading.Thread(target=verifier.close) if verifier is not None else None
+        if closing:
+            closing.start()  # its pooled, never-used verification containers
+        try:
+            if sandbox is not None:
+                sandbox.close()
+        finally:
+            if closing:
+                closing.join()
+            journal.close()
     (run_dir / "candidate.diff").write_text(outcome.diff, encoding="utf-8", errors="surrogateescape")
     record = RunRecord(
         run_id=run_id, run_dir=str(run_dir), scenario=scenario.name, status=outcome.status,
