@@ -126,7 +126,7 @@ class Verifier:
         self.spec, self.pristine, self.state_dir = spec, Path(pristine), Path(state_dir)
         self.backend, self.client, self.image = backend, client, image
         self.limits = limits or Limits()
-        self.oracle = Path(oracle) if oracle else None
+        self.oracle = self._oracle_source = Path(oracle) if oracle else None
         self.cache_dir = cache_dir
         self.snapshot: ProtectedSnapshot | None = None
         self._environment_id: str | None = None
@@ -153,14 +153,16 @@ class Verifier:
     def prepare(self) -> Baseline:
         """Snapshot the pristine repository, hash what is protected, and learn its test ids."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.pool is not None:
+            self.pool.close()  # made for an earlier snapshot: none of them may serve this one
         self.snapshot = ProtectedSnapshot.capture(self.pristine, self.state_dir / "pristine", self.spec)
         guard_dir = self.state_dir / "guard"
         guard_dir.mkdir(exist_ok=True)
         shutil.copyfile(GUARD_SOURCE, guard_dir / f"{GUARD_MODULE}.py")
         self.guard_dir = guard_dir
-        if self.oracle:
+        if self._oracle_source:
             oracle_copy = self.state_dir / "oracle.py"
-            shutil.copyfile(self.oracle, oracle_copy)
+            shutil.copyfile(self._oracle_source, oracle_copy)
             self.oracle = oracle_copy
         self._start_pool()
         cache = self._baseline_cache_path()
@@ -200,8 +202,6 @@ class Verifier:
 
     def _start_pool(self) -> None:
         """Begin making fresh checks in the background, for this snapshot, image and spec only."""
-        if self.pool is not None:
-            self.pool.close()  # made for an earlier snapshot: none of them may serve this one
         oracle_hash = sha256_file(self.oracle) if self.oracle else ""
         setup = "\0".join([self.spec.model_dump_json(), oracle_hash, sha256_file(GUARD_SOURCE),
                            self.limits.model_dump_json(), container_user()])
@@ -349,8 +349,9 @@ class Verifier:
 
     def _execute_in(self, check: FreshCheck, diff: str, kind: Kind, baseline: bool):
         work, tree, out, runner = check.work, check.tree, check.out, check.runner
-        (work / "check.json").write_text(json.dumps({"kind": kind, "diff_sha256": diff_sha256(diff),
-                                                     "baseline": baseline, "pool_key": check.key.model_dump()}))
+        (work / "check.json").write_text(json.dumps({
+            "kind": kind, "diff_sha256": diff_sha256(diff), "baseline": baseline,
+            "container_id": getattr(runner, "id", None), "pool_key": check.key.model_dump()}, indent=1))
         extra: dict = {"problems": []}
         if diff.strip():
             apply_error = self._apply(diff, tree)
