@@ -6,6 +6,7 @@ import json
 import secrets
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
@@ -101,11 +102,21 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
                                 client=client, image=image, oracle=scenario.oracle,
                                 cache_dir=Path(runs_dir).resolve() / ".cache")
             verifier.prepare()
-            base = create_workspace(scenario.repo, run_dir / "workspace", for_container=sandbox_kind == "docker")
-            tool_out = run_dir / "outputs"
-            sandbox = (DockerSandbox(client, image, run_dir / "workspace", base, run_id=run_id, output_dir=tool_out)
-                       if sandbox_kind == "docker" else
-                       LocalSandbox(run_dir / "workspace", base, output_dir=tool_out))
+            workspace, tool_out = run_dir / "workspace", run_dir / "outputs"
+            if sandbox_kind == "docker":
+                # The sandbox container starts while the workspace is built into its (bind-mounted)
+                # directory: nothing runs in the container before the first tool call.
+                workspace.mkdir()
+                with ThreadPoolExecutor(1, thread_name_prefix="workspace") as builder:
+                    building = builder.submit(create_workspace, scenario.repo, workspace, for_container=True)
+                    try:
+                        sandbox = DockerSandbox(client, image, workspace, "", run_id=run_id, output_dir=tool_out)
+                    finally:
+                        wait([building])
+                sandbox.base_commit = building.result()
+            else:
+                base = create_workspace(scenario.repo, workspace, for_container=False)
+                sandbox = LocalSandbox(workspace, base, output_dir=tool_out)
         except Exception as exc:  # engine, image, scenario or workspace: nothing ran yet, say why
             where = f" (Docker Engine at {_engine_address(client)})" if client is not None else ""
             hint = (" — is a Docker Engine running? `--sandbox local` works without one but does NOT isolate"

@@ -99,7 +99,7 @@ def test_a_marker_written_anywhere_is_never_found_by_a_later_check(make_verifier
     v = make_verifier()
     v.prepare()
     diff = probe_diff()
-    verdicts = [v.run_tests(diff, kind) for kind in ("target_test", "full_suite", "target_test")]
+    verdicts = [v.run_tests(diff, kind) for kind in ("target_test", "target_test", "full_suite")]
     assert all(verdict.ok for verdict in verdicts), [verdict.problems for verdict in verdicts]
     by_check = receipts(v)
     assert len(by_check) == 3, by_check.keys()  # three checks, three directories
@@ -166,9 +166,9 @@ def test_a_changed_pristine_tree_gets_containers_made_for_it(make_verifier, dock
 
 
 def test_idle_too_long_is_discarded_and_the_check_still_runs(make_verifier):
-    v = make_verifier(pool_max_idle_s=0.5)
+    v = make_verifier(pool_size=1, pool_max_idle_s=0.5)
     v.prepare()
-    assert v.pool.wait_ready(2)
+    assert v.pool.wait_ready(1)
     time.sleep(0.6)
     verdict = v.run_tests(h.fix_diff(), "target_test")
     assert verdict.ok, verdict.problems
