@@ -20,8 +20,6 @@ from verifier import Verifier
 from verifier.isolation import LABEL, OWNER_LABEL
 from verifier.runner import PRISTINE_LABEL
 
-pytestmark = pytest.mark.docker
-
 # Candidate code that runs at import (in the oracle and in pytest): it writes a marker into every
 # directory it can write to anywhere in its container, and reports markers it finds that another
 # container left. Its receipt goes to the check's own output dir, which the host reads.
@@ -95,6 +93,7 @@ def make_verifier(docker_client, sandbox_image, scenario, cache_dir, tmp_path):
         v.close()
 
 
+@pytest.mark.docker
 def test_a_marker_written_anywhere_is_never_found_by_a_later_check(make_verifier):
     v = make_verifier()
     v.prepare()
@@ -117,6 +116,7 @@ def test_a_marker_written_anywhere_is_never_found_by_a_later_check(make_verifier
     assert len(hosts) == 3  # one container per check
 
 
+@pytest.mark.docker
 def test_a_pooled_check_whose_pristine_hash_differs_is_discarded(make_verifier, docker_client):
     v = make_verifier()
     v.prepare()
@@ -139,6 +139,7 @@ def test_a_pooled_check_whose_pristine_hash_differs_is_discarded(make_verifier, 
     assert not [c for c in managed(docker_client) if c.id in bad_ids]  # discarded means removed
 
 
+@pytest.mark.docker
 def test_a_restarted_pooled_container_is_discarded(make_verifier):
     v = make_verifier()
     v.prepare()
@@ -148,6 +149,7 @@ def test_a_restarted_pooled_container_is_discarded(make_verifier):
     assert v.pool.discarded and "restarted" in v.pool.discarded[0]
 
 
+@pytest.mark.docker
 def test_a_changed_pristine_tree_gets_containers_made_for_it(make_verifier, docker_client, tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(h.pristine_repo(), repo, ignore=shutil.ignore_patterns(".git", "__pycache__"))
@@ -165,6 +167,7 @@ def test_a_changed_pristine_tree_gets_containers_made_for_it(make_verifier, dock
     assert all(c.key.pristine_tree_sha256 == v.snapshot.tree_sha256 for c in v.pool._ready)
 
 
+@pytest.mark.docker
 def test_idle_too_long_is_discarded_and_the_check_still_runs(make_verifier):
     v = make_verifier(pool_size=1, pool_max_idle_s=0.5)
     v.prepare()
@@ -175,6 +178,7 @@ def test_idle_too_long_is_discarded_and_the_check_still_runs(make_verifier):
     assert v.pool.discarded and all("idle" in d for d in v.pool.discarded)
 
 
+@pytest.mark.docker
 def test_close_leaves_no_pooled_container(make_verifier, docker_client):
     v = make_verifier()
     v.prepare()
@@ -187,3 +191,16 @@ def test_close_leaves_no_pooled_container(make_verifier, docker_client):
     w.prepare()
     w.close()
     assert not managed(docker_client, **{PRISTINE_LABEL: w.snapshot.tree_sha256})
+
+
+def test_a_torn_baseline_cache_file_is_recomputed_not_fatal(scenario, tmp_path):
+    """Runs of a sweep share the cache: a half-written or old-format entry must not stop a run."""
+    first = Verifier(scenario.spec, scenario.repo, tmp_path / "a", backend="local", cache_dir=tmp_path / "cache")
+    with first:
+        expected = first.prepare()
+    (entry,) = (tmp_path / "cache" / "baselines").glob("*.json")
+    entry.write_text(entry.read_text()[:40])
+    with Verifier(scenario.spec, scenario.repo, tmp_path / "b", backend="local", cache_dir=tmp_path / "cache") as second:
+        assert second.prepare() == expected
+    assert [p.name for p in (tmp_path / "cache" / "baselines").iterdir()] == [entry.name]  # rewritten whole
+    assert json.loads(entry.read_text())["all_tests"] == expected.all_tests

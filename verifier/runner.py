@@ -167,8 +167,11 @@ class Verifier:
         self._start_pool()
         cache = self._baseline_cache_path()
         if cache and cache.is_file():
-            self.baseline = Baseline.model_validate_json(cache.read_text())
-            return self.baseline
+            try:
+                self.baseline = Baseline.model_validate_json(cache.read_text())
+                return self.baseline
+            except ValueError:
+                pass  # unreadable (an older format, a torn write): run the pristine suite again
         cases, verdict_problem, result, _ = self._execute("", "full_suite", baseline=True)
         if verdict_problem:
             raise ScenarioError(f"the pristine repository's suite could not be run: {verdict_problem}"
@@ -188,17 +191,22 @@ class Verifier:
             known_failing=sorted(k for k in keys if by_key[k].outcome != "passed" and k not in targets),
             target_failures={t: by_key[t].message for t in targets})
         if cache:
+            # Atomically: runs of a sweep share the cache and may read it while it is written.
             cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_text(self.baseline.model_dump_json(indent=1))
+            partial = cache.with_name(f".{cache.name}.{uuid.uuid4().hex[:8]}")
+            partial.write_text(self.baseline.model_dump_json(indent=1))
+            os.replace(partial, cache)
         return self.baseline
 
     def _baseline_cache_path(self) -> Path | None:
+        """Keyed by everything the pristine suite's result depends on: the tree, the image, and
+        the setup (spec, oracle, pytest guard, limits, uid) — the same key the pool's checks carry."""
         if self.cache_dir is None:
             return None
-        oracle_hash = sha256_file(self.oracle) if self.oracle else ""
-        key = hashlib.sha256("\0".join([self.snapshot.tree_sha256, self.environment_id, oracle_hash,
-                                        self.spec.model_dump_json()]).encode()).hexdigest()[:24]
-        return self.cache_dir / "baselines" / f"{key}.json"
+        key = self.pool_key
+        digest = hashlib.sha256("\0".join([key.pristine_tree_sha256, key.environment_id,
+                                           key.setup_sha256]).encode()).hexdigest()[:24]
+        return self.cache_dir / "baselines" / f"{digest}.json"
 
     def _start_pool(self) -> None:
         """Begin making fresh checks in the background, for this snapshot, image and spec only."""
