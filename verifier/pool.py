@@ -53,18 +53,22 @@ class FreshCheck:
 class CheckPool:
     """Makes fresh checks ahead of time with `make`, one at a time on one background thread.
 
-    At the start it makes `size` (a run's first checks usually come back to back); after that it
-    keeps `keep_ready` ready, replacing a taken check while that check runs. One thread, one
-    creation at a time: on a small machine parallel creations only slow down the agent's own
+    At the start it makes `size` (a run's first checks usually come back to back). Replacements
+    are made while the verifier is quiet — no check running, none finished in the last `idle_s`
+    (the chooser is thinking) — so they never compete with a running check for the CPU, and a
+    run that ends right after its last check leaves nothing half-made to wait for. One thread,
+    one creation at a time: on a small machine parallel creations only slow down the agent's own
     sandbox start. `problem(check)` says why a ready check may not be used (None: it may).
     `take()` never returns a check twice, never one with a problem, and makes one on the spot
     when none is ready or coming. `close()` waits for all background work and leaves nothing.
     """
 
     def __init__(self, make: Callable[[], FreshCheck], problem: Callable[[FreshCheck], str | None], *,
-                 size: int = 2, keep_ready: int = 1, max_idle_s: float = 300.0):
+                 size: int = 2, idle_s: float = 0.25, max_idle_s: float = 300.0):
         self._make, self._problem = make, problem
-        self.size, self.keep_ready, self.max_idle_s = size, min(keep_ready, size), max_idle_s
+        self.size, self.idle_s, self.max_idle_s = size, idle_s, max_idle_s
+        self._running_checks = 0
+        self._quiet_since = float("-inf")
         self._cond = threading.Condition()
         self._ready: deque[FreshCheck] = deque()
         self._target = 0
@@ -90,6 +94,8 @@ class CheckPool:
     def _fill_loop(self) -> None:
         while True:
             with self._cond:
+                while not self._closed and len(self._ready) < self._target and not self._quiet():
+                    self._cond.wait(max(0.01, self._quiet_since + self.idle_s - time.monotonic()))
                 if self._closed or len(self._ready) >= self._target:
                     self._filler = None
                     self._cond.notify_all()
@@ -112,8 +118,20 @@ class CheckPool:
             if closed:
                 check.destroy()  # closed while it was being made
 
+    def _quiet(self) -> bool:
+        return not self._running_checks and time.monotonic() - self._quiet_since >= self.idle_s
+
     def retire(self, check: FreshCheck) -> None:
-        """A used (or discarded) check: its container is removed in the background."""
+        """A check that was used: its container is removed in the background, and its
+        replacement is made once the verifier is quiet."""
+        with self._cond:
+            self._running_checks -= 1
+            self._quiet_since = time.monotonic()
+            self._cond.notify_all()
+        self._remove_later(check)
+        self.fill()
+
+    def _remove_later(self, check: FreshCheck) -> None:
         thread = threading.Thread(target=self._remove, args=(check,), name="verifier-pool-remover", daemon=True)
         with self._cond:
             self._removers.add(thread)
@@ -129,7 +147,7 @@ class CheckPool:
 
     # -- the check's side -----------------------------------------------------------------------
     def take(self) -> FreshCheck:
-        """A fresh check for exactly one use; the pool starts replacing it in the background."""
+        """A fresh check for exactly one use; give it back with retire()."""
         while True:
             with self._cond:
                 if self._closed:
@@ -139,14 +157,13 @@ class CheckPool:
                 check = self._ready.popleft() if self._ready else None
             if check is None:
                 check = self._make()  # nothing ready or coming: make it here, its failure is this check's
-                self.fill(self.keep_ready)
-                return check
-            reason = self._why_unusable(check)
-            if reason is None:
-                self.fill(self.keep_ready)  # its replacement is made while it runs
-                return check
-            self.discarded.append(reason)
-            self.retire(check)
+            elif reason := self._why_unusable(check):
+                self.discarded.append(reason)
+                self._remove_later(check)
+                continue
+            with self._cond:
+                self._running_checks += 1
+            return check
 
     def _why_unusable(self, check: FreshCheck) -> str | None:
         idle = time.monotonic() - check.made_at
@@ -177,7 +194,7 @@ class CheckPool:
             leftovers = list(self._ready)
             self._ready.clear()
         for check in leftovers:
-            self.retire(check)  # in parallel: each removal waits on the engine
+            self._remove_later(check)  # in parallel: each removal waits on the engine
         while True:
             with self._cond:
                 busy = [t for t in (self._filler, *self._removers)
