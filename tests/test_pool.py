@@ -204,3 +204,55 @@ def test_a_torn_baseline_cache_file_is_recomputed_not_fatal(scenario, tmp_path):
         assert second.prepare() == expected
     assert [p.name for p in (tmp_path / "cache" / "baselines").iterdir()] == [entry.name]  # rewritten whole
     assert json.loads(entry.read_text())["all_tests"] == expected.all_tests
+
+
+CHILD = '''
+import sys, time
+from pathlib import Path
+import docker
+from repair_agent.scenario import resolve
+from verifier import Verifier
+scenario = resolve("discount-bug")
+v = Verifier(scenario.spec, scenario.repo, Path(sys.argv[1]), backend="docker", client=docker.from_env(),
+             image=sys.argv[2], oracle=scenario.oracle, cache_dir=Path(sys.argv[3]))
+v.prepare()
+assert v.pool.wait_ready(2)
+print("ready", flush=True)
+time.sleep(120)
+'''
+
+
+def _child_with_a_full_pool(sandbox_image, cache_dir, tmp_path):
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "v"), sandbox_image, str(cache_dir)],
+                             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert child.stdout.readline().strip() == "ready"
+    return child
+
+
+@pytest.mark.docker
+def test_ctrl_c_leaves_no_pooled_container_and_a_crash_leaves_them_to_cleanup(docker_client, sandbox_image,
+                                                                            cache_dir, tmp_path):
+    import signal
+
+    from repair_agent.cli import _pid_alive
+
+    child = _child_with_a_full_pool(sandbox_image, cache_dir, tmp_path / "int")
+    owned = {"label": [LABEL, f"{OWNER_LABEL}={child.pid}"]}
+    assert len(docker_client.containers.list(all=True, filters=owned)) == 2
+    child.send_signal(signal.SIGINT)  # KeyboardInterrupt: the interpreter exits, the pool closes
+    child.wait(60)
+    assert docker_client.containers.list(all=True, filters=owned) == []
+
+    child = _child_with_a_full_pool(sandbox_image, cache_dir, tmp_path / "kill")
+    owned = {"label": [LABEL, f"{OWNER_LABEL}={child.pid}"]}
+    child.kill()  # no close() at all: the owner-pid label is what `repair-agent cleanup` goes by
+    child.wait(60)
+    left = docker_client.containers.list(all=True, filters=owned)
+    try:
+        assert len(left) == 2 and not _pid_alive(left[0].labels[OWNER_LABEL])
+    finally:
+        for c in left:
+            c.remove(force=True, v=True)
