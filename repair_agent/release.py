@@ -82,11 +82,12 @@ def reverify(run_dir: Path, record: RunRecord, diff: str) -> dict:
     # A person's grants widen the diff's scope here too; protected files are still restored before testing.
     verifier = Verifier(scenario.spec, scenario.repo, state_dir, backend=backend, client=client, image=image,
                         oracle=scenario.oracle, granted=tuple(record.granted_paths))
-    verifier.prepare()
-    if verifier.snapshot.tree_sha256 != record.pristine_tree_sha256:
-        raise ReleaseRefused("the scenario's pristine repository changed since the run; re-run the scenario")
-    verdicts = [("R1", verifier.check_scope(diff)), ("R2", verifier.run_tests(diff, "target_test")),
-                ("R3", verifier.run_tests(diff, "full_suite"))]
+    with verifier:  # each check in its own fresh container; close() removes any pooled ones
+        verifier.prepare()
+        if verifier.snapshot.tree_sha256 != record.pristine_tree_sha256:
+            raise ReleaseRefused("the scenario's pristine repository changed since the run; re-run the scenario")
+        verdicts = [("R1", verifier.check_scope(diff)), ("R2", verifier.run_tests(diff, "target_test")),
+                    ("R3", verifier.run_tests(diff, "full_suite"))]
     conditions = unsatisfied(verdicts, diff_sha256(diff))
     return {"u": u_count(conditions), "conditions": [c.model_dump() for c in conditions],
             "protected_manifest_sha256": verifier.snapshot.manifest_sha256, "scenario": scenario}

@@ -9,7 +9,9 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
@@ -209,7 +211,8 @@ class _Session:
 
             self.client = self.client or docker.from_env()
             self.image = ensure_sandbox_image(self.client, log=self.log)
-        self.base = create_workspace(self.scenario.repo, self.run_dir / "workspace", for_container=self.kind == "docker")
+        # The verifier first: prepare() starts making its fresh check containers in the
+        # background, while the workspace is built and the sandbox starts.
         self.verifier = Verifier(self.scenario.spec, self.scenario.repo, self.run_dir / "verifier", backend=self.kind,
                                  client=self.client, image=self.image, oracle=self.scenario.oracle,
                                  cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted,
@@ -217,10 +220,22 @@ class _Session:
         self.verifier.prepare()
         if self.verifier.cache_note:
             self.log(f"note: {self.verifier.cache_note}")
-        tool_out = self.run_dir / "outputs"
-        self.sandbox = (DockerSandbox(self.client, self.image, self.run_dir / "workspace", self.base, run_id=self.run_id,
-                                      output_dir=tool_out) if self.kind == "docker" else
-                        LocalSandbox(self.run_dir / "workspace", self.base, output_dir=tool_out))
+        workspace, tool_out = self.run_dir / "workspace", self.run_dir / "outputs"
+        if self.kind == "docker":
+            # The sandbox container starts while the workspace is built into its (bind-mounted)
+            # directory: nothing runs in the container before the first tool call.
+            workspace.mkdir()
+            with ThreadPoolExecutor(1, thread_name_prefix="workspace") as builder:
+                building = builder.submit(create_workspace, self.scenario.repo, workspace, for_container=True)
+                try:
+                    self.sandbox = DockerSandbox(self.client, self.image, workspace, "", run_id=self.run_id,
+                                                 output_dir=tool_out)
+                finally:
+                    wait([building])
+            self.base = self.sandbox.base_commit = building.result()
+        else:
+            self.base = create_workspace(self.scenario.repo, workspace, for_container=False)
+            self.sandbox = LocalSandbox(workspace, self.base, output_dir=tool_out)
 
     def rebuild(self, patches: list[str], expected_sha256: str) -> str:
         """Pristine tree + the journaled patches, applied by the sandbox as they were the first time."""
@@ -273,9 +288,17 @@ class _Session:
         return f"{type(exc).__name__}: {exc}{where}{hint}"
 
     def close(self) -> None:
-        if self.sandbox is not None and self.sandbox.close() is False:
-            self.log(f"WARNING: could not remove this run's sandbox container; "
-                     f"`repair-agent cleanup --run {self.run_id}` will")
+        # Both at once: each waits on the engine to remove containers.
+        closing = threading.Thread(target=self.verifier.close) if self.verifier is not None else None
+        if closing:
+            closing.start()  # its pooled, never-used verification containers
+        try:
+            if self.sandbox is not None and self.sandbox.close() is False:
+                self.log(f"WARNING: could not remove this run's sandbox container; "
+                         f"`repair-agent cleanup --run {self.run_id}` will")
+        finally:
+            if closing:
+                closing.join()
 
 
 def _write_results(session: _Session, outcome: RunOutcome, chooser: Chooser, *, started_at: str, wall_s: float,

@@ -189,14 +189,15 @@ CHECKS = {h.FakePassedPrint: _check_fake_passed_print, h.StaleAfterGreen: _check
 # -- the verifier directly, without the controller ---------------------------------------------------
 
 @pytest.fixture(scope="module")
-def direct_verifier(docker_client, sandbox_image, tmp_path_factory) -> Verifier:
+def direct_verifier(docker_client, sandbox_image, tmp_path_factory):
     """Built the way repair_agent/run.py builds it, but driven by hand."""
     scenario = resolve("discount-bug")
     verifier = Verifier(scenario.spec, scenario.repo, tmp_path_factory.mktemp("direct") / "verifier",
                         backend="docker", client=docker_client, image=sandbox_image, oracle=scenario.oracle)
     baseline = verifier.prepare()
     assert len(baseline.all_tests) == 48 and baseline.target_keys == [TARGET_KEY]
-    return verifier
+    yield verifier
+    verifier.close()
 
 
 DIRECT_HOSTILE = {

@@ -169,6 +169,38 @@ class HardenedContainer:
     def id(self) -> str:
         return self.container.id
 
+    def started_at(self) -> str:
+        """When the engine started this container (a restart changes it)."""
+        import docker.errors
+
+        try:
+            self.container.reload()
+        except (docker.errors.DockerException, OSError) as exc:
+            raise EngineFailure(f"engine stopped answering: {exc}") from exc
+        return self.container.attrs.get("State", {}).get("StartedAt", "")
+
+    def untouched(self, image_id: str, started_at: str) -> str | None:
+        """Why this container is not as it was when it started (None: it is), asked of the engine:
+        still running since `started_at`, from `image_id`, and nothing executing in it. (The engine
+        forgets finished execs; that no exec was ever made is the pool's own bookkeeping.)"""
+        import docker.errors
+
+        try:
+            self.container.reload()
+        except (docker.errors.DockerException, OSError) as exc:
+            return f"the engine does not answer for it: {exc}"
+        attrs = self.container.attrs
+        state = attrs.get("State", {})
+        if not state.get("Running") or state.get("Restarting") or state.get("Paused"):
+            return f"not running ({state.get('Status')})"
+        if attrs.get("RestartCount") or state.get("StartedAt") != started_at:
+            return "it was restarted"
+        if attrs.get("ExecIDs"):
+            return f"{len(attrs['ExecIDs'])} command(s) executing in it"
+        if attrs.get("Image") != image_id:
+            return f"its image {attrs.get('Image')} is not {image_id}"
+        return None
+
     def exec(self, argv: list[str], *, timeout_s: float, output_dir: Path | None = None,
              env: dict[str, str] | None = None, workdir: str | None = None,
              output_cap: int | None = None) -> CommandResult:

@@ -21,15 +21,17 @@ from typing import Literal
 from pydantic import BaseModel
 
 from .isolation import CommandResult, HardenedContainer, Limits, LocalRunner
+from .pool import CheckPool, FreshCheck, PoolKey
 from .scope import ScopeVerdict, check_scope, diff_sha256
 from .spec import (REFUSED_INFRASTRUCTURE, AcceptanceSpec, ProtectedSnapshot, glob_match,
-                   nodeid_to_junit_key, sha256_file, tree_files)
+                   nodeid_to_junit_key, sha256_file, tree_files, tree_sha256)
 
 Kind = Literal["target_test", "full_suite"]
 GUARD_SOURCE = Path(__file__).with_name("pytest_guard.py")
 GUARD_MODULE = "ra_pytest_guard"
 GUARD_MARKER = "\x1eRA-GUARD "
 MAX_JUNIT_BYTES = 8 * 1024 * 1024
+PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
 
 
 class ScenarioError(RuntimeError):
@@ -133,36 +135,55 @@ class Verifier:
     def __init__(self, spec: AcceptanceSpec, pristine: Path, state_dir: Path, *,
                  backend: Literal["docker", "local"] = "docker", client=None, image: str | None = None,
                  limits: Limits | None = None, oracle: Path | None = None, cache_dir: Path | None = None,
-                 granted: tuple[str, ...] = (), labels: dict[str, str] | None = None):
+                 granted: tuple[str, ...] = (), labels: dict[str, str] | None = None,
+                 pool_size: int = 2, pool_max_idle_s: float = 300.0):
         self.spec, self.pristine, self.state_dir = spec, Path(pristine), Path(state_dir)
         # Paths a person allowed this run to edit. They widen the diff's scope, never the suite:
         # protected files are still restored from the verifier's copy before any test runs.
         self.granted = tuple(granted)
         self.backend, self.client, self.image = backend, client, image
         self.limits = limits or Limits()
-        self.oracle = Path(oracle) if oracle else None
+        self.oracle = self._oracle_source = Path(oracle) if oracle else None
         self.cache_dir = cache_dir
         self.labels = dict(labels or {})  # extra container labels, e.g. the run id cleanup selects by
         self.cache_note: str | None = None  # why a cached baseline was not trusted, when it was not
         self.snapshot: ProtectedSnapshot | None = None
         self._environment_id: str | None = None
         self.baseline: Baseline | None = None
+        # Fresh checks made ahead of time (pool_size 0: each check makes its own on the spot).
+        self.pool_size, self.pool_max_idle_s = pool_size, pool_max_idle_s
+        self.pool: CheckPool | None = None
+        self.pool_key: PoolKey | None = None
         if backend == "docker" and (client is None or image is None):
             raise ValueError("the docker backend needs a client and an image")
+
+    def __enter__(self) -> "Verifier":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove every pooled container and wait for background removals; nothing stays behind."""
+        if self.pool is not None:
+            self.pool.close()
 
     # -- set-up -----------------------------------------------------------------------------
     def prepare(self) -> Baseline:
         """Snapshot the pristine repository, hash what is protected, and learn its test ids."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.pool is not None:
+            self.pool.close()  # made for an earlier snapshot: none of them may serve this one
         self.snapshot = ProtectedSnapshot.capture(self.pristine, self.state_dir / "pristine", self.spec)
         guard_dir = self.state_dir / "guard"
         guard_dir.mkdir(exist_ok=True)
         shutil.copyfile(GUARD_SOURCE, guard_dir / f"{GUARD_MODULE}.py")
         self.guard_dir = guard_dir
-        if self.oracle:
+        if self._oracle_source:
             oracle_copy = self.state_dir / "oracle.py"
-            shutil.copyfile(self.oracle, oracle_copy)
+            shutil.copyfile(self._oracle_source, oracle_copy)
             self.oracle = oracle_copy
+        self._start_pool()
         cache = self._baseline_cache_path()
         cached = self._load_cached_baseline(cache) if cache else None
         if cached is not None:
@@ -196,12 +217,57 @@ class Verifier:
                 "spec_sha256": hashlib.sha256(self.spec.model_dump_json().encode()).hexdigest()}
 
     def _baseline_cache_path(self) -> Path | None:
+        """Keyed by everything the pristine suite's result depends on: the tree, the image, and
+        the setup (spec, oracle, pytest guard, limits, uid) — the same key the pool's checks carry."""
         if self.cache_dir is None:
             return None
+        key = self.pool_key
+        digest = hashlib.sha256("\0".join([key.pristine_tree_sha256, key.environment_id,
+                                           key.setup_sha256]).encode()).hexdigest()[:24]
+        return self.cache_dir / "baselines" / f"{digest}.json"
+
+    def _start_pool(self) -> None:
+        """Begin making fresh checks in the background, for this snapshot, image and spec only."""
         oracle_hash = sha256_file(self.oracle) if self.oracle else ""
-        key = hashlib.sha256("\0".join([self.snapshot.tree_sha256, self.environment_id, oracle_hash,
-                                        self.spec.model_dump_json()]).encode()).hexdigest()[:24]
-        return self.cache_dir / "baselines" / f"{key}.json"
+        setup = "\0".join([self.spec.model_dump_json(), oracle_hash, sha256_file(GUARD_SOURCE),
+                           self.limits.model_dump_json(), container_user()])
+        self.pool_key = PoolKey(environment_id=self.environment_id,
+                                pristine_tree_sha256=self.snapshot.tree_sha256,
+                                setup_sha256=hashlib.sha256(setup.encode()).hexdigest())
+        self.pool = CheckPool(self._make_check, self._why_unfit, size=self.pool_size,
+                              max_idle_s=self.pool_max_idle_s)
+        self.pool.fill()
+
+    def _make_check(self) -> FreshCheck:
+        """A check's own pristine copy and output dir, and a started container that has run nothing."""
+        key = self.pool_key
+        work = self.state_dir / "checks" / uuid.uuid4().hex[:12]
+        tree, out = work / "tree", work / "out"
+        shutil.copytree(self.snapshot.root, tree, symlinks=True, copy_function=shutil.copyfile)
+        for p in [tree, *tree.rglob("*")]:
+            if not p.is_symlink():
+                p.chmod(0o755 if p.is_dir() else 0o644)
+        out.mkdir(parents=True)
+        out.chmod(0o777)  # the container's non-root uid writes the JUnit report here
+        runner = self._runner(tree, out, key)
+        if self.backend == "local":
+            return FreshCheck(work, key, runner)
+        try:
+            return FreshCheck(work, key, runner, started_at=runner.started_at())
+        except Exception:
+            runner.close()
+            raise
+
+    def _why_unfit(self, check: FreshCheck) -> str | None:
+        """Why a pooled check may not serve a check now (None: it may)."""
+        if check.key != self.pool_key:
+            return "made for another image, pristine tree or spec"
+        actual = tree_sha256(check.tree)
+        if actual != self.snapshot.tree_sha256 or check.key.pristine_tree_sha256 != self.snapshot.tree_sha256:
+            return f"its tree ({actual[:12]}) is not the pristine tree ({self.snapshot.tree_sha256[:12]})"
+        if self.backend == "docker":
+            return check.runner.untouched(self.environment_id.removeprefix("docker:"), check.started_at)
+        return None
 
     def _load_cached_baseline(self, cache: Path) -> Baseline | None:
         """A cached baseline is trusted only whole: it parses, its content matches the digest stored
@@ -351,14 +417,17 @@ class Verifier:
         """Build the candidate tree, run the oracle and pytest on it, return parsed cases."""
         if self.snapshot.check_intact():
             raise VerifierCompromised(f"protected pristine copy changed: {self.snapshot.check_intact()}")
-        work = self.state_dir / "checks" / f"{kind}-{diff_sha256(diff)[:12]}-{uuid.uuid4().hex[:6]}"
-        tree, out = work / "tree", work / "out"
-        shutil.copytree(self.snapshot.root, tree, symlinks=True, copy_function=shutil.copyfile)
-        for p in [tree, *tree.rglob("*")]:
-            if not p.is_symlink():
-                p.chmod(0o755 if p.is_dir() else 0o644)
-        out.mkdir(parents=True)
-        out.chmod(0o777)  # the container's non-root uid writes the JUnit report here
+        check = self.pool.take()
+        try:
+            return self._execute_in(check, diff, kind, baseline)
+        finally:
+            self.pool.retire(check)  # one check per container: removed in the background
+
+    def _execute_in(self, check: FreshCheck, diff: str, kind: Kind, baseline: bool):
+        work, tree, out, runner = check.work, check.tree, check.out, check.runner
+        (work / "check.json").write_text(json.dumps({
+            "kind": kind, "diff_sha256": diff_sha256(diff), "baseline": baseline,
+            "container_id": getattr(runner, "id", None), "pool_key": check.key.model_dump()}, indent=1))
         extra: dict = {"problems": []}
         if diff.strip():
             apply_error = self._apply(diff, tree)
@@ -377,28 +446,24 @@ class Verifier:
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONNOUSERSITE": "1", "HOME": "/tmp", "PYTHONHASHSEED": "0"}
         pytest_env = {**env, "PYTHONPATH": "/verifier/guard" if self.backend == "docker" else str(self.guard_dir)}
-        runner = self._runner(tree, out)
-        try:
-            if self.backend == "docker":
-                root, junit_arg, python, oracle_path = "/workspace", junit_in, "python3", "/verifier/oracle.py"
-            else:
-                root, junit_arg, python, oracle_path = str(tree), str(junit_host), sys.executable, str(self.oracle)
-            if self.oracle and not baseline:
-                res = runner.exec([python, "-I", "-S", oracle_path, root], timeout_s=min(30.0, self.spec.test_timeout_s),
-                                  output_dir=work, env=env)
-                extra["oracle"] = _oracle_report(res)
-            result = runner.exec([python, "-P", "-m", "pytest", *pytest_args, f"--junitxml={junit_arg}",
-                                  f"--rootdir={root}", *targets],
-                                 timeout_s=self.spec.test_timeout_s, output_dir=work, env=pytest_env, workdir=root)
-        finally:
-            runner.close()
+        if self.backend == "docker":
+            root, junit_arg, python, oracle_path = "/workspace", junit_in, "python3", "/verifier/oracle.py"
+        else:
+            root, junit_arg, python, oracle_path = str(tree), str(junit_host), sys.executable, str(self.oracle)
+        if self.oracle and not baseline:
+            res = runner.exec([python, "-I", "-S", oracle_path, root], timeout_s=min(30.0, self.spec.test_timeout_s),
+                              output_dir=work, env=env)
+            extra["oracle"] = _oracle_report(res)
+        result = runner.exec([python, "-P", "-m", "pytest", *pytest_args, f"--junitxml={junit_arg}",
+                              f"--rootdir={root}", *targets],
+                             timeout_s=self.spec.test_timeout_s, output_dir=work, env=pytest_env, workdir=root)
         extra["guard"], extra["root"] = _guard_report(result), root
         cases, problem = parse_junit(junit_host)
         if result.timed_out and not problem:
             problem = "pytest timed out"
         return cases, problem, result, extra
 
-    def _runner(self, tree: Path, out: Path):
+    def _runner(self, tree: Path, out: Path, key: PoolKey):
         if self.backend == "local":
             return LocalRunner(self.limits, workdir=tree)
         from docker.types import Mount
@@ -408,8 +473,11 @@ class Verifier:
         mounts.append(Mount("/verifier/guard", str(self.guard_dir), type="bind", read_only=True))
         if self.oracle:
             mounts.append(Mount("/verifier/oracle.py", str(self.oracle), type="bind", read_only=True))
-        return HardenedContainer(self.client, self.image, mounts=mounts, limits=self.limits,
-                                 user=container_user(), labels={**self.labels, "org.repair-agent.role": "verifier"})
+        # Started from the image id the run recorded, so a re-tagged image cannot slip in.
+        return HardenedContainer(self.client, key.environment_id.removeprefix("docker:"), mounts=mounts,
+                                 limits=self.limits, user=container_user(),
+                                 labels={**self.labels, "org.repair-agent.role": "verifier",
+                                         PRISTINE_LABEL: key.pristine_tree_sha256})
 
     def _apply(self, diff: str, tree: Path) -> str | None:
         # GIT_CEILING_DIRECTORIES keeps git from discovering an enclosing repository, so the

@@ -110,6 +110,14 @@ def tree_files(root: Path) -> list[str]:
     return sorted(found)
 
 
+def tree_sha256(root: Path) -> str:
+    """One digest of a whole tree: every file's sha256 and path (the pristine tree's identity)."""
+    whole = hashlib.sha256()
+    for rel in tree_files(root):
+        whole.update(f"{sha256_file(root / rel)}  {rel}\n".encode())
+    return whole.hexdigest()
+
+
 class ProtectedSnapshot(BaseModel):
     """The verifier's own copy of the pristine repository and the sha256 of every protected file."""
 

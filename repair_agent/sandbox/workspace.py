@@ -16,8 +16,11 @@ SANDBOX_UID = 10001
 
 
 def create_workspace(pristine: Path, dest: Path, *, for_container: bool = True) -> str:
-    """Copy the pristine files into `dest` as one base commit; return its sha."""
-    shutil.copytree(pristine, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
+    """Copy the pristine files into `dest` (new, or an empty directory) as one base commit; return its sha."""
+    if dest.is_dir() and any(dest.iterdir()):
+        raise FileExistsError(f"workspace {dest} is not empty")
+    shutil.copytree(pristine, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"),
+                    dirs_exist_ok=True)
     repo = git.Repo.init(dest, initial_branch="main")
     with repo.config_writer() as cfg:
         cfg.set_value("core", "hooksPath", "/dev/null")  # no hook can run on apply/diff
