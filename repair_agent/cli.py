@@ -353,6 +353,8 @@ def cmd_cleanup(args) -> int:
 
     from verifier.isolation import LABEL, OWNER_LABEL
 
+    from .run import _pid_alive
+
     client = docker.from_env()
     removed = kept = 0
     labels = [LABEL] + ([f"org.repair-agent.run={args.run}"] if args.run else [])
@@ -365,16 +367,6 @@ def cmd_cleanup(args) -> int:
     print(f"removed {removed} container(s) labelled {LABEL}"
           + (f"; kept {kept} of runs still in progress (--all removes them too)" if kept else ""))
     return 0
-
-
-def _pid_alive(pid: str | None) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (TypeError, ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def cmd_image(args) -> int:

@@ -10,6 +10,7 @@ Only this check reads `reference_fix`; it is never copied into a workspace or sh
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Literal
@@ -38,14 +39,19 @@ class CorpusCheck(BaseModel):
 def check_scenario(scenario: Scenario, state_dir: Path, *, backend: Literal["docker", "local"] = "docker",
                    client=None, image: str | None = None) -> CorpusCheck:
     t0 = time.monotonic()
-    problems: list[str] = []
     result = dict(scenario=scenario.name, repo=(scenario.source_repo or scenario.repo).name, kind=scenario.kind,
                   expected=scenario.expected)
 
-    def verifier(spec, name: str) -> Verifier:
-        return Verifier(spec, scenario.repo, Path(state_dir) / name, backend=backend, client=client, image=image,
-                        oracle=scenario.oracle)
+    with contextlib.ExitStack() as verifiers:  # each closed at the end: no pooled container outlives the check
+        def verifier(spec, name: str) -> Verifier:
+            return verifiers.enter_context(Verifier(spec, scenario.repo, Path(state_dir) / name, backend=backend,
+                                                    client=client, image=image, oracle=scenario.oracle))
 
+        return _check(scenario, verifier, result, t0)
+
+
+def _check(scenario: Scenario, verifier, result: dict, t0: float) -> CorpusCheck:
+    problems: list[str] = []
     try:
         main = verifier(scenario.spec, "as-declared")
         baseline = main.prepare()

@@ -346,3 +346,4 @@ def test_fuzzed_proposals_in_a_real_docker_sandbox(docker_client, sandbox_image,
         assert h.tried >= 150
     finally:
         h.sandbox.close()
+        h.verifier.close()  # its pooled check containers

@@ -202,8 +202,10 @@ def test_a_torn_baseline_cache_file_is_recomputed_not_fatal(scenario, tmp_path):
     entry.write_text(entry.read_text()[:40])
     with Verifier(scenario.spec, scenario.repo, tmp_path / "b", backend="local", cache_dir=tmp_path / "cache") as second:
         assert second.prepare() == expected
-    assert [p.name for p in (tmp_path / "cache" / "baselines").iterdir()] == [entry.name]  # rewritten whole
-    assert json.loads(entry.read_text())["all_tests"] == expected.all_tests
+    # Rewritten whole; the torn entry is kept aside for inspection, never trusted.
+    assert sorted(p.name for p in (tmp_path / "cache" / "baselines").iterdir()) == [entry.name, f"{entry.name}.rejected"]
+    assert json.loads(entry.read_text())["baseline"]["all_tests"] == expected.all_tests
+    assert second.cache_note and "not trusted" in second.cache_note
 
 
 CHILD = '''
