@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from repair_agent.run import execute_run
 from repair_agent.scenario import resolve
 from repair_agent.state import StopReason
 from verifier import AcceptanceSpec, Verifier
-from verifier.isolation import LABEL
+from verifier.isolation import LABEL, OWNER_LABEL
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = ROOT / "sandbox_repos/discount_shop"
@@ -39,7 +40,9 @@ class KillsItsSandbox:
     def choose(self, view):
         if view.step == 1:
             return {"tool": "search", "query": "apply_discount"}
-        for c in self.client.containers.list(filters={"label": [LABEL, "org.repair-agent.role=sandbox"]}):
+        # Only this test process's sandbox: never another run's on the same engine.
+        for c in self.client.containers.list(filters={"label": [LABEL, "org.repair-agent.role=sandbox",
+                                                                f"{OWNER_LABEL}={os.getpid()}"]}):
             c.kill()
         return {"tool": "read_file", "path": "src/discount_shop/pricing.py"}
 

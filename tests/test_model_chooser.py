@@ -119,11 +119,12 @@ def test_http_500_is_unavailable_with_body():
 
 
 def test_timeout_is_unavailable():
-    with ChatServer([delay(2.0, tool_call("stop", {"reason": "late"}))]) as srv:
+    with ChatServer([delay(6.0, tool_call("stop", {"reason": "late"}))]) as srv:
+        mc = chooser(srv, timeout_s=0.5)
         started = time.monotonic()
         with pytest.raises(ChooserUnavailable) as err:
-            chooser(srv, timeout_s=0.5).choose(make_view())
-        assert time.monotonic() - started < 1.5
+            mc.choose(make_view())
+        assert time.monotonic() - started < 4.0  # cut off long before the 6 s answer, even on a busy machine
     assert err.value.raw["type"] == "APITimeoutError" and err.value.raw["status_code"] is None
 
 
