@@ -16,6 +16,10 @@ from urllib.parse import quote
 
 import jinja2
 from pydantic import BaseModel
+from pygments.lexers import get_lexer_for_filename
+from pygments.lexers.special import TextLexer
+from pygments.token import Comment, Keyword, Name, Number, Operator, String
+from pygments.util import ClassNotFound
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
@@ -89,6 +93,33 @@ class DiffLine(BaseModel):
     old: int | None = None
     new: int | None = None
     text: str
+    # Syntax colour: (css class, text) pieces of `text`; class "" is plain. The template prints each
+    # piece autoescaped inside a span whose class comes from this fixed table, never from the run.
+    tokens: list[tuple[str, str]] = []
+
+
+# Token kinds that get a colour; everything else is printed plain.
+_TOKEN_CLASSES = ((Comment, "c"), (String, "s"), (Number, "m"), (Keyword, "k"), (Name.Function, "nf"),
+                  (Name.Class, "nf"), (Name.Builtin, "nb"), (Name.Decorator, "nb"), (Operator, "o"))
+
+
+def _lexer(path: str):
+    try:
+        return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+def _tokens(lexer, text: str) -> list[tuple[str, str]]:
+    """One line in coloured pieces (line by line: a diff shows fragments, not whole files)."""
+    pieces: list[tuple[str, str]] = []
+    for ttype, value in lexer.get_tokens(text):
+        cls = next((c for t, c in _TOKEN_CLASSES if ttype in t), "")
+        if pieces and pieces[-1][0] == cls:
+            pieces[-1] = (cls, pieces[-1][1] + value)
+        elif value:
+            pieces.append((cls, value))
+    return pieces if "".join(v for _, v in pieces) == text else [("", text)]
 
 
 class DiffFile(BaseModel):
@@ -112,14 +143,15 @@ def diff_view(diff: str) -> list[DiffFile]:
         return [DiffFile(path="(unparsed diff)", change="raw", added=0, removed=0, hue=0, lines=lines)]
     files = []
     for index, patched in enumerate(patch):
-        lines = []
+        lines, lexer = [], _lexer(patched.path)
         for hunk in patched:
             header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
             lines.append(DiffLine(kind="hunk", text=f"{header} {hunk.section_header}".rstrip()))
             for line in hunk:
                 kind = {"+": "add", "-": "del", " ": "ctx"}.get(line.line_type, "note")
-                lines.append(DiffLine(kind=kind, old=line.source_line_no, new=line.target_line_no,
-                                      text=line.value.rstrip("\n")))
+                text = line.value.rstrip("\n")
+                lines.append(DiffLine(kind=kind, old=line.source_line_no, new=line.target_line_no, text=text,
+                                      tokens=_tokens(lexer, text) if kind in ("add", "del", "ctx") else []))
         change = "added" if patched.is_added_file else "removed" if patched.is_removed_file else "modified"
         files.append(DiffFile(path=patched.path, change=change, added=patched.added, removed=patched.removed,
                               hue=(index * 137 + 210) % 360, lines=lines))

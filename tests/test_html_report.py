@@ -187,6 +187,10 @@ def test_report_of_a_real_run_in_chromium(baseline_run, chromium, tmp_path):
     html = dump_dom(chromium, page, tmp_path)
     assert re.search(r'<tr class="del"><td class="ln">37</td><td class="ln"></td><td class="code">-\s+discounted', html)
     assert re.search(r'<tr class="add"><td class="ln"></td><td class="ln">37</td><td class="code">\+\s+discounted', html)
+    # Syntax colour from pygments tokens (the fix's `/` and `100`), each piece still plain escaped text.
+    assert re.search(r'<tr class="add">.*?<span class="tk-o">/</span> <span class="tk-m">100</span>\)</td>', html)
+    assert {a.get("class") for t, a in dom.elements if t == "span" and a.get("class", "").startswith("tk-")} <= {
+        "tk-c", "tk-s", "tk-m", "tk-k", "tk-nf", "tk-nb", "tk-o"}
     # Every verdict with its diff hash; every protected file with its hash.
     assert len(dom.find("tr", "verdict")) == len(report.verdicts) == 3
     assert report.diff_sha256 in text and report.protected_manifest_sha256 in text
