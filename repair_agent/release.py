@@ -122,7 +122,7 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None) -> dict:
     decision = ReleaseDecision(decision="confirmed", who=who, when=when, run_id=record.run_id,
                                diff_sha256=record.diff_sha256, branch=branch, commit=commit.hexsha,
                                clone=str(clone.resolve()), reverification=check)
-    _decision_path(run_dir).write_text(decision.model_dump_json(indent=2))
+    _record_decision(run_dir, decision)
     return {**decision.model_dump(), "committed_diff": committed_diff}
 
 
@@ -134,5 +134,13 @@ def reject(run_dir: Path, reason: str) -> dict:
     decision = ReleaseDecision(decision="rejected", who=_who(),
                                when=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                                run_id=record.run_id, diff_sha256=record.diff_sha256, reason=reason)
-    _decision_path(run_dir).write_text(decision.model_dump_json(indent=2))
+    _record_decision(run_dir, decision)
     return decision.model_dump()
+
+
+def _record_decision(run_dir: Path, decision: "ReleaseDecision") -> None:
+    """release.json, and report.html rendered again so the page a reviewer opens shows the decision."""
+    from .html_report import write_run_html
+
+    _decision_path(run_dir).write_text(decision.model_dump_json(indent=2))
+    write_run_html(Path(run_dir))

@@ -234,6 +234,8 @@ def test_reject_is_recorded_and_blocks_a_later_confirm(new_run, module_runs):
     assert f"rejected run {record.run_id} by {RELEASER}: {reason}" in proc.stdout
     decision = json.loads((run_dir / "release.json").read_text())
     assert decision["decision"] == "rejected" and decision["reason"] == reason
+    page = (run_dir / "report.html").read_text()  # re-rendered: the reviewer's page shows the decision
+    assert "<b>rejected</b>" in page and 'id="release-commands"' not in page
     assert decision["who"] == RELEASER and decision["diff_sha256"] == record.diff_sha256
     dt.datetime.fromisoformat(decision["when"])
 

@@ -62,7 +62,7 @@ class CachedBaseline(BaseModel):
     """What runs/.cache/baselines/KEY.json holds: the baseline bound to its inputs and a digest."""
 
     format: Literal[1] = 1
-    inputs: dict[str, str]
+    inputs: dict[str, str]  # the verifier's PoolKey: tree, image, setup (spec, oracle, guard, limits, uid)
     baseline_sha256: str
     baseline: Baseline
 
@@ -211,11 +211,6 @@ class Verifier:
             self._store_cached_baseline(cache, self.baseline)
         return self.baseline
 
-    def _cache_inputs(self) -> dict[str, str]:
-        return {"tree_sha256": self.snapshot.tree_sha256, "environment_id": self.environment_id,
-                "oracle_sha256": sha256_file(self.oracle) if self.oracle else "",
-                "spec_sha256": hashlib.sha256(self.spec.model_dump_json().encode()).hexdigest()}
-
     def _baseline_cache_path(self) -> Path | None:
         """Keyed by everything the pristine suite's result depends on: the tree, the image, and
         the setup (spec, oracle, pytest guard, limits, uid) — the same key the pool's checks carry."""
@@ -281,7 +276,7 @@ class Verifier:
         try:
             envelope = CachedBaseline.model_validate_json(cache.read_bytes())
             problem = None
-            if envelope.inputs != self._cache_inputs():
+            if envelope.inputs != self.pool_key.model_dump():
                 problem = "made from other inputs"
             elif envelope.baseline_sha256 != _baseline_digest(envelope.baseline):
                 problem = "content does not match its digest"
@@ -306,7 +301,7 @@ class Verifier:
     def _store_cached_baseline(self, cache: Path, baseline: Baseline) -> None:
         # Best effort and atomic: two runs filling the same cache at once each rename a whole file
         # into place, so neither ever reads half of the other's; a full disk only costs the cache.
-        envelope = CachedBaseline(inputs=self._cache_inputs(), baseline_sha256=_baseline_digest(baseline),
+        envelope = CachedBaseline(inputs=self.pool_key.model_dump(), baseline_sha256=_baseline_digest(baseline),
                                   baseline=baseline)
         tmp = cache.with_name(f".{cache.name}.{uuid.uuid4().hex[:8]}.tmp")
         try:
