@@ -1,0 +1,113 @@
+"""Held-out behaviour probe: evaluates the scenario's held-out inputs on the candidate tree and
+prints what came back as plain data. Stdlib only; copied into the check container.
+
+It never sees an expected value: the verifier keeps those on the host and compares them with
+this probe's output in its own process. Code under test can make this process print anything,
+but without the expected values the only way to print the right answers is to compute them.
+
+Usage (in the container): python3 -I -S probe.py < cases.json    (one JSON object on stdin)
+    {"root": "/workspace", "paths": ["src"], "setup": "...", "cases": [{"name", "setup", "expr"}]}
+Prints one line: MARKER + JSON {"results": [{"name", "value" | "raised": [mro names]}]}.
+
+The host imports `to_plain` from this same file, so both sides encode values the same way.
+"""
+import datetime
+import decimal
+import fractions
+import json
+import math
+import os
+import sys
+
+MARKER = "\x1eRA-PROBE "
+MAX_ITEMS = 10_000
+MAX_DEPTH = 20
+
+# Captured before any candidate import: code under test may rebind the builtins later.
+_type, _isinstance, _len, _str, _repr_float = type, isinstance, len, str, float.__repr__
+_dict_items, _list_iter = dict.items, list.__iter__
+_PLAIN_SCALARS = (type(None), bool, int, str)
+
+
+def _type_name(cls) -> str:
+    """A class's real module and qualified name, read from the type's own slots (not from
+    attributes a class can override)."""
+    qualname = type.__dict__["__qualname__"].__get__(cls)
+    module = type.__dict__["__module__"].__get__(cls)
+    return f"{module}.{qualname}" if _type(module) is str and _type(qualname) is str else "?"
+
+
+def to_plain(value, depth=0, budget=None):
+    """Plain JSON for values of exactly the built-in types the judge can compare; everything
+    else (subclasses included: a float subclass may lie in __eq__) becomes a tagged type name.
+    No method of the value's own class is ever called."""
+    budget = budget if budget is not None else [MAX_ITEMS]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        return {"__unjudgeable__": "too large or too deep"}
+    t = _type(value)
+    if t in _PLAIN_SCALARS:
+        return value
+    if t is float:
+        return value if math.isfinite(value) else {"__float__": _repr_float(value)}
+    if t is list or t is tuple:
+        items = [to_plain(v, depth + 1, budget) for v in _list_iter(list(value))] if t is tuple \
+            else [to_plain(v, depth + 1, budget) for v in _list_iter(value)]
+        return items if t is list else {"__tuple__": items}
+    if t is dict:
+        pairs = [[to_plain(k, depth + 1, budget), to_plain(v, depth + 1, budget)] for k, v in _dict_items(value)]
+        if all(_type(k) is str for k, _ in pairs):
+            return {"__dict__": {k: v for k, v in pairs}}
+        return {"__dict_pairs__": pairs}
+    if t is set or t is frozenset:
+        items = [to_plain(v, depth + 1, budget) for v in value]
+        return {"__set__": sorted(items, key=lambda x: json.dumps(x, sort_keys=True))}
+    if t is datetime.date:
+        return {"__date__": datetime.date.isoformat(value)}
+    if t is datetime.datetime:
+        return {"__datetime__": datetime.datetime.isoformat(value)}
+    if t is datetime.time:
+        return {"__time__": datetime.time.isoformat(value)}
+    if t is datetime.timedelta:
+        return {"__timedelta__": [value.days, value.seconds, value.microseconds]}
+    if t is decimal.Decimal:
+        return {"__decimal__": decimal.Decimal.__str__(value)}
+    if t is fractions.Fraction:
+        return {"__fraction__": [value.numerator, value.denominator]}
+    if t is bytes:
+        return {"__bytes__": bytes.hex(value)}
+    return {"__unjudgeable__": _type_name(t)}
+
+
+def _raised(exc) -> list:
+    """The exception's class and its bases, by real name: the judge accepts a subclass."""
+    return [_type_name(c) for c in type.__dict__["__mro__"].__get__(_type(exc))]
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    out_fd = os.dup(1)  # our own copy: code under test may close or redirect fd 1
+    root = request["root"]
+    sys.dont_write_bytecode = True
+    for rel in reversed(request.get("paths") or ["."]):
+        sys.path.insert(0, os.path.join(root, rel))
+    os.chdir(root)
+    results = []
+    for case in request["cases"]:
+        namespace = {"__name__": "__heldout__"}
+        try:
+            exec(compile(request.get("setup") or "", "<heldout setup>", "exec"), namespace)
+            exec(compile(case.get("setup") or "", "<heldout case setup>", "exec"), namespace)
+            value = eval(compile(case["expr"], "<heldout expr>", "eval"), namespace)
+            results.append({"name": case["name"], "value": to_plain(value)})
+        except BaseException as exc:  # noqa: BLE001 - the exception is the observation
+            if _isinstance(exc, (SystemExit, KeyboardInterrupt)) and not _isinstance(exc, Exception):
+                results.append({"name": case["name"], "raised": _raised(exc), "fatal": True})
+                break
+            results.append({"name": case["name"], "raised": _raised(exc)})
+    os.write(out_fd, (MARKER + json.dumps({"results": results}, sort_keys=True) + "\n").encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
