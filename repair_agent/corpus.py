@@ -45,7 +45,7 @@ def check_scenario(scenario: Scenario, state_dir: Path, *, backend: Literal["doc
     with contextlib.ExitStack() as verifiers:  # each closed at the end: no pooled container outlives the check
         def verifier(spec, name: str) -> Verifier:
             return verifiers.enter_context(Verifier(spec, scenario.repo, Path(state_dir) / name, backend=backend,
-                                                    client=client, image=image, oracle=scenario.oracle))
+                                                    client=client, image=image, heldout=scenario.heldout))
 
         return _check(scenario, verifier, result, t0)
 

@@ -81,7 +81,7 @@ def reverify(run_dir: Path, record: RunRecord, diff: str) -> dict:
     shutil.rmtree(state_dir, ignore_errors=True)
     # A person's grants widen the diff's scope here too; protected files are still restored before testing.
     verifier = Verifier(scenario.spec, scenario.repo, state_dir, backend=backend, client=client, image=image,
-                        oracle=scenario.oracle, granted=tuple(record.granted_paths))
+                        heldout=scenario.heldout, granted=tuple(record.granted_paths))
     with verifier:  # each check in its own fresh container; close() removes any pooled ones
         verifier.prepare()
         if verifier.snapshot.tree_sha256 != record.pristine_tree_sha256:

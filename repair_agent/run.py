@@ -214,7 +214,7 @@ class _Session:
         # The verifier first: prepare() starts making its fresh check containers in the
         # background, while the workspace is built and the sandbox starts.
         self.verifier = Verifier(self.scenario.spec, self.scenario.repo, self.run_dir / "verifier", backend=self.kind,
-                                 client=self.client, image=self.image, oracle=self.scenario.oracle,
+                                 client=self.client, image=self.image, heldout=self.scenario.heldout,
                                  cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted,
                                  labels={"org.repair-agent.run": self.run_id})
         self.verifier.prepare()

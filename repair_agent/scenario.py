@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from verifier.heldout import HeldoutError, HeldoutSpec
 from verifier.spec import AcceptanceSpec
 
 from .state import Budget
@@ -81,7 +82,9 @@ class Manifest(BaseModel):
     kind: str = Field("unspecified", pattern=r"^[a-z0-9][a-z0-9-]*$")
     tags: list[str] = []
     expected: Expected = "awaiting_release_confirmation"
-    oracle: str | None = None
+    # Held-out behaviour checks (NAME.heldout.toml): inputs and expected values the chooser never
+    # sees; the verifier runs the inputs after the tests and compares on the host.
+    heldout: str | None = None
     goal: GoalSpec
     acceptance: AcceptanceSection
     budget: BudgetSection = BudgetSection()
@@ -94,7 +97,7 @@ class Scenario(BaseModel):
     description: str
     manifest_path: Path
     repo: Path
-    oracle: Path | None
+    heldout: Path | None
     goal: GoalSpec
     spec: AcceptanceSpec
     budget: Budget
@@ -112,7 +115,7 @@ class Scenario(BaseModel):
                 "manifest": str(self.manifest_path), "kind": self.kind, "tags": list(self.tags),
                 "expected": self.expected, "target_tests": list(self.spec.target_tests),
                 "writable": list(self.spec.writable), "max_steps": self.budget.max_steps,
-                "has_reference_fix": self.reference_fix is not None}
+                "has_reference_fix": self.reference_fix is not None, "has_heldout": self.heldout is not None}
 
 
 def load_manifest(path: Path) -> Scenario:
@@ -131,9 +134,12 @@ def load_manifest(path: Path) -> Scenario:
     repo = (path.parent / m.repo).resolve()
     if not repo.is_dir():
         raise ManifestError(f"{path}: field 'repo': {repo} is not a directory")
-    oracle = (path.parent / m.oracle).resolve() if m.oracle else None
-    if oracle and not oracle.is_file():
-        raise ManifestError(f"{path}: field 'oracle': {oracle} is not a file")
+    heldout = (path.parent / m.heldout).resolve() if m.heldout else None
+    if heldout:
+        try:
+            HeldoutSpec.load(heldout)
+        except HeldoutError as exc:
+            raise ManifestError(f"{path}: field 'heldout': {exc}") from None
     extras = {}
     for field in ("bug_patch", "reference_fix"):
         value = getattr(m, field)
@@ -150,9 +156,9 @@ def load_manifest(path: Path) -> Scenario:
         raise ManifestError(f"{path}: field 'budget.reserved_final_steps' must be below budget.max_steps")
     spec = AcceptanceSpec(scenario=m.name, target_tests=tuple(m.acceptance.target_tests),
                           writable=tuple(m.acceptance.writable), protected=tuple(m.acceptance.protected),
-                          oracle=str(oracle) if oracle else None, test_timeout_s=m.acceptance.test_timeout_s)
+                          test_timeout_s=m.acceptance.test_timeout_s)
     return Scenario(name=m.name, description=m.description, manifest_path=path.resolve(), repo=repo,
-                    oracle=oracle, goal=m.goal, spec=spec,
+                    heldout=heldout, goal=m.goal, spec=spec,
                     budget=Budget(max_steps=m.budget.max_steps, reserved_final_steps=m.budget.reserved_final_steps,
                                   deadline_s=m.budget.deadline_s),
                     baseline=m.baseline, source_repo=source_repo, kind=m.kind, tags=tuple(m.tags),

@@ -64,7 +64,6 @@ class AcceptanceSpec(BaseModel):
     target_tests: tuple[str, ...] = Field(min_length=1, description="fail-to-pass pytest node ids")
     writable: tuple[str, ...] = ("src/**",)
     protected: tuple[str, ...] = ()
-    oracle: str | None = Field(None, description="path to a stdlib-only script checking the target behaviour")
     test_timeout_s: float = 120.0
     max_diff_bytes: int = 200_000
     max_changed_lines: int = 2_000
