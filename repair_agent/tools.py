@@ -101,7 +101,8 @@ class Executor:
                                source=f"verifier:{self.verifier.backend}", summary=verdict.summary,
                                output=output, duration_s=0.0, verdict=verdict,
                                raw_error=(verdict.pytest.stderr.text[-2000:] or None) if verdict.pytest else verdict.apply_error,
-                               data={**verdict.model_dump(mode="json", exclude={"pytest"}),
+                               # Held-out inputs and values stay out of the chooser's view: counts only.
+                               data={**verdict.model_dump(mode="json", exclude={"pytest": True, "heldout": {"cases"}}),
                                      "pytest": _command_data(verdict.pytest) if verdict.pytest else None})
         if isinstance(action, CheckDiff):
             verdict = self.verifier.check_scope(current_diff)

@@ -5,7 +5,8 @@ into the agent's container.
 """
 from .conditions import CONDITIONS, Condition, u_count, unsatisfied
 from .isolation import CommandResult, EngineFailure, HardenedContainer, Limits, LocalRunner
-from .runner import Baseline, ScenarioError, TestVerdict, Verifier, VerifierCompromised, container_user
+from .judge import Baseline
+from .runner import ScenarioError, TestVerdict, Verifier, VerifierCompromised, container_user
 from .scope import ScopeVerdict, check_scope, diff_sha256
 from .spec import DEFAULT_PROTECTED, AcceptanceSpec, ProtectedSnapshot, glob_match
 

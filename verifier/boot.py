@@ -383,10 +383,18 @@ def _runner_guard(config):
     for cls in subclasses_now():
         known_subclasses.append(cls)
 
+    # The hooks that run, report or judge a test: where a swallowed failure would be made.
+    verdict_hooks = ("pytest_runtest_", "pytest_pyfunc_call", "pytest_make", "pytest_report_", "pytest_assert",
+                     "pytest_collect", "pytest_itemcollected", "pytest_exception_interact", "pytest_fixture_")
+
+    def hook_callers(config):
+        return [(n, c) for n, c in _vars(config.hook).items()
+                if hasattr(c, "get_hookimpls") and n.startswith(verdict_hooks)]
+
     def runtime_objects(session):
         config = session.config
         objs = {"session": session, "config": config, "pluginmanager": config.pluginmanager, "hook": config.hook}
-        for name, caller in _vars(config.hook).items():
+        for name, caller in hook_callers(config):
             objs[f"hook.{name}"] = caller
             for i, impl in enumerate(caller.get_hookimpls()):
                 objs[f"hookimpl.{name}.{i}"] = impl
@@ -395,14 +403,24 @@ def _runner_guard(config):
         return objs
 
     def identities(session):
-        """What must not change once collected: each hook's implementations and their functions,
-        and each item's test function."""
+        """What must not change once collected: each test's function, and each hook
+        implementation's function (added implementations are judged by where their code is)."""
         ids = {}
-        for name, caller in _vars(session.config.hook).items():
-            ids[f"hook {name}"] = tuple(x for i in caller.get_hookimpls() for x in (i, i.function))
+        for name, caller in hook_callers(session.config):
+            for impl in caller.get_hookimpls():
+                ids[f"hook {name} {getattr(impl, 'plugin_name', '?')}"] = (impl.function,)
         for item in state.get("items", ()):
             ids[f"item {item.nodeid}"] = (getattr(item, "obj", None),)
         return ids
+
+    def added_impl_is_foreign(key, session):
+        for name, caller in hook_callers(session.config):
+            for impl in caller.get_hookimpls():
+                if key == f"hook {name} {getattr(impl, 'plugin_name', '?')}":
+                    fn = getattr(impl.function, "__func__", impl.function)
+                    code = getattr(fn, "__code__", None)
+                    return code is None or not code.co_filename.startswith(trusted_dirs + ("/verifier/",))
+        return True
 
     def shadowing(session, item=None):
         """Instance attributes that hide a method of their class (e.g. item.runtest = ...)."""
@@ -444,8 +462,12 @@ def _runner_guard(config):
                     changed.append(f"{key}: {', '.join(_sorted(map(str, names))[:5])}")
         if session is not None and "ids" in state:
             ids = identities(session)
-            changed += [f"{k}: replaced" for k in _sorted(set(ids) | set(state["ids"]))
-                        if not same_refs(ids.get(k, ()), state["ids"].get(k, ()))]
+            for k in _sorted(set(ids) | set(state["ids"])):
+                if k not in state["ids"]:
+                    if added_impl_is_foreign(k, session):
+                        changed.append(f"{k}: registered by code outside pytest")
+                elif not same_refs(ids.get(k, ()), state["ids"][k]):
+                    changed.append(f"{k}: {'removed' if k not in ids else 'replaced'}")
             changed += [f"{k}: shadows a method" for k in shadowing(session, item)]
         new = [c for c in subclasses_now() if not any(map(_is, [c] * _len(known_subclasses), known_subclasses))]
         lying = []

@@ -122,7 +122,8 @@ def _timed_out(exit_code: int | None, elapsed: float, timeout_s: float) -> bool:
     return exit_code in (124, 137, -9, None) and elapsed >= timeout_s * 0.98
 
 
-def docker_hardening(limits: Limits, user: str, labels: dict[str, str]) -> dict:
+def docker_hardening(limits: Limits, user: str, labels: dict[str, str],
+                     extra_tmpfs: dict[str, str] | None = None) -> dict:
     """The container settings every sandbox and verification container gets."""
     return dict(
         network_mode="none",
@@ -134,11 +135,32 @@ def docker_hardening(limits: Limits, user: str, labels: dict[str, str]) -> dict:
         nano_cpus=int(limits.cpus * 1e9),
         user=user,
         read_only=True,
-        tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes}"},
+        tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes}", **(extra_tmpfs or {})},
         init=True,
         ipc_mode="private",
         labels={LABEL: "1", OWNER_LABEL: str(os.getpid()), **labels},
     )
+
+
+# Runs in the check container after the tests: opens without following a symlink, refuses
+# anything but a regular file within the cap, prints base64 (stdlib only, no candidate import).
+_READER = """
+import os, sys, stat, base64
+path, cap = sys.argv[1], int(sys.argv[2])
+try:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+except FileNotFoundError:
+    print("ERR missing"); sys.exit(0)
+except OSError as exc:
+    print("ERR a symlink" if exc.errno == 40 else "ERR " + exc.strerror); sys.exit(0)
+st = os.fstat(fd)
+if not stat.S_ISREG(st.st_mode):
+    print("ERR not a regular file"); sys.exit(0)
+if st.st_size > cap:
+    print("ERR larger than %d bytes" % cap); sys.exit(0)
+data = os.read(fd, cap + 1)
+print("ERR larger than %d bytes" % cap if len(data) > cap else base64.b64encode(data).decode())
+"""
 
 
 class HardenedContainer:
@@ -148,7 +170,7 @@ class HardenedContainer:
 
     def __init__(self, client, image: str, *, mounts: Iterable = (), limits: Limits | None = None,
                  user: str = "10001:10001", labels: dict[str, str] | None = None,
-                 workdir: str = "/workspace"):
+                 workdir: str = "/workspace", extra_tmpfs: dict[str, str] | None = None):
         import docker.errors
 
         self.client, self.limits, self.workdir = client, limits or Limits(), workdir
@@ -158,7 +180,7 @@ class HardenedContainer:
         try:
             self.container = client.containers.run(
                 image, command=["sleep", "infinity"], detach=True, working_dir=workdir, name=name,
-                mounts=list(mounts), **docker_hardening(self.limits, user, labels or {}))
+                mounts=list(mounts), **docker_hardening(self.limits, user, labels or {}, extra_tmpfs))
         except BaseException as exc:
             _remove_by_name(client, name)
             if isinstance(exc, (docker.errors.DockerException, OSError)):
@@ -245,6 +267,39 @@ class HardenedContainer:
         return CommandResult(argv=argv, exit_code=exit_code, timed_out=timed_out,
                              duration_s=round(elapsed, 4), stdout=out.finish(), stderr=err.finish(),
                              backend=self.backend)
+
+    def processes(self) -> list[str]:
+        """Every process in the container but its init and the idle command it was started with."""
+        import docker.errors
+
+        try:
+            listing = self.container.top(ps_args="-eo pid,args")
+        except (docker.errors.DockerException, OSError) as exc:
+            raise EngineFailure(f"engine stopped answering: {exc}") from exc
+        titles = listing.get("Titles") or []
+        column = titles.index("COMMAND") if "COMMAND" in titles else -1
+        rows = [" ".join(map(str, row)) if column < 0 else str(row[column]) for row in listing.get("Processes") or []]
+        return [r for r in rows if not (r.startswith(("/sbin/docker-init", "docker-init")) or r == "sleep infinity")]
+
+    def read_file(self, path: str, cap: int) -> tuple[bytes | None, str | None]:
+        """One regular file out of the container, read inside it by a fixed stdlib reader after
+        every process of the check has ended (the engine's archive API cannot see a tmpfs): never
+        a host mount, never a symlink followed, never more than `cap` bytes."""
+        import base64
+
+        res = self.exec(["python3", "-I", "-S", "-c", _READER, path, str(cap)], timeout_s=30.0,
+                        output_cap=cap * 4 // 3 + 4096)
+        name = path.rsplit("/", 1)[-1]
+        out = res.stdout.text.strip()
+        if res.timed_out or res.stdout.truncated:
+            return None, f"result file {name} could not be read within bounds"
+        if out.startswith("ERR "):
+            reason = out[4:200]
+            return (None, None) if reason == "missing" else (None, f"result file {name} refused: {reason}")
+        try:
+            return base64.b64decode(out, validate=True), None
+        except ValueError:
+            return None, f"result file {name}: unreadable reader output"
 
     def _reset_processes(self) -> None:
         import docker.errors

@@ -5,7 +5,7 @@ It never sees an expected value: the verifier keeps those on the host and compar
 this probe's output in its own process. Code under test can make this process print anything,
 but without the expected values the only way to print the right answers is to compute them.
 
-Usage (in the container): python3 -I -S probe.py < cases.json    (one JSON object on stdin)
+Usage: RA_PROBE=JSON python3 -I -S probe.py     (or the JSON on stdin)
     {"root": "/workspace", "paths": ["src"], "setup": "...", "cases": [{"name", "setup", "expr"}]}
 Prints one line: MARKER + JSON {"results": [{"name", "value" | "raised": [mro names]}]}.
 
@@ -85,7 +85,8 @@ def _raised(exc) -> list:
 
 
 def main() -> int:
-    request = json.loads(sys.stdin.read())
+    # The verifier passes the request in RA_PROBE (an exec has no stdin); authors pipe it in.
+    request = json.loads(os.environ.pop("RA_PROBE", "") or sys.stdin.read())
     out_fd = os.dup(1)  # our own copy: code under test may close or redirect fd 1
     root = request["root"]
     sys.dont_write_bytecode = True

@@ -1,8 +1,10 @@
 """Running the protected tests on a candidate diff, in a fresh tree and a fresh container.
 
 SWE-bench's lesson, kept strictly: the diff is applied to the verifier's own pristine copy,
-protected files are restored from that copy, added test infrastructure is refused, and only
-the JUnit XML that pytest writes outside the candidate tree (plus its exit code) decides.
+protected files are restored from that copy and added test infrastructure is refused. pytest runs
+under the verifier's boot (boot.py); the host reads the JUnit file through the engine (from a
+tmpfs in the container, never a host mount), checks no process outlived the run, runs the
+held-out probe, and hands all of it to the pure `judge` (judge.py).
 """
 from __future__ import annotations
 
@@ -14,23 +16,24 @@ import subprocess
 import sys
 import time
 import uuid
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
+from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, parse_probe_output
 from .isolation import CommandResult, HardenedContainer, Limits, LocalRunner
+from .judge import Baseline, GuardRecords, Kind, ProcessFacts, guard_doubts, judge
+from .junit import MAX_JUNIT_BYTES, TestCase, parse_junit_bytes, read_result_file
 from .pool import CheckPool, FreshCheck, PoolKey
 from .scope import ScopeVerdict, check_scope, diff_sha256
 from .spec import (REFUSED_INFRASTRUCTURE, AcceptanceSpec, ProtectedSnapshot, glob_match,
                    nodeid_to_junit_key, sha256_file, tree_files, tree_sha256)
 
-Kind = Literal["target_test", "full_suite"]
-GUARD_SOURCE = Path(__file__).with_name("pytest_guard.py")
-GUARD_MODULE = "ra_pytest_guard"
-GUARD_MARKER = "\x1eRA-GUARD "
-MAX_JUNIT_BYTES = 8 * 1024 * 1024
+GUARD_DIR_FILES = {"ra_boot.py": Path(__file__).with_name("boot.py"),
+                   "ra_probe.py": Path(__file__).with_name("probe.py")}
+RESULT_DIR = "/verifier-out"
+RESULT_DIR_BYTES = 16 * 1024 * 1024  # a tmpfs inside the container: nothing a check writes lands on the host
 PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
 
 
@@ -42,27 +45,11 @@ class VerifierCompromised(RuntimeError):
     """The verifier's own pristine copy changed: nothing it says can be trusted any more."""
 
 
-class TestCase(BaseModel):
-    key: str
-    outcome: Literal["passed", "failed", "error", "skipped"]
-    message: str = ""
-
-
-class Baseline(BaseModel):
-    """The pristine repository's test results: which ids exist and which already pass."""
-
-    all_tests: list[str]
-    target_keys: list[str]
-    pass_to_pass: list[str]
-    known_failing: list[str]
-    target_failures: dict[str, str]
-
-
 class CachedBaseline(BaseModel):
     """What runs/.cache/baselines/KEY.json holds: the baseline bound to its inputs and a digest."""
 
-    format: Literal[1] = 1
-    inputs: dict[str, str]  # the verifier's PoolKey: tree, image, setup (spec, oracle, guard, limits, uid)
+    format: Literal[2] = 2
+    inputs: dict[str, str]  # the verifier's PoolKey: tree, image, setup (spec, held-out, boot, limits, uid)
     baseline_sha256: str
     baseline: Baseline
 
@@ -72,6 +59,7 @@ def _baseline_digest(baseline: Baseline) -> str:
 
 
 class TestVerdict(BaseModel):
+    __test__ = False  # not a pytest test class
     kind: Kind
     diff_sha256: str
     protected_manifest_sha256: str
@@ -88,14 +76,20 @@ class TestVerdict(BaseModel):
     restored: list[str] = []
     refused: list[str] = []
     apply_error: str | None = None
-    oracle: dict | None = None
+    # Held-out checks: the per-case detail (inputs, values) is for the person's report only.
+    heldout: HeldoutResult | None = None
+    # correct: visible tests and held-out checks pass; plausible: only the visible tests pass;
+    # unchecked: the scenario has no held-out checks.
+    correctness: Literal["correct", "plausible", "unchecked"] | None = None
+    guard_refusals: int = 0
     pytest: CommandResult | None = None
     duration_s: float = 0.0
 
     @property
     def summary(self) -> str:
         if self.ok:
-            return f"{self.kind}: {self.passed}/{self.collected} passed"
+            extra = f", {self.heldout.summary}" if self.heldout is not None else ""
+            return f"{self.kind}: {self.passed}/{self.collected} passed{extra}"
         return f"{self.kind}: FAILED ({'; '.join(self.problems[:3])})"
 
 
@@ -105,36 +99,12 @@ def container_user() -> str:
     return "10001:10001" if uid == 0 else f"{uid}:{os.getgid()}"
 
 
-def parse_junit(path: Path) -> tuple[list[TestCase], str | None]:
-    if not path.is_file():
-        return [], "no JUnit report was written"
-    if path.stat().st_size > MAX_JUNIT_BYTES:
-        return [], "JUnit report is implausibly large"
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as exc:
-        return [], f"JUnit report does not parse: {exc}"
-    cases = []
-    for tc in root.iter("testcase"):
-        key = f"{tc.get('classname', '')}::{tc.get('name', '')}"
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            child = tc.find(tag)
-            if child is not None:
-                outcome = {"failure": "failed"}.get(tag, tag)
-                message = (child.get("message") or child.text or "").strip().splitlines()[:1]
-                message = message[0][:300] if message else ""
-                break
-        cases.append(TestCase(key=key, outcome=outcome, message=message))
-    return cases, None
-
-
 class Verifier:
     """The protected referee of one run. It imports nothing from the agent side."""
 
     def __init__(self, spec: AcceptanceSpec, pristine: Path, state_dir: Path, *,
                  backend: Literal["docker", "local"] = "docker", client=None, image: str | None = None,
-                 limits: Limits | None = None, oracle: Path | None = None, cache_dir: Path | None = None,
+                 limits: Limits | None = None, heldout: Path | None = None, cache_dir: Path | None = None,
                  granted: tuple[str, ...] = (), labels: dict[str, str] | None = None,
                  pool_size: int = 2, pool_max_idle_s: float = 300.0):
         self.spec, self.pristine, self.state_dir = spec, Path(pristine), Path(state_dir)
@@ -143,7 +113,8 @@ class Verifier:
         self.granted = tuple(granted)
         self.backend, self.client, self.image = backend, client, image
         self.limits = limits or Limits()
-        self.oracle = self._oracle_source = Path(oracle) if oracle else None
+        # Held-out checks: loaded here, kept in this process; only their inputs enter a container.
+        self.heldout = HeldoutSpec.load(Path(heldout)) if heldout else None
         self.cache_dir = cache_dir
         self.labels = dict(labels or {})  # extra container labels, e.g. the run id cleanup selects by
         self.cache_note: str | None = None  # why a cached baseline was not trusted, when it was not
@@ -177,22 +148,24 @@ class Verifier:
         self.snapshot = ProtectedSnapshot.capture(self.pristine, self.state_dir / "pristine", self.spec)
         guard_dir = self.state_dir / "guard"
         guard_dir.mkdir(exist_ok=True)
-        shutil.copyfile(GUARD_SOURCE, guard_dir / f"{GUARD_MODULE}.py")
+        for name, source in GUARD_DIR_FILES.items():  # code only: no expected value is ever in here
+            shutil.copyfile(source, guard_dir / name)
         self.guard_dir = guard_dir
-        if self._oracle_source:
-            oracle_copy = self.state_dir / "oracle.py"
-            shutil.copyfile(self._oracle_source, oracle_copy)
-            self.oracle = oracle_copy
         self._start_pool()
         cache = self._baseline_cache_path()
         cached = self._load_cached_baseline(cache) if cache else None
         if cached is not None:
             self.baseline = cached
             return self.baseline
-        cases, verdict_problem, result, _ = self._execute("", "full_suite", baseline=True)
+        cases, verdict_problem, result, extra = self._execute("", "full_suite", baseline=True)
         if verdict_problem:
             raise ScenarioError(f"the pristine repository's suite could not be run: {verdict_problem}"
                                 + (f"\n{result.stderr.text[-2000:]}" if result else ""))
+        tripped = guard_doubts(extra["guard"], extra["facts"]) if extra.get("guard") else []
+        if tripped:
+            # Every candidate inherits the pristine code: a guard it trips would fail them all.
+            raise ScenarioError("the pristine repository's suite trips the verifier's check process: "
+                                + "; ".join(tripped[:3]))
         keys = [c.key for c in cases]
         targets = [nodeid_to_junit_key(t) for t in self.spec.target_tests]
         by_key = {c.key: c for c in cases}
@@ -213,7 +186,7 @@ class Verifier:
 
     def _baseline_cache_path(self) -> Path | None:
         """Keyed by everything the pristine suite's result depends on: the tree, the image, and
-        the setup (spec, oracle, pytest guard, limits, uid) — the same key the pool's checks carry."""
+        the setup (spec, held-out checks, boot, limits, uid) — the same key the pool's checks carry."""
         if self.cache_dir is None:
             return None
         key = self.pool_key
@@ -223,8 +196,9 @@ class Verifier:
 
     def _start_pool(self) -> None:
         """Begin making fresh checks in the background, for this snapshot, image and spec only."""
-        oracle_hash = sha256_file(self.oracle) if self.oracle else ""
-        setup = "\0".join([self.spec.model_dump_json(), oracle_hash, sha256_file(GUARD_SOURCE),
+        heldout_hash = hashlib.sha256(self.heldout.model_dump_json().encode()).hexdigest() if self.heldout else ""
+        setup = "\0".join([self.spec.model_dump_json(), heldout_hash,
+                           *(sha256_file(f) for f in GUARD_DIR_FILES.values()),
                            self.limits.model_dump_json(), container_user()])
         self.pool_key = PoolKey(environment_id=self.environment_id,
                                 pristine_tree_sha256=self.snapshot.tree_sha256,
@@ -343,73 +317,21 @@ class Verifier:
 
     def _judge(self, kind: Kind, cases: list[TestCase], problem: str | None, result: CommandResult | None,
                extra: dict, base: dict) -> TestVerdict:
-        """Two kinds of problems: test failures, and doubts about the run's integrity. The
-        target condition holds only when the targets passed AND nothing casts doubt on the run."""
-        bl = self.baseline
-        doubts = ([problem] if problem else []) + extra.get("problems", [])
-        by_key: dict[str, TestCase] = {}
-        for case in cases:
-            if case.key in by_key:
-                doubts.append(f"test reported twice: {case.key}")
-            by_key[case.key] = case
-        expected_ids = set(bl.target_keys) if kind == "target_test" else set(bl.all_tests)
-        missing = sorted(expected_ids - by_key.keys())
-        unexpected = sorted(by_key.keys() - expected_ids)
-        if missing:
-            doubts.append(f"{len(missing)} protected test(s) not reported (missing, deselected): {missing[:5]}")
-        if unexpected:
-            doubts.append(f"{len(unexpected)} unknown test(s) reported: {unexpected[:5]}")
-        if result is not None and result.timed_out:
-            doubts.append(f"pytest timed out after {self.spec.test_timeout_s:g}s")
-        must_pass = set(bl.target_keys) | (set(bl.pass_to_pass) if kind == "full_suite" else set())
-        guard = extra.get("guard")
-        if guard is not None:
-            # What the test functions really did, seen before any report existed, must agree.
-            if not guard["finished"]:
-                doubts.append("the verifier's pytest guard did not see the session end")
-            foreign = [f for f in guard["hook_files"] if self._candidate_file(f, extra.get("root", ""))]
-            if foreign:
-                doubts.append(f"candidate code registered pytest hooks: {foreign[:3]}")
-            forged = sorted(k for k in must_pass if k in by_key and by_key[k].outcome == "passed"
-                            and guard["calls"].get(k) != [None])
-            if forged:
-                doubts.append(f"{len(forged)} test(s) reported passed although the test function raised or "
-                              f"never ran (report rewriting): "
-                              + "; ".join(f"{k} {guard['calls'].get(k)}" for k in forged[:3]))
-        oracle = extra.get("oracle")
-        if self.oracle is not None and not (oracle and oracle.get("ok") is True):
-            doubts.append("independent oracle check failed (target behaviour, separate interpreter)")
-
-        failures = []
-        failing = {k: f"{by_key[k].outcome}: {by_key[k].message}" for k in sorted(must_pass & by_key.keys())
-                   if by_key[k].outcome != "passed"}
-        if failing:
-            failures.append(f"{len(failing)} test(s) not passing: "
-                            + "; ".join(f"{k} [{v}]" for k, v in list(failing.items())[:3]))
-        exit_code = result.exit_code if result else None
-        allowed_exit = {0} if kind == "target_test" or not bl.known_failing else {0, 1}
-        if result is not None and not result.timed_out and exit_code not in allowed_exit:
-            failures.append(f"pytest exit code {exit_code}")
-        targets_passed = all(k in by_key and by_key[k].outcome == "passed" for k in bl.target_keys)
-        problems = doubts + failures
-        return TestVerdict(**base, ok=not problems, targets_ok=targets_passed and not doubts, problems=problems,
-                           exit_code=exit_code, timed_out=bool(result and result.timed_out),
-                           collected=len(cases), passed=sum(c.outcome == "passed" for c in cases),
-                           failing=failing, missing=missing, unexpected=unexpected,
+        guard, facts, heldout = extra.get("guard"), extra.get("facts"), extra.get("heldout")
+        j = judge(kind, self.baseline, cases, problem, guard, facts, heldout)
+        problems = list(extra.get("problems", [])) + j.problems
+        return TestVerdict(**base, ok=not problems, targets_ok=j.targets_ok and not extra.get("problems"),
+                           problems=problems, exit_code=result.exit_code if result else None,
+                           timed_out=bool(result and result.timed_out), collected=j.collected, passed=j.passed,
+                           failing=j.failing, missing=j.missing, unexpected=j.unexpected,
                            restored=extra.get("restored", []), refused=extra.get("refused", []),
-                           apply_error=extra.get("apply_error"), oracle=oracle, pytest=result)
-
-    def _candidate_file(self, path: str, root: str) -> bool:
-        """A file of the candidate's own writable code (hooks may come only from pytest and protected files)."""
-        prefix = root.rstrip("/") + "/"
-        if not path.startswith(prefix):
-            return False
-        rel = path[len(prefix):]
-        return self.spec.is_writable(rel) or (glob_match(rel, self.granted) is not None and not self.spec.is_protected(rel))
+                           apply_error=extra.get("apply_error"), heldout=heldout,
+                           correctness=j.correctness if not extra.get("problems") else None,
+                           guard_refusals=len(guard.of("refused")) if guard else 0, pytest=result)
 
     # -- the mechanics of one verification ---------------------------------------------------
     def _execute(self, diff: str, kind: Kind, baseline: bool = False):
-        """Build the candidate tree, run the oracle and pytest on it, return parsed cases."""
+        """Build the candidate tree, run pytest (and then the held-out probe) on it, return parsed cases."""
         if self.snapshot.check_intact():
             raise VerifierCompromised(f"protected pristine copy changed: {self.snapshot.check_intact()}")
         check = self.pool.take()
@@ -435,28 +357,53 @@ class Verifier:
             if extra["refused"]:
                 extra["problems"].append(f"refused added test infrastructure: {extra['refused']}")
         targets = list(self.spec.target_tests) if kind == "target_test" else []
-        junit_in, junit_host = "/verifier-out/junit.xml", out / "junit.xml"
-        pytest_args = ["-p", "no:cacheprovider", "-p", GUARD_MODULE, "-q", "-o", "junit_family=xunit2",
-                       "-o", "junit_logging=no", "-o", "console_output_style=classic"]
-        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1",
-               "PYTHONNOUSERSITE": "1", "HOME": "/tmp", "PYTHONHASHSEED": "0"}
-        pytest_env = {**env, "PYTHONPATH": "/verifier/guard" if self.backend == "docker" else str(self.guard_dir)}
-        if self.backend == "docker":
-            root, junit_arg, python, oracle_path = "/workspace", junit_in, "python3", "/verifier/oracle.py"
+        docker = self.backend == "docker"
+        root = "/workspace" if docker else str(tree)
+        junit_path = f"{RESULT_DIR}/junit.xml" if docker else str(out / "junit.xml")
+        boot = "/verifier/guard/ra_boot.py" if docker else str(self.guard_dir / "ra_boot.py")
+        python = "python3" if docker else sys.executable
+        boot_config = {"root": root, "junit": junit_path, "out_dir": RESULT_DIR if docker else str(out),
+                       "verifier_dir": "/verifier" if docker else str(self.state_dir),
+                       "protected": sorted(self.snapshot.protected_sha256)}
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+               "HOME": "/tmp", "PYTHONHASHSEED": "0", "RA_BOOT": json.dumps(boot_config)}
+        pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "junit_family=xunit2", "-o", "junit_logging=no",
+                       "-o", "console_output_style=classic", f"--junitxml={junit_path}", f"--rootdir={root}"]
+        result = runner.exec([python, "-I", boot, *pytest_args, *targets],
+                             timeout_s=self.spec.test_timeout_s, output_dir=work, env=env, workdir=root)
+        extra["guard"] = _guard_records(result)
+        # What the host sees for itself, before anything else runs in the container.
+        leftover = runner.processes() if docker and not result.timed_out else []
+        if docker:
+            data, read_problem = runner.read_file(junit_path, MAX_JUNIT_BYTES)
         else:
-            root, junit_arg, python, oracle_path = str(tree), str(junit_host), sys.executable, str(self.oracle)
-        if self.oracle and not baseline:
-            res = runner.exec([python, "-I", "-S", oracle_path, root], timeout_s=min(30.0, self.spec.test_timeout_s),
-                              output_dir=work, env=env)
-            extra["oracle"] = _oracle_report(res)
-        result = runner.exec([python, "-P", "-m", "pytest", *pytest_args, f"--junitxml={junit_arg}",
-                              f"--rootdir={root}", *targets],
-                             timeout_s=self.spec.test_timeout_s, output_dir=work, env=pytest_env, workdir=root)
-        extra["guard"], extra["root"] = _guard_report(result), root
-        cases, problem = parse_junit(junit_host)
+            data, read_problem = read_result_file(Path(junit_path))
+        extra["facts"] = ProcessFacts(exit_code=result.exit_code, timed_out=result.timed_out, root=root,
+                                      leftover_processes=leftover, result_problem=read_problem)
+        cases, problem = parse_junit_bytes(data) if not read_problem else ([], None)
+        if data is None and not read_problem:
+            problem = "no JUnit report was written"
         if result.timed_out and not problem:
             problem = "pytest timed out"
+        if self.heldout is not None and not baseline:
+            extra["heldout"] = self._run_heldout(runner, work, root, python, docker)
         return cases, problem, result, extra
+
+    def _run_heldout(self, runner, work: Path, root: str, python: str, docker: bool) -> HeldoutResult:
+        """The held-out inputs, after the tests (nothing of this run can be in the pytest output a
+        chooser reads), in a fresh interpreter; the comparison happens here, on plain data."""
+        probe = "/verifier/guard/ra_probe.py" if docker else str(self.guard_dir / "ra_probe.py")
+        request = json.dumps(self.heldout.request(root))
+        res = runner.exec([python, "-I", "-S", probe], timeout_s=min(60.0, self.spec.test_timeout_s),
+                          output_dir=work, env={"RA_PROBE": request, "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
+                          workdir=root)
+        stdout = Path(res.stdout.kept_path).read_text(errors="replace") if res.stdout.kept_path else res.stdout.text
+        data, problem = parse_probe_output(stdout)
+        if res.timed_out:
+            data, problem = None, "the held-out probe timed out"
+        result = judge_heldout(self.heldout, data, problem)
+        (work / "heldout.json").write_text(result.model_dump_json(indent=1))
+        return result
 
     def _runner(self, tree: Path, out: Path, key: PoolKey):
         if self.backend == "local":
@@ -464,15 +411,13 @@ class Verifier:
         from docker.types import Mount
 
         mounts = [Mount("/workspace", str(tree), type="bind", read_only=True),
-                  Mount("/verifier-out", str(out), type="bind", read_only=False)]
-        mounts.append(Mount("/verifier/guard", str(self.guard_dir), type="bind", read_only=True))
-        if self.oracle:
-            mounts.append(Mount("/verifier/oracle.py", str(self.oracle), type="bind", read_only=True))
+                  Mount("/verifier/guard", str(self.guard_dir), type="bind", read_only=True)]
         # Started from the image id the run recorded, so a re-tagged image cannot slip in.
         return HardenedContainer(self.client, key.environment_id.removeprefix("docker:"), mounts=mounts,
                                  limits=self.limits, user=container_user(),
                                  labels={**self.labels, "org.repair-agent.role": "verifier",
-                                         PRISTINE_LABEL: key.pristine_tree_sha256})
+                                         PRISTINE_LABEL: key.pristine_tree_sha256},
+                                 extra_tmpfs={RESULT_DIR: f"rw,nosuid,nodev,noexec,size={RESULT_DIR_BYTES},mode=1777"})
 
     def _apply(self, diff: str, tree: Path) -> str | None:
         # GIT_CEILING_DIRECTORIES keeps git from discovering an enclosing repository, so the
@@ -505,40 +450,7 @@ class Verifier:
         return restored, refused
 
 
-def _guard_report(res: CommandResult) -> dict:
-    """Parse the guard's records from the full stderr stream (the kept file, not the capped head)."""
+def _guard_records(res: CommandResult) -> GuardRecords:
+    """The boot's records from the full stderr stream (the kept file, not the capped head)."""
     text = Path(res.stderr.kept_path).read_text(errors="replace") if res.stderr.kept_path else res.stderr.text
-    calls: dict[str, list] = {}
-    hook_files: set[str] = set()
-    finished = False
-    for line in text.split("\n"):  # not splitlines(): it also splits at the marker's \x1e
-        if not line.startswith(GUARD_MARKER):
-            continue
-        try:
-            rec = json.loads(line[len(GUARD_MARKER):])
-        except json.JSONDecodeError:
-            continue
-        if rec.get("kind") == "call":
-            calls.setdefault(nodeid_to_junit_key(str(rec.get("nodeid"))), []).append(rec.get("raised"))
-        elif rec.get("kind") == "hooks":
-            hook_files.update(map(str, rec.get("files", [])))
-        elif rec.get("kind") == "finished":
-            finished = True
-    return {"calls": calls, "hook_files": sorted(hook_files), "finished": finished}
-
-
-def _oracle_report(res: CommandResult) -> dict:
-    lines = [l for l in res.stdout.text.strip().splitlines() if l.strip()]
-    try:
-        report = json.loads(lines[-1]) if lines else {}
-        if not isinstance(report, dict):
-            report = {"raw": report}
-    except json.JSONDecodeError:
-        report = {"raw": res.stdout.text[-500:]}
-    # The exit code decides, too: a printed {"ok": true} with a failing exit is not a pass.
-    report["ok"] = bool(report.get("ok") is True and res.exit_code == 0 and not res.timed_out)
-    report["exit_code"] = res.exit_code
-    report["stderr_tail"] = res.stderr.text[-500:]
-    report["stdout_bytes"], report["stdout_truncated"] = res.stdout.true_bytes, res.stdout.truncated
-    report["stdout_file"] = res.stdout.kept_path
-    return report
+    return GuardRecords.parse(text)

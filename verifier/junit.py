@@ -1,0 +1,65 @@
+"""pytest's JUnit XML, read as untrusted input: defusedxml, a size cap, no symlink followed."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from defusedxml import ElementTree as SafeET
+from defusedxml.common import DefusedXmlException
+from pydantic import BaseModel
+
+MAX_JUNIT_BYTES = 8 * 1024 * 1024
+
+
+class TestCase(BaseModel):
+    __test__ = False  # not a pytest test class
+    key: str
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    message: str = ""
+
+
+def parse_junit_bytes(data: bytes | None) -> tuple[list[TestCase], str | None]:
+    if data is None:
+        return [], "no JUnit report was written"
+    if len(data) > MAX_JUNIT_BYTES:
+        return [], "JUnit report is implausibly large"
+    try:
+        root = SafeET.fromstring(data)
+    except (SafeET.ParseError, DefusedXmlException, ValueError) as exc:
+        return [], f"JUnit report does not parse: {type(exc).__name__}: {str(exc)[:200]}"
+    cases = []
+    for tc in root.iter("testcase"):
+        key = f"{tc.get('classname', '')}::{tc.get('name', '')}"
+        outcome, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            child = tc.find(tag)
+            if child is not None:
+                outcome = {"failure": "failed"}.get(tag, tag)
+                first = (child.get("message") or child.text or "").strip().splitlines()[:1]
+                message = first[0][:300] if first else ""
+                break
+        cases.append(TestCase(key=key, outcome=outcome, message=message))
+    return cases, None
+
+
+def read_result_file(path: Path, cap: int = MAX_JUNIT_BYTES) -> tuple[bytes | None, str | None]:
+    """A file a check process wrote, read on the host without following a symlink and without
+    reading more than `cap` bytes (a FIFO or a device is refused without blocking)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"result file {Path(path).name} refused: {'a symlink' if exc.errno == 40 else exc.strerror}"
+    try:
+        st = os.fstat(fd)
+        import stat
+
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"result file {Path(path).name} is not a regular file"
+        if st.st_size > cap:
+            return None, f"result file {Path(path).name} is larger than {cap} bytes"
+        return os.read(fd, cap + 1)[:cap + 1], None
+    finally:
+        os.close(fd)
