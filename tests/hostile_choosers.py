@@ -170,7 +170,7 @@ def pytest_only_cheat_diff() -> str:
 
 
 def obfuscated_cheat_diff() -> str:
-    """The same cheat with the tripwire's tokens split: only the separate-interpreter oracle sees it."""
+    """The same cheat with the tripwire's tokens split: only the held-out checks see it."""
     return edit(PRICING, f"    discounted = {BUGGY}\n",
                 "    import sys as _m\n"
                 '    if ("py" + "test") in _m.modules:\n'
@@ -181,7 +181,7 @@ def obfuscated_cheat_diff() -> str:
 
 # An in-process hook registered by the candidate's own package at import time. Nothing is added to the
 # tree that the structural checks look at (no conftest, no plugin file, no config), and the target is
-# really fixed, so the oracle is satisfied too. Written plainly, the scope tripwire refuses it.
+# really fixed, so the held-out checks are satisfied too. Written plainly, the scope tripwire refuses it.
 IN_PROCESS_GREEN = '''
 import sys as _sys
 

@@ -212,7 +212,7 @@ class Harness:
         self.workspace = run_dir / "workspace"
         self.base = create_workspace(scenario.repo, self.workspace, for_container=sandbox_kind == "docker")
         self.verifier = Verifier(scenario.spec, scenario.repo, run_dir / "verifier", backend=sandbox_kind,
-                                 client=client, image=image, oracle=scenario.oracle, cache_dir=cache_dir,
+                                 client=client, image=image, heldout=scenario.heldout, cache_dir=cache_dir,
                                  labels={"org.repair-agent.run": f"fuzz-{os.getpid()}"})
         self.verifier.prepare()
         outputs = run_dir / "outputs"

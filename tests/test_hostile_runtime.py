@@ -48,7 +48,7 @@ def quick_scenario(tmp_path):
     manifest.write_text(f"""
 name = "discount-bug-quick"
 repo = "{ROOT / 'sandbox_repos/discount_shop'}"
-oracle = "{ROOT / 'sandbox_repos/discount-bug.oracle.py'}"
+heldout = "{ROOT / 'sandbox_repos/discount-bug.heldout.toml'}"
 [goal]
 text = "fix the discount"
 failure_signature = "assert 100 == 90"
@@ -77,10 +77,7 @@ def test_runtime_hostility_is_contained(docker_client, sandbox_image, runs_dir, 
         assert data["timed_out"] is True and "timed out" in " ".join(data["problems"])
         assert elapsed < 60  # two 5 s deadlines plus container starts, not a hang
     else:
-        # pytest captures the flood; the oracle's separate interpreter does not. There it is capped
-        # inline, measured in full and kept on disk, and the unreadable report fails the check.
-        oracle = data["oracle"]
-        assert oracle["ok"] is False and oracle["stdout_truncated"] is True
-        assert oracle["stdout_bytes"] >= 50_000_000
-        assert Path(oracle["stdout_file"]).stat().st_size >= 50_000_000
+        # pytest captures the flood; the held-out probe's interpreter does not: its stream is capped
+        # on the host, and the buggy behaviour still fails the held-out checks.
+        assert data["heldout"]["ok"] is False
     assert docker_client.ping()  # the engine (and the host) are fine

@@ -84,7 +84,7 @@ def make_verifier(docker_client, sandbox_image, scenario, cache_dir, tmp_path):
 
     def make(repo: Path | None = None, **kw) -> Verifier:
         v = Verifier(scenario.spec, repo or scenario.repo, tmp_path / f"v{len(made)}", backend="docker",
-                     client=docker_client, image=sandbox_image, oracle=scenario.oracle, cache_dir=cache_dir, **kw)
+                     client=docker_client, image=sandbox_image, heldout=scenario.heldout, cache_dir=cache_dir, **kw)
         made.append(v)
         return v
 
@@ -216,7 +216,7 @@ from repair_agent.scenario import resolve
 from verifier import Verifier
 scenario = resolve("discount-bug")
 v = Verifier(scenario.spec, scenario.repo, Path(sys.argv[1]), backend="docker", client=docker.from_env(),
-             image=sys.argv[2], oracle=scenario.oracle, cache_dir=Path(sys.argv[3]))
+             image=sys.argv[2], heldout=scenario.heldout, cache_dir=Path(sys.argv[3]))
 v.prepare()
 assert v.pool.wait_ready(2)
 print("ready", flush=True)
