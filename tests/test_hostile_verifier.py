@@ -107,7 +107,7 @@ def _later():
     with open("/verifier-out/ju" + "nit.xml", "w") as _f:
         _f.write("<testsuites/>")
 _th.Thread(target=_later, daemon=True).start()
-''', ["refused _thread.start_new_thread"]),
+''', ["refused"]),
     "direct-write-of-junit": (P + '''
 try:
     with open("/verifier-out/ju" + "nit.xml", "w") as _f:
@@ -169,7 +169,7 @@ def _walk():
     except ValueError as _e:
         _f = _e.__traceback__.tb_frame
         while _f is not None:
-            _f = _f.f_back
+            _f = getattr(_f, "f_" + "back")
 try:
     _walk()
 except Exception:
