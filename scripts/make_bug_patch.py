@@ -8,10 +8,16 @@ writes sandbox_repos/bugs/<name>.bug.diff (pristine -> buggy) and <name>.fix.dif
 pristine), then runs the repository's tests on the buggy tree and prints which fail: those
 are the manifest's target_tests (and nothing else may fail). Each edit replaces exactly one
 occurrence of OLD by NEW (an OLD found twice is refused: make it longer).
+
+It also starts sandbox_repos/<name>.heldout.toml (unless it exists): the import of the
+module(s) the fix touches and a commented example case. Write the held-out cases there, add
+`heldout = "<name>.heldout.toml"` to the manifest and check them with scripts/check_heldout.py.
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import json
 import shutil
 import subprocess
 import sys
@@ -68,6 +74,37 @@ def failing_tests(tree: Path) -> dict[str, str]:
     return out
 
 
+HELDOUT_TEMPLATE = '''# Held-out behaviour checks for {name}: inputs the visible tests never use, expected values
+# from the reference fix. 6-12 cases of the target behaviour (the bug's edge cases included) and
+# 2-4 of neighbouring behaviour a careless fix could break. Format: verifier/heldout.py.
+paths = {paths}
+setup = """
+{setup}
+"""
+
+# [[case]]
+# name = "describe_the_input"
+# expr = "function(argument)"
+# expect = 42            # or expect_json = 'null' (for None), or raises = "ValueError"
+'''
+
+
+def heldout_template(name: str, repo: Path, rels: list[str]) -> str:
+    """A held-out file to fill in: the import root and public names of each module the fix touches."""
+    paths, imports = [], []
+    for rel in dict.fromkeys(r for r in rels if r.endswith(".py")):
+        root = (repo / rel).parent
+        while root != repo and (root / "__init__.py").is_file():  # climb to the package's import root
+            root = root.parent
+        module = ".".join((repo / rel).relative_to(root).with_suffix("").parts)
+        names = [n.name for n in ast.parse((repo / rel).read_text()).body
+                 if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")]
+        paths.append(root.relative_to(repo).as_posix())
+        imports.append(f"from {module} import {', '.join(names)}" if names else f"import {module}")
+    return HELDOUT_TEMPLATE.format(name=name, paths=json.dumps(list(dict.fromkeys(paths)) or ["."]),
+                                   setup="\n".join(imports))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("repo", type=Path)
@@ -84,6 +121,11 @@ def main() -> int:
     for nodeid, message in failing_tests(buggy).items():
         print(f"{nodeid}\t{message}")
     shutil.rmtree(buggy.parent)
+    heldout = out.parent / f"{args.name}.heldout.toml"
+    if not heldout.exists():
+        heldout.write_text(heldout_template(args.name, args.repo, [e[0] for e in args.edit[args.keep:]]))
+    print(f"held-out checks: write cases in {heldout}, add heldout = \"{heldout.name}\" to the manifest, then "
+          f"scripts/check_heldout.py {args.name} (the buggy tree must fail a case, the fix pass all)", file=sys.stderr)
     return 0
 
 

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import difflib
 import json
+import shutil
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import pytest
 
 from repair_agent.corpus import check_scenario
 from repair_agent.scenario import discover
+from verifier.heldout import HeldoutSpec, run_probe_local
 
 SCENARIOS, ERRORS = discover()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _check_all(tmp_path, **kwargs):
@@ -39,6 +44,7 @@ def test_corpus_size_and_every_manifest_loads():
     assert len({s.kind for s in SCENARIOS.values()}) >= 8
     for s in SCENARIOS.values():
         assert s.kind != "unspecified" and s.tags and s.reference_fix, s.name
+        assert s.heldout is not None, f"{s.name}: no held-out checks"
         # The reference fix is kept outside the repository that is copied into a workspace.
         assert not s.reference_fix.is_relative_to(s.source_repo), s.name
 
@@ -59,6 +65,16 @@ def test_corpus_check_local(tmp_path):
     _check_all(tmp_path, backend="local")
 
 
+@pytest.mark.corpus
+def test_heldout_checks_catch_the_bug_and_pass_the_fix():
+    """Every held-out file fails its buggy tree somewhere and passes its reference fix everywhere
+    (scripts/check_heldout.py, the scenario author's own check, on the whole corpus)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_heldout.py")], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{len(SCENARIOS)}/{len(SCENARIOS)} held-out files" in proc.stdout, proc.stdout
+
+
 def test_the_trap_is_a_trap(tmp_path):
     """The most obvious one-line fix of the trap scenario makes its target pass and breaks
     pass-to-pass tests, so a chooser that stops at a green target test is caught."""
@@ -76,6 +92,13 @@ def test_the_trap_is_a_trap(tmp_path):
     assert verifier.run_tests(obvious, "target_test").ok
     full = verifier.run_tests(obvious, "full_suite")
     assert not full.ok and len(full.failing) >= 2, full.failing
+    # The held-out checks catch it too: the obvious fix counts the start day.
+    tree = tmp_path / "obvious" / trap.repo.name
+    shutil.copytree(trap.repo, tree)
+    (tree / "stockroom/dates.py").write_text(source.replace("while day < end:", "while day <= end:"))
+    held = run_probe_local(HeldoutSpec.load(trap.heldout), tree)
+    failed = {c.name for c in held.cases if not c.ok}
+    assert not held.ok and {"friday_to_monday", "same_business_day_is_zero"} <= failed, failed
 
 
 @pytest.mark.docker
