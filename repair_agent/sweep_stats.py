@@ -2,7 +2,7 @@
 
 The run-to-run band (sweep.py) says how much a figure moves when only the seed changes. It says
 nothing about the scenarios: a sweep runs one sample of N scenarios, and a chooser that repairs
-22 of these 28 could repair 17 or 26 of the next 28. Two things here measure that:
+22 of these 28 could repair 17 or 25 of the next 28. Two things here measure that:
 
 - a 95% **Wilson interval per cell** for every rate, computed over scenarios, not over runs. The
   seeds of one scenario are not independent draws (a deterministic chooser repeats itself), so
