@@ -243,7 +243,8 @@ def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300)
             b, rate, band = _as_float(c["budget"]), _as_float(c["success_rate"]), _as_float(c.get("band")) or 0.0
             interval = c["_stats"].intervals.get("success_rate")
             points.append({"x": x(b, nudge), "y": y(rate), "lo": y(rate - band), "hi": y(rate + band),
-                           "ci_lo": y(interval.low) if interval else None, "ci_hi": y(interval.high) if interval else None,
+                           "ci_lo": y(interval.low) if interval else None,
+                           "ci_hi": y(interval.high) if interval else None,
                            "unmeasured": c["_unmeasured"],
                            "label": f"{group} / {chooser} @ {c['budget']}: {rate:.2f} ± {band:.2f} (n={c.get('n', '?')})"
                                     + (f", 95% interval {stats.fmt_interval(interval)}" if interval else "")})

@@ -31,8 +31,8 @@ from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel
 
-from .scenario import SUFFIX, ManifestError, Scenario, load_manifest, scenario_dirs
 from . import sweep_stats as stats
+from .scenario import SUFFIX, ManifestError, Scenario, load_manifest, scenario_dirs
 
 RESULTS = "results.jsonl"
 SUMMARY_JSON = "summary.json"
@@ -46,8 +46,8 @@ INTERRUPTED_DETAIL = "interrupted by the user (Ctrl-C)"  # the controller's deta
 # Fields that differ between two executions of the same deterministic sweep.
 NONDETERMINISTIC = ("wall_s", "run_dir", "run_id", "finished_at", "worker")
 METRICS = ("success_rate", "correct_rate", "evidence_complete_rate", "median_steps", "median_tokens", "median_wall_s")
-METRIC_DIGITS = {"success_rate": 4, "correct_rate": 4, "evidence_complete_rate": 4, "median_steps": 1, "median_tokens": 0,
-                 "median_wall_s": 2}
+METRIC_DIGITS = {"success_rate": 4, "correct_rate": 4, "evidence_complete_rate": 4, "median_steps": 1,
+                 "median_tokens": 0, "median_wall_s": 2}
 EPS = 1e-9
 
 
@@ -605,7 +605,7 @@ SUCCESS_DEFINITION = ("success = the run ended in the scenario's expected outcom
 EXPLANATION = (
     "Each cell runs every scenario once per seed. **success** is the share of runs that ended the way the scenario "
     "expects: a repair waiting for release, or a hand-off where no repair fits inside the files the agent may change. "
-    "**correct** is the share of successes that also hold beyond the tests the agent could see: a repair that passes "
+    "**correct** is the share of runs whose success holds beyond the tests the agent could see: a repair that passes "
     "the scenario's held-out checks, or the expected hand-off. A green run that fails those checks is **plausible "
     "only**; one on a scenario without them is **unchecked**. **evidence complete** is the share of runs whose log "
     "shows the target test failing before the fix, and the target test, the whole test suite and the file-scope check "
@@ -665,7 +665,7 @@ def render_markdown(summary: dict, command: str | None = None, cost_comparisons:
         cells = [c for c in summary["cells"] if c["scenario_group"] == g]
         if summary["group_by"] != "all":
             lines += [f"## {summary['group_by']}: {g}", ""]
-        lines += ["Rates with their 95% interval over scenarios in brackets.", "",
+        lines += ["Rates with their 95% interval over scenarios in parentheses.", "",
                   "| chooser | budget | runs | 1 scenario | success | band | correct | evidence complete | repaired | "
                   "handoffs ok | median steps | median tokens | median wall s | exits |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -698,10 +698,11 @@ def render_markdown(summary: dict, command: str | None = None, cost_comparisons:
             for x in comps:
                 digits = METRIC_DIGITS.get(x.metric, 4)
                 scale = stats.in_scenarios(x.difference, x.paired.resolution if x.paired else None)
-                delta = _signed(x.difference, digits) + (f" ({scale})" if scale and x.metric in stats.RATE_METRICS
-                                                         else "")
-                lines.append(f"| {x.a} → {x.b} | {x.metric} | {_fmt(x.a_value, digits)} | {_fmt(x.b_value, digits)} | "
-                             f"{delta} | {_fmt(x.band, digits)} | {stats.fmt_paired(x.paired)} | "
+                delta = _signed(x.difference, digits)
+                if scale and x.metric in stats.RATE_METRICS:
+                    delta += f" ({scale})"
+                lines.append(f"| {x.a} → {x.b} | {x.metric} | {_fmt(x.a_value, digits)} | {_fmt(x.b_value, digits)} "
+                             f"| {delta} | {_fmt(x.band, digits)} | {stats.fmt_paired(x.paired)} | "
                              f"{stats.fmt_verdict(x)} |")
             lines.append("")
     if summary["broken"]:

@@ -224,3 +224,23 @@ def test_html_names_what_an_unmeasured_comparison_failed(tmp_path):
     html = render_sweep_html(summary, tmp_path).read_text()
     assert 'id="no-band"' in html and "no run-to-run band exists" in html
     assert '<span class="muted reason">no band: one seed; not clear of sampling</span>' in html
+
+
+# ------------------------------------------------------------------------------ the command
+@pytest.mark.parametrize("seeds", [None, "1"])
+def test_the_command_defaults_to_three_seeds_and_says_when_there_is_no_band(tmp_path, seeds):
+    """A broken manifest is reported without running anything: the command's own path, no containers."""
+    import subprocess
+    import sys
+
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "no-goal.scenario.toml").write_text('name = "no-goal"\nrepo = "wordy"\n')
+    out = tmp_path / "sweep"
+    args = [sys.executable, "-m", "repair_agent", "sweep", "--scenarios-dir", str(scenarios), "--scenarios", "no-goal",
+            "--budgets", "4", "--workers", "1", "--out", str(out)] + (["--seeds", seeds] if seeds else [])
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["seed"] for r in lines) == ([0] if seeds else [0, 1, 2])
+    assert ("no run-to-run band exists" in done.stderr) == (seeds == "1")
