@@ -310,6 +310,7 @@ def cmd_release(args) -> int:
 def cmd_sweep(args) -> int:
     from .choosers import load_chooser
     from .sweep import plan_jobs, render_markdown, select_scenarios, sweep
+    from .sweep_stats import NO_BAND_NOTE
 
     try:
         budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})
@@ -319,6 +320,8 @@ def cmd_sweep(args) -> int:
     if not budgets or min(budgets) < 1 or args.seeds < 1:
         _err("--budgets needs at least one budget >= 1 and --seeds at least 1")
         return USAGE_ERROR
+    if args.seeds == 1:
+        _err(NO_BAND_NOTE)
     choosers = args.chooser or ["baseline"]
     selection = select_scenarios(args.scenarios, [Path(d) for d in args.scenarios_dir])
     if not selection.scenarios and not selection.broken:
@@ -469,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="which scenarios (default: all, broken manifests included as reported entries)")
     sw.add_argument("--chooser", action="extend", nargs="+", metavar="C", help="one or more (or repeat the flag): baseline | search | model | package.module:attr; default: baseline")
     sw.add_argument("--budgets", default="2,4,6,8,12", help="max_steps values (default: 2,4,6,8,12)")
-    sw.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 per cell (default: 2); the band needs >= 2")
+    sw.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per cell (default: 3); the band needs >= 2")
     sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU count)")
     sw.add_argument("--executor", choices=["local", "ray"], default="local",
                     help="local process pool, or Ray (pip install '.[ray]'; RAY_ADDRESS for a cluster)")

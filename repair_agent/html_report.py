@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pygments.lexers import get_lexer_for_filename
 from pygments.lexers.special import TextLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String
@@ -23,6 +23,7 @@ from pygments.util import ClassNotFound
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from . import sweep_stats as stats
 from .report import Report
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("repair_agent", "templates"), autoescape=True,
@@ -240,9 +241,13 @@ def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300)
         points = []
         for c in sorted(members, key=lambda c: _as_float(c["budget"])):
             b, rate, band = _as_float(c["budget"]), _as_float(c["success_rate"]), _as_float(c.get("band")) or 0.0
+            interval = c["_stats"].intervals.get("success_rate")
             points.append({"x": x(b, nudge), "y": y(rate), "lo": y(rate - band), "hi": y(rate + band),
+                           "ci_lo": y(interval.low) if interval else None,
+                           "ci_hi": y(interval.high) if interval else None,
                            "unmeasured": c["_unmeasured"],
-                           "label": f"{group} / {chooser} @ {c['budget']}: {rate:.2f} ± {band:.2f} (n={c.get('n', '?')})"})
+                           "label": f"{group} / {chooser} @ {c['budget']}: {rate:.2f} ± {band:.2f} (n={c.get('n', '?')})"
+                                    + (f", 95% interval {stats.fmt_interval(interval)}" if interval else "")})
         out.append({"name": f"{group} / {chooser}", "hue": SERIES_HUES[index % len(SERIES_HUES)], "points": points,
                     "line": " ".join(f"{p['x']},{p['y']}" for p in points)})
     return {"width": width, "height": height, "left": left, "right": right, "top": top, "bottom": bottom,
@@ -263,7 +268,16 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
     cells = []
     for c in (c for c in summary.get("cells") or [] if isinstance(c, dict)):
         no_rate = _as_float(c.get("success_rate")) is None or not c.get("n")
-        cells.append({**c, "_unmeasured": no_rate or bool(_cell_keys(c) & unmeasured_keys)})
+        cell_stats = _typed(stats.CellStatistics, c) or stats.CellStatistics()
+        cells.append({**c, "_unmeasured": no_rate or bool(_cell_keys(c) & unmeasured_keys), "_stats": cell_stats,
+                      "_resolution": stats.fmt_resolution(cell_stats.resolution),
+                      "_intervals": {m: stats.fmt_interval(i) for m, i in cell_stats.intervals.items()},
+                      "_correctness": stats.fmt_correctness(cell_stats.correctness)
+                      if cell_stats.correctness is not None else None,
+                      "_one_seed": isinstance(c.get("seeds"), list) and len(c["seeds"]) < 2})
+    typed = [_typed(stats.Comparison, c) for c in comparisons]
+    comparisons = [{**c, "_paired": stats.fmt_paired(t.paired) if t else None,
+                    "_reason": stats.fmt_reason(t) if t else ""} for c, t in zip(comparisons, typed)]
     runs = []
     for run in (r for r in summary.get("runs") or [] if isinstance(r, dict)):
         href, exists = _run_href(run.get("run_dir"), out_dir)
@@ -275,12 +289,26 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
             png = "data:image/png;base64," + base64.b64encode(png_path.read_bytes()).decode("ascii")
         else:
             png_missing = str(summary["png"])
+    explanation = summary.get("explanation")
     html = _env.get_template("sweep.html.j2").render(
         s=summary, cells=cells, comparisons=comparisons, runs=runs, png=png, png_missing=png_missing,
-        plot=sweep_plot(cells), fmt=_fmt)
+        plot=sweep_plot(cells), fmt=_fmt,
+        # **term** pieces are bolded by the template (odd pieces), each piece autoescaped as text.
+        explanation=explanation.split("**") if isinstance(explanation, str) else None,
+        no_band_note=stats.NO_BAND_NOTE if any(c["_one_seed"] for c in cells) else None,
+        rate_metrics=[("success_rate", "success"), ("correct_rate", "correct"),
+                      ("evidence_complete_rate", "evidence complete")])
     path = out_dir / "summary.html"
     path.write_text(html, encoding="utf-8", errors="surrogateescape")
     return path
+
+
+def _typed(model: type[BaseModel], value: dict[str, Any]) -> Any:
+    """The typed view of one summary entry, or None when it does not fit (an older summary.json)."""
+    try:
+        return model.model_validate(value)
+    except ValidationError:
+        return None
 
 
 def _fmt(value: Any, digits: int = 2) -> str:

@@ -3,14 +3,17 @@
 Each run is an ordinary `execute_run` (its own run dir, journal and report under DIR/runs/),
 executed by a pool of worker processes (or Ray tasks). The sweep adds four things on top:
   results.jsonl   one fsynced line per finished run; the file is the resume state
-  summary.json    per-cell figures with their run-to-run band, and pairwise comparisons
-  summary.md      the same as tables; a difference inside the band reads `unmeasured`
+  summary.json    per-cell figures with their run-to-run band, sampling intervals and resolution,
+                  and paired comparisons
+  summary.md      the same as tables; a difference that is not clear of both reads `unmeasured`
   success_vs_budget.png
 
-The band (seed 003): a cell's figure is computed separately for each seed; the band is the
-range (max − min) of those per-seed figures. A difference between two cells is a finding only
-when it is larger than the wider of their two bands; otherwise it is printed `unmeasured`.
-With one seed there is no band, and every difference is `unmeasured`.
+The band: a cell's figure is computed separately for each seed; the band is the range
+(max − min) of those per-seed figures. The sampling side (a 95% interval per rate over
+scenarios, a paired sign test per comparison) is in sweep_stats.py. A difference between two
+cells is a finding only when it is larger than the wider of their two bands AND the paired test
+clears; otherwise it is printed `unmeasured`, with what it failed. With one seed there is no
+band, and every difference is `unmeasured`.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel
 
+from . import sweep_stats as stats
 from .scenario import SUFFIX, ManifestError, Scenario, load_manifest, scenario_dirs
 
 RESULTS = "results.jsonl"
@@ -41,9 +45,9 @@ RETRIED_ON_RESUME = (SCENARIO_ERROR, SWEEP_ERROR)
 INTERRUPTED_DETAIL = "interrupted by the user (Ctrl-C)"  # the controller's detail for an interrupted run
 # Fields that differ between two executions of the same deterministic sweep.
 NONDETERMINISTIC = ("wall_s", "run_dir", "run_id", "finished_at", "worker")
-METRICS = ("success_rate", "evidence_complete_rate", "median_steps", "median_tokens", "median_wall_s")
-METRIC_DIGITS = {"success_rate": 4, "evidence_complete_rate": 4, "median_steps": 1, "median_tokens": 0,
-                 "median_wall_s": 2}
+METRICS = ("success_rate", "correct_rate", "evidence_complete_rate", "median_steps", "median_tokens", "median_wall_s")
+METRIC_DIGITS = {"success_rate": 4, "correct_rate": 4, "evidence_complete_rate": 4, "median_steps": 1,
+                 "median_tokens": 0, "median_wall_s": 2}
 EPS = 1e-9
 
 
@@ -527,6 +531,7 @@ def _figures(runs: list[dict]) -> dict[str, float | None]:
     n = len(runs)
     return {
         "success_rate": sum(r["correct"] for r in runs) / n if n else None,
+        "correct_rate": stats.correct_rate(runs),
         "evidence_complete_rate": sum(bool((r.get("rubric") or {}).get("complete")) for r in runs) / n if n else None,
         "median_steps": _median([r["steps"] for r in runs]),
         "median_tokens": _median([r["tokens"] for r in runs]),
@@ -577,21 +582,39 @@ def summarize(results: list[dict], group_by: str = "all", png: str | None = None
             "forced_green": sum(r["status"] == "awaiting_release_confirmation" for r in handoff),
             "evidence": rubric_items,
             "exits": dict(sorted(Counter(r["status"] for r in runs).items())),
+            **stats.cell_statistics(runs, figures).model_dump(),
         })
     return {"group_by": group_by, "cells": cells, "comparisons": compare_cells(cells),
             "runs": [{k: r.get(k) for k in ("scenario", "kind", "chooser", "budget", "seed", "status", "correct",
                                             "steps", "tokens", "wall_s", "run_dir")} for r in results],
             "broken": [{"scenario": s, "detail": d} for s, d in broken],
             "never_started": [{"scenario": s, "detail": d} for s, d in never_started],
-            "band_definition": BAND_DEFINITION, "success_definition": SUCCESS_DEFINITION, "png": png}
+            "band_definition": BAND_DEFINITION, "success_definition": SUCCESS_DEFINITION, "explanation": EXPLANATION,
+            "seeds_per_cell": max((len(c["seeds"]) for c in cells), default=0), "png": png}
 
 
-BAND_DEFINITION = ("band = max − min over seeds of the cell's per-seed figure (seed 003's run-to-run difference); "
-                   "a difference between two cells is a finding only when |difference| > the wider of their two "
-                   "bands, otherwise `unmeasured`; with one seed there is no band and every difference is `unmeasured`")
+BAND_DEFINITION = ("band = max − min over seeds of the cell's per-seed figure (the run-to-run spread); a difference "
+                   "between two cells is a finding only when |difference| > the wider of their two bands and a paired "
+                   "sign test over the shared scenarios gives p < 0.05 in the same direction, otherwise `unmeasured` "
+                   "with the check it failed; with one seed there is no band and every difference is `unmeasured`")
 SUCCESS_DEFINITION = ("success = the run ended in the scenario's expected outcome: awaiting_release_confirmation for "
                       "a repairable scenario, handoff_requested for one whose target cannot pass inside the writable "
                       "scope (reported separately as `handoffs ok`; a green on such a scenario is `forced green`)")
+# The one paragraph a newcomer reads before the tables (summary.md, summary.html); **term** is the
+# only markup, so the HTML page can bold the terms without trusting any markup.
+EXPLANATION = (
+    "Each cell runs every scenario once per seed. **success** is the share of runs that ended the way the scenario "
+    "expects: a repair waiting for release, or a hand-off where no repair fits inside the files the agent may change. "
+    "**correct** is the share of runs whose success holds beyond the tests the agent could see: a repair that passes "
+    "the scenario's held-out checks, or the expected hand-off. A green run that fails those checks is **plausible "
+    "only**; one on a scenario without them is **unchecked**. **evidence complete** is the share of runs whose log "
+    "shows the target test failing before the fix, and the target test, the whole test suite and the file-scope check "
+    "passing on the final fix. The **band** is how far a figure moved between seeds: run-to-run noise. The **95% "
+    "interval** is where the figure could lie on other scenarios like these, because these are only a sample. **1 "
+    "scenario** is one scenario's weight in a rate (1/N), the smallest step a rate can take. A comparison reads **up** "
+    "or **down** only when the difference is wider than the band and the scenarios where one cell did better "
+    "outnumber those where it did worse by more than chance explains (an exact sign test, p < 0.05); otherwise it "
+    "reads **unmeasured**, naming the check it failed.")
 
 
 def compare_cells(cells: list[dict]) -> list[dict]:
@@ -609,10 +632,13 @@ def compare_cells(cells: list[dict]) -> list[dict]:
     out = []
     for a, b, axis in pairs:
         for metric in METRICS:
-            out.append({"scenario_group": a["scenario_group"], "axis": axis,
-                        "a": _cell_name(a), "b": _cell_name(b), "metric": metric, "a_value": a[metric],
-                        "b_value": b[metric],
-                        **verdict(a[metric], b[metric], a["bands"][metric], b["bands"][metric])})
+            if a[metric] is None and b[metric] is None:
+                continue  # e.g. `correct` on results written before it was recorded: nothing to compare
+            out.append(stats.judge(
+                scenario_group=a["scenario_group"], axis=axis, a=_cell_name(a), b=_cell_name(b), metric=metric,
+                a_value=a[metric], b_value=b[metric],
+                band_check=verdict(a[metric], b[metric], a["bands"][metric], b["bands"][metric]),
+                a_scenarios=a.get("per_scenario") or {}, b_scenarios=b.get("per_scenario") or {}).model_dump())
     return out
 
 
@@ -627,43 +653,57 @@ def _fmt(v, digits=4) -> str:
 
 
 def render_markdown(summary: dict, command: str | None = None, cost_comparisons: bool = True) -> str:
-    """summary.md; without `cost_comparisons` (the terminal) only success and evidence are compared."""
+    """summary.md; without `cost_comparisons` (the terminal) only success, correct and evidence are compared."""
     lines = ["# Sweep summary", ""]
     if command:
         lines += ["```", command, "```", ""]
-    lines += [f"- {SUCCESS_DEFINITION}", f"- {BAND_DEFINITION}",
-              "- evidence = the verifier-side rubric (verifier/rubric.py) read from each journal: target seen failing "
-              "before the first patch, target passing, full suite and scope check on the final diff; "
-              "`complete` = all four", ""]
+    lines += [EXPLANATION, ""]
+    if any(len(c["seeds"]) < 2 for c in summary["cells"]):
+        lines += [f"**{stats.NO_BAND_NOTE}**", ""]
     groups = sorted({c["scenario_group"] for c in summary["cells"]})
     for g in groups:
         cells = [c for c in summary["cells"] if c["scenario_group"] == g]
         if summary["group_by"] != "all":
             lines += [f"## {summary['group_by']}: {g}", ""]
-        lines += ["| chooser | budget | runs | success | band | repaired | handoffs ok | evidence complete | "
-                  "median steps | median tokens | median wall s | exits |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        lines += ["Rates with their 95% interval over scenarios in parentheses.", "",
+                  "| chooser | budget | runs | 1 scenario | success | band | correct | evidence complete | repaired | "
+                  "handoffs ok | median steps | median tokens | median wall s | exits |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for c in cells:
+            st = stats.CellStatistics.model_validate(c)
             exits = ", ".join(f"{k} {v}" for k, v in c["exits"].items())
             handoffs = f"{c['handoffs_correct']}/{c['handoff_runs']}" + (
                 f" ({c['forced_green']} forced green)" if c["forced_green"] else "")
-            lines.append(f"| {c['chooser']} | {c['budget']} | {c['n']} | {_fmt(c['success_rate'])} | "
-                         f"{_fmt(c['band'])} | {c['repaired']}/{c['repair_runs']} | {handoffs} | "
-                         f"{_fmt(c['evidence_complete_rate'])} | {_fmt(c['median_steps'], 1)} | "
-                         f"{_fmt(c['median_tokens'], 0)} | {_fmt(c['median_wall_s'], 2)} | {exits} |")
+            rates = {m: f"{_fmt(c[m])} ({stats.fmt_interval(st.intervals.get(m))})" if c[m] is not None else "—"
+                     for m in stats.RATE_METRICS}
+            lines.append(f"| {c['chooser']} | {c['budget']} | {c['n']} | {stats.fmt_resolution(st.resolution)} | "
+                         f"{rates['success_rate']} | {_fmt(c['band'])} | {rates['correct_rate']} | "
+                         f"{rates['evidence_complete_rate']} | {c['repaired']}/{c['repair_runs']} | {handoffs} | "
+                         f"{_fmt(c['median_steps'], 1)} | {_fmt(c['median_tokens'], 0)} | "
+                         f"{_fmt(c['median_wall_s'], 2)} | {exits} |")
         lines.append("")
-        for title, metrics in (("Success and evidence", ("success_rate", "evidence_complete_rate")),
+        lines += ["Green runs by their held-out checks:", ""]
+        lines += [f"- {_cell_name(c)}: {stats.fmt_correctness(stats.CellStatistics.model_validate(c).correctness)}"
+                  for c in cells] + [""]
+        for title, metrics in (("Success, correct and evidence", stats.RATE_METRICS),
                                ("Cost", ("median_steps", "median_tokens", "median_wall_s"))):
-            comps = [x for x in summary["comparisons"] if x["scenario_group"] == g and x["metric"] in metrics]
+            comps = [stats.Comparison.model_validate(x) for x in summary["comparisons"]
+                     if x["scenario_group"] == g and x["metric"] in metrics]
             if not comps or title == "Cost" and not cost_comparisons:
                 continue
-            lines += [f"{title}: neighbouring budgets of one chooser, and choosers at one budget.", "",
-                      "| comparison | metric | a | b | b − a | band | verdict |", "|---|---|---:|---:|---:|---:|---|"]
+            lines += [f"{title}: neighbouring budgets of one chooser, and choosers at one budget. The paired test "
+                      "counts the shared scenarios where b is higher and where it is lower than a.", "",
+                      "| comparison | metric | a | b | b − a | band | paired test | verdict |",
+                      "|---|---|---:|---:|---:|---:|---|---|"]
             for x in comps:
-                digits = METRIC_DIGITS[x["metric"]]
-                lines.append(f"| {x['a']} → {x['b']} | {x['metric']} | {_fmt(x['a_value'], digits)} | "
-                             f"{_fmt(x['b_value'], digits)} | {_signed(x['difference'], digits)} | "
-                             f"{_fmt(x['band'], digits)} | {x['verdict']} |")
+                digits = METRIC_DIGITS.get(x.metric, 4)
+                scale = stats.in_scenarios(x.difference, x.paired.resolution if x.paired else None)
+                delta = _signed(x.difference, digits)
+                if scale and x.metric in stats.RATE_METRICS:
+                    delta += f" ({scale})"
+                lines.append(f"| {x.a} → {x.b} | {x.metric} | {_fmt(x.a_value, digits)} | {_fmt(x.b_value, digits)} "
+                             f"| {delta} | {_fmt(x.band, digits)} | {stats.fmt_paired(x.paired)} | "
+                             f"{stats.fmt_verdict(x)} |")
             lines.append("")
     if summary["broken"]:
         lines += ["## Broken scenarios (no run happened)", ""]
@@ -712,10 +752,19 @@ def plot(summary: dict, path: Path) -> None:
             ax.fill_between(xs, [min(v["success_rate"] for v in c["per_seed"].values()) for c in cells],
                             [max(v["success_rate"] for v in c["per_seed"].values()) for c in cells],
                             color=colors[chooser], alpha=0.2)
+            # The sampling interval as error bars: what other scenarios like these could give.
+            ranged = [(c["budget"], c["success_rate"], (c.get("intervals") or {}).get("success_rate")) for c in cells]
+            ranged = [(x, y, i) for x, y, i in ranged if i and y is not None]
+            if ranged:
+                nudge = (choosers.index(chooser) - (len(choosers) - 1) / 2) * 0.12  # side by side, not on top
+                ax.errorbar([x + nudge for x, _, _ in ranged], [y for _, y, _ in ranged],
+                            yerr=[[max(0.0, y - i["low"]) for _, y, i in ranged],
+                                  [max(0.0, i["high"] - y) for _, y, i in ranged]],
+                            fmt="none", ecolor=colors[chooser], elinewidth=1, capsize=3, alpha=0.7)
             if not grouped:
                 flat[1].plot(xs, [c["median_wall_s"] for c in cells], marker="o", color=colors[chooser], label=chooser)
         title = (f"{summary['group_by']}: {group} (n/cell {max((c['n'] for c in summary['cells'] if c['scenario_group'] == group), default=0)})"
-                 if grouped else "success vs budget (shaded: per-seed range = band)")
+                 if grouped else "success vs budget (shaded: band; bars: 95% interval)")
         ax.set(xlabel="step budget (max_steps)", ylabel="success rate", ylim=(-0.03, 1.03), title=title)
     if not grouped:
         flat[1].set(xlabel="step budget (max_steps)", ylabel="median wall time per run (s)", title="cost: wall time")

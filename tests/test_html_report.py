@@ -368,6 +368,28 @@ def test_sweep_summary_in_chromium(chromium, tmp_path):
     assert colours > 30, f"the screenshot looks blank ({colours} colours)"
 
 
+@pytest.mark.browser
+def test_sweep_summary_shows_intervals_resolution_and_paired_verdicts_in_chromium(chromium, tmp_path):
+    """A summary the sweep's own code computed from results lines: 28 scenarios, 3 seeds, two choosers."""
+    from repair_agent.sweep import summarize
+    from test_sweep_stats import SCENARIOS, cell_lines
+
+    summary = summarize(cell_lines("a", set(SCENARIOS[:21])) + cell_lines("b", set(SCENARIOS[:22])))
+    # The explanation's **term** markup is the only markup honoured; anything else in it stays text.
+    summary["explanation"] += " **<script>document.title='pwned'</script>** <img src=x>"
+    page = render_sweep_html(summary, tmp_path)
+    dom = Dom(dump_dom(chromium, page, tmp_path))
+    assert dom.title == "repair-agent sweep summary" and not dom.find("script") and not dom.find("img")
+    assert "<script>document.title='pwned'</script>" in dom.all_text
+    assert len(dom.find("b")) >= 8  # the terms of the explanation, bolded
+    assert len(dom.find("line", "interval")) == 2 and len(dom.find("line", "interval-cap")) == 4
+    assert [td for td in dom.find("td", "resolution")] and "1/28 = 0.036" in dom.all_text
+    assert "0.57–0.87" in dom.all_text and "0.60–0.90" in dom.all_text  # 21 and 22 of 28
+    assert "1 higher, 0 lower of 28; p = 1.000" in dom.all_text and "not clear of sampling" in dom.all_text
+    assert "66 green: 66 correct, 0 plausible only, 0 unchecked" in dom.all_text
+    assert not dom.find("p", "note")  # three seeds: a band exists
+
+
 def test_sweep_summary_tolerates_missing_keys(tmp_path):
     empty = render_sweep_html({}, tmp_path).read_text()
     assert "no cells, comparisons or runs" in empty

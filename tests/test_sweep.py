@@ -164,11 +164,17 @@ def test_a_small_sweep_writes_results_summary_png_and_a_verifier_side_rubric(doc
     assert cells[("baseline", 8)]["success_rate"] == 1.0 and cells[("baseline", 8)]["band"] == 0.0
     assert cells[(SEEDED, 8)]["evidence_complete_rate"] == 0.5 and cells[(SEEDED, 8)]["bands"]["evidence_complete_rate"] == 1.0
     comps = {(c["a"], c["b"], c["metric"]): c for c in summary["comparisons"]}
-    assert comps[("baseline@2", "baseline@8", "success_rate")]["verdict"] == "up"
+    # 0 → 1 clears the band (the baseline's seeds agree), but one scenario is no sample: a single
+    # scenario that changed cannot be told from chance.
+    two_to_eight = comps[("baseline@2", "baseline@8", "success_rate")]
+    assert two_to_eight["verdict"] == "unmeasured" and two_to_eight["unmeasured_by"] == ["sampling"]
+    assert (two_to_eight["paired"]["b_higher"], two_to_eight["paired"]["b_lower"]) == (1, 0)
     # Evidence completeness differs by 0.5 between the choosers at 8, inside the seeded chooser's band.
-    assert comps[("baseline@8", f"{SEEDED}@8", "evidence_complete_rate")]["verdict"] == "unmeasured"
+    evidence = comps[("baseline@8", f"{SEEDED}@8", "evidence_complete_rate")]
+    assert evidence["verdict"] == "unmeasured" and "band" in evidence["unmeasured_by"]
+    assert cells[("baseline", 8)]["resolution"] == {"scenarios": 1, "one_scenario": 1.0}
     md = (out / "summary.md").read_text()
-    assert "unmeasured" in md and "| baseline | 8 | 2 | 1.0000 |" in md
+    assert "unmeasured (not clear of sampling)" in md and "| baseline | 8 | 2 | 1/1 = 1.000 | 1.0000 (0.21–1.00) |" in md
     assert (out / "success_vs_budget.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert summary["png"] == "success_vs_budget.png" and len(summary["runs"]) == 8
     assert containers_under(docker_client, tmp_path) == []
