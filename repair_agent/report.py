@@ -1,6 +1,7 @@
 """The pending-release report: written whenever a run ends, whatever the exit."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +99,10 @@ class Report(BaseModel):
     scenario: str
     status: str
     exit_code: int
+    # correct / plausible / unchecked (see RunRecord.correctness), and the held-out cases of the
+    # last test verdict on the final diff: inputs and values a person may see, a chooser never.
+    correctness: str | None = None
+    heldout_cases: list[dict[str, Any]] = []
     why: str
     next_attempt: str
     goal: Goal
@@ -148,6 +153,7 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
                                  reject=f"repair-agent release {record.run_dir} --reject --reason \"...\"")
     return Report(
         run_id=record.run_id, scenario=record.scenario, status=record.status.value, exit_code=record.exit_code,
+        correctness=record.correctness, heldout_cases=_heldout_cases(outcome),
         why=record.detail, next_attempt=record.next_attempt, goal=state.goal, authorization=state.authorization,
         steps_used=record.steps_used, max_steps=record.max_steps, u_trajectory=record.u_trajectory,
         conditions=list(state.conditions), unknowns=[c.description for c in state.conditions if not c.satisfied],
@@ -163,6 +169,17 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
                   if record.storage_error else {})},
         faults=attribute(journal), grants=list(state.authorization.grants), restored_by_verifier=restored,
         sessions=_sessions(journal), release=pending, steps=step_rows(journal))
+
+
+def _heldout_cases(outcome: "RunOutcome") -> list[dict[str, Any]]:
+    for e in reversed(outcome.evidence):
+        if e.tool in ("run_target_test", "run_full_suite") and e.diff_sha256 == outcome.diff_sha256:
+            path = e.data.get("heldout_file")
+            try:
+                return json.loads(Path(path).read_text()).get("cases", []) if path else []
+            except (OSError, ValueError):
+                return []
+    return []
 
 
 def _sessions(journal: list[dict]) -> list[Session]:
@@ -197,10 +214,18 @@ def step_rows(records: list[dict[str, Any]]) -> list[StepRow]:
     return rows
 
 
+def _correctness_text(value: str | None) -> str:
+    return {"correct": "correct — the visible tests and the held-out behaviour checks pass",
+            "plausible": "plausible only — the visible tests pass, the held-out behaviour checks do not",
+            "unchecked": "unchecked — this scenario has no held-out behaviour checks"}.get(
+        value or "", "not judged — no green test run on the final diff")
+
+
 def render_markdown(r: dict) -> str:
     lines = [f"# Repair run {r['run_id']}", "",
              f"**Status:** `{r['status']}` (exit code {r['exit_code']})  ", f"**Why:** {r['why']}  ",
-             f"**Next attempt would need:** {r['next_attempt']}", "",
+             f"**Next attempt would need:** {r['next_attempt']}  ",
+             f"**Correctness:** {_correctness_text(r.get('correctness'))}", "",
              "## Goal and constraints", "", r["goal"]["text"], "",
              f"- failure signature: `{r['goal']['failure_signature']}`",
              f"- target tests: {', '.join(f'`{t}`' for t in r['goal']['target_tests'])}"]
@@ -215,6 +240,11 @@ def render_markdown(r: dict) -> str:
               "| condition | satisfied | decided by |", "|---|---|---|"]
     lines += [f"| {c['description']} | {'yes' if c['satisfied'] else 'NO'} | {c['evidence'] or '—'} |"
               for c in r["conditions"]]
+    if r.get("heldout_cases"):
+        lines += ["", "## Held-out behaviour checks (never shown to the chooser)", "",
+                  "| case | ok | got | expected |", "|---|---|---|---|"]
+        lines += [f"| {c['name']} | {'yes' if c['ok'] else 'NO'} | `{json.dumps(c.get('got'))[:80]}` | "
+                  f"`{json.dumps(c.get('expected'))[:80]}` |" for c in r["heldout_cases"]]
     lines += ["", "## Evidence", "", "| id | step | tool | status | source | seconds | summary |",
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {e['id']} | {e['step']} | {e['tool']} | {e['status']} | {e['source']} | {e['duration_s']} | "

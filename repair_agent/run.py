@@ -13,7 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import docker
 import requests
@@ -56,6 +56,9 @@ class RunRecord(BaseModel):
     timing: dict[str, float] = {}
     granted_paths: list[str] = []   # a person's grants (repair-agent grant); release re-verifies with them
     sessions: int = 1               # 1 + the number of resumes
+    # The last test verdict on the final diff: correct (visible tests and held-out checks pass),
+    # plausible (only the visible tests pass), unchecked (no held-out checks), None (no green tests).
+    correctness: Literal["correct", "plausible", "unchecked"] | None = None
     # Set when the runs directory could not take this run's files (read-only, full): where they went.
     report_dir: str | None = None
     storage_error: str | None = None
@@ -301,6 +304,14 @@ class _Session:
                 closing.join()
 
 
+def final_correctness(outcome: RunOutcome) -> str | None:
+    for evidence in reversed(outcome.evidence):
+        if evidence.tool in ("run_target_test", "run_full_suite") and evidence.diff_sha256 == outcome.diff_sha256:
+            value = evidence.data.get("correctness")
+            return value if value in ("correct", "plausible", "unchecked") else None
+    return None
+
+
 def _write_results(session: _Session, outcome: RunOutcome, chooser: Chooser, *, started_at: str, wall_s: float,
                    chooser_name: str | None = None, storage_error: str | None = None) -> RunRecord:
     """run.json, candidate.diff, scenario.json and the report: the same writers for a fresh run and a resume."""
@@ -316,7 +327,8 @@ def _write_results(session: _Session, outcome: RunOutcome, chooser: Chooser, *, 
         started_at=started_at, wall_s=round(wall_s, 4), timing=outcome.timing,
         granted_paths=list(outcome.final_state.authorization.granted_paths),
         sessions=sum(1 for r in read_journal(run_dir / "journal.jsonl") if r.get("event") == "setup") or 1,
-        report_dir=str(run_dir) if storage_error else None, storage_error=storage_error)
+        report_dir=str(run_dir) if storage_error else None, storage_error=storage_error,
+        correctness=final_correctness(outcome))
     try:
         _write_outputs(run_dir, record, outcome, scenario, verifier)
     except OSError as exc:

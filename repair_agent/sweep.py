@@ -95,6 +95,7 @@ class SweepResult(BaseModel):
     diff_sha256: str | None = None
     detail: str = ""
     rubric: dict[str, Any] | None = None
+    correctness: str | None = None     # correct / plausible / unchecked: see RunRecord.correctness
     finished_at: str | None = None
     worker: int | None = None
 
@@ -300,7 +301,7 @@ def _run(job: SweepJob, base: dict) -> dict:
                        correct=record.status.value == scenario.expected, steps=record.steps_used,
                        max_steps=record.max_steps, u_trajectory=record.u_trajectory, tokens=tokens,
                        wall_s=record.wall_s, run_dir=record.run_dir, run_id=record.run_id,
-                       diff_sha256=record.diff_sha256, detail=record.detail,
+                       diff_sha256=record.diff_sha256, detail=record.detail, correctness=record.correctness,
                        rubric=rubric_from_journal(journal).model_dump(), finished_at=_now()).model_dump()
 
 

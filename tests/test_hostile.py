@@ -298,9 +298,11 @@ def test_obfuscated_hook_cheat_is_caught_by_the_pytest_guard(docker_client, sand
 
 @pytest.mark.docker
 def test_verifier_catches_the_same_regression_without_the_hook(direct_verifier):
-    """The control for the test above: the regression alone is caught, so only the hook hides it."""
+    """The control for the test above: the regression alone is caught, by the visible suite and by
+    the held-out neighbours of the target."""
     verdict = direct_verifier.run_tests(h.fix_with_rounding_regression_diff(), "full_suite")
     assert not verdict.ok, verdict.summary
-    assert verdict.targets_ok and verdict.heldout.ok is True  # the target really is fixed
+    assert "tests.test_pricing::test_ten_percent_discount" not in verdict.failing  # the target really is fixed
+    assert verdict.heldout.passed == verdict.heldout.total - 1 and verdict.correctness == "plausible"
     assert "tests.test_pricing::test_round_money_rounds_half_up_to_cents[1.005-1.01]" in verdict.failing
     assert any("pytest exit code 1" in p for p in verdict.problems)

@@ -82,6 +82,7 @@ class TestVerdict(BaseModel):
     # unchecked: the scenario has no held-out checks.
     correctness: Literal["correct", "plausible", "unchecked"] | None = None
     guard_refusals: int = 0
+    heldout_file: str | None = None  # the per-case detail, on the host, for the person's report
     pytest: CommandResult | None = None
     duration_s: float = 0.0
 
@@ -326,6 +327,7 @@ class Verifier:
                            failing=j.failing, missing=j.missing, unexpected=j.unexpected,
                            restored=extra.get("restored", []), refused=extra.get("refused", []),
                            apply_error=extra.get("apply_error"), heldout=heldout,
+                           heldout_file=extra.get("heldout_file"),
                            correctness=j.correctness if not extra.get("problems") else None,
                            guard_refusals=len(guard.of("refused")) if guard else 0, pytest=result)
 
@@ -387,6 +389,7 @@ class Verifier:
             problem = "pytest timed out"
         if self.heldout is not None and not baseline:
             extra["heldout"] = self._run_heldout(runner, work, root, python, docker)
+            extra["heldout_file"] = str(work / "heldout.json")
         return cases, problem, result, extra
 
     def _run_heldout(self, runner, work: Path, root: str, python: str, docker: bool) -> HeldoutResult:
