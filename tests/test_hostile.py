@@ -303,6 +303,6 @@ def test_verifier_catches_the_same_regression_without_the_hook(direct_verifier):
     verdict = direct_verifier.run_tests(h.fix_with_rounding_regression_diff(), "full_suite")
     assert not verdict.ok, verdict.summary
     assert "tests.test_pricing::test_ten_percent_discount" not in verdict.failing  # the target really is fixed
-    assert verdict.heldout.passed == verdict.heldout.total - 1 and verdict.correctness == "plausible"
+    assert verdict.heldout.passed == verdict.heldout.total - 1 and verdict.correctness is None  # not even plausible
     assert "tests.test_pricing::test_round_money_rounds_half_up_to_cents[1.005-1.01]" in verdict.failing
     assert any("pytest exit code 1" in p for p in verdict.problems)
