@@ -45,7 +45,7 @@ def _boot():
     # module attributes and builtins, but not these local names.
     channel = os.dup(2)
     write, getpid, get_ident, getframe = os.write, os.getpid, _thread.get_ident, sys._getframe
-    _str, _isinstance, _len, _tuple, _type = str, isinstance, len, tuple, type
+    _isinstance, _len, _tuple, _type = isinstance, len, tuple, type
     dumps = json.JSONEncoder(sort_keys=True, default=lambda o: "<unserializable>").encode  # our own instance
     startswith, str_of = str.startswith, str.__str__
     lstat, readlink, getcwd = os.lstat, os.readlink, os.getcwd

@@ -115,7 +115,7 @@ def guard_doubts(guard: GuardRecords, facts: ProcessFacts) -> list[str]:
         doubts.append(f"... {len(guard.of('refused')) - 3} more refusal(s)")
     changes = guard.of("integrity")
     if changes:
-        doubts.append(f"the test runner was altered during the run: "
+        doubts.append("the test runner was altered during the run: "
                       + "; ".join(str(r.get("change"))[:150] for r in changes[:3]))
     lying = guard.of("value_type")
     if lying:

@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from .baseline import baseline_cache_path, load_cached_baseline, store_cached_baseline
 from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, parse_probe_output
 from .isolation import CommandResult, HardenedContainer, Limits, LocalRunner
 from .judge import Baseline, GuardRecords, Kind, ProcessFacts, guard_doubts, judge
@@ -43,19 +44,6 @@ class ScenarioError(RuntimeError):
 
 class VerifierCompromised(RuntimeError):
     """The verifier's own pristine copy changed: nothing it says can be trusted any more."""
-
-
-class CachedBaseline(BaseModel):
-    """What runs/.cache/baselines/KEY.json holds: the baseline bound to its inputs and a digest."""
-
-    format: Literal[2] = 2
-    inputs: dict[str, str]  # the verifier's PoolKey: tree, image, setup (spec, held-out, boot, limits, uid)
-    baseline_sha256: str
-    baseline: Baseline
-
-
-def _baseline_digest(baseline: Baseline) -> str:
-    return hashlib.sha256(json.dumps(baseline.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
 
 
 class TestVerdict(BaseModel):
@@ -153,8 +141,8 @@ class Verifier:
             shutil.copyfile(source, guard_dir / name)
         self.guard_dir = guard_dir
         self._start_pool()
-        cache = self._baseline_cache_path()
-        cached = self._load_cached_baseline(cache) if cache else None
+        cache = baseline_cache_path(self.cache_dir, self.pool_key) if self.cache_dir else None
+        cached, self.cache_note = load_cached_baseline(cache, self.pool_key, self.spec) if cache else (None, None)
         if cached is not None:
             self.baseline = cached
             return self.baseline
@@ -182,18 +170,8 @@ class Verifier:
             known_failing=sorted(k for k in keys if by_key[k].outcome != "passed" and k not in targets),
             target_failures={t: by_key[t].message for t in targets})
         if cache:
-            self._store_cached_baseline(cache, self.baseline)
+            store_cached_baseline(cache, self.pool_key, self.baseline)
         return self.baseline
-
-    def _baseline_cache_path(self) -> Path | None:
-        """Keyed by everything the pristine suite's result depends on: the tree, the image, and
-        the setup (spec, held-out checks, boot, limits, uid) — the same key the pool's checks carry."""
-        if self.cache_dir is None:
-            return None
-        key = self.pool_key
-        digest = hashlib.sha256("\0".join([key.pristine_tree_sha256, key.environment_id,
-                                           key.setup_sha256]).encode()).hexdigest()[:24]
-        return self.cache_dir / "baselines" / f"{digest}.json"
 
     def _start_pool(self) -> None:
         """Begin making fresh checks in the background, for this snapshot, image and spec only."""
@@ -238,53 +216,6 @@ class Verifier:
         if self.backend == "docker":
             return check.runner.untouched(self.environment_id.removeprefix("docker:"), check.started_at)
         return None
-
-    def _load_cached_baseline(self, cache: Path) -> Baseline | None:
-        """A cached baseline is trusted only whole: it parses, its content matches the digest stored
-        with it, it was made from the same inputs, and it agrees with the spec. Anything else is set
-        aside (kept as *.rejected for inspection) and the baseline is rebuilt by running the suite.
-
-        The digest catches corruption and hand edits; it is not a secret, so someone who can write
-        runs/.cache and recompute it can still forge one (the candidate cannot: it never sees it)."""
-        if not cache.is_file():
-            return None
-        try:
-            envelope = CachedBaseline.model_validate_json(cache.read_bytes())
-            problem = None
-            if envelope.inputs != self.pool_key.model_dump():
-                problem = "made from other inputs"
-            elif envelope.baseline_sha256 != _baseline_digest(envelope.baseline):
-                problem = "content does not match its digest"
-            else:
-                bl = envelope.baseline
-                targets = [nodeid_to_junit_key(t) for t in self.spec.target_tests]
-                known = set(bl.all_tests)
-                if (bl.target_keys != targets or not set(targets) <= known or not set(bl.pass_to_pass) <= known
-                        or not set(bl.known_failing) <= known or set(bl.target_failures) != set(targets)):
-                    problem = "inconsistent with the acceptance spec"
-        except (ValueError, OSError) as exc:  # pydantic's ValidationError is a ValueError
-            problem = f"unreadable ({type(exc).__name__}: {str(exc)[:200]})"
-        if problem is None:
-            return envelope.baseline
-        self.cache_note = f"cached baseline {cache.name} not trusted ({problem}); rebuilt by running the suite"
-        try:
-            os.replace(cache, cache.with_name(f"{cache.name}.rejected"))
-        except OSError:
-            pass
-        return None
-
-    def _store_cached_baseline(self, cache: Path, baseline: Baseline) -> None:
-        # Best effort and atomic: two runs filling the same cache at once each rename a whole file
-        # into place, so neither ever reads half of the other's; a full disk only costs the cache.
-        envelope = CachedBaseline(inputs=self.pool_key.model_dump(), baseline_sha256=_baseline_digest(baseline),
-                                  baseline=baseline)
-        tmp = cache.with_name(f".{cache.name}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(envelope.model_dump_json(indent=1))
-            os.replace(tmp, cache)
-        except OSError:
-            tmp.unlink(missing_ok=True)
 
     @property
     def environment_id(self) -> str:
