@@ -76,6 +76,8 @@ def _boot():
         if known is None:
             if startswith(filename, root):
                 known = filename[_len(root):] not in protected
+            elif startswith(filename, verifier_dir):
+                known = False  # the boot and the probe themselves (the local backend keeps them under /tmp)
             else:
                 known = startswith(filename, ("/tmp/", "/dev/shm/", "/var/tmp/"))
             verdict_cache[filename] = known
@@ -168,8 +170,9 @@ def _boot():
         paths = [resolve(a) for a in (args if _type(args) is tuple else ())[:fs_events[event]]
                  if _isinstance(a, (str, bytes))]
         for real in paths:
-            if real == junit or startswith(real, (out_dir, verifier_dir)):
-                refuse(event, args, None if origin is None else origin, "the verifier's files are not to be touched")
+            if real == junit or startswith(real, out_dir) or (origin is not None and startswith(real, verifier_dir)
+                                                               and not startswith(real, root)):
+                refuse(event, args, origin, "the verifier's files are not to be touched")
         if origin is not None:
             if event in ("os.symlink", "os.link"):
                 refuse(event, args, origin, "candidate code may not create links")
@@ -190,7 +193,8 @@ def _boot():
             return
         if writing and not (startswith(real, "/tmp/") or real == "/dev/null"):
             refuse("open", (real,), origin, "candidate code may write only under /tmp")
-        if not writing and startswith(real, secret_reads) and real not in ("/dev/null", "/dev/urandom"):
+        if not writing and startswith(real, secret_reads) and not startswith(real, root) \
+                and real not in ("/dev/null", "/dev/urandom"):
             refuse("open", (real,), origin, "reads of /proc, /sys, /dev, /etc and verifier files are refused")
 
     def writer_on_stack():
