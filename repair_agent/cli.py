@@ -320,6 +320,8 @@ def cmd_sweep(args) -> int:
     if not budgets or min(budgets) < 1 or args.seeds < 1:
         _err("--budgets needs at least one budget >= 1 and --seeds at least 1")
         return USAGE_ERROR
+    if _sweep_runs_dir_refused(args):
+        return USAGE_ERROR
     if args.seeds == 1:
         _err(NO_BAND_NOTE)
     choosers = args.chooser or ["baseline"]
@@ -349,6 +351,99 @@ def cmd_sweep(args) -> int:
              "complete the rest")
         return 130
     return 0
+
+
+def _check_selection(args):
+    """The scenarios `check` looks at: the NAMEs/GLOBs given; else those of --scenarios-dir when
+    given (a user validating their own); else every built-in one. Broken manifests are included."""
+    from .scenario import SUFFIX
+    from .sweep import select_scenarios
+
+    extra = [Path(d) for d in args.scenarios_dir]
+    missing = [str(d) for d in extra if not d.is_dir()]
+    if missing:
+        raise FileNotFoundError(f"no such scenario directory: {', '.join(missing)}")
+    selection = select_scenarios(args.names or None, extra)
+    if not args.names and extra:
+        roots = {d.resolve() for d in extra}
+        selection.scenarios = [s for s in selection.scenarios if s.manifest_path.parent in roots]
+        selection.broken = {stem: error for stem, error in selection.broken.items()
+                            if any((d / f"{stem}{SUFFIX}").is_file() for d in extra)}
+    return selection
+
+
+def cmd_check(args) -> int:
+    """The corpus check on chosen scenarios: exit 0 when every one passes, 1 when any fails."""
+    import tempfile
+
+    from .corpus import broken_manifest, check_corpus, render_table
+
+    selection = _check_selection(args)
+    if not selection.scenarios and not selection.broken:
+        _err("no scenario selected")
+        return USAGE_ERROR
+    kwargs: dict = {"backend": args.sandbox}
+    if args.sandbox == "docker":
+        import docker
+        import requests
+
+        from .sandbox.image import ImageBuildError, ensure_sandbox_image
+
+        try:
+            client = docker.from_env()
+            kwargs.update(client=client, image=ensure_sandbox_image(client, log=lambda m: _err(m)))
+        except (docker.errors.DockerException, requests.exceptions.RequestException, ImageBuildError) as exc:
+            _err(f"the check runs the verifier in Docker and no engine answers or the image cannot be built: {exc}"
+                 " (--sandbox local checks without containers, NOT isolated)")
+            return USAGE_ERROR
+    total = len(selection.scenarios)
+    done = []
+
+    def progress(c) -> None:
+        done.append(c)
+        if not args.json:
+            _err(f"[{len(done)}/{total}] {c.scenario}: {'ok' if c.ok else 'FAIL'} ({c.wall_s:.1f}s)")
+
+    with tempfile.TemporaryDirectory(prefix="repair-agent-check-") as state:
+        checks = check_corpus(selection.scenarios, Path(state), workers=args.workers, on_result=progress, **kwargs)
+    checks += [broken_manifest(stem, error) for stem, error in selection.broken.items()]
+    if args.json:
+        print(json.dumps([c.model_dump() for c in checks], indent=2))
+    else:
+        print(render_table(checks))
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def _add_check_parser(sub, common) -> None:
+    ck = sub.add_parser("check", parents=[common], help="the corpus check: each scenario's buggy tree fails exactly "
+                        "its targets, and its reference fix passes (inside the scope, or outside it for a handoff)")
+    ck.add_argument("names", nargs="*", metavar="NAME|GLOB",
+                    help="scenarios, globs on names, tag:T, kind:K or manifest paths (default: those of "
+                    "--scenarios-dir when given, else every built-in scenario)")
+    ck.add_argument("--sandbox", choices=["docker", "local"], default="docker",
+                    help="docker (default: the sandbox image, as runs see it) or local (NOT isolated)")
+    ck.add_argument("--workers", type=int, default=2, help="scenarios checked at once (default: 2)")
+    ck.add_argument("--json", action="store_true", help="print the checks as JSON")
+    ck.set_defaults(func=cmd_check)
+
+
+def _sweep_runs_dir_refused(args) -> bool:
+    """A sweep keeps its runs in OUT/runs, so that OUT is whole and a re-run resumes from it; an
+    explicit --runs-dir would be ignored, so it is refused instead of silently dropped."""
+    if not getattr(args, "runs_dir_given", False):
+        return False
+    _err(f"sweep does not take --runs-dir: its runs go to OUT/runs (here {Path(args.out) / 'runs'}) so that the "
+         "sweep directory is complete and resumable; choose the directory with --out")
+    return True
+
+
+class _RunsDirAction(argparse.Action):
+    """Stores --runs-dir and notes that it was given (not the default), for the commands that
+    do not keep runs there."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.runs_dir_given = True
 
 
 def cmd_cleanup(args) -> int:
@@ -386,12 +481,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="repair-agent", formatter_class=argparse.RawDescriptionHelpFormatter,
                                 description="A coding-repair agent sandbox with a protected verifier.",
                                 epilog=f"exit codes of `run`:\n{exits}\n    2  usage or manifest error")
-    p.add_argument("--runs-dir", default=os.environ.get("REPAIR_AGENT_RUNS_DIR", "runs"))
+    p.add_argument("--runs-dir", default=os.environ.get("REPAIR_AGENT_RUNS_DIR", "runs"), action=_RunsDirAction)
     p.add_argument("--scenarios-dir", action="append", default=[], help="extra directory of *.scenario.toml")
     # The same two options after the subcommand too (`repair-agent run X --runs-dir D`); given
     # there, they win over the ones given before it.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--runs-dir", default=argparse.SUPPRESS, help="where runs are kept (default: ./runs)")
+    common.add_argument("--runs-dir", default=argparse.SUPPRESS, action=_RunsDirAction,
+                        help="where runs are kept (default: ./runs)")
     common.add_argument("--scenarios-dir", action="append", default=argparse.SUPPRESS,
                         help="extra directory of *.scenario.toml (repeatable)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -486,6 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--all", action="store_true", help="also remove containers of runs still in progress")
     c.add_argument("--run", help="only the containers of this run id")
     c.set_defaults(func=cmd_cleanup)
+
+    _add_check_parser(sub, common)
 
     im = sub.add_parser("image", parents=[common], help="build (or find) the sandbox image and print its tag")
     im.add_argument("--base-image")

@@ -15,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifier.heldout import HeldoutError, HeldoutSpec
 from verifier.spec import AcceptanceSpec
 
+from .resources import data_path
 from .state import Budget
 
-BUILTIN_DIR = Path(__file__).resolve().parents[1] / "sandbox_repos"
+BUILTIN_DIR = data_path("sandbox_repos")
 SCENARIO_PATH_ENV = "REPAIR_AGENT_SCENARIO_PATH"
 SUFFIX = ".scenario.toml"
 CACHE_ENV = "REPAIR_AGENT_CACHE_DIR"
@@ -227,6 +228,9 @@ def discover(extra: list[Path] | None = None) -> tuple[dict[str, Scenario], list
     found: dict[str, Scenario] = {}
     errors: list[ManifestError] = []
     for directory in scenario_dirs(extra):
+        if not Path(directory).is_dir():  # a mistyped directory must not look like an empty one
+            errors.append(ManifestError(f"{directory}: no such scenario directory"))
+            continue
         for manifest in sorted(Path(directory).glob(f"*{SUFFIX}")):
             try:
                 scenario = load_manifest(manifest)

@@ -1,7 +1,8 @@
 """The scenario corpus is what its manifests say: for EVERY scenario, the buggy tree fails
-exactly its target tests and nothing else, and the reference fix (kept next to the manifest,
-never in a workspace) makes the target and the full suite pass inside the writable scope, or,
-for a handoff scenario, lies outside it."""
+exactly its target tests and nothing else (a test skipped there may stay skipped), and the
+reference fix (kept next to the manifest, never in a workspace) makes the target and the full
+suite pass inside the writable scope, or, for a handoff scenario, lies outside it. The rules
+themselves, on small scenarios made for them, and the `repair-agent check` command: test_check.py."""
 from __future__ import annotations
 
 import difflib
@@ -10,12 +11,11 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from repair_agent.corpus import check_scenario
+from repair_agent.corpus import check_corpus, render_table
 from repair_agent.scenario import discover
 from verifier.heldout import HeldoutSpec, run_probe_local
 
@@ -24,13 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _check_all(tmp_path, **kwargs):
+    """What `repair-agent check` does, on every scenario."""
     t0 = time.monotonic()
-    with ThreadPoolExecutor(2) as pool:
-        checks = list(pool.map(lambda s: check_scenario(s, tmp_path / s.name, **kwargs), SCENARIOS.values()))
+    checks = check_corpus(SCENARIOS.values(), tmp_path, workers=2, **kwargs)
     wall = time.monotonic() - t0
     print(f"\ncorpus check ({kwargs.get('backend')}): {len(checks)} scenarios in {wall:.1f}s")
-    for c in checks:
-        print(f"  {'ok ' if c.ok else 'BAD'} {c.scenario:<44} {c.collected:>3} tests {c.wall_s:>6.1f}s")
+    print(render_table(checks))
     bad = {c.scenario: c.problems for c in checks if not c.ok}
     assert not bad, json.dumps(bad, indent=1)
     return checks

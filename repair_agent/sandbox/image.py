@@ -25,6 +25,8 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from ..resources import data_path
+
 if TYPE_CHECKING:  # pragma: no cover
     from docker import DockerClient
 
@@ -33,7 +35,6 @@ __all__ = ["DEFAULT_BASE_IMAGE", "ImageBuildError", "ensure_sandbox_image"]
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 BASE_IMAGE_ENV = "REPAIR_AGENT_BASE_IMAGE"
 
-DOCKERFILE = Path(__file__).resolve().parents[2] / "Dockerfile"
 SANDBOX_REPO = "repair-agent-sandbox"
 LOCAL_BASE_REPO = "repair-agent-base"
 
@@ -79,9 +80,9 @@ def ensure_sandbox_image(
 ) -> str:
     """Return the tag of a sandbox image built from the project's Dockerfile, building it (and, when the base cannot be pulled, a local Debian base) if needed."""
     try:
-        dockerfile = DOCKERFILE.read_bytes()
+        dockerfile = data_path("Dockerfile").read_bytes()
     except OSError as exc:
-        raise ImageBuildError(f"cannot read sandbox Dockerfile {DOCKERFILE}: {exc}") from exc
+        raise ImageBuildError(f"cannot read the sandbox Dockerfile: {exc}") from exc
 
     requested = base_image or os.environ.get(BASE_IMAGE_ENV) or DEFAULT_BASE_IMAGE
     local_base = _local_base_tag()

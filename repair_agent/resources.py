@@ -1,0 +1,36 @@
+"""Where the files that ship with the tool live: the sandbox Dockerfile and the built-in scenarios.
+
+They stay at the repository root (`Dockerfile`, `sandbox_repos/`), where the design keeps them.
+A wheel has no repository root, so the build copies them into the package as `repair_agent/_data/`
+(setup.py). This one lookup serves both, so a source checkout (editable install) and an installed
+wheel can never disagree about which files they use.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# In a wheel: copied here at build time. In a checkout this directory does not exist.
+PACKAGED = PACKAGE_DIR / "_data"
+# In a checkout: the repository root, one level above the package.
+CHECKOUT = PACKAGE_DIR.parent
+# What the build copies into PACKAGED; everything the tool reads at run time besides its modules
+# and templates (the templates are ordinary package data).
+SHIPPED = ("Dockerfile", "sandbox_repos")
+
+
+class DataNotFound(FileNotFoundError):
+    """A file that ships with the tool is in neither place: the installation is incomplete."""
+
+
+def data_path(name: str) -> Path:
+    """The path of a shipped file or directory (`Dockerfile`, `sandbox_repos`)."""
+    if name not in SHIPPED:
+        raise ValueError(f"{name!r} is not one of the files shipped with repair-agent: {SHIPPED}")
+    candidates = (PACKAGED / name, CHECKOUT / name)
+    for path in candidates:
+        if path.exists():
+            return path
+    raise DataNotFound(f"{name} is missing from this installation of repair-agent (looked in "
+                       f"{' and '.join(str(c) for c in candidates)}); install it from the project's "
+                       "source tree or a wheel built from it (`pip install .`)")
