@@ -19,7 +19,6 @@ import pytest
 
 from repair_agent.corpus import check_corpus
 from repair_agent.scenario import load_manifest
-from verifier.runner import Baseline
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,14 +128,6 @@ def _check(scenarios_dir: Path, tmp_path: Path, name: str):
     return result
 
 
-# The verifier's runner lists pristine skips apart from failures (Baseline.known_skipped) and refuses
-# a target that skips on the pristine tree; until it does, it counts such skips as failures.
-RUNNER_KNOWS_SKIPS = "known_skipped" in Baseline.model_fields
-needs_runner_rule = pytest.mark.xfail(not RUNNER_KNOWS_SKIPS, strict=True,
-                                      reason="the verifier's runner does not yet tell pristine skips from failures")
-
-
-@needs_runner_rule
 def test_a_test_skipped_on_the_pristine_tree_may_stay_skipped(scenarios_dir, tmp_path):
     c = _check(scenarios_dir, tmp_path, "calc-env-skip")
     assert c.ok and c.buggy_tree_ok and c.reference_fix_ok and c.scope_ok, c.problems
@@ -157,14 +148,12 @@ def test_a_regression_in_another_test_fails_the_check(scenarios_dir, tmp_path):
     assert any("tests.test_calc::test_sub [failed" in p for p in c.problems), c.problems
 
 
-@needs_runner_rule
 def test_a_test_skipped_on_the_pristine_tree_may_not_fail(scenarios_dir, tmp_path):
     c = _check(scenarios_dir, tmp_path, "calc-unskips-and-fails")
     assert not c.ok and c.buggy_tree_ok and c.reference_fix_ok is False
     assert any("tests.test_calc::test_add_when_it_works [failed" in p for p in c.problems), c.problems
 
 
-@needs_runner_rule
 def test_a_target_must_fail_on_the_buggy_tree_not_skip(scenarios_dir, tmp_path):
     c = _check(scenarios_dir, tmp_path, "calc-skipped-target")
     assert not c.ok and any("skip" in p for p in c.problems), c.problems
@@ -184,7 +173,7 @@ def test_check_command_table_json_and_exit_code(scenarios_dir, tmp_path):
     assert lines[0].split() == ["scenario", "buggy", "fails", "targets", "only", "reference", "fix", "passes",
                                 "scope", "verdict", "tests", "wall"]
     rows = {line.split()[0]: line.split()[1:5] for line in lines[1:7]}
-    buggy = "yes" if RUNNER_KNOWS_SKIPS else "NO"  # the buggy tree skips test_needs_a_device
+    buggy = "yes"  # the buggy tree skips test_needs_a_device, which may stay skipped
     assert rows["calc-breaks-sub"] == [buggy, "NO", "yes", "FAIL"]
     assert rows["calc-newly-skips"] == [buggy, "NO", "yes", "FAIL"]
     assert rows["broken"] == ["-", "-", "-", "FAIL"]
@@ -195,7 +184,7 @@ def test_check_command_table_json_and_exit_code(scenarios_dir, tmp_path):
               cwd=tmp_path)
     assert js.returncode == 1, js.stderr
     (only,) = json.loads(js.stdout)
-    assert only["scenario"] == "calc-breaks-sub" and only["ok"] is False and only["buggy_tree_ok"] is RUNNER_KNOWS_SKIPS
+    assert only["scenario"] == "calc-breaks-sub" and only["ok"] is False and only["buggy_tree_ok"] is True
 
     good = _cli("check", "--sandbox", "local", "discount-bug", "stockroom-holidays-out-of-scope", "--json",
                 cwd=tmp_path)

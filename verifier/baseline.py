@@ -19,7 +19,7 @@ from .spec import AcceptanceSpec, nodeid_to_junit_key
 class CachedBaseline(BaseModel):
     """What runs/.cache/baselines/KEY.json holds: the baseline bound to its inputs and a digest."""
 
-    format: Literal[2] = 2
+    format: Literal[3] = 3
     inputs: dict[str, str]  # the PoolKey: tree, image, setup (spec, held-out checks, boot, limits, uid)
     baseline_sha256: str
     baseline: Baseline
@@ -56,7 +56,8 @@ def load_cached_baseline(cache: Path, key: PoolKey, spec: AcceptanceSpec) -> tup
             targets = [nodeid_to_junit_key(t) for t in spec.target_tests]
             known = set(bl.all_tests)
             if (bl.target_keys != targets or not set(targets) <= known or not set(bl.pass_to_pass) <= known
-                    or not set(bl.known_failing) <= known or set(bl.target_failures) != set(targets)):
+                    or not set(bl.known_failing) <= known or not set(bl.known_skipped) <= known
+                    or set(bl.target_failures) != set(targets)):
                 problem = "inconsistent with the acceptance spec"
     except (ValueError, OSError) as exc:  # pydantic's ValidationError is a ValueError
         problem = f"unreadable ({type(exc).__name__}: {str(exc)[:200]})"

@@ -164,10 +164,14 @@ class Verifier:
         already = [t for t in targets if by_key[t].outcome == "passed"]
         if already:
             raise ScenarioError(f"target tests already pass on the pristine repository: {already}")
+        skipped = [t for t in targets if by_key[t].outcome == "skipped"]
+        if skipped:
+            raise ScenarioError(f"target tests are skipped on the pristine repository (a target must fail there): {skipped}")
         self.baseline = Baseline(
             all_tests=sorted(keys), target_keys=targets,
             pass_to_pass=sorted(k for k in keys if by_key[k].outcome == "passed"),
-            known_failing=sorted(k for k in keys if by_key[k].outcome != "passed" and k not in targets),
+            known_failing=sorted(k for k in keys if by_key[k].outcome in ("failed", "error") and k not in targets),
+            known_skipped=sorted(k for k in keys if by_key[k].outcome == "skipped" and k not in targets),
             target_failures={t: by_key[t].message for t in targets})
         if cache:
             store_cached_baseline(cache, self.pool_key, self.baseline)
