@@ -277,16 +277,21 @@ def test_pytest_excerpt_keeps_the_failures_section_and_the_summary_within_its_ca
 
 
 def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
-    """stockroom-business-days-trap: the obvious one-line fix passes the target and breaks the suite."""
+    """stockroom-business-days-trap: the obvious one-line fix passes the visible target test, and the
+    held-out checks (which cover the behaviour it breaks) refuse it at once: the next candidate's
+    patch takes it out again."""
     rec = execute_run(resolve("stockroom-business-days-trap"), SearchChooser(0), sandbox_kind="local",
                       runs_dir=runs_dir, max_steps=12)
     s = steps(rec)
     tools = [x["proposal"]["tool"] for x in s]
-    trap = next(i for i, x in enumerate(s) if x["proposal"]["tool"] == "run_full_suite"
-                and x["result"]["status"] == "failed" and x["result"]["data"]["targets_ok"])
-    assert tools[trap - 1] == "run_target_test" and s[trap - 1]["result"]["status"] == "ok"
-    trapped = [l[1:] for l in s[trap - 2]["proposal"]["diff"].splitlines() if l.startswith("+") and not l.startswith("+++")]
-    assert tools[trap + 1] == "apply_patch"   # the next candidate's patch takes the trap out again
-    reverted = [l[1:] for l in s[trap + 1]["proposal"]["diff"].splitlines() if l.startswith("-") and not l.startswith("---")]
+    trap = next(i for i, x in enumerate(s) if x["proposal"]["tool"] in ("run_target_test", "run_full_suite")
+                and x["result"]["status"] == "failed" and not x["result"]["data"]["failing"]
+                and x["result"]["data"]["heldout"]["ok"] is False)
+    assert s[trap]["result"]["data"]["correctness"] == "plausible"
+    patch = max(i for i in range(trap) if tools[i] == "apply_patch")
+    trapped = [l[1:] for l in s[patch]["proposal"]["diff"].splitlines() if l.startswith("+") and not l.startswith("+++")]
+    after = next(i for i in range(trap + 1, len(s)) if tools[i] == "apply_patch")  # the next candidate
+    reverted = [l[1:] for l in s[after]["proposal"]["diff"].splitlines() if l.startswith("-") and not l.startswith("---")]
     assert set(trapped) <= set(reverted)
-    assert "a trap" in s[-1]["proposal"].get("summary", "") or rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION
+    assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION or (
+        rec.status == StopReason.HANDOFF_REQUESTED and "candidate" in s[-1]["proposal"].get("summary", ""))
