@@ -14,6 +14,7 @@ of the release need the Docker Engine.
 """
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -36,7 +37,7 @@ from repair_agent.journal import read_journal, record_hash, verify_chain
 from repair_agent.resume import ResumeRefused, load_checkpoint
 from repair_agent.run import RunRecord, execute_run
 from repair_agent.scenario import resolve
-from repair_agent.state import StopReason
+from repair_agent.state import StopReason, state_hash
 from verifier import diff_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -322,47 +323,49 @@ def rewrite_journal(path: Path, edit) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def _state_hash(state: dict) -> str:
-    from repair_agent.state import state_hash
-
-    return state_hash(state)
-
-
 def test_a_state_rewritten_between_steps_breaks_the_chain(runs_dir, tmp_path):
     """What a chooser holding the controller's own condition objects did: from step 2 on, every
     state says the conditions hold; each line is consistent in itself and chained to the one before."""
     record = run(h.ProposesObject(lambda: h.READ), runs_dir)  # read, then the same read: repeated_action
     assert record.status is StopReason.REPEATED_ACTION
-    copy = tmp_path / "forged"
-    shutil.copytree(record.run_dir, copy, ignore=shutil.ignore_patterns("workspace", "verifier", "outputs"))
+    forged = tmp_path / "forged"
+    shutil.copytree(record.run_dir, forged, ignore=shutil.ignore_patterns("workspace", "verifier", "outputs"))
 
     def forge(records):
-        stepped = [r for r in records if r.get("state_before") is not None]
-        rewritten = stepped[-1]  # the last step: its state_before no longer equals step 1's state_after
-        for c in rewritten["state_before"]["conditions"]:
-            c["satisfied"] = True
-        previous = rewritten["state_before"]
-        for rec in records[records.index(rewritten):]:
+        target = [r for r in records if r.get("event") == "step"][-1]
+        previous = None
+        for rec in records[records.index(target):]:
             if rec.get("state_before") is not None:
-                rec["state_before"] = previous
-                rec["state_before_hash"] = _state_hash(previous)
+                if previous is None:  # the rewrite: this step starts from a state where all holds
+                    for c in rec["state_before"]["conditions"]:
+                        c["satisfied"] = True
+                else:
+                    rec["state_before"] = copy.deepcopy(previous)
+                previous = rec["state_before"]
+                rec["state_before_hash"] = state_hash(previous)
             if rec.get("state_after") is not None:
                 after = rec["state_after"]
-                if after["version"] != previous["version"]:
-                    after["parent_hash"] = _state_hash(previous)
-                after["conditions"] = previous["conditions"]
-                rec["state_after_hash"] = _state_hash(after)
-                rec["u"] = 0 if "u" in rec else rec.get("u")
+                if after["version"] == previous["version"]:
+                    after = rec["state_after"] = copy.deepcopy(previous)
+                else:
+                    after["conditions"] = copy.deepcopy(previous["conditions"])
+                    after["parent_hash"] = state_hash(previous)
+                rec["state_after_hash"] = state_hash(after)
+                if "u" in rec:
+                    rec["u"] = 0
                 previous = after
 
-    rewrite_journal(copy / "journal.jsonl", forge)
-    problems = verify_chain(list(read_journal(copy / "journal.jsonl")))
-    assert any("state_before" in p for p in problems), problems
-    proc = subprocess.run([sys.executable, "-m", "repair_agent", "replay", str(copy)], capture_output=True,
+    rewrite_journal(forged / "journal.jsonl", forge)
+    problems = verify_chain(list(read_journal(forged / "journal.jsonl")))
+    # Every hash recomputes and every version chains to its parent: only the seam between two
+    # lines gives the rewrite away.
+    assert problems and all("state_before" in p and "is not the state the line before ended in" in p
+                            for p in problems), problems
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "replay", str(forged)], capture_output=True,
                           text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 1 and "hash chain: BROKEN" in proc.stdout
     with pytest.raises(ResumeRefused, match="does not verify"):
-        load_checkpoint(copy)
+        load_checkpoint(forged)
 
 
 # -- item: release applies the bytes it verified, on the run's image --------------------------------
@@ -454,13 +457,13 @@ def docker_awaiting(docker_client, sandbox_image, tmp_path_factory) -> RunRecord
 
 
 def copy_run(record: RunRecord, where: Path) -> Path:
-    copy = where / record.run_id
-    shutil.copytree(record.run_dir, copy, ignore=shutil.ignore_patterns("workspace", "verifier", "outputs",
+    target = where / record.run_id
+    shutil.copytree(record.run_dir, target, ignore=shutil.ignore_patterns("workspace", "verifier", "outputs",
                                                                        "release*"))
-    data = json.loads((copy / "run.json").read_text())
-    data["run_dir"] = str(copy)
-    (copy / "run.json").write_text(json.dumps(data, indent=2))
-    return copy
+    data = json.loads((target / "run.json").read_text())
+    data["run_dir"] = str(target)
+    (target / "run.json").write_text(json.dumps(data, indent=2))
+    return target
 
 
 def record_image(run_dir: Path, *, image: str | None = None, environment_id: str | None = None) -> None:
