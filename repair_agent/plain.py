@@ -116,7 +116,7 @@ def plain_proposal(proposal: Any) -> Any:
             proposal = proposal.model_dump(mode="json")
         except BaseException as exc:
             raise Unreadable(f"the proposal's model_dump raised {describe(exc)}", bounded_record(proposal)) from None
-    return plain_json(proposal, "the proposal", MAX_PROPOSAL_CHARS)
+    return plain_json(proposal, "the proposal", MAX_PROPOSAL_CHARS)  # kept whole up to that size, too
 
 
 def plain_json(value: Any, what: str, max_chars: int, *, cap: bool = False) -> Any:
@@ -125,7 +125,8 @@ def plain_json(value: Any, what: str, max_chars: int, *, cap: bool = False) -> A
     try:
         text = json.dumps(value)
     except BaseException as exc:
-        raise Unreadable(f"{what} is not plain JSON data ({describe(exc)})", bounded_record(value)) from None
+        raise Unreadable(f"{what} is not plain JSON data ({describe(exc)})",
+                         bounded_record(value, max(max_chars, MAX_RECORD_CHARS))) from None
     if len(text) > max_chars:
         if cap:
             return capped(text)
@@ -150,7 +151,7 @@ def _failure(exc: BaseException) -> ChooserReply:
     if not isinstance(exc, ChooserError):
         name = _type_name(exc)
         return ChooserReply(failure=kind, detail=f"the chooser raised {name}: {text}", raw=f"{name}({text!r})")
-    raw = bounded_record(_attribute_or_none(exc, "raw"))
+    raw = bounded_record(_attribute_or_none(exc, "raw"), MAX_PROPOSAL_CHARS)
     try:
         usage = plain_json(_attribute_or_none(exc, "usage"), "usage", MAX_USAGE_CHARS)
     except Unreadable:
@@ -203,14 +204,14 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> tuple
 
 # -- bounded records -------------------------------------------------------------------------------
 
-def bounded_record(value: Any) -> Any:
+def bounded_record(value: Any, max_chars: int = MAX_RECORD_CHARS) -> Any:
     """What the journal keeps of a value that could not be read as plain data: its JSON with anything
     else as text (as the journal writes any value), or a bounded repr that says why not."""
     try:
         text = json.dumps(value, default=str)
     except BaseException as exc:
         return {"unjournalable": _type_name(value), "why": describe(exc)[:300], "repr": bounded_repr(value)}
-    if len(text) > MAX_RECORD_CHARS:
+    if len(text) > max_chars:
         return capped(text)
     return json.loads(text)
 
