@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -291,15 +292,19 @@ def cmd_release(args) -> int:
             d = release.reject(run_dir, args.reason or "")
             print(f"rejected run {d['run_id']} by {d['who']}: {d['reason']}")
             return 0
+        shown = None
         if not args.yes:
             if not sys.stdin.isatty():
                 _err("refusing to release without confirmation: pass --yes, or run in a terminal")
                 return USAGE_ERROR
-            print((run_dir / "candidate.diff").read_text())
+            data = (run_dir / "candidate.diff").read_bytes()
+            print(data.decode("utf-8", errors="replace"))
             if input("Release this diff? Type 'yes' to confirm: ").strip() != "yes":
                 print("not released")
                 return 1
-        d = release.confirm(run_dir, output_dir=Path(args.output_dir) if args.output_dir else None)
+            shown = hashlib.sha256(data).hexdigest()  # what the person saw is what is released, or nothing
+        d = release.confirm(run_dir, output_dir=Path(args.output_dir) if args.output_dir else None,
+                            shown_sha256=shown)
         print(f"released run {d['run_id']}: branch {d['branch']} commit {d['commit'][:12]} in {d['clone']}")
         return 0
     except release.ReleaseRefused as exc:

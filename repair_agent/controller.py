@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -15,8 +14,9 @@ from verifier import (EngineFailure, ScopeVerdict, TestVerdict, Verifier, Verifi
                       diff_sha256, unsatisfied)
 
 from .actions import ACTION_TYPES, ApplyPatch, InvalidAction, ReadFile, Search, Stop, parse_action, tool_schemas
-from .choosers.base import Chooser, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
+from .choosers.base import Chooser
 from .journal import Journal, JournalWriteError
+from .plain import ChooserReply, call_with_timeout, consult
 from .sandbox import SandboxError
 from .state import (NEXT_ATTEMPT, ConditionState, Evidence, Grant, HistoryEntry, State, StopReason, View)
 from .tools import Executor, ToolOutcome
@@ -47,27 +47,6 @@ class RunOutcome(BaseModel):
     final_state: State
     extra: dict[str, Any] = {}
     timing: dict[str, float] = {}
-
-
-def _call_with_timeout(fn: Callable, arg: Any, timeout_s: float) -> Any:
-    """Run fn(arg) in a daemon thread: a chooser that never returns cannot keep the process alive
-    after the controller has stopped (Python cannot kill a thread; it can refuse to wait for it)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn(arg)
-        except BaseException as exc:  # handed to the controller's thread as is
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, name="chooser", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        raise TimeoutError(f"no answer within {timeout_s:.1f}s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 class Controller:
@@ -126,16 +105,18 @@ class Controller:
             self._begin()                                        # a fresh start, or a journal checkpoint
             while True:
                 self._check_bounds()                             # budget, deadline: before asking
-                view = self._view()
-                raw, usage, failure = self._ask(view)            # exactly one proposal
-                self._spend_step(usage)                          # a stop request costs a step too
-                record = {"event": "step", "step": self.state.budget.steps_used, "view": view.model_dump(mode="json"),
-                          "proposal": raw, "usage": usage, "chooser_call": getattr(self.chooser, "last_call", None),
-                          "state_before": self._dump(self.committed), "state_before_hash": self.committed.hash}
+                # Journaled as shown, before the chooser runs: nothing it does can reach these.
+                view_text, allowed = self._view()
+                before = self.committed
+                reply, failure = self._ask(view_text)            # exactly one proposal, as plain data
+                self._spend_step(reply.usage)                    # a stop request costs a step too
+                record = {"event": "step", "step": self.state.budget.steps_used, "view": json.loads(view_text),
+                          "proposal": reply.proposal, "usage": reply.usage, "chooser_call": reply.call,
+                          "state_before": self._dump(before), "state_before_hash": before.hash}
                 try:
                     if failure:
                         raise failure
-                    action = self._validate(raw, view)           # schema, reserve, repeat, authorization
+                    action = self._validate(reply.proposal, allowed)  # schema, reserve, repeat, authorization
                     record["decision"] = {"accepted": True, "action": action.canonical()}
                     if isinstance(action, Stop):
                         raise Stopped(StopReason.HANDOFF_REQUESTED, action.reason or "the chooser stopped",
@@ -206,7 +187,9 @@ class Controller:
         if time.monotonic() - self.started >= b.deadline_s:
             raise Stopped(StopReason.DEADLINE, f"deadline of {b.deadline_s:g}s passed before step {b.steps_used + 1}")
 
-    def _view(self) -> View:
+    def _view(self) -> tuple[str, tuple[str, ...]]:
+        """The View as JSON text (each chooser gets its own objects parsed from it, never ours) and the
+        tools it allows, which the controller keeps: it never reads a View back once handed out."""
         b = self.state.budget
         in_reserve = b.reserved_final_steps > 0 and b.exploration_left == 0
         allowed = ("stop",) if in_reserve else tuple(t.model_fields["tool"].default for t in ACTION_TYPES)
@@ -214,45 +197,47 @@ class Controller:
                     for c in self.state.conditions if not c.satisfied]
         if not self.diff:
             unknowns.append("no candidate patch yet")
-        return View(step=b.steps_used + 1, state_version=self.state.version, goal=self.state.goal,
+        view = View(step=b.steps_used + 1, state_version=self.state.version, goal=self.state.goal,
                     authorization=self.state.authorization, u=self.state.u, conditions=self.state.conditions,
                     unknowns=tuple(unknowns), evidence=tuple(self.evidence), steps_left=b.steps_left,
                     exploration_left=b.exploration_left, allowed_tools=allowed,
                     action_schema=tuple(t for t in tool_schemas() if t["name"] in allowed),
                     current_diff_sha256=diff_sha256(self.diff), current_diff=self.diff)
+        return view.model_dump_json(), allowed
 
-    def _ask(self, view: View) -> tuple[Any, dict, Stopped | None]:
-        """One chooser invocation. Its failures become the step's outcome, not a crash."""
+    def _ask(self, view_text: str) -> tuple[ChooserReply, Stopped | None]:
+        """One chooser invocation. Everything the chooser supplies is read into plain data in its own
+        thread, under one time limit; its failures become the step's outcome, not a crash."""
         remaining = self.state.budget.deadline_s - (time.monotonic() - self.started)
         limit = max(0.0, min(remaining, self.chooser_timeout_s))
-        usage, asked = {}, time.monotonic()
+        view = View.model_validate_json(view_text)  # the chooser's own copy
+        chooser, progress, asked = self.chooser, {"stage": "choose"}, time.monotonic()
         try:
-            proposal = _call_with_timeout(self.chooser.choose, view, limit)
-            self.timing["chooser_s"] += time.monotonic() - asked
+            reply = call_with_timeout(lambda: consult(chooser, view, progress), limit)
         except TimeoutError:
+            return self._late(progress.get("stage", "choose"), limit, remaining)
+        finally:
+            self.timing["chooser_s"] += time.monotonic() - asked
+        if reply.failure is None:
+            return reply, None
+        reason = _FAILURES[reply.failure]
+        return reply, Stopped(reason, reply.detail, {"raw": reply.raw})
+
+    def _late(self, stage: str, limit: float, remaining: float) -> tuple[ChooserReply, Stopped]:
+        """The time limit passed. Before choose() returned, it is the chooser's slowness (the deadline,
+        or a dead plug-in); after, what it handed over could not be read in time: invalid_action."""
+        if stage == "choose":
             reason = StopReason.DEADLINE if remaining <= self.chooser_timeout_s else StopReason.DEPENDENCY_FAILURE
-            return None, usage, Stopped(reason, f"the chooser did not answer within {limit:.1f}s")
-        except TokenBudgetExceeded as exc:
-            return exc.raw, exc.usage, Stopped(StopReason.STEP_BUDGET, f"token budget spent: {exc}", {"raw": exc.raw})
-        except MalformedReply as exc:
-            return exc.raw, exc.usage, Stopped(StopReason.INVALID_ACTION, f"malformed chooser reply: {exc}",
-                                               {"raw": exc.raw})
-        except ChooserUnavailable as exc:
-            return exc.raw, exc.usage, Stopped(StopReason.DEPENDENCY_FAILURE, f"chooser unavailable: {exc}",
-                                               {"raw": exc.raw})
-        except Exception as exc:  # a plug-in that raises is a broken dependency, not a decision
-            return repr(exc), usage, Stopped(StopReason.DEPENDENCY_FAILURE,
-                                             f"the chooser raised {type(exc).__name__}: {exc}", {"raw": repr(exc)})
-        usage = getattr(self.chooser, "last_usage", None)
-        usage = dict(usage) if isinstance(usage, dict) else {}
-        if isinstance(proposal, BaseModel):
-            try:
-                proposal = proposal.model_dump(mode="json")
-            except Exception as exc:  # e.g. model_construct() with values its fields cannot serialize
-                return repr(proposal)[:2000], usage, Stopped(
-                    StopReason.INVALID_ACTION, f"the proposal object cannot be read: {type(exc).__name__}: {exc}",
-                    {"raw": repr(proposal)[:2000]})
-        return proposal, usage, None
+            return ChooserReply(), Stopped(reason, f"the chooser did not answer within {limit:.1f}s")
+        placeholder = {"unreadable": stage, "why": f"not read within {limit:.1f}s"}
+        if stage == "error":
+            return ChooserReply(proposal=placeholder), Stopped(
+                StopReason.DEPENDENCY_FAILURE, f"the chooser raised an exception whose text could not be read "
+                f"within {limit:.1f}s", {"raw": placeholder})
+        what = "proposal" if stage == "proposal" else f"{stage} record"
+        return ChooserReply(proposal=placeholder if stage == "proposal" else None), Stopped(
+            StopReason.INVALID_ACTION, f"the chooser's {what} could not be read within {limit:.1f}s "
+            f"(the time left for this step)", {"raw": placeholder})
 
     def _spend_step(self, usage: dict) -> None:
         b = self.state.budget
@@ -261,12 +246,12 @@ class Controller:
         self.state = self.state.model_copy(update={"budget": b.model_copy(update={"steps_used": b.steps_used + 1,
                                                                                    "tokens_used": tokens})})
 
-    def _validate(self, raw: Any, view: View):
+    def _validate(self, raw: Any, allowed: tuple[str, ...]):
         try:
             action = parse_action(raw)
         except InvalidAction as exc:
             raise Stopped(StopReason.INVALID_ACTION, str(exc), {"raw": exc.raw})
-        if action.tool not in view.allowed_tools:
+        if action.tool not in allowed:
             raise Stopped(StopReason.STEP_BUDGET, f"exploration allowance spent ({self.state.budget.reserved_final_steps} "
                           f"step(s) reserved for the handover); {action.tool} was not allowed, only stop")
         canonical = action.canonical()
@@ -414,6 +399,9 @@ class Controller:
 
 
 _CHECK_TOOLS = ("run_target_test", "run_full_suite", "check_diff")
+_FAILURES = {"token_budget": StopReason.STEP_BUDGET, "malformed": StopReason.INVALID_ACTION,
+             "unavailable": StopReason.DEPENDENCY_FAILURE, "raised": StopReason.DEPENDENCY_FAILURE,
+             "unreadable": StopReason.INVALID_ACTION}  # a plug-in that raises is a broken dependency
 
 
 class _ResumePlan(BaseModel):
@@ -439,7 +427,6 @@ class _Reoffer:
 
     def __init__(self, chooser: Chooser, proposal: Any, refused_step: int | None):
         self._inner, self._proposal, self._refused_step = chooser, proposal, refused_step
-        self.name = getattr(chooser, "name", type(chooser).__name__)
         self.last_call: Any = {"reoffer_of_step": refused_step, "note": "re-offered after a person's grant"}
         self.last_usage: dict | None = None
 

@@ -122,7 +122,7 @@ def record_hash(record: dict[str, Any]) -> str:
 
 def verify_chain(records: list[dict[str, Any]]) -> list[str]:
     """Problems with the record and state hash chains; empty means the journal is as written."""
-    problems, previous, last_record = [], None, None
+    problems, previous, previous_digest, last_record = [], None, None, None
     for number, rec in enumerate(records, 1):
         label = f"step {rec['step']}" if rec.get("step") else rec.get("event")
         if rec.get("record_sha256") != record_hash(rec):
@@ -137,11 +137,16 @@ def verify_chain(records: list[dict[str, Any]]) -> list[str]:
             digest = state_hash(state)
             if rec.get(f"{key}_hash") != digest:
                 problems.append(f"{rec.get('event')} step {rec.get('step')}: {key} hash does not match its content")
+            # A line starts from the state the line before ended in, exactly: a state changed in
+            # between (rewritten in the file, or in memory by whoever held it) shows up here.
+            if key == "state_before" and previous is not None and digest != previous_digest:
+                problems.append(f"{rec.get('event')} step {rec.get('step')}: state_before (v{state.get('version')}) "
+                                f"is not the state the line before ended in (v{previous.get('version')})")
             if previous is not None and state["version"] != previous["version"] and (
-                    state.get("parent_hash") != state_hash(previous) or state["version"] != previous["version"] + 1):
+                    state.get("parent_hash") != previous_digest or state["version"] != previous["version"] + 1):
                 problems.append(f"{rec.get('event')} step {rec.get('step')}: state v{state['version']} "
                                 f"does not chain to v{previous['version']}")
-            previous = state
+            previous, previous_digest = state, digest
     return problems
 
 

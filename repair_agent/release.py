@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
+import hashlib
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,6 +16,7 @@ from pydantic import BaseModel
 
 from verifier import Verifier, diff_sha256, u_count, unsatisfied
 
+from .journal import read_journal, verify_chain
 from .run import RunRecord, load_record
 from .scenario import load_manifest
 from .sandbox.workspace import BASE_AUTHOR, create_workspace
@@ -26,7 +29,9 @@ class ReleaseDecision(BaseModel):
     who: str
     when: str
     run_id: str
-    diff_sha256: str
+    diff_sha256: str                   # of the bytes re-verified and applied (the run's verified diff)
+    environment_id: str | None = None  # what the re-verification ran on: docker:<image id> or local:<python>
+    image_id: str | None = None        # the image of that id (docker), the one the run itself was verified on
     reason: str | None = None
     branch: str | None = None
     commit: str | None = None
@@ -42,7 +47,9 @@ def _decision_path(run_dir: Path) -> Path:
     return Path(run_dir) / "release.json"
 
 
-def _check_releasable(run_dir: Path) -> tuple[RunRecord, str]:
+def _check_releasable(run_dir: Path) -> tuple[RunRecord, bytes]:
+    """The run's record and candidate.diff's bytes, read once: these bytes, and no later read of the
+    file, are what is re-verified and applied."""
     record = load_record(run_dir)
     if record.status.value != "awaiting_release_confirmation":
         raise ReleaseRefused(f"run {record.run_id} ended {record.status.value!r}, not awaiting_release_confirmation: "
@@ -51,11 +58,60 @@ def _check_releasable(run_dir: Path) -> tuple[RunRecord, str]:
         previous = ReleaseDecision.model_validate_json(_decision_path(run_dir).read_text())
         raise ReleaseRefused(f"run {record.run_id} was already {previous.decision} by {previous.who} "
                              f"at {previous.when}")
-    diff = (Path(run_dir) / "candidate.diff").read_text(encoding="utf-8", errors="surrogateescape")
-    if diff_sha256(diff) != record.diff_sha256:
-        raise ReleaseRefused(f"candidate.diff changed on disk since verification (sha256 {diff_sha256(diff)[:16]} != "
-                             f"verified {record.diff_sha256[:16]}); refusing to release an unverified diff")
-    return record, diff
+    data = (Path(run_dir) / "candidate.diff").read_bytes()
+    if hashlib.sha256(data).hexdigest() != record.diff_sha256:
+        raise ReleaseRefused(f"candidate.diff changed on disk since verification (sha256 "
+                             f"{hashlib.sha256(data).hexdigest()[:16]} != verified {record.diff_sha256[:16]}); "
+                             f"refusing to release an unverified diff")
+    return record, data
+
+
+def _journal_says(run_dir: Path, record: RunRecord) -> str:
+    """The environment the run was verified on, from its journal, which must verify and end awaiting
+    confirmation on this diff: run.json is a summary anyone can edit; the journal is hash-chained."""
+    path = Path(run_dir) / "journal.jsonl"
+    try:
+        records = list(read_journal(path))
+    except (OSError, ValueError) as exc:
+        raise ReleaseRefused(f"the run's journal cannot be read ({exc}); nothing is released") from None
+    problems = verify_chain(records)
+    if problems:
+        raise ReleaseRefused(f"the run's journal does not verify ({'; '.join(problems[:3])}); nothing is released")
+    last = records[-1] if records else {}
+    if last.get("event") != "stop" or last.get("status") != "awaiting_release_confirmation":
+        ended = f"ended {last.get('status')!r}" if last.get("event") == "stop" else "has no stop line"
+        raise ReleaseRefused(f"run.json says awaiting_release_confirmation but the run's journal {ended}; "
+                             f"nothing is released")
+    if last.get("diff_sha256") != record.diff_sha256:
+        raise ReleaseRefused("run.json and the run's journal name different diffs; nothing is released")
+    setups = [r for r in records if r.get("event") == "setup"]
+    environment = setups[-1].get("environment_id") if setups else None
+    if not isinstance(environment, str) or not environment:
+        raise ReleaseRefused("the run's journal does not say what its checks ran on; re-run the scenario")
+    if record.environment_id is not None and record.environment_id != environment:
+        raise ReleaseRefused(f"run.json says the run was verified on {record.environment_id} but its journal says "
+                             f"{environment}; nothing is released")
+    return environment
+
+
+def _run_image(client, environment_id: str, tag: str | None) -> str:
+    """The id of the image the run was verified on, which must still be here: release re-verifies on
+    that image, never on whatever its tag names today."""
+    import docker
+
+    wanted = environment_id.removeprefix("docker:")
+    try:
+        return client.images.get(wanted).id
+    except docker.errors.ImageNotFound:
+        pass
+    try:
+        now = client.images.get(tag).id if tag else None
+    except docker.errors.ImageNotFound:
+        now = None
+    where = (f"its tag {tag} now names {now[:19]}" if now else f"nor is its tag {tag}" if tag else "")
+    raise ReleaseRefused(f"the run was verified on image {wanted[:19]}, which is not present on this Docker Engine "
+                         f"any more{' (' + where + ')' if where else ''}; release re-verifies only on the run's own "
+                         f"image: re-run the scenario to verify the diff on the current one") from None
 
 
 def _who() -> str:
@@ -65,23 +121,25 @@ def _who() -> str:
         return "unknown"
 
 
-def reverify(run_dir: Path, record: RunRecord, diff: str) -> dict:
-    """Re-run the protected checks on the diff, in fresh containers, against the pristine repository."""
+def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str) -> dict:
+    """Re-run the protected checks on the diff, in fresh containers of the image the run was verified
+    on (or the same local interpreter), against the pristine repository."""
     scenario = load_manifest(Path(json.loads((Path(run_dir) / "scenario.json").read_text())["manifest"]))
     client = image = None
     backend = record.sandbox["kind"]
     if backend == "docker":
         import docker
 
-        from .sandbox.image import ensure_sandbox_image
-
         client = docker.from_env()
-        image = ensure_sandbox_image(client)
+        image = _run_image(client, environment_id, record.image)
     state_dir = Path(run_dir) / "release-verification"
     shutil.rmtree(state_dir, ignore_errors=True)
     # A person's grants widen the diff's scope here too; protected files are still restored before testing.
     verifier = Verifier(scenario.spec, scenario.repo, state_dir, backend=backend, client=client, image=image,
                         heldout=scenario.heldout, granted=tuple(record.granted_paths))
+    if verifier.environment_id != environment_id:
+        raise ReleaseRefused(f"the run was verified on {environment_id}, and this release would run its checks on "
+                             f"{verifier.environment_id}; re-run the scenario here to verify the diff on it")
     with verifier:  # each check in its own fresh container; close() removes any pooled ones
         verifier.prepare()
         if verifier.snapshot.tree_sha256 != record.pristine_tree_sha256:
@@ -90,13 +148,22 @@ def reverify(run_dir: Path, record: RunRecord, diff: str) -> dict:
                     ("R3", verifier.run_tests(diff, "full_suite"))]
     conditions = unsatisfied(verdicts, diff_sha256(diff))
     return {"u": u_count(conditions), "conditions": [c.model_dump() for c in conditions],
-            "protected_manifest_sha256": verifier.snapshot.manifest_sha256, "scenario": scenario}
+            "protected_manifest_sha256": verifier.snapshot.manifest_sha256, "environment_id": environment_id,
+            "image_id": image, "scenario": scenario}
 
 
-def confirm(run_dir: Path, *, output_dir: Path | None = None) -> dict:
+def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str | None = None) -> dict:
+    """Re-verify the run's diff and commit it on a branch of a fresh clone. The diff's bytes are read
+    once: the bytes re-verified are the bytes applied (from memory, not from the file again).
+    `shown_sha256`: the diff a person was shown, which must be the one released."""
     run_dir = Path(run_dir)
-    record, diff = _check_releasable(run_dir)
-    check = reverify(run_dir, record, diff)
+    record, data = _check_releasable(run_dir)
+    verified_sha256 = hashlib.sha256(data).hexdigest()
+    if shown_sha256 is not None and shown_sha256 != verified_sha256:
+        raise ReleaseRefused("candidate.diff changed after it was shown; nothing is released")
+    environment_id = _journal_says(run_dir, record)
+    diff = data.decode("utf-8", errors="surrogateescape")  # the same bytes back when encoded
+    check = reverify(run_dir, record, diff, environment_id)
     if check["u"] != 0:
         raise ReleaseRefused(f"re-verification gives Uₜ={check['u']}: "
                              + "; ".join(c["description"] for c in check["conditions"] if not c["satisfied"]))
@@ -111,16 +178,22 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None) -> dict:
     repo = git.Repo(clone)
     branch = f"repair/{record.run_id}"
     repo.git.checkout("-b", branch)
-    patch = run_dir / "candidate.diff"
-    repo.git.apply("--index", "--whitespace=nowarn", str(patch))
+    applied = subprocess.run(["git", "apply", "--index", "--whitespace=nowarn", "-"], cwd=clone, input=data,
+                             capture_output=True, timeout=120)
+    if applied.returncode:
+        shutil.rmtree(clone, ignore_errors=True)
+        raise ReleaseRefused(f"the verified diff does not apply to a fresh clone: "
+                             f"{applied.stderr.decode(errors='replace')[-1000:]}")
     who, when = _who(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     message = (f"Repair {scenario.name}: {scenario.goal.failure_signature}\n\n{scenario.goal.text}\n\n"
-               f"Run-Id: {record.run_id}\nVerified-Diff-Sha256: {record.diff_sha256}\n"
+               f"Run-Id: {record.run_id}\nVerified-Diff-Sha256: {verified_sha256}\n"
+               f"Verified-On: {environment_id}\n"
                f"Protected-Manifest-Sha256: {check['protected_manifest_sha256']}\nReleased-By: {who}\n")
     commit = repo.index.commit(message, author=git.Actor(who, f"{who}@localhost"), committer=BASE_AUTHOR)
     committed_diff = repo.git.diff(f"{commit.hexsha}~1", commit.hexsha)
     decision = ReleaseDecision(decision="confirmed", who=who, when=when, run_id=record.run_id,
-                               diff_sha256=record.diff_sha256, branch=branch, commit=commit.hexsha,
+                               diff_sha256=verified_sha256, environment_id=environment_id,
+                               image_id=check["image_id"], branch=branch, commit=commit.hexsha,
                                clone=str(clone.resolve()), reverification=check)
     _record_decision(run_dir, decision)
     return {**decision.model_dump(), "committed_diff": committed_diff}

@@ -23,8 +23,9 @@ from verifier import CONDITIONS, Verifier, diff_sha256
 from verifier.conditions import DESCRIPTIONS
 
 from .choosers.base import Chooser
-from .controller import Controller, RunOutcome
+from .controller import CHOOSER_TIMEOUT_S, Controller, RunOutcome
 from .journal import Journal, JournalWriteError, read_journal
+from .plain import read_identity
 from .report import write_report
 from .sandbox import DockerSandbox, LocalSandbox, NOT_ISOLATED, create_workspace
 from .scenario import Scenario
@@ -49,6 +50,7 @@ class RunRecord(BaseModel):
     chooser: str
     sandbox: dict[str, Any]
     image: str | None = None
+    environment_id: str | None = None   # what the checks ran on (docker:<image id> or local:<python>)
     protected_manifest_sha256: str | None = None
     pristine_tree_sha256: str | None = None
     started_at: str
@@ -107,12 +109,15 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         journal = Journal(run_dir / "journal.jsonl")
         log(f"WARNING: {storage_error}; this run's journal and report go to {run_dir}")
     session = _Session(scenario, run_dir, run_id, sandbox_kind, client, log, runs_dir=Path(runs_dir))
+    # The chooser's name is read once, in setup; nothing later asks the chooser object for it again.
+    chooser_name = chooser_spec or UNNAMED
     try:
         try:
             if storage_error:
                 raise OSError(f"the runs directory {storage_error}")
+            chooser_name, seed = read_identity(chooser, min(CHOOSER_TIMEOUT_S, budget.deadline_s), chooser_spec)
             session.open(granted=())
-            journal.write(session.setup_record(chooser, chooser_spec, started_at))
+            journal.write(session.setup_record(chooser_name, seed, chooser_spec, started_at))
         except Exception as exc:  # engine, image, scenario, workspace or journal: nothing ran yet, say why
             outcome = _early_stop(state, journal, session.failure(exc))
         else:
@@ -122,7 +127,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
     finally:
         session.close()
         journal.close()
-    return _write_results(session, outcome, chooser, started_at=started_at, wall_s=time.monotonic() - t0,
+    return _write_results(session, outcome, chooser_name, started_at=started_at, wall_s=time.monotonic() - t0,
                           storage_error=storage_error)
 
 
@@ -165,8 +170,11 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
         session = _Session(scenario, run_dir, setup["run_id"], setup["sandbox"], client, log, runs_dir=Path(runs_dir))
         session.remove_containers_of(checkpoint.owner_pids)
         journal = Journal.reopen(run_dir / "journal.jsonl")
+        chooser_name = spec
         try:
             try:
+                chooser_name, seed = read_identity(chooser, min(CHOOSER_TIMEOUT_S, deadline_s or budget.deadline_s),
+                                                   spec)
                 shutil.rmtree(run_dir / "workspace", ignore_errors=True)  # derived: the journal is the record
                 session.open(granted=checkpoint.state.authorization.granted_paths)
                 if session.verifier.snapshot.tree_sha256 != setup.get("pristine_tree_sha256"):
@@ -178,7 +186,7 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                                       u_trajectory=checkpoint.u_trajectory, evidence=checkpoint.evidence,
                                       diff=_known_diff(run_dir, checkpoint.state.diff_sha256))
             else:
-                journal.write(session.setup_record(chooser, spec, started_at, resumed_from=checkpoint))
+                journal.write(session.setup_record(chooser_name, seed, spec, started_at, resumed_from=checkpoint))
                 log(f"resuming {run_dir.name} from {checkpoint.status} at step {budget.steps_used}: "
                     f"{len(checkpoint.patches)} journaled patch(es) on the pristine tree, diff {diff_sha256(diff)[:12]}; "
                     f"granting {steps} more step(s) and {deadline_s or budget.deadline_s:g}s")
@@ -191,8 +199,8 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
             session.close()
             journal.close()
         previous = load_record(run_dir).wall_s if (run_dir / "run.json").is_file() else 0.0
-        return _write_results(session, outcome, chooser, started_at=started_at,
-                              wall_s=previous + time.monotonic() - t0, chooser_name=spec)
+        return _write_results(session, outcome, chooser_name, started_at=started_at,
+                              wall_s=previous + time.monotonic() - t0)
 
 
 class _Session:
@@ -252,11 +260,12 @@ class _Session:
                                f"({expected_sha256[:12]})")
         return diff
 
-    def setup_record(self, chooser: Chooser, chooser_spec: str | None, started_at: str, resumed_from=None) -> dict:
+    def setup_record(self, chooser_name: str, seed: int | None, chooser_spec: str | None, started_at: str,
+                     resumed_from=None) -> dict:
         """Who runs this session and on what: enough for a later resume to find everything again."""
         record = {"event": "setup", "run_id": self.run_id, "scenario": self.scenario.name,
-                  "manifest": str(self.scenario.manifest_path), "chooser": getattr(chooser, "name", None),
-                  "chooser_spec": chooser_spec, "seed": getattr(chooser, "seed", None), "sandbox": self.kind, "image": self.image, "pid": os.getpid(),
+                  "manifest": str(self.scenario.manifest_path), "chooser": chooser_name,
+                  "chooser_spec": chooser_spec, "seed": seed, "sandbox": self.kind, "image": self.image, "pid": os.getpid(),
                   "started_at": started_at, "environment_id": self.verifier.environment_id,
                   "pristine_tree_sha256": self.verifier.snapshot.tree_sha256,
                   "protected_manifest_sha256": self.verifier.snapshot.manifest_sha256}
@@ -312,16 +321,16 @@ def final_correctness(outcome: RunOutcome) -> str | None:
     return None
 
 
-def _write_results(session: _Session, outcome: RunOutcome, chooser: Chooser, *, started_at: str, wall_s: float,
-                   chooser_name: str | None = None, storage_error: str | None = None) -> RunRecord:
+def _write_results(session: _Session, outcome: RunOutcome, chooser_name: str, *, started_at: str, wall_s: float,
+                   storage_error: str | None = None) -> RunRecord:
     """run.json, candidate.diff, scenario.json and the report: the same writers for a fresh run and a resume."""
     run_dir, scenario, verifier = session.run_dir, session.scenario, session.verifier
     record = RunRecord(
         run_id=session.run_id, run_dir=str(run_dir), scenario=scenario.name, status=outcome.status,
         exit_code=outcome.status.exit_code, detail=outcome.detail, next_attempt=outcome.next_attempt,
         steps_used=outcome.steps_used, max_steps=outcome.max_steps, u_trajectory=outcome.u_trajectory,
-        diff_sha256=outcome.diff_sha256, chooser=getattr(chooser, "name", None) or chooser_name or type(chooser).__name__,
-        sandbox=session.info, image=session.image,
+        diff_sha256=outcome.diff_sha256, chooser=chooser_name, sandbox=session.info, image=session.image,
+        environment_id=_environment_id(verifier),
         protected_manifest_sha256=verifier.snapshot.manifest_sha256 if verifier and verifier.snapshot else None,
         pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier and verifier.snapshot else None,
         started_at=started_at, wall_s=round(wall_s, 4), timing=outcome.timing,
@@ -391,6 +400,18 @@ def _write_outputs(directory: Path, record: "RunRecord", outcome: RunOutcome, sc
     put("scenario.json", json.dumps({"manifest": str(scenario.manifest_path), **scenario.model_dump(mode="json")},
                                     indent=2))
     write_report(directory, record, outcome, scenario, verifier, write=put)
+
+
+def _environment_id(verifier) -> str | None:
+    if verifier is None or verifier.snapshot is None:  # the run never got as far as its verifier
+        return None
+    try:
+        return verifier.environment_id
+    except Exception:  # the engine went away: run.json still gets written
+        return None
+
+
+UNNAMED = "unnamed chooser"
 
 
 def _engine_address(client) -> str:

@@ -132,6 +132,8 @@ class Budget(BaseModel):
 class Evidence(BaseModel):
     """One observation, with where it came from and its raw error text kept verbatim."""
 
+    model_config = ConfigDict(frozen=True)
+
     id: str
     step: int
     tool: str
@@ -150,6 +152,8 @@ class Evidence(BaseModel):
 
 
 class HistoryEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     step: int
     tool: str
     decision: str
@@ -159,6 +163,8 @@ class HistoryEntry(BaseModel):
 
 
 class ConditionState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     name: str
     description: str
     satisfied: bool
@@ -195,7 +201,10 @@ def state_hash(dumped: dict) -> str:
 
 
 class View(BaseModel):
-    """What a chooser sees: read-only, built fresh by the controller for every step."""
+    """What a chooser sees, built fresh for every step from the controller's state as JSON text: every
+    model in it is frozen, and nothing in it (not a dict, not a model) is an object the controller
+    holds, so whatever a chooser does to its View stays in its View. The controller never reads a
+    View back after handing it out."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -175,6 +175,20 @@ class OneProposal:
         return self.proposal
 
 
+def expected_action(proposal):
+    """What the controller validates: the proposal read once as plain JSON data (JSON text, str or
+    bytes, stays text for the parser); a proposal that JSON cannot hold is no action at all."""
+    if not isinstance(proposal, (str, bytes)):
+        try:
+            proposal = json.loads(json.dumps(proposal))
+        except (TypeError, ValueError, RecursionError):
+            return None
+    try:
+        return parse_action(proposal)
+    except InvalidAction:
+        return None
+
+
 def _snapshot(root: Path, skip: tuple[Path, ...]) -> dict[str, tuple[int, int, str]]:
     """Every file under root (outside the writable parts) with size, mtime and content hash."""
     files = {}
@@ -246,10 +260,7 @@ class Harness:
         steps = [r for r in records if r.get("event") == "step"]
         assert len(steps) == 1 and records[-1]["event"] == "stop" and records[-1]["status"] == status.value
         step = steps[0]
-        try:
-            action = parse_action(proposal)
-        except InvalidAction:
-            action = None
+        action = expected_action(proposal)
         if action is None:
             assert status is StopReason.INVALID_ACTION, (status, outcome.detail)
         elif action.tool == "stop":

@@ -35,8 +35,11 @@ def load_chooser(spec: str, scenario=None, *, seed: int = 0, **model_options) ->
         chooser = target
     if not callable(getattr(chooser, "choose", None)):
         raise ValueError(f"plug-in {spec!r} did not produce an object with a choose(view) method")
-    if not hasattr(chooser, "name"):
-        chooser.name = spec
+    try:
+        if not hasattr(chooser, "name"):
+            chooser.name = spec
+    except Exception:  # a name that raises: the run reads it once, under a time limit, and says why
+        pass
     return chooser
 
 
