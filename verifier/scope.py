@@ -34,10 +34,12 @@ TAMPER_TOKENS = re.compile(
     r"importlib|inspect|PYTEST_\w+|subprocess|ctypes|socket)\b"
     r"|(?<![\w.])(eval|exec|compile)\s*\(")
 
-# The `git apply` flags that change how a patch is *read* (not whether it applies). Every place
-# that applies a candidate diff must use the same ones, or git's reading here and git's reading
-# there can differ again.
-GIT_APPLY_READ_FLAGS: tuple[str, ...] = ("--recount",)
+# The `git apply` flags that change how a patch is *read* (not whether it applies), exactly as
+# every place that applies a candidate diff passes them (the sandbox, the verifier, release).
+# They apply none today. One that adds `--recount` must add it here too and give both parsers the
+# text it applies: git then reads a hunk on past a miscounted header (a `+` line unidiff leaves
+# out), and a traditional multi-file diff (no `diff` line between files) as one file.
+GIT_APPLY_READ_FLAGS: tuple[str, ...] = ()
 GIT_READ_TIMEOUT_S = 30.0
 
 
@@ -243,14 +245,15 @@ def _parse_git_reading(out: bytes) -> tuple[list[FileChange], list[str]]:
     return changes, problems
 
 
-def _run_readers(data: bytes, cwd: Path) -> list[tuple[int, bytes, bytes]]:
+def _run_readers(data: bytes, cwd: Path, flags: tuple[str, ...]) -> list[tuple[int, bytes, bytes]]:
     """Both readings at once (forward, and reversed with -R): two short processes side by side
     cost about what one does."""
-    argv = ["git", "apply", "--numstat", "--summary", "-z", *GIT_APPLY_READ_FLAGS]
+    argv = ["git", "apply", "--numstat", "--summary", "-z", *flags]
     procs = [subprocess.Popen(argv + extra + ["-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, cwd=cwd, env=_git_env(cwd)) for extra in ([], ["-R"])]
     try:
-        return [(p.returncode, *p.communicate(data, timeout=GIT_READ_TIMEOUT_S)) for p in procs]
+        outputs = [p.communicate(data, timeout=GIT_READ_TIMEOUT_S) for p in procs]
+        return [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -258,16 +261,17 @@ def _run_readers(data: bytes, cwd: Path) -> list[tuple[int, bytes, bytes]]:
                 p.wait()
 
 
-def git_reading(diff: str) -> tuple[list[FileChange] | None, list[str]]:
-    """The files `git apply` (with GIT_APPLY_READ_FLAGS) would write and remove for this diff,
-    without applying it; None and the reason when git cannot read the diff at all.
+def git_reading(diff: str, flags: tuple[str, ...] | None = None) -> tuple[list[FileChange] | None, list[str]]:
+    """The files `git apply` (with `flags`, by default GIT_APPLY_READ_FLAGS) would write and remove
+    for this diff, without applying it; None and the reason when git cannot read the diff at all.
 
     numstat names only one side of each patch, and a `diff --git` section whose `---` names
     another file than its `+++` moves that file without any `rename` line. The reversed reading
     (-R) names the other side, so the old name of every patch comes from git as well."""
     cwd = _read_dir()
     try:
-        (code, out, err), (rcode, rout, rerr) = _run_readers(diff.encode("utf-8", errors="surrogateescape"), cwd)
+        (code, out, err), (rcode, rout, rerr) = _run_readers(diff.encode("utf-8", errors="surrogateescape"), cwd,
+                                                      GIT_APPLY_READ_FLAGS if flags is None else flags)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, [f"git apply could not be run to read the diff: {exc}"]
     if code or rcode:
