@@ -156,16 +156,16 @@ def _folded(patterns: tuple[str, ...]) -> tuple[str, ...]:
 # NUL-terminated name per patch (the new name, or the old one for a deletion); the summary then
 # says which patches create, delete, rename, copy or change a mode, one newline-ended line each.
 
-_READ_DIR: Path | None = None
+_READ_DIR: tempfile.TemporaryDirectory | None = None
 
 
 def _read_dir() -> Path:
-    """An empty directory outside any repository: git apply in a repository's subdirectory would
-    prefix the names it reports."""
+    """An empty directory outside any repository (git apply in a repository's subdirectory would
+    prefix the names it reports), removed when the process exits."""
     global _READ_DIR
-    if _READ_DIR is None or not _READ_DIR.is_dir():
-        _READ_DIR = Path(tempfile.mkdtemp(prefix="repair-agent-diff-read-"))
-    return _READ_DIR
+    if _READ_DIR is None or not Path(_READ_DIR.name).is_dir():
+        _READ_DIR = tempfile.TemporaryDirectory(prefix="repair-agent-diff-read-")
+    return Path(_READ_DIR.name)
 
 
 def _git_env(cwd: Path) -> dict[str, str]:
@@ -245,12 +245,13 @@ def _parse_git_reading(out: bytes) -> tuple[list[FileChange], list[str]]:
     return changes, problems
 
 
-def _run_readers(data: bytes, cwd: Path, flags: tuple[str, ...]) -> list[tuple[int, bytes, bytes]]:
-    """Both readings at once (forward, and reversed with -R): two short processes side by side
-    cost about what one does."""
+def _run_readers(data: bytes, cwd: Path, flags: tuple[str, ...], reverse: bool) -> list[tuple[int, bytes, bytes]]:
+    """The forward reading and, when asked, the reversed one (-R), side by side: two short
+    processes at once cost about what one does."""
     argv = ["git", "apply", "--numstat", "--summary", "-z", *flags]
     procs = [subprocess.Popen(argv + extra + ["-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, cwd=cwd, env=_git_env(cwd)) for extra in ([], ["-R"])]
+                              stderr=subprocess.PIPE, cwd=cwd, env=_git_env(cwd))
+             for extra in ([], ["-R"])[:2 if reverse else 1]]
     try:
         outputs = [p.communicate(data, timeout=GIT_READ_TIMEOUT_S) for p in procs]
         return [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
@@ -261,24 +262,31 @@ def _run_readers(data: bytes, cwd: Path, flags: tuple[str, ...]) -> list[tuple[i
                 p.wait()
 
 
+# Only a `diff --git` section can name two different files without a rename or copy line (its
+# `---` and `+++`); a traditional patch has one name, or /dev/null on one side.
+_GIT_HEADER = re.compile(r"^diff --git ", re.M)
+
+
 def git_reading(diff: str, flags: tuple[str, ...] | None = None) -> tuple[list[FileChange] | None, list[str]]:
     """The files `git apply` (with `flags`, by default GIT_APPLY_READ_FLAGS) would write and remove
     for this diff, without applying it; None and the reason when git cannot read the diff at all.
 
     numstat names only one side of each patch, and a `diff --git` section whose `---` names
-    another file than its `+++` moves that file without any `rename` line. The reversed reading
-    (-R) names the other side, so the old name of every patch comes from git as well."""
-    cwd = _read_dir()
+    another file than its `+++` moves that file without any `rename` line. For such diffs the
+    reversed reading (-R) names the other side, so the old name of every patch comes from git."""
+    cwd, two_sided = _read_dir(), bool(_GIT_HEADER.search(diff))
     try:
-        (code, out, err), (rcode, rout, rerr) = _run_readers(diff.encode("utf-8", errors="surrogateescape"), cwd,
-                                                      GIT_APPLY_READ_FLAGS if flags is None else flags)
+        readings = _run_readers(diff.encode("utf-8", errors="surrogateescape"), cwd,
+                                GIT_APPLY_READ_FLAGS if flags is None else flags, two_sided)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, [f"git apply could not be run to read the diff: {exc}"]
-    if code or rcode:
-        why = (err if code else rerr).decode(errors="replace").strip()[-500:]
-        return None, [f"git apply cannot read the diff{'' if code else ' in reverse'}: {why}"]
-    changes, problems = _parse_git_reading(out)
-    reverse, _ = _parse_git_reading(rout)
+    for (code, _, err), direction in zip(readings, ("", " in reverse")):
+        if code:
+            return None, [f"git apply cannot read the diff{direction}: {err.decode(errors='replace').strip()[-500:]}"]
+    changes, problems = _parse_git_reading(readings[0][1])
+    if not two_sided:
+        return changes, problems
+    reverse, _ = _parse_git_reading(readings[1][1])
     reverse.reverse()  # -R also lists the patches last first
     if [(c.added, c.removed) for c in changes] != [(r.removed, r.added) for r in reverse]:
         return changes, problems + ["git's forward and reversed readings of the diff differ"]
@@ -321,10 +329,11 @@ def _shape(change: FileChange) -> tuple:
 
 
 def _describe(change: FileChange) -> str:
-    s, t, kind, modes, (added, removed) = _shape(change)
-    paths = repr(t if s == t else s) if s == t or t is None else f"{s!r} -> {t!r}" if s else repr(t)
+    source, target, kind, (old_mode, new_mode), (added, removed) = _shape(change)
+    paths = repr(source) if target is None else repr(target) if source in (None, target) else f"{source!r} -> {target!r}"
+    modes = [f"{m:o}" if isinstance(m, int) else str(m) for m in (old_mode, new_mode) if m]
+    mode = f", mode {' -> '.join(modes)}" if modes else ""
     lines = "binary" if change.binary else f"+{added} -{removed}"
-    mode = f", mode {modes[0] and oct(modes[0])[2:]} -> {modes[1] and oct(modes[1])[2:]}" if any(modes) else ""
     return f"{kind} {paths} ({lines}{mode})"
 
 
@@ -350,12 +359,12 @@ def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True,
     digest = diff_sha256(diff)
     violations: list[ScopeViolation] = []
     waived: list[ScopeViolation] = []
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
 
     def refuse(path: str, rule: str, detail: str) -> None:
-        if (path, rule) in seen:  # both readings agree on most paths: say it once
+        if (path, rule, detail) in seen:  # both readings agree on most paths: say it once
             return
-        seen.add((path, rule))
+        seen.add((path, rule, detail))
         violation = ScopeViolation(path=path, rule=rule, detail=detail)
         restored_anyway = rule == "harness-tampering" and spec.is_protected(path)
         if (rule in GRANTABLE_RULES or restored_anyway) and glob_match(path, granted):
@@ -367,7 +376,7 @@ def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True,
         """The path and file-type rules, on one parser's reading of one file change."""
         for path in dict.fromkeys(p for p in (change.source, change.target) if p is not None):
             if controls := _control_characters(path):
-                refuse(path, "control-character", f"{reader} reads a path holding {', '.join(controls)}: {path!r}")
+                refuse(path, "control-character", f"the path holds {', '.join(controls)}: {path!r}")
                 continue
             if problem := _path_problem(path):
                 refuse(path, "path", problem)
@@ -437,7 +446,8 @@ def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True,
     if files and size <= spec.max_diff_bytes:
         read, problems = git_reading(text)
         if read is None:
-            parse_error = problems[0]
+            if problems[0].startswith("git apply cannot read"):
+                parse_error = problems[0]  # as unusable as a diff unidiff cannot parse
             refuse("*", "ambiguous-diff", f"{problems[0]}; unidiff reads: {'; '.join(map(_describe, files))}")
         else:
             git_files = read
