@@ -117,10 +117,6 @@ HOSTILE = [
     pytest.param("diff --git a/src/pkg/n.py b/src/pkg/n.py\nnew file mode 100644\n--- a/src/pkg/n.py\n"
                  "+++ b/src/pkg/n.py\n@@ -0,0 +1 @@\n" + CONFTEST, {"ambiguous-diff"}, None,
                  id="git-cannot-read-what-unidiff-reads"),
-    pytest.param("--- a/src/pkg/mod.py\n+++ b/src/pkg/mod.py\n@@ -1,2 +1,3 @@\n def f():\n-    return 1\n+    return 2\n"
-                 "diff --git a/src/conftest.py b/src/conftest.py\nnew file mode 100644\n--- /dev/null\n"
-                 "+++ b/src/conftest.py\n@@ -0,0 +1 @@\n" + CONFTEST, {"unparsable"}, None,
-                 id="second-section-inside-a-miscounted-hunk"),
     pytest.param("--- /dev/null\n+++ b/src/ConfTest.py\n@@ -0,0 +1 @@\n" + CONFTEST,
                  {"confusable-path"}, {"A  src/ConfTest.py"}, id="case-only-difference"),
     pytest.param("--- /dev/null\n+++ b/src/\uff43onftest.py\n@@ -0,0 +1 @@\n" + CONFTEST,
@@ -174,6 +170,9 @@ def test_a_normalised_look_alike_of_a_protected_name_is_refused(tmp_path):
     assert "confusable-path" in rules(check_scope(diff, spec))
 
 
+# Miscounted hunks. Whether unidiff is given the diff as written or with its hunk headers
+# recounted first, what git applies is refused: by the disagreement, or by what unidiff then sees.
+
 def test_a_line_past_a_miscounted_header_is_caught_when_the_apply_recounts(tmp_path, monkeypatch):
     """git --recount applies a `+` line that unidiff, trusting the header, leaves out: the check
     reads with the apply's flags, so it sees that line too."""
@@ -184,8 +183,25 @@ def test_a_line_past_a_miscounted_header_is_caught_when_the_apply_recounts(tmp_p
     assert "import _pytest" in (repo.root / "src/pkg/mod.py").read_text()
     monkeypatch.setattr(scope, "GIT_APPLY_READ_FLAGS", ("--recount",))
     verdict = check_scope(diff, SPEC)
-    assert not verdict.ok and "ambiguous-diff" in rules(verdict), verdict.violations
+    assert not verdict.ok and rules(verdict) & {"ambiguous-diff", "harness-tampering"}, verdict.violations
     assert [(f.added, f.removed) for f in verdict.git_files] == [(2, 1)]
+
+
+@pytest.mark.parametrize("flags", [(), ("--recount",)], ids=["as-applied-today", "recount"])
+def test_a_second_section_inside_a_miscounted_hunk_is_refused(monkeypatch, flags):
+    """The header promises one line more than the hunk has: git trusting it finds the patch
+    corrupt, git recounting reads the `diff --git` section after it as a second file, a conftest."""
+    diff = ("--- a/src/pkg/mod.py\n+++ b/src/pkg/mod.py\n@@ -1,2 +1,3 @@\n def f():\n-    return 1\n+    return 2\n"
+            "diff --git a/src/conftest.py b/src/conftest.py\nnew file mode 100644\n--- /dev/null\n"
+            "+++ b/src/conftest.py\n@@ -0,0 +1 @@\n" + CONFTEST)
+    read, problems = git_reading(diff, flags)
+    if flags:
+        assert [f.path for f in read] == ["src/pkg/mod.py", "src/conftest.py"]
+    else:
+        assert read is None and "corrupt patch" in problems[0]
+    monkeypatch.setattr(scope, "GIT_APPLY_READ_FLAGS", flags)
+    verdict = check_scope(diff, SPEC)
+    assert not verdict.ok and rules(verdict) & {"unparsable", "protected"}, verdict.violations
 
 
 def test_git_reading_of_renames_modes_symlinks_binaries_deletions_and_creations(tmp_path):
