@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 class _Action(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    tool: str  # each action narrows it to its own literal name
 
     @field_validator("*", mode="after")
     @classmethod

@@ -154,6 +154,8 @@ class Controller:
         budget this resume grants as a new version of B. A verdict that cannot be re-earned
         (engine down) ends the run dependency_failure before any budget is granted."""
         plan, before = self.resume, self.committed
+        if plan is None:
+            raise RuntimeError("_resume() without a resume plan")
         reverified = []
         deciding = dict.fromkeys(c.evidence for c in before.conditions if c.satisfied and c.evidence)
         for evidence in (e for e in self.evidence if e.id in deciding and e.tool in _CHECK_TOOLS
@@ -424,6 +426,8 @@ def _restored_verdict(evidence: Evidence) -> TestVerdict | ScopeVerdict:
 class _Reoffer:
     """After a person's grant, the proposal refused for lack of it comes back once, before the
     chooser is asked again. It is validated and authorized like any proposal."""
+
+    name = "re-offer"  # the run records the inner chooser's name, read once at setup
 
     def __init__(self, chooser: Chooser, proposal: Any, refused_step: int | None):
         self._inner, self._proposal, self._refused_step = chooser, proposal, refused_step

@@ -105,7 +105,7 @@ class StreamCapture:
 
 def _captures(limits: Limits, output_dir: Path | None, name: str,
               cap: int | None = None) -> tuple[StreamCapture, StreamCapture]:
-    paths = (None, None)
+    paths: tuple[Path | None, Path | None] = (None, None)
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
         paths = (output_dir / f"{name}.stdout", output_dir / f"{name}.stderr")

@@ -181,7 +181,7 @@ def judge(kind: Kind, baseline: Baseline, cases: list[TestCase], junit_problem: 
     targets_passed = all(k in by_key and by_key[k].outcome == "passed" for k in baseline.target_keys)
     problems = doubts + failures
     visible_ok = targets_passed and not failing and not missing
-    correctness = None
+    correctness: Literal["correct", "plausible", "unchecked"] | None = None
     if visible_ok:
         correctness = "unchecked" if heldout is None else ("correct" if heldout.ok else "plausible")
     return Judgement(ok=not problems, targets_ok=targets_passed and not doubts, problems=problems, failing=failing,

@@ -12,10 +12,13 @@ from pydantic import BaseModel
 MAX_JUNIT_BYTES = 8 * 1024 * 1024
 
 
+Outcome = Literal["passed", "failed", "error", "skipped"]
+
+
 class TestCase(BaseModel):
     __test__ = False  # not a pytest test class
     key: str
-    outcome: Literal["passed", "failed", "error", "skipped"]
+    outcome: Outcome
     message: str = ""
 
 
@@ -31,11 +34,13 @@ def parse_junit_bytes(data: bytes | None) -> tuple[list[TestCase], str | None]:
     cases = []
     for tc in root.iter("testcase"):
         key = f"{tc.get('classname', '')}::{tc.get('name', '')}"
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
+        outcome: Outcome = "passed"
+        message = ""
+        readings: tuple[tuple[str, Outcome], ...] = (("failure", "failed"), ("error", "error"), ("skipped", "skipped"))
+        for tag, meaning in readings:
             child = tc.find(tag)
             if child is not None:
-                outcome = {"failure": "failed"}.get(tag, tag)
+                outcome = meaning
                 first = (child.get("message") or child.text or "").strip().splitlines()[:1]
                 message = first[0][:300] if first else ""
                 break

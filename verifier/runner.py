@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -141,8 +141,8 @@ class Verifier:
             shutil.copyfile(source, guard_dir / name)
         self.guard_dir = guard_dir
         self._start_pool()
-        cache = baseline_cache_path(self.cache_dir, self.pool_key) if self.cache_dir else None
-        cached, self.cache_note = load_cached_baseline(cache, self.pool_key, self.spec) if cache else (None, None)
+        cache = baseline_cache_path(self.cache_dir, self._key) if self.cache_dir else None
+        cached, self.cache_note = load_cached_baseline(cache, self._key, self.spec) if cache else (None, None)
         if cached is not None:
             self.baseline = cached
             return self.baseline
@@ -174,7 +174,7 @@ class Verifier:
             known_skipped=sorted(k for k in keys if by_key[k].outcome == "skipped" and k not in targets),
             target_failures={t: by_key[t].message for t in targets})
         if cache:
-            store_cached_baseline(cache, self.pool_key, self.baseline)
+            store_cached_baseline(cache, self._key, self._baseline)
         return self.baseline
 
     def _start_pool(self) -> None:
@@ -184,7 +184,7 @@ class Verifier:
                            *(sha256_file(f) for f in GUARD_DIR_FILES.values()),
                            self.limits.model_dump_json(), container_user()])
         self.pool_key = PoolKey(environment_id=self.environment_id,
-                                pristine_tree_sha256=self.snapshot.tree_sha256,
+                                pristine_tree_sha256=self._snap.tree_sha256,
                                 setup_sha256=hashlib.sha256(setup.encode()).hexdigest())
         self.pool = CheckPool(self._make_check, self._why_unfit, size=self.pool_size,
                               max_idle_s=self.pool_max_idle_s)
@@ -192,10 +192,10 @@ class Verifier:
 
     def _make_check(self) -> FreshCheck:
         """A check's own pristine copy and output dir, and a started container that has run nothing."""
-        key = self.pool_key
+        key = self._key
         work = self.state_dir / "checks" / uuid.uuid4().hex[:12]
         tree, out = work / "tree", work / "out"
-        shutil.copytree(self.snapshot.root, tree, symlinks=True, copy_function=shutil.copyfile)
+        shutil.copytree(self._snap.root, tree, symlinks=True, copy_function=shutil.copyfile)
         for p in [tree, *tree.rglob("*")]:
             if not p.is_symlink():
                 p.chmod(0o755 if p.is_dir() else 0o644)
@@ -215,11 +215,42 @@ class Verifier:
         if check.key != self.pool_key:
             return "made for another image, pristine tree or spec"
         actual = tree_sha256(check.tree)
-        if actual != self.snapshot.tree_sha256 or check.key.pristine_tree_sha256 != self.snapshot.tree_sha256:
-            return f"its tree ({actual[:12]}) is not the pristine tree ({self.snapshot.tree_sha256[:12]})"
+        if actual != self._snap.tree_sha256 or check.key.pristine_tree_sha256 != self._snap.tree_sha256:
+            return f"its tree ({actual[:12]}) is not the pristine tree ({self._snap.tree_sha256[:12]})"
         if self.backend == "docker":
             return check.runner.untouched(self.environment_id.removeprefix("docker:"), check.started_at)
         return None
+
+    # The parts prepare() makes; using them earlier is a programming error, said as such.
+    @property
+    def _snap(self) -> ProtectedSnapshot:
+        if self.snapshot is None:
+            raise RuntimeError("prepare() first")
+        return self.snapshot
+
+    @property
+    def _key(self) -> PoolKey:
+        if self.pool_key is None:
+            raise RuntimeError("prepare() first")
+        return self.pool_key
+
+    @property
+    def _pool(self) -> CheckPool:
+        if self.pool is None:
+            raise RuntimeError("prepare() first")
+        return self.pool
+
+    @property
+    def _baseline(self) -> Baseline:
+        if self.baseline is None:
+            raise RuntimeError("prepare() first")
+        return self.baseline
+
+    @property
+    def _heldout(self) -> HeldoutSpec:
+        if self.heldout is None:
+            raise RuntimeError("this scenario has no held-out checks")
+        return self.heldout
 
     @property
     def environment_id(self) -> str:
@@ -238,8 +269,8 @@ class Verifier:
         started = time.monotonic()
         scope = check_scope(diff, self.spec, require_change=False, granted=self.granted)
         refused = [f"{v.path} ({v.rule})" for v in scope.violations]
-        base = dict(kind=kind, diff_sha256=diff_sha256(diff),
-                    protected_manifest_sha256=self.snapshot.manifest_sha256)
+        base: dict[str, Any] = dict(kind=kind, diff_sha256=diff_sha256(diff),
+                    protected_manifest_sha256=self._snap.manifest_sha256)
         if refused:
             # Out-of-scope code is never executed: a shadowing module or a conftest could
             # otherwise run before any test and rewrite the verdict.
@@ -254,7 +285,7 @@ class Verifier:
     def _judge(self, kind: Kind, cases: list[TestCase], problem: str | None, result: CommandResult | None,
                extra: dict, base: dict) -> TestVerdict:
         guard, facts, heldout = extra.get("guard"), extra.get("facts"), extra.get("heldout")
-        j = judge(kind, self.baseline, cases, problem, guard, facts, heldout)
+        j = judge(kind, self._baseline, cases, problem, guard, facts, heldout)
         problems = list(extra.get("problems", [])) + j.problems
         return TestVerdict(**base, ok=not problems, targets_ok=j.targets_ok and not extra.get("problems"),
                            problems=problems, exit_code=result.exit_code if result else None,
@@ -269,13 +300,13 @@ class Verifier:
     # -- the mechanics of one verification ---------------------------------------------------
     def _execute(self, diff: str, kind: Kind, baseline: bool = False):
         """Build the candidate tree, run pytest (and then the held-out probe) on it, return parsed cases."""
-        if self.snapshot.check_intact():
-            raise VerifierCompromised(f"protected pristine copy changed: {self.snapshot.check_intact()}")
-        check = self.pool.take()
+        if self._snap.check_intact():
+            raise VerifierCompromised(f"protected pristine copy changed: {self._snap.check_intact()}")
+        check = self._pool.take()
         try:
             return self._execute_in(check, diff, kind, baseline)
         finally:
-            self.pool.retire(check)  # one check per container: removed in the background
+            self._pool.retire(check)  # one check per container: removed in the background
 
     def _execute_in(self, check: FreshCheck, diff: str, kind: Kind, baseline: bool):
         work, tree, out, runner = check.work, check.tree, check.out, check.runner
@@ -287,9 +318,7 @@ class Verifier:
             apply_error = self._apply(diff, tree)
             if apply_error:
                 extra["apply_error"] = apply_error
-                result = None
-                problem = f"the diff does not apply to the pristine repository: {apply_error[:300]}"
-                return [], problem, result, extra
+                return [], f"the diff does not apply to the pristine repository: {apply_error[:300]}", None, extra
             extra["restored"], extra["refused"] = self._restore_protected(tree)
             if extra["refused"]:
                 extra["problems"].append(f"refused added test infrastructure: {extra['refused']}")
@@ -301,7 +330,7 @@ class Verifier:
         python = "python3" if docker else sys.executable
         boot_config = {"root": root, "junit": junit_path, "out_dir": RESULT_DIR if docker else str(out),
                        "verifier_dir": "/verifier" if docker else str(self.state_dir),
-                       "protected": sorted(self.snapshot.protected_sha256)}
+                       "protected": sorted(self._snap.protected_sha256)}
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
                "HOME": "/tmp", "PYTHONHASHSEED": "0", "RA_BOOT": json.dumps(boot_config)}
         pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "junit_family=xunit2", "-o", "junit_logging=no",
@@ -317,6 +346,7 @@ class Verifier:
             data, read_problem = read_result_file(Path(junit_path))
         extra["facts"] = ProcessFacts(exit_code=result.exit_code, timed_out=result.timed_out, root=root,
                                       leftover_processes=leftover, result_problem=read_problem)
+        problem: str | None
         cases, problem = parse_junit_bytes(data) if not read_problem else ([], None)
         if data is None and not read_problem:
             problem = "no JUnit report was written"
@@ -331,7 +361,7 @@ class Verifier:
         """The held-out inputs, after the tests (nothing of this run can be in the pytest output a
         chooser reads), in a fresh interpreter; the comparison happens here, on plain data."""
         probe = "/verifier/guard/ra_probe.py" if docker else str(self.guard_dir / "ra_probe.py")
-        request = json.dumps(self.heldout.request(root))
+        request = json.dumps(self._heldout.request(root))
         res = runner.exec([python, "-I", "-S", probe], timeout_s=min(60.0, self.spec.test_timeout_s),
                           output_dir=work, env={"RA_PROBE": request, "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
                           workdir=root)
@@ -339,7 +369,7 @@ class Verifier:
         data, problem = parse_probe_output(stdout)
         if res.timed_out:
             data, problem = None, "the held-out probe timed out"
-        result = judge_heldout(self.heldout, data, problem)
+        result = judge_heldout(self._heldout, data, problem)
         (work / "heldout.json").write_text(result.model_dump_json(indent=1))
         return result
 
@@ -368,16 +398,16 @@ class Verifier:
 
     def _restore_protected(self, tree: Path) -> tuple[list[str], list[str]]:
         """Put every protected file back from the verifier's copy; remove and report additions."""
-        snap = Path(self.snapshot.root)
+        snap = Path(self._snap.root)
         restored, refused = [], []
         for rel in tree_files(tree):
             path = tree / rel
-            if rel in self.snapshot.protected_sha256:
+            if rel in self._snap.protected_sha256:
                 continue
             if path.is_symlink() or self.spec.is_protected(rel) or glob_match(rel, REFUSED_INFRASTRUCTURE):
                 refused.append(rel)
                 path.unlink()
-        for rel, digest in self.snapshot.protected_sha256.items():
+        for rel, digest in self._snap.protected_sha256.items():
             path = tree / rel
             if path.is_symlink() or not path.is_file() or sha256_file(path) != digest:
                 if path.is_symlink() or path.exists():

@@ -221,7 +221,11 @@ def _parse_git_reading(out: bytes) -> tuple[list[FileChange], list[str]]:
             continue
         added, removed, name = fields
         binary = added == "-"
-        kind, source, target, source_mode, target_mode = "modified", name, name, None, None
+        source: str | None = name
+        target: str | None = name
+        source_mode: str | None = None
+        target_mode: str | None = None
+        kind = "modified"
         if (hit := _fact(peek(), "create", name))[0]:
             kind, source, target_mode, pos = "added", None, hit[1], pos + 1
         elif (hit := _fact(peek(), "delete", name))[0]:
