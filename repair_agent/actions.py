@@ -43,6 +43,15 @@ class ReadFile(_Action):
     path: str = Field(min_length=1, max_length=300)
     start_line: int | None = Field(None, ge=1)
     end_line: int | None = Field(None, ge=1)
+    line_numbers: bool = Field(False, description="prefix each line with its number (helps write hunk headers)")
+
+    def canonical(self) -> str:
+        # Without line numbers the canonical form is the one it always was (the repeat rule and
+        # journaled fingerprints compare these strings).
+        data = self.model_dump(mode="json")
+        if not self.line_numbers:
+            data.pop("line_numbers")
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 class ApplyPatch(_Action):

@@ -226,6 +226,11 @@ class Controller:
         remaining = self.state.budget.deadline_s - (time.monotonic() - self.started)
         limit = max(0.0, min(remaining, self.chooser_timeout_s))
         usage, asked = {}, time.monotonic()
+        set_deadline = getattr(self.chooser, "set_deadline", None)
+        if callable(set_deadline):
+            # A chooser that retries inside its step stops a little before this bound, so that its
+            # own account of the attempts, not a bare timeout, ends the step.
+            set_deadline(asked + max(0.0, limit - min(1.0, limit * 0.05)))
         try:
             proposal = _call_with_timeout(self.chooser.choose, view, limit)
             self.timing["chooser_s"] += time.monotonic() - asked
@@ -239,12 +244,21 @@ class Controller:
                                                {"raw": exc.raw})
         except ChooserUnavailable as exc:
             return exc.raw, exc.usage, Stopped(StopReason.DEPENDENCY_FAILURE, f"chooser unavailable: {exc}",
-                                               {"raw": exc.raw})
+                                               {"raw": exc.raw, "infrastructure": getattr(exc, "infrastructure", True)})
         except Exception as exc:  # a plug-in that raises is a broken dependency, not a decision
             return repr(exc), usage, Stopped(StopReason.DEPENDENCY_FAILURE,
                                              f"the chooser raised {type(exc).__name__}: {exc}", {"raw": repr(exc)})
         usage = getattr(self.chooser, "last_usage", None)
         usage = dict(usage) if isinstance(usage, dict) else {}
+        if self.state.budget.max_tokens is not None and "total_tokens" in usage and usage["total_tokens"] is None:
+            # A token budget that cannot be counted is not a budget: refused at the first such reply.
+            call = getattr(self.chooser, "last_call", None)
+            return proposal, usage, Stopped(
+                StopReason.DEPENDENCY_FAILURE,
+                f"a token budget is set ({self.state.budget.max_tokens}) but the model endpoint reports no token "
+                "usage, so it cannot be enforced; run without --max-tokens, or use an endpoint that returns "
+                "`usage` in its replies", {"raw": call.get("raw") if isinstance(call, dict) else None,
+                                          "infrastructure": False})
         if isinstance(proposal, BaseModel):
             try:
                 proposal = proposal.model_dump(mode="json")
@@ -442,6 +456,11 @@ class _Reoffer:
         self.name = getattr(chooser, "name", type(chooser).__name__)
         self.last_call: Any = {"reoffer_of_step": refused_step, "note": "re-offered after a person's grant"}
         self.last_usage: dict | None = None
+
+    def set_deadline(self, deadline: float) -> None:
+        inner = getattr(self._inner, "set_deadline", None)
+        if callable(inner):
+            inner(deadline)
 
     def choose(self, view: View) -> Any:
         if self._proposal is not None:
