@@ -30,6 +30,7 @@ from .sandbox import DockerSandbox, LocalSandbox, NOT_ISOLATED, create_workspace
 from .scenario import Scenario
 from .state import NEXT_ATTEMPT, Authorization, Budget, ConditionState, Goal, State, StopReason
 from .tools import Executor
+from .usage import UsageSummary, model_of, summarize_usage
 
 
 class RunRecord(BaseModel):
@@ -56,6 +57,12 @@ class RunRecord(BaseModel):
     timing: dict[str, float] = {}
     granted_paths: list[str] = []   # a person's grants (repair-agent grant); release re-verifies with them
     sessions: int = 1               # 1 + the number of resumes
+    # A model chooser's model, endpoint and parameters (never its API key), and what it cost:
+    # tokens are None (unknown) when the endpoint reported no usage.
+    model: dict[str, Any] | None = None
+    usage: UsageSummary = UsageSummary()
+    # Ended because the chooser's endpoint failed (after its retries): not the chooser's decision.
+    infrastructure_failure: bool = False
     # Set when the runs directory could not take this run's files (read-only, full): where they went.
     report_dir: str | None = None
     storage_error: str | None = None
@@ -157,7 +164,10 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
         spec = chooser_spec or setup.get("chooser_spec")
         if not spec:
             raise ResumeRefused("the journal does not name the chooser this run used: pass --chooser")
-        chooser = load_chooser(spec, scenario, seed=setup.get("seed") or 0, **(model_options or {}))
+        options = dict(model_options or {})
+        if not options.get("models_file") and setup.get("models_file") and spec == setup.get("chooser_spec"):
+            options["models_file"] = setup["models_file"]  # model:NAME resolves where it did at the start
+        chooser = load_chooser(spec, scenario, seed=setup.get("seed") or 0, **options)
         started_at = setup.get("started_at") or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         session = _Session(scenario, run_dir, setup["run_id"], setup["sandbox"], client, log, runs_dir=Path(runs_dir))
         session.remove_containers_of(checkpoint.owner_pids)
@@ -251,9 +261,12 @@ class _Session:
 
     def setup_record(self, chooser: Chooser, chooser_spec: str | None, started_at: str, resumed_from=None) -> dict:
         """Who runs this session and on what: enough for a later resume to find everything again."""
+        describe = getattr(chooser, "describe_model", None)
         record = {"event": "setup", "run_id": self.run_id, "scenario": self.scenario.name,
                   "manifest": str(self.scenario.manifest_path), "chooser": getattr(chooser, "name", None),
                   "chooser_spec": chooser_spec, "seed": getattr(chooser, "seed", None), "sandbox": self.kind, "image": self.image, "pid": os.getpid(),
+                  "model": describe() if callable(describe) else None,
+                  "models_file": getattr(chooser, "models_file", None),
                   "started_at": started_at, "environment_id": self.verifier.environment_id,
                   "pristine_tree_sha256": self.verifier.snapshot.tree_sha256,
                   "protected_manifest_sha256": self.verifier.snapshot.manifest_sha256}
@@ -305,6 +318,8 @@ def _write_results(session: _Session, outcome: RunOutcome, chooser: Chooser, *, 
                    chooser_name: str | None = None, storage_error: str | None = None) -> RunRecord:
     """run.json, candidate.diff, scenario.json and the report: the same writers for a fresh run and a resume."""
     run_dir, scenario, verifier = session.run_dir, session.scenario, session.verifier
+    journal = list(read_journal(run_dir / "journal.jsonl"))
+    model = model_of(journal)
     record = RunRecord(
         run_id=session.run_id, run_dir=str(run_dir), scenario=scenario.name, status=outcome.status,
         exit_code=outcome.status.exit_code, detail=outcome.detail, next_attempt=outcome.next_attempt,
@@ -315,7 +330,9 @@ def _write_results(session: _Session, outcome: RunOutcome, chooser: Chooser, *, 
         pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier and verifier.snapshot else None,
         started_at=started_at, wall_s=round(wall_s, 4), timing=outcome.timing,
         granted_paths=list(outcome.final_state.authorization.granted_paths),
-        sessions=sum(1 for r in read_journal(run_dir / "journal.jsonl") if r.get("event") == "setup") or 1,
+        sessions=sum(1 for r in journal if r.get("event") == "setup") or 1,
+        model=model, usage=summarize_usage(journal, model),
+        infrastructure_failure=outcome.status is StopReason.DEPENDENCY_FAILURE and bool(outcome.extra.get("infrastructure")),
         report_dir=str(run_dir) if storage_error else None, storage_error=storage_error)
     try:
         _write_outputs(run_dir, record, outcome, scenario, verifier)
