@@ -252,6 +252,8 @@ def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300)
 
 def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
     """Write DIR/summary.html from a sweep's summary.json (as a dict); returns its path."""
+    from .sweep import MODELS_NOTE
+
     out_dir = Path(out_dir)
     comparisons = [c for c in summary.get("comparisons") or [] if isinstance(c, dict)]
     # Only success comparisons mark a cell of the success plot; a sweep names cells `chooser@budget`
@@ -277,7 +279,8 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
             png_missing = str(summary["png"])
     html = _env.get_template("sweep.html.j2").render(
         s=summary, cells=cells, comparisons=comparisons, runs=runs, png=png, png_missing=png_missing,
-        plot=sweep_plot(cells), fmt=_fmt)
+        plot=sweep_plot(cells), fmt=_fmt, models_note=MODELS_NOTE,
+        model_cells=[c for c in cells if isinstance(c.get("model"), dict)])
     path = out_dir / "summary.html"
     path.write_text(html, encoding="utf-8", errors="surrogateescape")
     return path

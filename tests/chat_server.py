@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 DEFAULT_USAGE = {"prompt_tokens": 120, "completion_tokens": 30}
 
@@ -96,8 +96,11 @@ def _completion(item: dict, model: str, seq: int) -> dict:
 
 
 class ChatServer:
-    def __init__(self, script: list[dict]):
+    def __init__(self, script: list[dict], responder: Callable[[dict], dict] | None = None):
+        """`responder(body)` answers (with a script item) whatever the script does not: a server
+        that replies from the request, for runs whose requests interleave (a sweep's workers)."""
         self.script = list(script)
+        self.responder = responder
         self.requests: list[dict] = []   # parsed bodies of POST /v1/chat/completions
         self.headers: list[dict] = []    # their headers (lower-case names), same order
         self._lock = threading.Lock()
@@ -117,7 +120,9 @@ class ChatServer:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            return self.script.pop(0) if self.script else None
+            if self.script:
+                return self.script.pop(0)
+            return self.responder(body) if self.responder is not None else None
 
     def _enter(self) -> None:
         with self._lock:
