@@ -60,6 +60,7 @@ def test_two_models_and_a_baseline_get_their_own_rows_with_tokens_and_cost(tmp_p
     alpha_sequence = fix_sequence()
     with ChatServer([], responder=lambda body: alpha_sequence[step_of(body) - 1]) as alpha, \
             ChatServer([], responder=Beta()) as beta:
+        alpha_url = alpha.base_url
         (tmp_path / "models.toml").write_text(f"""
 [models.alpha]
 model = "alpha-1"
@@ -102,7 +103,7 @@ retry_max_s = 0.01
     assert alpha_cell["success_rate"] == 1.0 and alpha_cell["n"] == 2
     assert (alpha_cell["prompt_tokens"], alpha_cell["completion_tokens"]) == (1440, 360)
     assert alpha_cell["cost"] == round((1440 * 2.5 + 360 * 10.0) / 1e6, 6)
-    assert alpha_cell["median_step_latency_s"] > 0 and alpha_cell["model"]["endpoint"] == alpha.base_url
+    assert alpha_cell["median_step_latency_s"] > 0 and alpha_cell["model"]["endpoint"] == alpha_url
     # Beta: no usage reported -> unknown tokens and cost, never 0; its quota failure is not a repair failure.
     assert beta_cell["n"] == 1 and beta_cell["success_rate"] == 1.0 and beta_cell["infrastructure_failures"] == 1
     assert beta_cell["prompt_tokens"] is None and beta_cell["cost"] is None and beta_cell["median_tokens"] is None
@@ -112,7 +113,8 @@ retry_max_s = 0.01
 
     md = (out / "summary.md").read_text()
     assert "## Models" in md and "## Infrastructure failures" not in md  # the second summary: none left
-    rows = [line for line in md.splitlines() if line.startswith("| model:")]
+    section = md.split("## Models", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| model:")]
     assert len(rows) == 2 and "| 1440 | 360 | 0.0072 |" in rows[0] and "| — | — | — |" in rows[1]
     html = (out / "summary.html").read_text()
     assert html.count('<tr class="model-row">') == 2 and "alpha-1" in html and "beta-1" in html

@@ -251,6 +251,14 @@ def _error_field(body: Any, field: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _describe(exc: openai.APIError, code: str | None) -> str:
+    """`HTTP 429 insufficient_quota: You exceeded …`: the status and the server's code up front."""
+    if isinstance(exc, openai.APIStatusError):
+        message = _error_field(exc.body, "message") or (exc.body if isinstance(exc.body, str) else exc.message)
+        return f"HTTP {exc.status_code}{f' {code}' if code else ''}: {_cap(str(message), 500)}"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _retry_after(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait: retry-after-ms (OpenAI, Azure) or Retry-After
     (seconds or an HTTP date)."""
@@ -476,7 +484,7 @@ class ModelChooser:
                              and code != "insufficient_quota")
                 if not transient or retries >= s.max_retries:
                     why = "after %d retries" % retries if transient else "not retried"
-                    raise self._unavailable(f"model endpoint failed ({why}): {exc}", errors, call,
+                    raise self._unavailable(f"model endpoint failed ({why}): {_describe(exc, code)}", errors, call,
                                             infrastructure=code not in NOT_INFRASTRUCTURE) from None
                 asked_wait = _retry_after(exc)
                 wait = asked_wait if asked_wait is not None else \
