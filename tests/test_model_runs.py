@@ -187,3 +187,59 @@ def test_a_failed_huge_patch_does_not_blow_up_the_next_prompt(runs_dir):
         second = srv.requests[1]["messages"][1]["content"]
     assert steps(rec)[0]["result"]["status"] == "error"
     assert len(huge) > 140_000 and len(second) < 16_000
+
+
+def test_a_named_model_runs_and_resumes_from_its_models_file(tmp_path):
+    """`--chooser model:NAME` from ./models.toml; the run records the model; a resume from another
+    directory finds the same file through the journal."""
+    import os
+    import subprocess
+    import sys
+
+    with ChatServer([], responder=lambda body: FIX_SEQUENCE[_step_of(body) - 1]) as srv:
+        url = srv.base_url
+        (tmp_path / "models.toml").write_text(f'[models.local-coder]\nmodel = "coder-7b"\nbase_url = "{srv.base_url}"\n'
+                                              f'temperature = 0.1\nmax_output_tokens = 2048\nretry_base_s = 0.001\n')
+        runs = tmp_path / "runs"
+        cli = lambda *a, cwd: subprocess.run([sys.executable, "-m", "repair_agent", *a, "--runs-dir", str(runs)],
+                                             capture_output=True, text=True, cwd=cwd, timeout=300,
+                                             env={**os.environ, "PYTHONPATH": str(ROOT / "tests")})
+        first = cli("run", "discount-bug", "--chooser", "model:local-coder", "--sandbox", "local", "--max-steps", "2",
+                    "--json", cwd=tmp_path)
+        assert first.returncode == 11, first.stderr  # step_budget
+        out = json.loads(first.stdout)
+        assert out["chooser"] == "model:local-coder" and out["model"]["name"] == "local-coder"
+        assert out["model"]["model"] == "coder-7b" and out["model"]["endpoint"] == srv.base_url
+        assert out["model"]["parameters"]["temperature"] == 0.1 and out["usage"]["total_tokens"] == 300
+        assert srv.requests[0]["temperature"] == 0.1 and srv.requests[0]["max_tokens"] == 2048
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        resumed = cli("resume", out["run_id"], "--max-steps", "6", "--json", cwd=elsewhere)
+        assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["status"] == "awaiting_release_confirmation"
+    md = (Path(out["run_dir"]) / "report.md").read_text()
+    assert f"Model: local-coder: coder-7b at {url}" in md and "Tokens used: 900 (720 prompt, 180 completion)" in md
+    assert 'id="model"' in (Path(out["run_dir"]) / "report.html").read_text()
+
+
+def test_a_bad_models_file_is_a_clear_usage_error(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "models.toml").write_text('[models.m]\nmodel = "x"\ntemprature = 0\n')
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "run", "discount-bug", "--chooser", "model:m",
+                           "--sandbox", "local", "--runs-dir", str(tmp_path / "runs")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and "models.toml" in proc.stderr and "models.m.temprature" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "run", "discount-bug", "--chooser", "model:nope",
+                           "--models", str(tmp_path / "none.toml")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+
+
+FIX_SEQUENCE = [tool_call("search", {"query": "price * (1 - discount)", "path_glob": "src/**"}),
+                tool_call("read_file", {"path": PRICING}), tool_call("apply_patch", {"diff": fix_diff()}),
+                tool_call("run_target_test"), tool_call("run_full_suite"), tool_call("check_diff")]
+
+
+def _step_of(body: dict) -> int:
+    return int(re.search(r"^Step (\d+);", body["messages"][1]["content"], re.M)[1])
