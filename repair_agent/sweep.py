@@ -40,7 +40,7 @@ SWEEP_ERROR = "sweep_error"         # the worker itself failed (a bug, a chooser
 RETRIED_ON_RESUME = (SCENARIO_ERROR, SWEEP_ERROR)
 INTERRUPTED_DETAIL = "interrupted by the user (Ctrl-C)"  # the controller's detail for an interrupted run
 # Fields that differ between two executions of the same deterministic sweep.
-NONDETERMINISTIC = ("wall_s", "run_dir", "run_id", "finished_at", "worker")
+NONDETERMINISTIC = ("wall_s", "run_dir", "run_id", "finished_at", "worker", "median_step_latency_s")
 METRICS = ("success_rate", "evidence_complete_rate", "median_steps", "median_tokens", "median_wall_s")
 METRIC_DIGITS = {"success_rate": 4, "evidence_complete_rate": 4, "median_steps": 1, "median_tokens": 0,
                  "median_wall_s": 2}

@@ -2,8 +2,8 @@
 (tests/chat_server.py): the recoverable behaviours still reach awaiting_release_confirmation,
 a refusal hands over, quota and context-length errors end dependency_failure without a retry.
 
-Local sandbox and verifier (real git, real pytest), as the other model runs in test_controller.py;
-test_model_sweep.py has the sweeps."""
+Local sandbox and verifier (real git, real pytest), as the other model runs in test_controller.py,
+and one run in Docker; test_model_sweep.py has the sweep."""
 from __future__ import annotations
 
 import difflib
@@ -40,9 +40,9 @@ def miscounted(diff: str) -> str:
     return bad
 
 
-def run(srv: ChatServer, runs_dir: Path, chooser_kw: dict | None = None, **kw):
+def run(srv: ChatServer, runs_dir: Path, chooser_kw: dict | None = None, sandbox: str = "local", **kw):
     chooser = ModelChooser(base_url=srv.base_url, model="scripted-model", **{**FAST, **(chooser_kw or {})})
-    return execute_run(resolve("discount-bug"), chooser, sandbox_kind="local", runs_dir=runs_dir, **kw)
+    return execute_run(resolve("discount-bug"), chooser, sandbox_kind=sandbox, runs_dir=runs_dir, **kw)
 
 
 def steps(rec) -> list[dict]:
@@ -91,10 +91,13 @@ def test_transient_errors_and_rejected_parameters_are_absorbed_and_the_run_repai
     assert "sk-" not in (Path(rec.run_dir) / "run.json").read_text()
 
 
-def test_odd_replies_are_understood_and_the_run_repairs(runs_dir):
+@pytest.mark.parametrize("sandbox", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_odd_replies_are_understood_and_the_run_repairs(runs_dir, sandbox, request):
     """Two calls in one reply, calls in the text (fenced, tagged), arguments as an object, a cut-off
     reply and schema-invalid arguments (each re-asked once in its step), a miscounted hunk header
-    and a reply without usage."""
+    and a reply without usage. Once in Docker too: line numbers and the recount in the container."""
+    if sandbox == "docker":
+        request.getfixturevalue("sandbox_image")
     patch = miscounted(fix_diff())
     script = [
         tool_calls(("run_target_test", {}), ("search", {"query": "never run"})),                   # step 1
@@ -110,7 +113,7 @@ def test_odd_replies_are_understood_and_the_run_repairs(runs_dir):
         tool_call("check_diff"),                                                                   # step 7
     ]
     with ChatServer(script) as srv:
-        rec = run(srv, runs_dir)
+        rec = run(srv, runs_dir, sandbox=sandbox)
         assert not srv.script
         second_prompt = srv.requests[1]["messages"][1]["content"]
     assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.steps_used == 7
