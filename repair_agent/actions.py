@@ -5,7 +5,7 @@ import functools
 import json
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_serializer
 
 
 class _Action(BaseModel):
@@ -45,13 +45,14 @@ class ReadFile(_Action):
     end_line: int | None = Field(None, ge=1)
     line_numbers: bool = Field(False, description="prefix each line with its number (helps write hunk headers)")
 
-    def canonical(self) -> str:
-        # Without line numbers the canonical form is the one it always was (the repeat rule and
-        # journaled fingerprints compare these strings).
-        data = self.model_dump(mode="json")
+    @model_serializer(mode="wrap")
+    def _as_before_without_line_numbers(self, handler):
+        # Without line numbers a read serializes (and so canonicalizes and journals) exactly as it
+        # always did: the repeat rule and journaled fingerprints compare these forms.
+        data = handler(self)
         if not self.line_numbers:
-            data.pop("line_numbers")
-        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+            data.pop("line_numbers", None)
+        return data
 
 
 class ApplyPatch(_Action):
