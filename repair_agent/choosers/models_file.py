@@ -51,10 +51,6 @@ class ModelSettings(BaseModel):
     # False asks for one call per reply; None leaves the field out (a server that rejects it).
     parallel_tool_calls: bool | None = False
 
-    def public(self) -> dict:
-        """What a record may show: everything but secrets (there are none here: only the variable's name)."""
-        return self.model_dump(mode="json")
-
 
 class _File(BaseModel):
     model_config = ConfigDict(extra="forbid")
