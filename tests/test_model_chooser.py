@@ -272,7 +272,7 @@ def test_retries_stay_inside_the_step_deadline():
         started = time.monotonic()
         with pytest.raises(ChooserUnavailable):
             mc.choose(make_view())
-        assert time.monotonic() - started < 1.0 and len(srv.requests) < 5
+        assert time.monotonic() - started < 2.0 and len(srv.requests) < 5  # 10 retries would take > 20 s
 
 
 @pytest.mark.parametrize("error, infrastructure", [
@@ -461,7 +461,7 @@ def test_max_concurrency_bounds_requests_in_flight(tmp_path):
 
 def test_max_concurrency_two_lets_two_through(tmp_path):
     gate = threading.Barrier(2, timeout=10)
-    script = [delay(0.3, tool_call("run_target_test")) for _ in range(2)]
+    script = [delay(1.0, tool_call("run_target_test")) for _ in range(2)]  # long enough to overlap on a busy machine
     with ChatServer(script) as srv:
         choosers = [ModelChooser(base_url=srv.base_url, model="m", name="pair", max_concurrency=2,
                                  lock_dir=tmp_path, **FAST) for _ in range(2)]
