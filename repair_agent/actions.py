@@ -5,7 +5,7 @@ import functools
 import json
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_serializer
 
 
 class _Action(BaseModel):
@@ -44,6 +44,16 @@ class ReadFile(_Action):
     path: str = Field(min_length=1, max_length=300)
     start_line: int | None = Field(None, ge=1)
     end_line: int | None = Field(None, ge=1)
+    line_numbers: bool = Field(False, description="prefix each line with its number (helps write hunk headers)")
+
+    @model_serializer(mode="wrap")
+    def _as_before_without_line_numbers(self, handler):
+        # Without line numbers a read serializes (and so canonicalizes and journals) exactly as it
+        # always did: the repeat rule and journaled fingerprints compare these forms.
+        data = handler(self)
+        if not self.line_numbers:
+            data.pop("line_numbers", None)
+        return data
 
 
 class ApplyPatch(_Action):

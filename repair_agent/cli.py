@@ -47,7 +47,8 @@ def cmd_run(args) -> int:
     except ManifestError as exc:
         _err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
         return USAGE_ERROR
-    chooser = load_chooser(args.chooser, scenario, seed=args.seed, base_url=args.model_base_url, model=args.model)
+    chooser = load_chooser(args.chooser, scenario, seed=args.seed, base_url=args.model_base_url, model=args.model,
+                           models_file=args.models)
     on_step, log = _progress(args.json)
     record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
                          max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
@@ -97,7 +98,8 @@ def cmd_resume(args) -> int:
         record = resume_run(run_dir_of(args.run, Path(args.runs_dir)), chooser_spec=args.chooser,
                             extra_steps=args.max_steps, deadline_s=args.deadline_s, on_step=on_step, log=log,
                             runs_dir=Path(args.runs_dir),
-                            model_options={"base_url": args.model_base_url, "model": args.model})
+                            model_options={"base_url": args.model_base_url, "model": args.model,
+                                           "models_file": args.models})
     except ResumeRefused as exc:
         _err(f"resume refused: {exc}")
         return USAGE_ERROR
@@ -314,6 +316,7 @@ def cmd_release(args) -> int:
 
 def cmd_sweep(args) -> int:
     from .choosers import load_chooser
+    from .choosers.models_file import MODEL_PREFIX, find_models_file
     from .sweep import plan_jobs, render_markdown, select_scenarios, sweep
     from .sweep_stats import NO_BAND_NOTE
 
@@ -336,11 +339,13 @@ def cmd_sweep(args) -> int:
         return USAGE_ERROR
     for name, error in selection.broken.items():
         _err(f"scenario {name} is unusable and will be reported, not run: {error}")
-    if selection.scenarios:  # an unknown chooser is a usage error before anything runs
+    models_file = find_models_file(args.models) if any(c.startswith(MODEL_PREFIX) for c in choosers) else None
+    if selection.scenarios:  # an unknown chooser or model is a usage error before anything runs
         for spec in choosers:
-            load_chooser(spec, selection.scenarios[0], seed=0)
+            load_chooser(spec, selection.scenarios[0], seed=0, models_file=models_file)
     out = Path(args.out)
-    jobs = plan_jobs(selection, choosers, budgets, args.seeds, out / "runs", sandbox=args.sandbox)
+    jobs = plan_jobs(selection, choosers, budgets, args.seeds, out / "runs", sandbox=args.sandbox,
+                     models_file=str(models_file) if models_file else None)
     command = "repair-agent " + shlex.join(sys.argv[1:])
     outcome = sweep(jobs, out, workers=args.workers, executor=args.executor, group_by=args.group_by,
                     command=command)
@@ -503,7 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", parents=[common], help="run a scenario")
     r.add_argument("scenario", help="a scenario name or the path of a *.scenario.toml manifest")
-    r.add_argument("--chooser", default="baseline", help="baseline | search | model | package.module:attr")
+    r.add_argument("--chooser", default="baseline", help="baseline | search | model | model:NAME (a model of the "
+                   "models file) | package.module:attr")
+    r.add_argument("--models", metavar="FILE", help="models file for --chooser model:NAME (default: ./models.toml)")
     r.add_argument("--seed", type=int, default=0, help="seed for choosers that take one (search: the order in "
                    "which equally scored candidates are tried); default 0")
     r.add_argument("--sandbox", choices=["docker", "local"], default="docker",
@@ -514,13 +521,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", help="model name (or REPAIR_AGENT_MODEL)")
     r.add_argument("--model-base-url", help="OpenAI-compatible base URL (or REPAIR_AGENT_MODEL_BASE_URL)")
     r.add_argument("--max-tokens", type=int, help="token budget: the run stops (step_budget) once the chooser's "
-                   "reported usage reaches it")
+                   "reported usage reaches it; an endpoint that reports no usage ends the run at its first reply "
+                   "(dependency_failure)")
     r.add_argument("--json", action="store_true", help="print one final JSON object")
     r.set_defaults(func=cmd_run)
 
     rs = sub.add_parser("resume", parents=[common], help="continue a stopped or killed run from its journal")
     rs.add_argument("run", help="a run directory or a run id")
-    rs.add_argument("--chooser", help="baseline | search | model | package.module:attr (default: the run's own)")
+    rs.add_argument("--chooser", help="baseline | search | model | model:NAME | package.module:attr (default: the "
+                    "run's own)")
+    rs.add_argument("--models", metavar="FILE", help="models file for model:NAME (default: the one the run used, "
+                    "else ./models.toml)")
     rs.add_argument("--max-steps", type=int, help="further steps this resume grants (default: the steps left; "
                     "required after step_budget)")
     rs.add_argument("--deadline-s", type=float, help="seconds the resumed loop may take, from the resume "
@@ -571,7 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "with run-to-run bands")
     sw.add_argument("--scenarios", nargs="+", metavar="NAME|GLOB|tag:T|kind:K",
                     help="which scenarios (default: all, broken manifests included as reported entries)")
-    sw.add_argument("--chooser", action="extend", nargs="+", metavar="C", help="one or more (or repeat the flag): baseline | search | model | package.module:attr; default: baseline")
+    sw.add_argument("--chooser", action="extend", nargs="+", metavar="C", help="one or more (or repeat the flag): baseline | search | model | model:NAME | package.module:attr; default: baseline")
+    sw.add_argument("--models", metavar="FILE", help="models file for model:NAME choosers (default: ./models.toml)")
     sw.add_argument("--budgets", default="2,4,6,8,12", help="max_steps values (default: 2,4,6,8,12)")
     sw.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per cell (default: 3); the band needs >= 2")
     sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU count)")

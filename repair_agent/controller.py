@@ -214,16 +214,37 @@ class Controller:
         limit = max(0.0, min(remaining, self.chooser_timeout_s))
         view = View.model_validate_json(view_text)  # the chooser's own copy
         chooser, progress, asked = self.chooser, {"stage": "choose"}, time.monotonic()
+        # A chooser that retries inside its step stops a little before this bound, so that its own
+        # account of the attempts, not a bare timeout, ends the step.
+        deadline = asked + max(0.0, limit - min(1.0, limit * 0.05))
+
+        def ask() -> ChooserReply:
+            set_deadline = getattr(chooser, "set_deadline", None)
+            if callable(set_deadline):
+                set_deadline(deadline)
+            return consult(chooser, view, progress)
         try:
-            reply = call_with_timeout(lambda: consult(chooser, view, progress), limit)
+            reply = call_with_timeout(ask, limit)
         except TimeoutError:
             return self._late(progress.get("stage", "choose"), limit, remaining)
         finally:
             self.timing["chooser_s"] += time.monotonic() - asked
         if reply.failure is None:
+            if self.state.budget.max_tokens is not None and "total_tokens" in reply.usage \
+                    and reply.usage["total_tokens"] is None:
+                # A token budget that cannot be counted is not a budget: refused at the first such reply.
+                return reply, Stopped(
+                    StopReason.DEPENDENCY_FAILURE,
+                    f"a token budget is set ({self.state.budget.max_tokens}) but the model endpoint reports no "
+                    "token usage, so it cannot be enforced; run without --max-tokens, or use an endpoint that "
+                    "returns `usage` in its replies",
+                    {"raw": reply.call.get("raw") if isinstance(reply.call, dict) else None, "infrastructure": False})
             return reply, None
         reason = _FAILURES[reply.failure]
-        return reply, Stopped(reason, reply.detail, {"raw": reply.raw})
+        extra: dict[str, Any] = {"raw": reply.raw}
+        if reply.failure == "unavailable":
+            extra["infrastructure"] = reply.infrastructure  # the endpoint failed, not the model's repair
+        return reply, Stopped(reason, reply.detail, extra)
 
     def _late(self, stage: str, limit: float, remaining: float) -> tuple[ChooserReply, Stopped]:
         """The time limit passed. Before choose() returned, it is the chooser's slowness (the deadline,
@@ -433,6 +454,11 @@ class _Reoffer:
         self._inner, self._proposal, self._refused_step = chooser, proposal, refused_step
         self.last_call: Any = {"reoffer_of_step": refused_step, "note": "re-offered after a person's grant"}
         self.last_usage: dict | None = None
+
+    def set_deadline(self, deadline: float) -> None:
+        inner = getattr(self._inner, "set_deadline", None)
+        if callable(inner):
+            inner(deadline)
 
     def choose(self, view: View) -> Any:
         if self._proposal is not None:

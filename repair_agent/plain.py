@@ -46,6 +46,7 @@ class ChooserReply(BaseModel):
     usage: dict[str, Any] = {}
     call: Any = None
     failure: str | None = None   # malformed | unavailable | token_budget | raised | unreadable
+    infrastructure: bool = True  # for "unavailable": the endpoint failed (False: e.g. the context was too long)
     detail: str = ""
     raw: Any = None
 
@@ -158,8 +159,10 @@ def _failure(exc: BaseException) -> ChooserReply:
         usage = None
     detail = {"token_budget": f"token budget spent: {text}", "malformed": f"malformed chooser reply: {text}",
               "unavailable": f"chooser unavailable: {text}"}[kind]
+    infrastructure = _attribute_or_none(exc, "infrastructure")
     return ChooserReply(failure=kind, detail=detail, raw=raw, proposal=raw,
-                        usage=usage if isinstance(usage, dict) else {})
+                        usage=usage if isinstance(usage, dict) else {},
+                        infrastructure=infrastructure if type(infrastructure) is bool else True)
 
 
 def _attribute_or_none(obj: Any, name: str) -> Any:
@@ -171,21 +174,34 @@ def _attribute_or_none(obj: Any, name: str) -> Any:
 
 # -- the chooser's identity, read once at setup ----------------------------------------------------
 
-def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> tuple[str, int | None]:
-    """The chooser's `name` (a short printable string; `fallback` or its class name when it has none)
-    and `seed` (an int, or none), read once under the time limit. UnusableChooser says what is wrong."""
-    def read() -> tuple[Any, Any, str]:
+class ChooserIdentity(BaseModel):
+    """What the run records of its chooser, read once at setup."""
+
+    name: str
+    seed: int | None = None
+    model: dict[str, Any] | None = None   # a model chooser's model, endpoint and parameters (never a key)
+    models_file: str | None = None
+
+
+def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> ChooserIdentity:
+    """The chooser's `name` (a short printable string; `fallback` or its class name when it has none),
+    `seed` (an int, or none) and, for a model chooser, `describe_model()` and `models_file`, read once
+    under the time limit. UnusableChooser says what is wrong."""
+    def read() -> tuple[Any, Any, str, Any, Any]:
         try:
             name = plain_json(getattr(chooser, "name", None), "its name", MAX_NAME_CHARS * 8)
             seed = plain_json(getattr(chooser, "seed", None), "its seed", 100)
+            describe = getattr(chooser, "describe_model", None)
+            model = plain_json(describe() if callable(describe) else None, "its model description", MAX_USAGE_CHARS)
+            models_file = plain_json(getattr(chooser, "models_file", None), "its models file", 4096)
         except Unreadable as exc:
-            return exc, None, ""
+            return exc, None, "", None, None
         except BaseException as exc:
-            return Unreadable(f"reading its name or seed raised {describe(exc)}", None), None, ""
-        return name, seed, _type_name(chooser)
+            return Unreadable(f"reading its name, seed or model raised {describe(exc)}", None), None, "", None, None
+        return name, seed, _type_name(chooser), model, models_file
 
     try:
-        name, seed, class_name = call_with_timeout(read, timeout_s, name="chooser-identity")
+        name, seed, class_name, model, models_file = call_with_timeout(read, timeout_s, name="chooser-identity")
     except TimeoutError:
         raise UnusableChooser(f"the chooser plug-in is unusable: its name and seed could not be read within "
                               f"{timeout_s:.1f}s") from None
@@ -199,7 +215,8 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> tuple
     if seed is not None and type(seed) is not int:
         raise UnusableChooser(f"the chooser plug-in is unusable: its seed must be an integer, got "
                               f"{type(seed).__name__} {json.dumps(seed)[:60]}")
-    return name, seed
+    return ChooserIdentity(name=name, seed=seed, model=model if isinstance(model, dict) else None,
+                           models_file=models_file if isinstance(models_file, str) else None)
 
 
 # -- bounded records -------------------------------------------------------------------------------

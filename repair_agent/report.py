@@ -12,6 +12,7 @@ from verifier.scope import FileChange
 
 from .faults import Fault, attribute
 from .journal import read_journal
+from .usage import UsageSummary
 from .state import Authorization, ConditionState, Goal, Grant
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class StepRow(BaseModel):
     decision: dict[str, Any]
     result: StepResult | None
     u: int
-    tokens: int
+    tokens: int | None  # None: the endpoint reported no usage for this step
 
 
 class PendingRelease(BaseModel):
@@ -122,8 +123,11 @@ class Report(BaseModel):
     sandbox: dict[str, Any]
     chooser: str
     image: str | None
-    tokens_used: int
+    tokens_used: int | None   # None: unknown (the model endpoint reported no usage)
     max_tokens: int | None
+    # The model behind a model chooser: name, model, endpoint and parameters (never the API key).
+    model: dict[str, Any] | None = None
+    usage: UsageSummary = UsageSummary()
     wall_s: float
     timing: dict[str, float]
     extra: dict[str, Any]
@@ -162,8 +166,8 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
         protected_files_sha256=verifier.snapshot.protected_sha256 if verifier and verifier.snapshot else {},
         protected_manifest_sha256=record.protected_manifest_sha256, diff_sha256=outcome.diff_sha256,
         diff_files=scope.files if scope else [], diff=outcome.diff, sandbox=record.sandbox,
-        chooser=record.chooser, image=record.image, tokens_used=state.budget.tokens_used,
-        max_tokens=state.budget.max_tokens, wall_s=record.wall_s, timing=record.timing,
+        chooser=record.chooser, image=record.image, tokens_used=record.usage.total_tokens,
+        max_tokens=state.budget.max_tokens, model=record.model, usage=record.usage, wall_s=record.wall_s, timing=record.timing,
         extra={**{k: v for k, v in outcome.extra.items() if k != "raw"},
                **({"storage_error": record.storage_error, "report_dir": record.report_dir}
                   if record.storage_error else {})},
@@ -210,7 +214,7 @@ def step_rows(records: list[dict[str, Any]]) -> list[StepRow]:
                                 output=output[:STEP_OUTPUT_CHARS], output_chars=len(output))
         rows.append(StepRow(step=r["step"], tool=str(proposal.get("tool", "?")) if isinstance(proposal, dict) else "?",
                             proposal=proposal, decision=decision, result=result, u=r["u"],
-                            tokens=int((r.get("usage") or {}).get("total_tokens") or 0)))
+                            tokens=_step_tokens(r.get("usage"))))
     return rows
 
 
@@ -219,6 +223,37 @@ def _correctness_text(value: str | None) -> str:
             "plausible": "plausible only — the visible tests pass, the held-out behaviour checks do not",
             "unchecked": "unchecked — this scenario has no held-out behaviour checks"}.get(
         value or "", "not judged — no green test run on the final diff")
+
+
+def _step_tokens(usage: Any) -> int | None:
+    usage = usage if isinstance(usage, dict) else {}
+    if "total_tokens" in usage and usage["total_tokens"] is None:
+        return None
+    return int(usage.get("total_tokens") or 0)
+
+
+def describe_model(model: dict | None) -> str | None:
+    """One line: which model, where, with what (the reports and the sweep show the same)."""
+    if not model:
+        return None
+    params = model.get("parameters") or {}
+    shown = ", ".join(f"{k} {params[k]}" for k in ("temperature", "max_output_tokens", "max_concurrency")
+                      if params.get(k) is not None)
+    name = f"{model['name']}: " if model.get("name") else ""
+    return f"{name}{model.get('model')} at {model.get('endpoint')}" + (f" ({shown})" if shown else "")
+
+
+def describe_tokens(r: dict) -> str:
+    usage = r.get("usage") or {}
+    if r.get("tokens_used") is None:
+        text = (f"unknown (the model endpoint reported no usage in {usage.get('unknown_steps', '?')} step(s))")
+    else:
+        text = str(r["tokens_used"]) + (f" of {r['max_tokens']}" if r.get("max_tokens") else "")
+        if usage.get("prompt_tokens") or usage.get("completion_tokens"):
+            text += f" ({usage.get('prompt_tokens')} prompt, {usage.get('completion_tokens')} completion)"
+    if usage.get("cost") is not None:
+        text += f"; cost {usage['cost']:.4f}"
+    return text
 
 
 def render_markdown(r: dict) -> str:
@@ -232,10 +267,15 @@ def render_markdown(r: dict) -> str:
     lines += [f"- {c}" for c in r["goal"]["constraints"]]
     sandbox = r["sandbox"]
     lines += ["", f"Sandbox: {sandbox['kind']}" + ("" if sandbox.get("isolated") else f" — **{sandbox.get('warning')}**"),
-              f"Chooser: {r['chooser']}", "",
-              "## Progress", "", f"Steps used: {r['steps_used']} of {r['max_steps']}  ",
-              f"Tokens used: {r['tokens_used']}" + (f" of {r['max_tokens']}" if r["max_tokens"] else "")
-              + f"  \nWall time: {r['wall_s']:.1f}s  ",
+              f"Chooser: {r['chooser']}"]
+    if r.get("model"):
+        lines += [f"Model: {describe_model(r['model'])}"]
+        requests = (r.get("usage") or {}).get("requests")
+        if requests:
+            lines += [f"Model requests: {requests} (retries and re-asks included); median step latency "
+                      f"{(r.get('usage') or {}).get('median_step_latency_s')}s"]
+    lines += ["", "## Progress", "", f"Steps used: {r['steps_used']} of {r['max_steps']}  ",
+              f"Tokens used: {describe_tokens(r)}" + f"  \nWall time: {r['wall_s']:.1f}s  ",
               f"Uₜ trajectory: {' → '.join(map(str, r['u_trajectory']))}", "",
               "| condition | satisfied | decided by |", "|---|---|---|"]
     lines += [f"| {c['description']} | {'yes' if c['satisfied'] else 'NO'} | {c['evidence'] or '—'} |"

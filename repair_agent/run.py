@@ -25,12 +25,13 @@ from verifier.conditions import DESCRIPTIONS
 from .choosers.base import Chooser
 from .controller import CHOOSER_TIMEOUT_S, Controller, RunOutcome
 from .journal import Journal, JournalWriteError, read_journal
-from .plain import read_identity
+from .plain import ChooserIdentity, read_identity
 from .report import write_report
 from .sandbox import DockerSandbox, LocalSandbox, NOT_ISOLATED, create_workspace
 from .scenario import Scenario
 from .state import NEXT_ATTEMPT, Authorization, Budget, ConditionState, Goal, State, StopReason
 from .tools import Executor
+from .usage import UsageSummary, model_of, summarize_usage
 
 
 class RunRecord(BaseModel):
@@ -61,6 +62,12 @@ class RunRecord(BaseModel):
     # The last test verdict on the final diff: correct (visible tests and held-out checks pass),
     # plausible (only the visible tests pass), unchecked (no held-out checks), None (no green tests).
     correctness: Literal["correct", "plausible", "unchecked"] | None = None
+    # A model chooser's model, endpoint and parameters (never its API key), and what it cost:
+    # tokens are None (unknown) when the endpoint reported no usage.
+    model: dict[str, Any] | None = None
+    usage: UsageSummary = UsageSummary()
+    # Ended because the chooser's endpoint failed (after its retries): not the chooser's decision.
+    infrastructure_failure: bool = False
     # Set when the runs directory could not take this run's files (read-only, full): where they went.
     report_dir: str | None = None
     storage_error: str | None = None
@@ -110,14 +117,14 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         log(f"WARNING: {storage_error}; this run's journal and report go to {run_dir}")
     session = _Session(scenario, run_dir, run_id, sandbox_kind, client, log, runs_dir=Path(runs_dir))
     # The chooser's name is read once, in setup; nothing later asks the chooser object for it again.
-    chooser_name = chooser_spec or UNNAMED
+    identity = ChooserIdentity(name=chooser_spec or UNNAMED)
     try:
         try:
             if storage_error:
                 raise OSError(f"the runs directory {storage_error}")
-            chooser_name, seed = read_identity(chooser, min(CHOOSER_TIMEOUT_S, budget.deadline_s), chooser_spec)
+            identity = read_identity(chooser, min(CHOOSER_TIMEOUT_S, budget.deadline_s), chooser_spec)
             session.open(granted=())
-            journal.write(session.setup_record(chooser_name, seed, chooser_spec, started_at))
+            journal.write(session.setup_record(identity, chooser_spec, started_at))
         except Exception as exc:  # engine, image, scenario, workspace or journal: nothing ran yet, say why
             outcome = _early_stop(state, journal, session.failure(exc))
         else:
@@ -127,7 +134,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
     finally:
         session.close()
         journal.close()
-    return _write_results(session, outcome, chooser_name, started_at=started_at, wall_s=time.monotonic() - t0,
+    return _write_results(session, outcome, identity, started_at=started_at, wall_s=time.monotonic() - t0,
                           storage_error=storage_error)
 
 
@@ -165,16 +172,18 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
         spec = chooser_spec or setup.get("chooser_spec")
         if not spec:
             raise ResumeRefused("the journal does not name the chooser this run used: pass --chooser")
-        chooser = load_chooser(spec, scenario, seed=setup.get("seed") or 0, **(model_options or {}))
+        options = dict(model_options or {})
+        if not options.get("models_file") and setup.get("models_file") and spec == setup.get("chooser_spec"):
+            options["models_file"] = setup["models_file"]  # model:NAME resolves where it did at the start
+        chooser = load_chooser(spec, scenario, seed=setup.get("seed") or 0, **options)
         started_at = setup.get("started_at") or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         session = _Session(scenario, run_dir, setup["run_id"], setup["sandbox"], client, log, runs_dir=Path(runs_dir))
         session.remove_containers_of(checkpoint.owner_pids)
         journal = Journal.reopen(run_dir / "journal.jsonl")
-        chooser_name = spec
+        identity = ChooserIdentity(name=spec)
         try:
             try:
-                chooser_name, seed = read_identity(chooser, min(CHOOSER_TIMEOUT_S, deadline_s or budget.deadline_s),
-                                                   spec)
+                identity = read_identity(chooser, min(CHOOSER_TIMEOUT_S, deadline_s or budget.deadline_s), spec)
                 shutil.rmtree(run_dir / "workspace", ignore_errors=True)  # derived: the journal is the record
                 session.open(granted=checkpoint.state.authorization.granted_paths)
                 if session.verifier.snapshot.tree_sha256 != setup.get("pristine_tree_sha256"):
@@ -186,7 +195,7 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                                       u_trajectory=checkpoint.u_trajectory, evidence=checkpoint.evidence,
                                       diff=_known_diff(run_dir, checkpoint.state.diff_sha256))
             else:
-                journal.write(session.setup_record(chooser_name, seed, spec, started_at, resumed_from=checkpoint))
+                journal.write(session.setup_record(identity, spec, started_at, resumed_from=checkpoint))
                 log(f"resuming {run_dir.name} from {checkpoint.status} at step {budget.steps_used}: "
                     f"{len(checkpoint.patches)} journaled patch(es) on the pristine tree, diff {diff_sha256(diff)[:12]}; "
                     f"granting {steps} more step(s) and {deadline_s or budget.deadline_s:g}s")
@@ -199,7 +208,7 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
             session.close()
             journal.close()
         previous = load_record(run_dir).wall_s if (run_dir / "run.json").is_file() else 0.0
-        return _write_results(session, outcome, chooser_name, started_at=started_at,
+        return _write_results(session, outcome, identity, started_at=started_at,
                               wall_s=previous + time.monotonic() - t0)
 
 
@@ -260,12 +269,13 @@ class _Session:
                                f"({expected_sha256[:12]})")
         return diff
 
-    def setup_record(self, chooser_name: str, seed: int | None, chooser_spec: str | None, started_at: str,
+    def setup_record(self, identity: ChooserIdentity, chooser_spec: str | None, started_at: str,
                      resumed_from=None) -> dict:
         """Who runs this session and on what: enough for a later resume to find everything again."""
         record = {"event": "setup", "run_id": self.run_id, "scenario": self.scenario.name,
-                  "manifest": str(self.scenario.manifest_path), "chooser": chooser_name,
-                  "chooser_spec": chooser_spec, "seed": seed, "sandbox": self.kind, "image": self.image, "pid": os.getpid(),
+                  "manifest": str(self.scenario.manifest_path), "chooser": identity.name,
+                  "chooser_spec": chooser_spec, "seed": identity.seed, "sandbox": self.kind, "image": self.image,
+                  "pid": os.getpid(), "model": identity.model, "models_file": identity.models_file,
                   "started_at": started_at, "environment_id": self.verifier.environment_id,
                   "pristine_tree_sha256": self.verifier.snapshot.tree_sha256,
                   "protected_manifest_sha256": self.verifier.snapshot.manifest_sha256}
@@ -321,21 +331,25 @@ def final_correctness(outcome: RunOutcome) -> str | None:
     return None
 
 
-def _write_results(session: _Session, outcome: RunOutcome, chooser_name: str, *, started_at: str, wall_s: float,
+def _write_results(session: _Session, outcome: RunOutcome, identity: ChooserIdentity, *, started_at: str, wall_s: float,
                    storage_error: str | None = None) -> RunRecord:
     """run.json, candidate.diff, scenario.json and the report: the same writers for a fresh run and a resume."""
     run_dir, scenario, verifier = session.run_dir, session.scenario, session.verifier
+    journal = list(read_journal(run_dir / "journal.jsonl"))
+    model = model_of(journal)
     record = RunRecord(
         run_id=session.run_id, run_dir=str(run_dir), scenario=scenario.name, status=outcome.status,
         exit_code=outcome.status.exit_code, detail=outcome.detail, next_attempt=outcome.next_attempt,
         steps_used=outcome.steps_used, max_steps=outcome.max_steps, u_trajectory=outcome.u_trajectory,
-        diff_sha256=outcome.diff_sha256, chooser=chooser_name, sandbox=session.info, image=session.image,
+        diff_sha256=outcome.diff_sha256, chooser=identity.name, sandbox=session.info, image=session.image,
         environment_id=_environment_id(verifier),
         protected_manifest_sha256=verifier.snapshot.manifest_sha256 if verifier and verifier.snapshot else None,
         pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier and verifier.snapshot else None,
         started_at=started_at, wall_s=round(wall_s, 4), timing=outcome.timing,
         granted_paths=list(outcome.final_state.authorization.granted_paths),
-        sessions=sum(1 for r in read_journal(run_dir / "journal.jsonl") if r.get("event") == "setup") or 1,
+        sessions=sum(1 for r in journal if r.get("event") == "setup") or 1,
+        model=model, usage=summarize_usage(journal, model),
+        infrastructure_failure=outcome.status is StopReason.DEPENDENCY_FAILURE and bool(outcome.extra.get("infrastructure")),
         report_dir=str(run_dir) if storage_error else None, storage_error=storage_error,
         correctness=final_correctness(outcome))
     try:

@@ -44,7 +44,7 @@ SWEEP_ERROR = "sweep_error"         # the worker itself failed (a bug, a chooser
 RETRIED_ON_RESUME = (SCENARIO_ERROR, SWEEP_ERROR)
 INTERRUPTED_DETAIL = "interrupted by the user (Ctrl-C)"  # the controller's detail for an interrupted run
 # Fields that differ between two executions of the same deterministic sweep.
-NONDETERMINISTIC = ("wall_s", "run_dir", "run_id", "finished_at", "worker")
+NONDETERMINISTIC = ("wall_s", "run_dir", "run_id", "finished_at", "worker", "median_step_latency_s")
 METRICS = ("success_rate", "correct_rate", "evidence_complete_rate", "median_steps", "median_tokens", "median_wall_s")
 METRIC_DIGITS = {"success_rate": 4, "correct_rate": 4, "evidence_complete_rate": 4, "median_steps": 1,
                  "median_tokens": 0, "median_wall_s": 2}
@@ -67,6 +67,7 @@ class SweepJob(BaseModel):
     # Created by the sweep when it is interrupted: a Ray task watching for it interrupts its own
     # run (Ray's own task cancellation races with task completion and can abort the driver).
     stop_file: str | None = None
+    models_file: str | None = None     # where `model:NAME` choosers are defined
 
     @property
     def key(self) -> tuple[str, str, int, int]:
@@ -88,7 +89,15 @@ class SweepResult(BaseModel):
     steps: int = 0
     max_steps: int | None = None
     u_trajectory: list[int] = []
-    tokens: int = 0
+    tokens: int | None = 0             # None: the model endpoint reported no usage (unknown, not 0)
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+    cost: float | None = None          # when the model is priced in the models file
+    median_step_latency_s: float | None = None
+    requests: int = 0                  # HTTP requests to the model, retries and re-asks included
+    model: dict[str, Any] | None = None  # name, model, endpoint, parameters (never the API key)
+    # The endpoint failed (after its retries): not counted in the success rate, run again on resume.
+    infrastructure_failure: bool = False
     wall_s: float = 0.0
     run_dir: str | None = None
     run_id: str | None = None
@@ -168,7 +177,7 @@ def select_scenarios(patterns: list[str] | None, extra_dirs: list[Path] | None =
 
 
 def plan_jobs(selection: Selection, choosers: list[str], budgets: list[int], seeds: int, runs_dir: Path,
-              sandbox: str = "docker") -> list[SweepJob]:
+              sandbox: str = "docker", models_file: str | None = None) -> list[SweepJob]:
     """Jobs for every (scenario, chooser, budget, seed); runs go to `runs_dir` (DIR/runs)."""
     jobs = []
     named = [(s.name, str(s.manifest_path), None) for s in selection.scenarios]
@@ -177,7 +186,7 @@ def plan_jobs(selection: Selection, choosers: list[str], budgets: list[int], see
         jobs.append(SweepJob(scenario=name, manifest=manifest, manifest_error=error, chooser=chooser,
                              budget=budget, seed=seed, runs_dir=str(Path(runs_dir).resolve()), sandbox=sandbox,
                              active_dir=str(Path(runs_dir).resolve() / ".active"),
-                             stop_file=str(Path(runs_dir).resolve() / ".stop")))
+                             stop_file=str(Path(runs_dir).resolve() / ".stop"), models_file=models_file))
     return jobs
 
 
@@ -274,7 +283,6 @@ def _run(job: SweepJob, base: dict) -> dict:
     from verifier.rubric import rubric_from_journal
 
     from .choosers import load_chooser
-    from .journal import read_journal
     from .run import execute_run
 
     t0 = time.monotonic()
@@ -284,7 +292,7 @@ def _run(job: SweepJob, base: dict) -> dict:
         return SweepResult(**base, kind="broken", status=SCENARIO_ERROR, detail=str(exc), finished_at=_now()).model_dump()
     meta = dict(kind=scenario.kind, tags=list(scenario.tags), expected=scenario.expected)
     try:
-        chooser = load_chooser(job.chooser, scenario, seed=job.seed)
+        chooser = load_chooser(job.chooser, scenario, seed=job.seed, models_file=job.models_file)
         record = execute_run(scenario, chooser, sandbox_kind=job.sandbox, runs_dir=Path(job.runs_dir),
                              max_steps=job.budget)
     except KeyboardInterrupt:
@@ -295,11 +303,13 @@ def _run(job: SweepJob, base: dict) -> dict:
     if record.detail == INTERRUPTED_DETAIL:
         return {"interrupted": True}
     journal = Path(record.run_dir) / "journal.jsonl"
-    tokens = sum(int((r.get("usage") or {}).get("total_tokens") or 0)
-                 for r in read_journal(journal) if r.get("event") == "step")
+    usage = record.usage
     return SweepResult(**base, **meta, status=record.status.value, exit_code=record.exit_code,
                        correct=record.status.value == scenario.expected, steps=record.steps_used,
-                       max_steps=record.max_steps, u_trajectory=record.u_trajectory, tokens=tokens,
+                       max_steps=record.max_steps, u_trajectory=record.u_trajectory, tokens=usage.total_tokens,
+                       prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost=usage.cost,
+                       median_step_latency_s=usage.median_step_latency_s, requests=usage.requests,
+                       model=record.model, infrastructure_failure=record.infrastructure_failure,
                        wall_s=record.wall_s, run_dir=record.run_dir, run_id=record.run_id,
                        diff_sha256=record.diff_sha256, detail=record.detail, correctness=record.correctness,
                        rubric=rubric_from_journal(journal).model_dump(), finished_at=_now()).model_dump()
@@ -528,6 +538,29 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _median_known(values: list) -> float | None:
+    """None when any value is unknown: a median over the runs that happened to report is no median."""
+    return None if any(v is None for v in values) else _median(values)
+
+
+def _sum_known(values: list) -> float | None:
+    return None if not values or any(v is None for v in values) else sum(values)
+
+
+def model_figures(runs: list[dict]) -> dict[str, Any]:
+    """What a model cost in a cell: tokens, money and time per step (None where unknown or unpriced)."""
+    model = next((r["model"] for r in runs if r.get("model")), None)
+    priced = bool(model) and (model.get("price_per_mtok_in") is not None or model.get("price_per_mtok_out") is not None)
+    latencies = [r["median_step_latency_s"] for r in runs if r.get("median_step_latency_s") is not None]
+    return {"model": model,
+            "prompt_tokens": _sum_known([r.get("prompt_tokens", 0) for r in runs]),
+            "completion_tokens": _sum_known([r.get("completion_tokens", 0) for r in runs]),
+            "cost": _sum_known([r.get("cost") for r in runs]) if priced else None,
+            # the median over the cell's runs of each run's median step latency
+            "median_step_latency_s": _median(latencies),
+            "requests": sum(r.get("requests") or 0 for r in runs)}
+
+
 def _figures(runs: list[dict]) -> dict[str, float | None]:
     n = len(runs)
     return {
@@ -535,7 +568,7 @@ def _figures(runs: list[dict]) -> dict[str, float | None]:
         "correct_rate": stats.correct_rate(runs),
         "evidence_complete_rate": sum(bool((r.get("rubric") or {}).get("complete")) for r in runs) / n if n else None,
         "median_steps": _median([r["steps"] for r in runs]),
-        "median_tokens": _median([r["tokens"] for r in runs]),
+        "median_tokens": _median_known([r.get("tokens") for r in runs]),
         "median_wall_s": _median([r["wall_s"] for r in runs]),
     }
 
@@ -552,7 +585,9 @@ def _groups(run: dict, group_by: str) -> list[str]:
 def summarize(results: list[dict], group_by: str = "all", png: str | None = None) -> dict:
     """Per (scenario group, chooser, budget): figures, bands, exits; comparisons between
     neighbouring budgets of one chooser and between choosers at one budget."""
-    runnable = [r for r in results if r["status"] != SCENARIO_ERROR]
+    # An endpoint failure is not the model's repair failure: out of every denominator, listed apart.
+    infrastructure = [r for r in results if r["status"] != SCENARIO_ERROR and r.get("infrastructure_failure")]
+    runnable = [r for r in results if r["status"] != SCENARIO_ERROR and not r.get("infrastructure_failure")]
     broken = sorted({(r["scenario"], r["detail"]) for r in results if r["status"] == SCENARIO_ERROR})
     never_started = sorted({(r["scenario"], r["detail"]) for r in runnable
                             if r["status"] == "dependency_failure" and r["steps"] == 0})
@@ -584,10 +619,16 @@ def summarize(results: list[dict], group_by: str = "all", png: str | None = None
             "evidence": rubric_items,
             "exits": dict(sorted(Counter(r["status"] for r in runs).items())),
             **stats.cell_statistics(runs, figures).model_dump(),
+            **model_figures(runs),
+            "infrastructure_failures": sum(1 for r in infrastructure if r["chooser"] == chooser
+                                           and r["budget"] == budget and group in _groups(r, group_by)),
         })
     return {"group_by": group_by, "cells": cells, "comparisons": compare_cells(cells),
             "runs": [{k: r.get(k) for k in ("scenario", "kind", "chooser", "budget", "seed", "status", "correct",
-                                            "steps", "tokens", "wall_s", "run_dir")} for r in results],
+                                            "steps", "tokens", "cost", "infrastructure_failure", "wall_s", "run_dir")}
+                     for r in results],
+            "infrastructure_failures": [{k: r.get(k) for k in ("scenario", "chooser", "budget", "seed", "detail",
+                                                               "run_dir")} for r in infrastructure],
             "broken": [{"scenario": s, "detail": d} for s, d in broken],
             "never_started": [{"scenario": s, "detail": d} for s, d in never_started],
             "band_definition": BAND_DEFINITION, "success_definition": SUCCESS_DEFINITION, "explanation": EXPLANATION,
@@ -706,6 +747,13 @@ def render_markdown(summary: dict, command: str | None = None, cost_comparisons:
                              f"| {delta} | {_fmt(x.band, digits)} | {stats.fmt_paired(x.paired)} | "
                              f"{stats.fmt_verdict(x)} |")
             lines.append("")
+    lines += render_models(summary)
+    if summary.get("infrastructure_failures"):
+        lines += ["## Infrastructure failures (not counted)", "",
+                  "The model endpoint failed after its retries: these runs are in no success rate; running the same "
+                  "sweep into the same directory runs exactly these again.", ""]
+        lines += [f"- `{x['scenario']}` {x['chooser']} budget {x['budget']} seed {x['seed']}: {x['detail'][:300]}"
+                  for x in summary["infrastructure_failures"]] + [""]
     if summary["broken"]:
         lines += ["## Broken scenarios (no run happened)", ""]
         lines += [f"- `{b['scenario']}`: {b['detail']}" for b in summary["broken"]] + [""]
@@ -715,6 +763,34 @@ def render_markdown(summary: dict, command: str | None = None, cost_comparisons:
     if summary.get("png"):
         lines += [f"![success vs budget]({summary['png']})", ""]
     return "\n".join(lines)
+
+
+MODELS_NOTE = ("tokens and cost are totals over the cell's runs (cost in the models file's price unit, — when "
+               "unpriced; tokens — when an endpoint reported no usage); step latency is the median over runs of "
+               "each run's median chooser step, retries and re-asks included; runs the endpoint failed are not "
+               "in `runs` or the success rate")
+
+
+def render_models(summary: dict) -> list[str]:
+    """One row per model (chooser) and budget: success, evidence, tokens, money and time."""
+    from .report import describe_model
+
+    cells = [c for c in summary.get("cells") or [] if c.get("model")]
+    if not cells:
+        return []
+    grouped = summary.get("group_by", "all") != "all"
+    lines = ["## Models", "", f"- {MODELS_NOTE}", "",
+             ("| group " if grouped else "") + "| chooser | model | budget | runs | success | band | evidence complete | "
+             "prompt tokens | completion tokens | cost | median step s | requests | infra failures |",
+             ("|---" if grouped else "") + "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in cells:
+        lines.append(("| " + str(c["scenario_group"]) + " " if grouped else "")
+                     + f"| {c['chooser']} | {describe_model(c['model'])} | {c['budget']} | {c['n']} | "
+                     f"{_fmt(c['success_rate'])} | {_fmt(c['band'])} | {_fmt(c['evidence_complete_rate'])} | "
+                     f"{_fmt(c.get('prompt_tokens'), 0)} | {_fmt(c.get('completion_tokens'), 0)} | "
+                     f"{_fmt(c.get('cost'), 4)} | {_fmt(c.get('median_step_latency_s'), 3)} | {c.get('requests', 0)} | "
+                     f"{c.get('infrastructure_failures', 0)} |")
+    return lines + [""]
 
 
 def _signed(v, digits) -> str:
@@ -838,7 +914,9 @@ def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, ex
         Path(stop_file).unlink(missing_ok=True)
     # Later lines win: a retried key's new line supersedes its old one.
     finished = {result_key(r): r for r in load_results(results_path)}
-    todo = [j for j in jobs if j.key not in finished or finished[j.key]["status"] in RETRIED_ON_RESUME]
+    # Runs the endpoint failed are tried again too: their outcome says nothing about the model.
+    todo = [j for j in jobs if j.key not in finished or finished[j.key]["status"] in RETRIED_ON_RESUME
+            or finished[j.key].get("infrastructure_failure")]
     wanted = {j.key for j in jobs}
     workers = max(1, workers or os.cpu_count() or 1)
     progress = Progress(len(jobs), len(jobs) - len(todo), progress_stream)

@@ -76,7 +76,8 @@ class Executor:
                        f"search failed (exit {res.exit_code})")
             return self._from_command(res, status, summary)
         if isinstance(action, ReadFile):
-            res = self.sandbox.read_file(action.path, action.start_line, action.end_line)
+            res = self.sandbox.read_file(action.path, action.start_line, action.end_line,
+                                         line_numbers=action.line_numbers)
             status = _command_status(res)
             summary = (f"read {action.path} ({res.stdout.true_bytes} bytes)" if status == "ok"
                        else f"could not read {action.path}")

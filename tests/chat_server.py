@@ -5,35 +5,62 @@
         srv.requests  # every received request body, parsed
 
 Script items are built with the helpers below; each request consumes the next item.
-An exhausted script answers HTTP 500 so a test that calls too often fails loudly.
+An exhausted script answers HTTP 400 (never retried) so a test that calls too often fails loudly.
+
+The helpers imitate what real servers send: arguments as a string (OpenAI) or as a JSON object
+(llama.cpp builds, Ollama), several calls in one reply, the call written in the text, a refusal,
+a reply cut off at the output limit, no `usage`, errors with Retry-After / retry-after-ms
+headers, and a dropped connection. `max_in_flight` is the most requests handled at once.
 """
 from __future__ import annotations
 
 import itertools
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 DEFAULT_USAGE = {"prompt_tokens": 120, "completion_tokens": 30}
 
 
-def tool_call(name: str, arguments: dict | str | None = None, *, usage: dict | None = DEFAULT_USAGE) -> dict:
-    """One tool call; a str `arguments` is sent verbatim (to script malformed JSON)."""
-    return tool_calls((name, arguments), usage=usage)
+def tool_call(name: str, arguments: dict | str | None = None, *, usage: dict | None = DEFAULT_USAGE,
+              object_args: bool = False, finish_reason: str = "tool_calls") -> dict:
+    """One tool call; a str `arguments` is sent verbatim (to script malformed JSON). `object_args`
+    sends a dict as a JSON object instead of a JSON string, as llama.cpp builds and Ollama do."""
+    return tool_calls((name, arguments), usage=usage, object_args=object_args, finish_reason=finish_reason)
 
 
-def tool_calls(*calls: tuple[str, dict | str | None], usage: dict | None = DEFAULT_USAGE) -> dict:
-    return {"kind": "tool_calls", "calls": list(calls), "usage": usage}
+def tool_calls(*calls: tuple[str, dict | str | None], usage: dict | None = DEFAULT_USAGE, object_args: bool = False,
+               finish_reason: str = "tool_calls") -> dict:
+    return {"kind": "tool_calls", "calls": list(calls), "usage": usage, "object_args": object_args,
+            "finish": finish_reason}
 
 
-def content(text: str, *, usage: dict | None = DEFAULT_USAGE) -> dict:
-    return {"kind": "content", "text": text, "usage": usage}
+def content(text: str, *, usage: dict | None = DEFAULT_USAGE, finish_reason: str = "stop") -> dict:
+    return {"kind": "content", "text": text, "usage": usage, "finish": finish_reason}
 
 
-def http_error(status: int, body: dict | str) -> dict:
-    return {"kind": "error", "status": status, "body": body}
+def refusal(text: str, *, usage: dict | None = DEFAULT_USAGE) -> dict:
+    """OpenAI's refusal: `message.refusal` set, no content, no call."""
+    return {"kind": "message", "message": {"role": "assistant", "content": None, "refusal": text},
+            "finish": "stop", "usage": usage}
+
+
+def http_error(status: int, body: dict | str, headers: dict[str, str] | None = None) -> dict:
+    return {"kind": "error", "status": status, "body": body, "headers": headers or {}}
+
+
+def openai_error(status: int, message: str, *, type: str = "invalid_request_error", code: str | None = None,
+                 param: str | None = None, headers: dict[str, str] | None = None) -> dict:
+    """An error in OpenAI's shape: {"error": {"message", "type", "param", "code"}}."""
+    return http_error(status, {"error": {"message": message, "type": type, "param": param, "code": code}}, headers)
+
+
+def drop_connection() -> dict:
+    """Close the connection without any answer: the client sees a reset / remote disconnect."""
+    return {"kind": "drop"}
 
 
 def delay(seconds: float, then: dict) -> dict:
@@ -41,16 +68,24 @@ def delay(seconds: float, then: dict) -> dict:
     return {"kind": "delay", "seconds": seconds, "then": then}
 
 
+def _arguments(args: dict | str | None, as_object: bool) -> Any:
+    if isinstance(args, str):
+        return args
+    return (args or {}) if as_object else json.dumps(args or {})
+
+
 def _completion(item: dict, model: str, seq: int) -> dict:
     message: dict[str, Any] = {"role": "assistant", "content": None}
+    finish = item.get("finish", "stop")
     if item["kind"] == "content":
-        message["content"], finish = item["text"], "stop"
+        message["content"] = item["text"]
+    elif item["kind"] == "message":
+        message = dict(item["message"])
     else:
         message["tool_calls"] = [
             {"id": f"call_{seq}_{i}", "type": "function",
-             "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args or {})}}
+             "function": {"name": name, "arguments": _arguments(args, item.get("object_args", False))}}
             for i, (name, args) in enumerate(item["calls"])]
-        finish = "tool_calls"
     reply = {"id": f"chatcmpl-test-{seq}", "object": "chat.completion", "created": int(time.time()),
              "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
     if item.get("usage") is not None:
@@ -61,13 +96,18 @@ def _completion(item: dict, model: str, seq: int) -> dict:
 
 
 class ChatServer:
-    def __init__(self, script: list[dict]):
+    def __init__(self, script: list[dict], responder: Callable[[dict], dict] | None = None):
+        """`responder(body)` answers (with a script item) whatever the script does not: a server
+        that replies from the request, for runs whose requests interleave (a sweep's workers)."""
         self.script = list(script)
+        self.responder = responder
         self.requests: list[dict] = []   # parsed bodies of POST /v1/chat/completions
         self.headers: list[dict] = []    # their headers (lower-case names), same order
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._seq = itertools.count(1)
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -80,7 +120,18 @@ class ChatServer:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            return self.script.pop(0) if self.script else None
+            if self.script:
+                return self.script.pop(0)
+            return self.responder(body) if self.responder is not None else None
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -92,10 +143,12 @@ class ChatServer:
             def log_message(self, *args: Any) -> None:  # keep pytest output clean
                 pass
 
-            def _send(self, status: int, payload: dict | str) -> None:
+            def _send(self, status: int, payload: dict | str, headers: dict[str, str] | None = None) -> None:
                 data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 try:
@@ -120,17 +173,24 @@ class ChatServer:
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
                     return
-                item = server._next(body, {k.lower(): v for k, v in self.headers.items()})
-                while item is not None and item["kind"] == "delay":
-                    if server._closing.wait(item["seconds"]):
-                        return
-                    item = item["then"]
-                if item is None:
-                    self._send(500, {"error": {"message": "script exhausted", "type": "server_error"}})
-                elif item["kind"] == "error":
-                    self._send(item["status"], item["body"])
-                else:
-                    self._send(200, _completion(item, body.get("model", "scripted-model"), next(server._seq)))
+                server._enter()
+                try:
+                    item = server._next(body, {k.lower(): v for k, v in self.headers.items()})
+                    while item is not None and item["kind"] == "delay":
+                        if server._closing.wait(item["seconds"]):
+                            return
+                        item = item["then"]
+                    if item is None:
+                        self._send(400, {"error": {"message": "script exhausted", "type": "script_exhausted"}})
+                    elif item["kind"] == "error":
+                        self._send(item["status"], item["body"], item.get("headers"))
+                    elif item["kind"] == "drop":
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    else:
+                        self._send(200, _completion(item, body.get("model", "scripted-model"), next(server._seq)))
+                finally:
+                    server._leave()
 
         return Handler
 

@@ -220,16 +220,20 @@ def test_token_budget_is_counted_by_the_controller(runs_dir):
 
 
 def test_model_malformed_reply_and_http_500_end_in_named_exits(runs_dir):
-    with ChatServer([tool_call("search", '{"query": "unterminated')]) as srv:
-        rec = run(ModelChooser(base_url=srv.base_url, model="m"), runs_dir)
+    fast = {"retry_base_s": 0.001, "retry_max_s": 0.01}
+    # Malformed again after the one re-ask: the controller's invalid_action, the raw reply kept.
+    with ChatServer([tool_call("search", '{"query": "unterminated')] * 2) as srv:
+        rec = run(ModelChooser(base_url=srv.base_url, model="m", **fast), runs_dir)
     assert rec.status is StopReason.INVALID_ACTION
     assert "unterminated" in json.dumps([r for r in journal(rec) if r["event"] == "stop"][0]["extra"]["raw"])
-    with ChatServer([http_error(500, {"error": {"message": "upstream exploded"}})]) as srv:
-        rec = run(ModelChooser(base_url=srv.base_url, model="m"), runs_dir)
-    assert rec.status is StopReason.DEPENDENCY_FAILURE and rec.exit_code == 17
-    assert "upstream exploded" in json.dumps([r for r in journal(rec) if r["event"] == "stop"][0]["extra"]["raw"])
-    with ChatServer([content("I think the bug is fixed, all tests pass!")]) as srv:
-        rec = run(ModelChooser(base_url=srv.base_url, model="m"), runs_dir)
+    # A 500 that outlasts the retries: dependency_failure, every attempt's raw error kept.
+    with ChatServer([http_error(500, {"error": {"message": "upstream exploded"}})] * 3) as srv:
+        rec = run(ModelChooser(base_url=srv.base_url, model="m", max_retries=2, **fast), runs_dir)
+    assert rec.status is StopReason.DEPENDENCY_FAILURE and rec.exit_code == 17 and rec.infrastructure_failure
+    stop = [r for r in journal(rec) if r["event"] == "stop"][0]
+    assert json.dumps(stop["extra"]["raw"]).count("upstream exploded") >= 3
+    with ChatServer([content("I think the bug is fixed, all tests pass!")] * 2) as srv:
+        rec = run(ModelChooser(base_url=srv.base_url, model="m", **fast), runs_dir)
     assert rec.status is StopReason.INVALID_ACTION  # prose is not an action, nor proof
 
 

@@ -11,6 +11,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -380,8 +381,12 @@ def test_search_read_patch_diff_on_discount_repo(fresh_sandbox):
 
     read = sb.read_file(PRICING, line_no, line_no)
     assert read.ok and read.stdout.text.strip() == f"discounted = {BUG}"
+    numbered = sb.read_file(PRICING, line_no - 1, line_no, line_numbers=True)
+    assert numbered.ok and numbered.stdout.text.splitlines()[1] == f"{line_no:>6}\t    discounted = {BUG}"
+    assert not sb.read_file("no/such.py", line_numbers=True).ok
 
-    applied = sb.apply_patch(fix_diff())
+    # Applied with its hunk headers recounted: a miscounted header is the commonest slip.
+    applied = sb.apply_patch(re.sub(r"^@@ -(\d+),\d+ \+(\d+),\d+ @@", r"@@ -\1,99 +\2,1 @@", fix_diff(), flags=re.M))
     assert applied.ok, applied.stderr.text
     diff = sb.diff()
     assert [p.path for p in PatchSet(diff)] == [PRICING]

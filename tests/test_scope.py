@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.scope import check_scope
+from verifier.scope import check_scope, recount_hunks
 from verifier.spec import AcceptanceSpec, glob_match, nodeid_to_junit_key
 
 SPEC = AcceptanceSpec(scenario="s", target_tests=("tests/test_a.py::test_a",), writable=("src/**",))
@@ -88,3 +88,61 @@ def test_globs_and_junit_keys():
     assert SPEC.is_protected("tests/x.py") and SPEC.is_protected(".git/HEAD") and not SPEC.is_writable("tests/x.py")
     assert nodeid_to_junit_key("tests/test_a.py::TestX::test_y[1-2]") == "tests.test_a.TestX::test_y[1-2]"
     assert nodeid_to_junit_key("tests/test_a.py::test_b") == "tests.test_a::test_b"
+
+
+# ---------------------------------------------------------------- miscounted hunk headers
+def _repo(tmp_path: Path) -> tuple[Path, callable]:
+    git_diff(tmp_path, lambda r: None)  # the same small repository, committed
+    root = tmp_path / "repo"
+    (root / "src/pkg/two.py").write_text("a = 1\nb = 2\nc = 3\n")
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    run = lambda *a, **kw: subprocess.run(["git", *a], cwd=root, env=env, capture_output=True, text=True, **kw)
+    run("add", "-A")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "two")
+    return root, run
+
+
+def _apply_as_the_sandbox_does(run, diff: str):
+    """What GitToolsMixin.apply_patch runs: the recounted text, with git's own --recount."""
+    return run("apply", "--recount", "--whitespace=nowarn", "-", input=recount_hunks(diff))
+
+
+def test_a_correct_diff_is_left_as_it_is(tmp_path):
+    diff = git_diff(tmp_path, lambda r: (r / "src/pkg/mod.py").write_text("def f():\n    return 2\n"))
+    assert recount_hunks(diff) == diff
+
+
+@pytest.mark.parametrize("header", ["@@ -1,9 +1,9 @@", "@@ -1 +1 @@", "@@ -1,1 +1,7 @@ def f():"])
+def test_miscounted_headers_are_recounted_and_applied(tmp_path, header):
+    root, run = _repo(tmp_path)
+    diff = f"--- a/src/pkg/mod.py\n+++ b/src/pkg/mod.py\n{header}\n def f():\n-    return 1\n+    return 2\n"
+    verdict = check_scope(diff, SPEC)
+    assert verdict.ok and (verdict.added_lines, verdict.removed_lines) == (1, 1), verdict
+    assert recount_hunks(diff).splitlines()[2].startswith("@@ -1,2 +1,2 @@")
+    assert _apply_as_the_sandbox_does(run, diff).returncode == 0
+    assert (root / "src/pkg/mod.py").read_text() == "def f():\n    return 2\n"
+
+
+def test_the_scope_check_sees_every_line_a_recounted_patch_applies(tmp_path):
+    """A header that undercounts must not hide an added line from the check: git applies it."""
+    root, run = _repo(tmp_path)
+    diff = ("--- a/src/pkg/mod.py\n+++ b/src/pkg/mod.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n"
+            "+    return 2\n+import subprocess\n")
+    verdict = check_scope(diff, SPEC)
+    assert "harness-tampering" in rules(verdict) and verdict.added_lines == 2
+    assert _apply_as_the_sandbox_does(run, diff).returncode == 0
+    assert "import subprocess" in (root / "src/pkg/mod.py").read_text()  # what was checked is what applies
+
+
+def test_a_multi_file_diff_without_diff_lines_survives_recounting(tmp_path):
+    """git's --recount alone would read the next file's ---/+++ lines into the hunk."""
+    root, run = _repo(tmp_path)
+    diff = ("--- a/src/pkg/mod.py\n+++ b/src/pkg/mod.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"
+            "--- a/src/pkg/two.py\n+++ b/src/pkg/two.py\n@@ -1,5 +1,5 @@\n a = 1\n-b = 2\n+b = 20\n c = 3\n"
+            "--- /dev/null\n+++ b/src/pkg/new.py\n@@ -0,0 +1,3 @@\n+x = 1\n\n\n")
+    verdict = check_scope(diff, SPEC)
+    assert verdict.ok and [f.path for f in verdict.files] == ["src/pkg/mod.py", "src/pkg/two.py", "src/pkg/new.py"]
+    assert run("apply", "--recount", "--check", "-", input=diff).returncode != 0  # git alone
+    assert _apply_as_the_sandbox_does(run, diff).returncode == 0
+    assert (root / "src/pkg/two.py").read_text() == "a = 1\nb = 20\nc = 3\n"
+    assert (root / "src/pkg/new.py").read_text() == "x = 1\n"

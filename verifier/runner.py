@@ -391,9 +391,10 @@ class Verifier:
         # GIT_CEILING_DIRECTORIES keeps git from discovering an enclosing repository, so the
         # patch is applied to this tree and nothing else.
         env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
-        proc = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=tree, env=env,
-                              input=diff.encode("utf-8", errors="surrogateescape"), capture_output=True,
-                              timeout=60)
+        from .scope import recount_hunks  # the text check_scope parsed: both see the same lines
+        proc = subprocess.run(["git", "apply", "--recount", "--whitespace=nowarn", "-"], cwd=tree, env=env,
+                              input=recount_hunks(diff).encode("utf-8", errors="surrogateescape"),
+                              capture_output=True, timeout=60)
         return proc.stderr.decode(errors="replace")[-4000:] or "git apply failed" if proc.returncode else None
 
     def _restore_protected(self, tree: Path) -> tuple[list[str], list[str]]:

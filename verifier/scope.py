@@ -35,11 +35,12 @@ TAMPER_TOKENS = re.compile(
     r"|(?<![\w.])(eval|exec|compile)\s*\(")
 
 # The `git apply` flags that change how a patch is *read* (not whether it applies), exactly as
-# every place that applies a candidate diff passes them (the sandbox, the verifier, release).
-# They apply none today. One that adds `--recount` must add it here too and give both parsers the
-# text it applies: git then reads a hunk on past a miscounted header (a `+` line unidiff leaves
-# out), and a traditional multi-file diff (no `diff` line between files) as one file.
-GIT_APPLY_READ_FLAGS: tuple[str, ...] = ()
+# every place that applies a candidate diff passes them (the sandbox and the verifier apply with
+# `--recount`, to forgive the miscounted hunk headers models write). Both parsers read the text that
+# is applied, `recount_hunks(diff)`: git would otherwise read a hunk on past a miscounted header (a
+# `+` line unidiff leaves out), and a traditional multi-file diff (no `diff` line between files) as
+# one file.
+GIT_APPLY_READ_FLAGS: tuple[str, ...] = ("--recount",)
 GIT_READ_TIMEOUT_S = 30.0
 
 
@@ -77,6 +78,70 @@ class ScopeVerdict(BaseModel):
     @property
     def grants_needed(self) -> list[str]:
         return sorted({f"{v.rule}: {v.path}" for v in self.violations})
+
+
+HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
+
+
+def recount_hunks(diff: str) -> str:
+    """The diff with every hunk header's line counts taken from its body, as `git apply --recount`
+    counts them: the commonest slip in a hand- or model-written diff is a miscounted header.
+
+    The sandbox applies exactly this text (with --recount) and the scope check parses exactly
+    this text, so both see the same lines. Git's recount runs a hunk on to the next `@@ ` or
+    `diff ` line; a traditional multi-file diff (no `diff` lines) would lose its next `--- `/`+++ `
+    header (followed by an `@@ ` line) to the hunk, so a `diff -u OLD NEW` line (ignored by git and unidiff alike, as in
+    `diff -ruN` output) is put before such a header. A hunk git would not recount (a line no hunk
+    can hold) keeps its header. Blank lines at the very end are dropped (git would count them as
+    context). A diff needing none of this comes back unchanged."""
+    lines = diff.split("\n")
+    while lines and lines[-1] == "" and len(lines) > 1 and lines[-2] == "":
+        lines.pop()  # keep one final newline, drop further blank lines
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = HUNK_HEADER.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        old = new = 0
+        j, recountable, boundary = i + 1, True, None
+        while j < len(lines):
+            line = lines[j]
+            if j == len(lines) - 1 and line == "":
+                break  # the newline that ends the diff
+            head = line[:1]
+            if head in (" ", ""):
+                old, new = old + 1, new + 1
+            elif head == "-":
+                if line.startswith("--- ") and lines[j + 1:j + 2] and lines[j + 1].startswith("+++ ") \
+                        and HUNK_HEADER.match(lines[j + 2] if j + 2 < len(lines) else ""):
+                    boundary = j
+                    break
+                old += 1
+            elif head == "+":
+                new += 1
+            elif head == "\\":
+                pass
+            elif line.startswith(("@@ ", "diff ")):
+                break
+            else:
+                recountable = False
+                break
+            j += 1
+        header = lines[i]
+        if recountable:
+            a, b, c, d, rest = match.groups()
+            if (int(b if b is not None else 1), int(d if d is not None else 1)) != (old, new):
+                header = f"@@ -{a},{old} +{c},{new} @@{rest}"
+        out.append(header)
+        out.extend(lines[i + 1:j])
+        if boundary is not None:
+            src, dst = lines[j][4:].split("\t")[0], lines[j + 1][4:].split("\t")[0]
+            out.append(f"diff -u {src} {dst}")
+        i = j
+    return "\n".join(out)
 
 
 def diff_sha256(diff: str) -> str:
@@ -421,7 +486,7 @@ def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True,
     if "GIT binary patch" in diff or re.search(r"^Binary files .* differ$", diff, re.M):
         refuse("*", "binary", "binary patches are refused")
     # Both parsers read exactly the text that `git apply` is given.
-    text = diff
+    text = recount_hunks(diff)
     try:
         patch = PatchSet(text)
     except (UnidiffParseError, Exception) as exc:  # unidiff raises plain errors on odd input too

@@ -6,25 +6,39 @@ import inspect
 
 from .base import Chooser, ChooserError, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
 from .baseline import BaselineChooser
+from .models_file import MODEL_PREFIX, named_model
 from .search import SearchChooser
 
 
-def load_chooser(spec: str, scenario=None, *, seed: int = 0, **model_options) -> Chooser:
+def load_chooser(spec: str, scenario=None, *, seed: int = 0, models_file=None, **model_options) -> Chooser:
     """`baseline` (the scenario's recipe), `search` (repairs without a recipe; `seed` orders its
-    candidates), `model`, or a plug-in `package.module:attr` naming a chooser factory or class.
-    A plug-in factory or class that takes a `seed` parameter gets it too."""
+    candidates), `model` (ad hoc: `model_options` or the environment), `model:NAME` (a model of
+    the models file: `models_file`, else ./models.toml), or a plug-in `package.module:attr` naming
+    a chooser factory or class. A plug-in factory or class that takes a `seed` parameter gets it too."""
     if spec == "baseline":
         return BaselineChooser(scenario.baseline if scenario is not None else None)
     if spec == "search":
         # Deliberately not given the scenario: it must not see the recipe or the reference fix.
         return SearchChooser(seed=seed)
+    options = {k: v for k, v in model_options.items() if v is not None}
     if spec == "model":
         from .model import ModelChooser
 
-        return ModelChooser(**{k: v for k, v in model_options.items() if v is not None})
+        return ModelChooser(**options)
+    if spec.startswith(MODEL_PREFIX):
+        from .model import ModelChooser
+
+        if options.keys() & {"model", "base_url"}:
+            raise ValueError(f"--model and --model-base-url are for --chooser model; {spec} takes its settings "
+                             "from the models file")
+        name = spec[len(MODEL_PREFIX):]
+        settings, path = named_model(name, models_file)
+        chooser = ModelChooser(settings=settings, name=name, **options)
+        chooser.models_file = str(path)
+        return chooser
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"--chooser must be baseline, search, model or package.module:attr, got {spec!r}")
+        raise ValueError(f"--chooser must be baseline, search, model, model:NAME or package.module:attr, got {spec!r}")
     try:
         target = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:

@@ -30,7 +30,15 @@ class MalformedReply(ChooserError):
 
 
 class ChooserUnavailable(ChooserError):
-    """The chooser could not answer (HTTP error, timeout, crash): the controller exits dependency_failure."""
+    """The chooser could not answer (HTTP error, timeout, crash): the controller exits dependency_failure.
+
+    `infrastructure`: the endpoint failed (after its retries), not the model: a sweep counts such a
+    run apart from the model's repair failures and runs it again on resume. False when another
+    attempt would fail the same way for the model's own reasons (its context is too small)."""
+
+    def __init__(self, message: str, raw: Any = None, usage: dict | None = None, infrastructure: bool = True):
+        super().__init__(message, raw=raw, usage=usage)
+        self.infrastructure = infrastructure
 
 
 class TokenBudgetExceeded(ChooserError):

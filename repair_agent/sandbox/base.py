@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from verifier.isolation import CommandResult
+from verifier.scope import recount_hunks
 
 
 @runtime_checkable
@@ -14,7 +15,8 @@ class Sandbox(Protocol):
     workspace: Path  # host path of the workspace (kept in the run directory for review)
 
     def run(self, argv: list[str], *, timeout_s: float) -> CommandResult: ...
-    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> CommandResult: ...
+    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None,
+                  line_numbers: bool = False) -> CommandResult: ...
     def write_file(self, path: str, content: bytes) -> None: ...
     def search(self, query: str, path_glob: str | None = None) -> CommandResult: ...
     def apply_patch(self, diff: str) -> CommandResult: ...
@@ -28,8 +30,13 @@ def search_argv(query: str, path_glob: str | None) -> list[str]:
     return argv + ([f":(glob){path_glob}"] if path_glob else [])
 
 
-def read_argv(path: str, start_line: int | None, end_line: int | None) -> list[str]:
+def read_argv(path: str, start_line: int | None, end_line: int | None, line_numbers: bool = False) -> list[str]:
     first, last = start_line or 1, end_line or 10**9
+    if line_numbers:
+        # `cat -n` style: a model writing a hunk header needs the numbers. "./" keeps awk from
+        # reading a path such as `a=b.py` as a variable assignment.
+        program = 'NR >= a { printf "%6d\\t%s\\n", NR, $0 } NR >= b { exit }'
+        return ["awk", "-v", f"a={first}", "-v", f"b={last}", program, f"./{path}"]
     return ["sed", "-n", f"{first},{last}p", "--", path]
 
 
@@ -50,16 +57,18 @@ class GitToolsMixin:
 
     base_commit: str
 
-    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> CommandResult:
-        return self.run(read_argv(path, start_line, end_line))
+    def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None,
+                  line_numbers: bool = False) -> CommandResult:
+        return self.run(read_argv(path, start_line, end_line, line_numbers))
 
     def search(self, query: str, path_glob: str | None = None) -> CommandResult:
         return self.run(search_argv(query, path_glob))
 
     def apply_patch(self, diff: str) -> CommandResult:
-        # Inside .git so the patch file itself never shows up in the diff.
-        self.write_file(".git/ra-incoming.diff", diff.encode("utf-8", errors="surrogateescape"))
-        return self.run(["git", "apply", "--whitespace=nowarn", "--verbose", ".git/ra-incoming.diff"])
+        # Inside .git so the patch file itself never shows up in the diff. Applied with its hunk
+        # headers recounted: exactly the text the scope check parsed (verifier.scope.recount_hunks).
+        self.write_file(".git/ra-incoming.diff", recount_hunks(diff).encode("utf-8", errors="surrogateescape"))
+        return self.run(["git", "apply", "--recount", "--whitespace=nowarn", "--verbose", ".git/ra-incoming.diff"])
 
     def diff(self) -> str:
         res = self.run(["sh", "-c", DIFF_SCRIPT, self.base_commit], output_cap=DIFF_CAP)

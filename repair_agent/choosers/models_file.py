@@ -1,0 +1,111 @@
+"""Named models: a TOML file (`models.toml` in the working directory, or `--models FILE`) that
+`--chooser model:NAME` refers to.
+
+    [models.gpt-4o-mini]
+    model = "gpt-4o-mini"
+    base_url = "https://api.openai.com/v1"
+    api_key_env = "OPENAI_API_KEY"      # the NAME of the variable; the key never goes in a file
+    temperature = 0
+    max_output_tokens = 4096
+    price_per_mtok_in = 0.15           # money per million prompt tokens
+    price_per_mtok_out = 0.60
+    max_concurrency = 4                # requests in flight to this model, across sweep workers
+"""
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+MODELS_FILE = "models.toml"
+MODEL_PREFIX = "model:"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,99}$")
+
+
+class ModelSettings(BaseModel):
+    """How to talk to one model. Unset sampling and output limits are not sent at all (reasoning
+    models refuse any temperature but the default, and `max_tokens`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = Field(None, description="name of the environment variable holding the key")
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_output_tokens: int | None = Field(None, ge=1)
+    # OpenAI's reasoning models take only max_completion_tokens; most local servers take max_tokens.
+    output_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    price_per_mtok_in: float | None = Field(None, ge=0)
+    price_per_mtok_out: float | None = Field(None, ge=0)
+    max_concurrency: int | None = Field(None, ge=1, le=1024)
+    timeout_s: float = Field(120.0, gt=0, description="one HTTP request")
+    step_timeout_s: float | None = Field(None, gt=0, description="all requests of one step, retries included")
+    max_retries: int = Field(4, ge=0, le=20, description="retries of a transient error, per request")
+    retry_base_s: float = Field(1.0, ge=0, description="first backoff; doubles per retry")
+    retry_max_s: float = Field(30.0, ge=0, description="longest backoff, and longest Retry-After honoured")
+    max_reasks: int = Field(1, ge=0, le=5, description="re-asks of an unusable reply within one step")
+    # False asks for one call per reply; None leaves the field out (a server that rejects it).
+    parallel_tool_calls: bool | None = False
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    models: dict[str, ModelSettings] = {}
+
+
+def find_models_file(explicit: str | os.PathLike | None = None) -> Path | None:
+    """`--models FILE` (which must exist), else ./models.toml when there is one."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ValueError(f"--models {explicit}: no such file")
+        return path.resolve()
+    default = Path.cwd() / MODELS_FILE
+    return default.resolve() if default.is_file() else None
+
+
+def load_models_file(path: str | os.PathLike) -> dict[str, ModelSettings]:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the models file: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        models = _File.model_validate(data).models
+    except ValidationError as exc:
+        problems = "; ".join(f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors()[:5])
+        raise ValueError(f"{path}: {problems}") from None
+    for name in models:
+        if not NAME_RE.match(name):
+            raise ValueError(f"{path}: model name {name!r} must be 1-100 letters, digits or ._:@/+- "
+                             "(and start with a letter or digit)")
+    return models
+
+
+def named_model(name: str, models_file: str | os.PathLike | None = None) -> tuple[ModelSettings, Path]:
+    """The settings of `model:NAME`, and the file they came from."""
+    path = find_models_file(models_file)
+    if path is None:
+        raise ValueError(f"--chooser {MODEL_PREFIX}{name} needs a models file: ./{MODELS_FILE} or --models FILE "
+                         "(see docs/models.md)")
+    models = load_models_file(path)
+    if name not in models:
+        known = ", ".join(sorted(models)) or "none"
+        raise ValueError(f"{path}: no model named {name!r} (defined: {known})")
+    return models[name], path
+
+
+def api_key_from_env(settings: ModelSettings, name: str | None) -> str | None:
+    if not settings.api_key_env:
+        return None
+    key = os.environ.get(settings.api_key_env)
+    if not key:
+        label = f"model {name!r}" if name else "the model"
+        raise ValueError(f"{label}: api_key_env names {settings.api_key_env}, which is not set in the environment")
+    return key

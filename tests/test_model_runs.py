@@ -1,0 +1,248 @@
+"""Whole discount-bug runs with the model chooser on loopback servers that behave like real ones
+(tests/chat_server.py): the recoverable behaviours still reach awaiting_release_confirmation,
+a refusal hands over, quota and context-length errors end dependency_failure without a retry.
+
+Local sandbox and verifier (real git, real pytest), as the other model runs in test_controller.py,
+and one run in Docker; test_model_sweep.py has the sweep."""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from chat_server import (ChatServer, content, delay, drop_connection, http_error, openai_error, refusal, tool_call,
+                         tool_calls)
+from repair_agent.choosers.model import ModelChooser
+from repair_agent.journal import read_journal
+from repair_agent.run import execute_run, load_record
+from repair_agent.scenario import resolve
+from repair_agent.state import StopReason
+
+ROOT = Path(__file__).resolve().parents[1]
+PRICING = "src/discount_shop/pricing.py"
+FAST = {"retry_base_s": 0.001, "retry_max_s": 0.05}
+
+
+def fix_diff() -> str:
+    old = (ROOT / "sandbox_repos/discount_shop" / PRICING).read_text().splitlines(keepends=True)
+    new = [line.replace("price * (1 - discount)", "price * (1 - discount / 100)") for line in old]
+    return "".join(difflib.unified_diff(old, new, f"a/{PRICING}", f"b/{PRICING}"))
+
+
+def miscounted(diff: str) -> str:
+    """The commonest slip in a model-written diff: hunk headers whose counts do not match the body."""
+    bad = re.sub(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@", lambda m: f"@@ -{m[1]},{int(m[2]) + 4} +{m[3]},{int(m[4]) - 2} @@",
+                 diff, flags=re.M)
+    assert bad != diff
+    return bad
+
+
+def run(srv: ChatServer, runs_dir: Path, chooser_kw: dict | None = None, sandbox: str = "local", **kw):
+    chooser = ModelChooser(base_url=srv.base_url, model="scripted-model", **{**FAST, **(chooser_kw or {})})
+    return execute_run(resolve("discount-bug"), chooser, sandbox_kind=sandbox, runs_dir=runs_dir, **kw)
+
+
+def steps(rec) -> list[dict]:
+    return [r for r in read_journal(Path(rec.run_dir) / "journal.jsonl") if r["event"] == "step"]
+
+
+def report(rec) -> dict:
+    return json.loads((Path(rec.run_dir) / "report.json").read_text())
+
+
+def test_transient_errors_and_rejected_parameters_are_absorbed_and_the_run_repairs(runs_dir):
+    """Rate limits, 5xx, a dropped connection, a read timeout and a reasoning model's 400s on
+    temperature and max_tokens: each retried inside its step, every attempt journaled."""
+    script = [
+        openai_error(429, "Rate limit reached", type="requests", code="rate_limit_exceeded",
+                     headers={"retry-after-ms": "20"}),
+        openai_error(503, "The engine is currently overloaded", type="server_error", headers={"Retry-After": "0"}),
+        drop_connection(),
+        tool_call("search", {"query": "price * (1 - discount)", "path_glob": "src/**"}),      # step 1
+        delay(3.0, tool_call("stop")),                                                      # read timeout
+        tool_call("read_file", {"path": PRICING, "line_numbers": True}),                    # step 2
+        openai_error(400, "Unsupported value: 'temperature' does not support 0 with this model.",
+                     param="temperature", code="unsupported_value"),
+        openai_error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                          "'max_completion_tokens' instead.", param="max_tokens", code="unsupported_parameter"),
+        tool_call("apply_patch", {"diff": fix_diff()}),                                     # step 3
+        http_error(502, "<html><body>502 Bad Gateway</body></html>"),
+        tool_call("run_target_test"),                                                       # step 4
+        tool_call("run_full_suite"),                                                        # step 5
+        tool_call("check_diff"),                                                            # step 6
+    ]
+    with ChatServer(script) as srv:
+        rec = run(srv, runs_dir, {"temperature": 0.0, "max_output_tokens": 1024, "timeout_s": 1.0})
+        assert not srv.script
+    assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.steps_used == 6
+    calls = [s["chooser_call"] for s in steps(rec)]
+    assert [len(c["requests"]) for c in calls] == [4, 2, 3, 2, 1, 1]  # one step each, however many requests
+    assert [(r.get("error") or {}).get("status_code") for r in calls[0]["requests"]] == [429, 503, None, None]
+    assert calls[0]["requests"][2]["error"]["type"] == "APIConnectionError"
+    assert calls[1]["requests"][0]["error"]["type"] == "APITimeoutError"
+    assert [r.get("adjusted") for r in calls[2]["requests"]] == [
+        "temperature omitted", "max_tokens -> max_completion_tokens", None]
+    assert "<html>" in calls[3]["requests"][0]["error"]["response_text"]  # the raw error, verbatim
+    assert rec.usage.requests == 13 and rec.usage.total_tokens == 6 * 150  # failed requests report no tokens
+    assert rec.model["model"] == "scripted-model" and rec.model["parameters"]["temperature"] == 0.0
+    assert "sk-" not in (Path(rec.run_dir) / "run.json").read_text()
+
+
+@pytest.mark.parametrize("sandbox", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_odd_replies_are_understood_and_the_run_repairs(runs_dir, sandbox, request):
+    """Two calls in one reply, calls in the text (fenced, tagged), arguments as an object, a cut-off
+    reply and schema-invalid arguments (each re-asked once in its step), a miscounted hunk header
+    and a reply without usage. Once in Docker too: line numbers and the recount in the container."""
+    if sandbox == "docker":
+        request.getfixturevalue("sandbox_image")
+    patch = miscounted(fix_diff())
+    script = [
+        tool_calls(("run_target_test", {}), ("search", {"query": "never run"})),                   # step 1
+        content('Let me find it.\n```json\n{"name": "search", "arguments": {"query": '
+                '"price * (1 - discount)"}}\n```'),                                                # step 2
+        content('<tool_call>\n{"name": "read_file", "parameters": {"path": "%s", "line_numbers": true}}\n'
+                '</tool_call>' % PRICING),                                                         # step 3
+        tool_call("apply_patch", json.dumps({"diff": patch})[:120], finish_reason="length"),
+        tool_call("apply_patch", {"diff": patch}, object_args=True),                               # step 4
+        tool_call("run_target_test", {"verbose": True}),
+        tool_call("run_target_test"),                                                              # step 5
+        tool_call("run_full_suite", usage=None),                                                   # step 6
+        tool_call("check_diff"),                                                                   # step 7
+    ]
+    with ChatServer(script) as srv:
+        rec = run(srv, runs_dir, sandbox=sandbox)
+        assert not srv.script
+        second_prompt = srv.requests[1]["messages"][1]["content"]
+    assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.steps_used == 7
+    journaled = steps(rec)
+    assert journaled[0]["proposal"] == {"tool": "run_target_test"}
+    assert journaled[0]["chooser_call"]["not_executed"][0]["function"]["name"] == "search"
+    assert "NOT executed" in second_prompt and "never run" in second_prompt
+    assert journaled[2]["result"]["output"].startswith("     1\t")  # read_file with line numbers
+    assert [len(s["chooser_call"]["reasks"]) for s in journaled] == [0, 0, 0, 1, 1, 0, 0]
+    assert "cut off" in journaled[3]["chooser_call"]["reasks"][0]["error"]
+    assert "verbose: Extra inputs are not permitted" in journaled[4]["chooser_call"]["reasks"][0]["error"]
+    assert journaled[3]["result"]["status"] == "ok"  # the miscounted patch applied (recounted)
+    assert "discount / 100" in (Path(rec.run_dir) / "candidate.diff").read_text()
+    # Re-asks are counted; the reply without usage makes the run's tokens unknown, not 0.
+    assert journaled[3]["usage"]["total_tokens"] == 300 and journaled[5]["usage"]["total_tokens"] is None
+    assert rec.usage.total_tokens is None and rec.usage.unknown_steps == 1
+    assert load_record(rec.run_dir).usage.total_tokens is None
+    assert report(rec)["tokens_used"] is None
+    assert "Tokens used: unknown" in (Path(rec.run_dir) / "report.md").read_text()
+    assert "unknown (the model endpoint reported no usage)" in (Path(rec.run_dir) / "report.html").read_text()
+    # Every prompt of the run stayed small.
+    assert max(s["chooser_call"]["prompt_chars"] for s in journaled) < 16_000
+
+
+def test_a_refusal_hands_over_with_the_refusal_text(runs_dir):
+    with ChatServer([refusal("I'm sorry, I can't assist with that request.")]) as srv:
+        rec = run(srv, runs_dir)
+    assert rec.status is StopReason.HANDOFF_REQUESTED and rec.exit_code == 10
+    assert "I'm sorry, I can't assist with that request." in rec.detail
+    assert steps(rec)[0]["decision"]["accepted"] is True  # a valid stop, validated as ever
+
+
+@pytest.mark.parametrize("error, infrastructure", [
+    (openai_error(429, "You exceeded your current quota, please check your plan and billing details.",
+                  type="insufficient_quota", code="insufficient_quota"), True),
+    (openai_error(400, "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+                       "9000 tokens. Please reduce the length of the messages.", param="messages",
+                  code="context_length_exceeded"), False),
+], ids=["insufficient_quota", "context_length_exceeded"])
+def test_quota_and_context_length_end_dependency_failure_without_retry(runs_dir, error, infrastructure):
+    with ChatServer([error, tool_call("stop")]) as srv:
+        rec = run(srv, runs_dir)
+        assert len(srv.requests) == 1
+    assert rec.status is StopReason.DEPENDENCY_FAILURE and rec.steps_used == 1
+    assert rec.infrastructure_failure is infrastructure
+    stop = [r for r in read_journal(Path(rec.run_dir) / "journal.jsonl") if r["event"] == "stop"][0]
+    assert json.loads(stop["extra"]["raw"]["response_text"]) == error["body"]
+
+
+def test_an_invalid_proposal_that_reaches_the_controller_still_ends_invalid_action(runs_dir):
+    with ChatServer([tool_call("read_file", {"file": PRICING})] * 2) as srv:
+        rec = run(srv, runs_dir)
+    assert rec.status is StopReason.INVALID_ACTION and rec.steps_used == 1  # one step, one invocation
+    (step,) = steps(rec)
+    assert step["proposal"] == {"tool": "read_file", "file": PRICING} and len(step["chooser_call"]["reasks"]) == 1
+    assert "path" in step["decision"]["error"] and step["usage"]["total_tokens"] == 300
+
+
+def test_a_token_budget_with_an_endpoint_that_reports_no_usage_is_refused(runs_dir):
+    with ChatServer([tool_call("search", {"query": "discount"}, usage=None), tool_call("stop")]) as srv:
+        rec = run(srv, runs_dir, max_tokens=10_000)
+        assert len(srv.requests) == 1
+    assert rec.status is StopReason.DEPENDENCY_FAILURE and rec.steps_used == 1
+    assert "reports no token usage" in rec.detail and "--max-tokens" in rec.detail
+    assert not rec.infrastructure_failure and steps(rec)[0]["decision"]["accepted"] is False
+
+
+def test_a_failed_huge_patch_does_not_blow_up_the_next_prompt(runs_dir):
+    """A 150 kB patch that does not apply: its text comes back capped, not whole."""
+    body = "".join(f"+x{i} = '{'a' * 70}'\n" for i in range(1900))  # inside the scope check's line limit
+    huge = f"--- a/{PRICING}\n+++ b/{PRICING}\n@@ -1,1 +1,1900 @@\n-nothing like this\n" + body
+    with ChatServer([tool_call("apply_patch", {"diff": huge}), tool_call("stop", {"reason": "done"})]) as srv:
+        rec = run(srv, runs_dir)
+        second = srv.requests[1]["messages"][1]["content"]
+    assert steps(rec)[0]["result"]["status"] == "error"
+    assert len(huge) > 140_000 and len(second) < 16_000
+
+
+def test_a_named_model_runs_and_resumes_from_its_models_file(tmp_path):
+    """`--chooser model:NAME` from ./models.toml; the run records the model; a resume from another
+    directory finds the same file through the journal."""
+    import os
+    import subprocess
+    import sys
+
+    with ChatServer([], responder=lambda body: FIX_SEQUENCE[_step_of(body) - 1]) as srv:
+        url = srv.base_url
+        (tmp_path / "models.toml").write_text(f'[models.local-coder]\nmodel = "coder-7b"\nbase_url = "{srv.base_url}"\n'
+                                              f'temperature = 0.1\nmax_output_tokens = 2048\nretry_base_s = 0.001\n')
+        runs = tmp_path / "runs"
+        cli = lambda *a, cwd: subprocess.run([sys.executable, "-m", "repair_agent", *a, "--runs-dir", str(runs)],
+                                             capture_output=True, text=True, cwd=cwd, timeout=300,
+                                             env={**os.environ, "PYTHONPATH": str(ROOT / "tests")})
+        first = cli("run", "discount-bug", "--chooser", "model:local-coder", "--sandbox", "local", "--max-steps", "2",
+                    "--json", cwd=tmp_path)
+        assert first.returncode == 11, first.stderr  # step_budget
+        out = json.loads(first.stdout)
+        assert out["chooser"] == "model:local-coder" and out["model"]["name"] == "local-coder"
+        assert out["model"]["model"] == "coder-7b" and out["model"]["endpoint"] == srv.base_url
+        assert out["model"]["parameters"]["temperature"] == 0.1 and out["usage"]["total_tokens"] == 300
+        assert srv.requests[0]["temperature"] == 0.1 and srv.requests[0]["max_tokens"] == 2048
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        resumed = cli("resume", out["run_id"], "--max-steps", "6", "--json", cwd=elsewhere)
+        assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["status"] == "awaiting_release_confirmation"
+    md = (Path(out["run_dir"]) / "report.md").read_text()
+    assert f"Model: local-coder: coder-7b at {url}" in md and "Tokens used: 900 (720 prompt, 180 completion)" in md
+    assert 'id="model"' in (Path(out["run_dir"]) / "report.html").read_text()
+
+
+def test_a_bad_models_file_is_a_clear_usage_error(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "models.toml").write_text('[models.m]\nmodel = "x"\ntemprature = 0\n')
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "run", "discount-bug", "--chooser", "model:m",
+                           "--sandbox", "local", "--runs-dir", str(tmp_path / "runs")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and "models.toml" in proc.stderr and "models.m.temprature" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "run", "discount-bug", "--chooser", "model:nope",
+                           "--models", str(tmp_path / "none.toml")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+
+
+FIX_SEQUENCE = [tool_call("search", {"query": "price * (1 - discount)", "path_glob": "src/**"}),
+                tool_call("read_file", {"path": PRICING}), tool_call("apply_patch", {"diff": fix_diff()}),
+                tool_call("run_target_test"), tool_call("run_full_suite"), tool_call("check_diff")]
+
+
+def _step_of(body: dict) -> int:
+    return int(re.search(r"^Step (\d+);", body["messages"][1]["content"], re.M)[1])

@@ -1,0 +1,133 @@
+"""Comparing models in one sweep: two named models (a models file) on two loopback servers that
+behave differently, and a deterministic chooser, through `repair-agent sweep` (local sandbox).
+
+Server alpha is priced, reports usage and is limited to one request at a time; server beta
+reports no usage, sends arguments as JSON objects, and refuses its first request with a quota
+error: that run is an infrastructure failure, left out of the success rate, and running the
+sweep again into the same directory runs exactly it again."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from chat_server import ChatServer, openai_error, tool_call
+from repair_agent.sweep import RESULTS
+from test_model_runs import PRICING, fix_diff
+
+TESTS = Path(__file__).resolve().parent
+
+
+def fix_sequence(**kw) -> list[dict]:
+    return [tool_call("search", {"query": "price * (1 - discount)", "path_glob": "src/**"}, **kw),
+            tool_call("read_file", {"path": PRICING}, **kw), tool_call("apply_patch", {"diff": fix_diff()}, **kw),
+            tool_call("run_target_test", **kw), tool_call("run_full_suite", **kw), tool_call("check_diff", **kw)]
+
+
+def step_of(body: dict) -> int:
+    """Which step of its run a request is for: the prompt says so."""
+    return int(re.search(r"^Step (\d+);", body["messages"][1]["content"], re.M)[1])
+
+
+class Beta:
+    """Replies by step; the very first request of all gets a quota error (not retried)."""
+
+    def __init__(self):
+        self.lock, self.failed = threading.Lock(), False
+        self.sequence = fix_sequence(usage=None, object_args=True)
+
+    def __call__(self, body: dict) -> dict:
+        with self.lock:
+            if not self.failed:
+                self.failed = True
+                return openai_error(429, "You exceeded your current quota, please check your plan and billing "
+                                         "details.", type="insufficient_quota", code="insufficient_quota")
+        return self.sequence[step_of(body) - 1]
+
+
+def sweep(cwd: Path, out: Path, *extra: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "repair_agent", "sweep", "--scenarios", "discount-bug",
+                           "--chooser", "model:alpha", "model:beta", "baseline", "--budgets", "8", "--seeds", "2",
+                           "--workers", "2", "--sandbox", "local", "--out", str(out), *extra],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=480)
+
+
+def test_two_models_and_a_baseline_get_their_own_rows_with_tokens_and_cost(tmp_path):
+    alpha_sequence = fix_sequence()
+    with ChatServer([], responder=lambda body: alpha_sequence[step_of(body) - 1]) as alpha, \
+            ChatServer([], responder=Beta()) as beta:
+        alpha_url = alpha.base_url
+        (tmp_path / "models.toml").write_text(f"""
+[models.alpha]
+model = "alpha-1"
+base_url = "{alpha.base_url}"
+temperature = 0
+price_per_mtok_in = 2.5
+price_per_mtok_out = 10.0
+max_concurrency = 1
+retry_base_s = 0.001
+retry_max_s = 0.01
+
+[models.beta]
+model = "beta-1"
+base_url = "{beta.base_url}"
+api_key_env = "BETA_TEST_KEY"
+max_retries = 1
+retry_base_s = 0.001
+retry_max_s = 0.01
+""")
+        env = {**os.environ, "BETA_TEST_KEY": "sk-beta-secret", "REPAIR_AGENT_LOCK_DIR": str(tmp_path / "locks"),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+        out = tmp_path / "sweep"
+        proc = sweep(tmp_path, out, env=env)  # ./models.toml
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert alpha.max_in_flight == 1 and len(alpha.requests) == 12  # two runs, one request at a time
+        assert all(h["authorization"] == "Bearer sk-beta-secret" for h in beta.headers)
+        first = json.loads((out / "summary.json").read_text())
+
+        # Running it again into the same directory runs exactly the infrastructure failure again.
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        again = sweep(elsewhere, out, "--models", str(tmp_path / "models.toml"), env=env)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert "1 run(s) now, 5 already finished, of 6" in again.stdout
+        second = json.loads((out / "summary.json").read_text())
+
+    cells = {c["chooser"]: c for c in first["cells"]}
+    alpha_cell, beta_cell, base_cell = cells["model:alpha"], cells["model:beta"], cells["baseline"]
+    # Alpha: 2 runs of 6 steps at 120 prompt + 30 completion tokens a step, priced.
+    assert alpha_cell["success_rate"] == 1.0 and alpha_cell["n"] == 2
+    assert (alpha_cell["prompt_tokens"], alpha_cell["completion_tokens"]) == (1440, 360)
+    assert alpha_cell["cost"] == round((1440 * 2.5 + 360 * 10.0) / 1e6, 6)
+    assert alpha_cell["median_step_latency_s"] > 0 and alpha_cell["model"]["endpoint"] == alpha_url
+    # Beta: no usage reported -> unknown tokens and cost, never 0; its quota failure is not a repair failure.
+    assert beta_cell["n"] == 1 and beta_cell["success_rate"] == 1.0 and beta_cell["infrastructure_failures"] == 1
+    assert beta_cell["prompt_tokens"] is None and beta_cell["cost"] is None and beta_cell["median_tokens"] is None
+    (infra,) = first["infrastructure_failures"]
+    assert infra["chooser"] == "model:beta" and "insufficient_quota" in infra["detail"]
+    assert base_cell["model"] is None and base_cell["prompt_tokens"] == 0 and base_cell["success_rate"] == 1.0
+
+    md = (out / "summary.md").read_text()
+    assert "## Models" in md and "## Infrastructure failures" not in md  # the second summary: none left
+    section = md.split("## Models", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| model:")]
+    assert len(rows) == 2 and "| 1440 | 360 | 0.0072 |" in rows[0] and "| — | — | — |" in rows[1]
+    html = (out / "summary.html").read_text()
+    assert html.count('<tr class="model-row">') == 2 and "alpha-1" in html and "beta-1" in html
+    assert "Models" in proc.stdout and "Infrastructure failures" in proc.stdout  # the terminal too
+
+    second_cells = {c["chooser"]: c for c in second["cells"]}
+    assert second_cells["model:beta"]["n"] == 2 and second_cells["model:beta"]["infrastructure_failures"] == 0
+    assert second["infrastructure_failures"] == []
+    lines = [json.loads(line) for line in (out / RESULTS).read_text().splitlines()]
+    assert len(lines) == 7  # six runs, and the one run again
+    beta_lines = [x for x in lines if x["chooser"] == "model:beta"]
+    assert sorted(x["infrastructure_failure"] for x in beta_lines) == [False, False, True]
+    assert beta_lines[-1]["infrastructure_failure"] is False  # the run again, on a server that now answers
+    assert beta_lines[0]["model"]["api_key_env"] == "BETA_TEST_KEY" and beta_lines[0]["model"]["name"] == "beta"
+    assert "sk-beta-secret" not in (out / RESULTS).read_text()
+    assert all(x["tokens"] is None for x in beta_lines if not x["infrastructure_failure"])
