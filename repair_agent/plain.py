@@ -151,7 +151,8 @@ def _failure(exc: BaseException) -> ChooserReply:
     text = _text(exc)
     if not isinstance(exc, ChooserError):
         name = _type_name(exc)
-        return ChooserReply(failure=kind, detail=f"the chooser raised {name}: {text}", raw=f"{name}({text!r})")
+        raw = f"{name}({text!r})"  # the raw error is the step's proposal, as the journal keeps it
+        return ChooserReply(failure=kind, detail=f"the chooser raised {name}: {text}", raw=raw, proposal=raw)
     raw = bounded_record(_attribute_or_none(exc, "raw"), MAX_PROPOSAL_CHARS)
     try:
         usage = plain_json(_attribute_or_none(exc, "usage"), "usage", MAX_USAGE_CHARS)
@@ -191,8 +192,9 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> Choos
         try:
             name = plain_json(getattr(chooser, "name", None), "its name", MAX_NAME_CHARS * 8)
             seed = plain_json(getattr(chooser, "seed", None), "its seed", 100)
-            describe = getattr(chooser, "describe_model", None)
-            model = plain_json(describe() if callable(describe) else None, "its model description", MAX_USAGE_CHARS)
+            describer = getattr(chooser, "describe_model", None)
+            model = plain_json(describer() if callable(describer) else None, "its model description",
+                               MAX_USAGE_CHARS)
             models_file = plain_json(getattr(chooser, "models_file", None), "its models file", 4096)
         except Unreadable as exc:
             return exc, None, "", None, None
