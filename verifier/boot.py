@@ -183,6 +183,8 @@ def _boot():
         path, mode, flags = (tuple(args) + (None, None, None))[:3]
         writing = (_isinstance(mode, str) and any(str.__contains__(str_of(mode), c) for c in "wax+")) or (
             _type(flags) is int and flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND))
+        if not writing and origin is None:
+            return  # the runner's own reads (imports above all): nothing to decide
         real = resolve(path)
         if writing and (real == junit or startswith(real, out_dir)):
             if origin is None and junit_writer and junit_writes[0] == 0 and real == junit and writer_on_stack():
@@ -292,17 +294,27 @@ def _boot():
         finally:
             busy[ident] = False
 
+    # pytest and its built-in plugins are trusted: imported before the hook, so the hook does not pay
+    # for their hundreds of import events. No candidate code has run yet.
+    sys.dont_write_bytecode = True
+    import importlib
+
+    import pytest  # noqa: F401
+    import _pytest.config
+    import _pytest.junitxml
+
+    for name in _pytest.config.default_plugins:
+        try:
+            importlib.import_module(f"_pytest.{name}")
+        except ImportError:
+            pass
+    junit_writer.append(_pytest.junitxml.LogXML.pytest_sessionfinish.__code__)
+
     sys.addaudithook(hook)
     # Threads are not audit events before Python 3.13: every way to start one goes through here.
     import threading
     _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
-    sys.dont_write_bytecode = True
     gc.disable()  # a lying value's class stays alive until the post-call scan sees it
-
-    import pytest  # noqa: F401  (trusted: imported before any candidate code)
-    import _pytest.junitxml
-
-    junit_writer.append(_pytest.junitxml.LogXML.pytest_sessionfinish.__code__)
     return emit, config
 
 
@@ -364,6 +376,7 @@ def _runner_guard(config):
                 "class _pytest.python.FunctionDefinition": {"_pytest_diamond_inheritance_warning_shown"}}
 
     watched_spaces: list = []
+    old_key_sets: dict = {}
 
     def take_baseline():
         watched_spaces[:] = list(namespaces().items())
@@ -372,8 +385,13 @@ def _runner_guard(config):
                                 for k, d in namespaces().items()})
         baseline.clear()
         baseline.update(fingerprint(baseline_copies))
+        old_key_sets.clear()
+        old_key_sets.update({k: set(d) for k, d in baseline_copies.items()})
     state = {"extra": {}, "reported": set()}
-    known_subclasses: list = []
+    # object.__hash__ is the object's address (unique among live objects, and these stay alive with
+    # the collector off); unlike id() it is no audit event, and no metaclass can override it.
+    addr = object.__hash__
+    known_subclasses: set = set()
 
     def subclasses_now():
         found, todo = [], list(value_types)
@@ -385,15 +403,21 @@ def _runner_guard(config):
         return found
 
     for cls in subclasses_now():
-        known_subclasses.append(cls)
+        known_subclasses.add(addr(cls))
 
     # The hooks that run, report or judge a test: where a swallowed failure would be made.
     verdict_hooks = ("pytest_runtest_", "pytest_pyfunc_call", "pytest_make", "pytest_report_", "pytest_assert",
                      "pytest_collect", "pytest_itemcollected", "pytest_exception_interact", "pytest_fixture_")
 
+    callers_cache: dict = {}
+
     def hook_callers(config):
-        return [(n, c) for n, c in _vars(config.hook).items()
-                if hasattr(c, "get_hookimpls") and n.startswith(verdict_hooks)]
+        # The verdict hooks' callers, found once (hook callers are created when specs register,
+        # before collection); their implementation lists are read afresh at every check.
+        if not callers_cache.get("list"):
+            callers_cache["list"] = [(n, c) for n, c in _vars(config.hook).items()
+                                     if hasattr(c, "get_hookimpls") and n.startswith(verdict_hooks)]
+        return callers_cache["list"]
 
     def runtime_objects(session):
         config = session.config
@@ -406,15 +430,16 @@ def _runner_guard(config):
             objs[f"item {item.nodeid}"] = item
         return objs
 
-    def identities(session):
-        """What must not change once collected: each test's function, and each hook
-        implementation's function (added implementations are judged by where their code is)."""
+    def identities(session, item=None):
+        """What must not change once collected: each hook implementation's function (added
+        implementations are judged by where their code is) and each test's function (after a test
+        call: that test's; at collection and at the end: all of them)."""
         ids = {}
         for name, caller in hook_callers(session.config):
             for impl in caller.get_hookimpls():
                 ids[f"hook {name} {getattr(impl, 'plugin_name', '?')}"] = (impl.function,)
-        for item in state.get("items", ()):
-            ids[f"item {item.nodeid}"] = (getattr(item, "obj", None),)
+        for it in ([item] if item is not None else state.get("items", ())):
+            ids[f"item {it.nodeid}"] = (getattr(it, "obj", None),)
         return ids
 
     def added_impl_is_foreign(key, session):
@@ -458,25 +483,32 @@ def _runner_guard(config):
     def check(where, session, item=None):
         changed = []
         now = {k: d for k, d in watched_spaces}
-        for key, value in fingerprint(now).items():
-            if key in baseline and not (baseline[key][0] == value[0] and same_refs(baseline[key][1], value[1])):
+        for key, d in watched_spaces:
+            old_keys, old_values = baseline[key]
+            if key not in volatile and _len(d) == _len(old_values) and all(map(_is, d.values(), old_values)) \
+                    and d.keys() == old_key_sets[key]:
+                continue  # the common case, at C speed
+            value = fingerprint({key: d})[key]
+            if not (old_keys == value[0] and same_refs(old_values, value[1])):
                 before = baseline_copies[key]
                 names = [k for k in set(before) | set(now[key]) if before.get(k, None) is not now[key].get(k, None)]
                 if names:
                     changed.append(f"{key}: {', '.join(_sorted(map(str, names))[:5])}")
         if session is not None and "ids" in state:
-            ids = identities(session)
-            for k in _sorted(set(ids) | set(state["ids"])):
+            ids = identities(session, item)
+            expected = state["ids"] if item is None else {k: v for k, v in state["ids"].items()
+                                                          if not k.startswith("item ") or k == f"item {item.nodeid}"}
+            for k in _sorted(set(ids) | set(expected)):
                 if k not in state["ids"]:
                     if added_impl_is_foreign(k, session):
                         changed.append(f"{k}: registered by code outside pytest")
                 elif not same_refs(ids.get(k, ()), state["ids"][k]):
                     changed.append(f"{k}: {'removed' if k not in ids else 'replaced'}")
             changed += [f"{k}: shadows a method" for k in shadowing(session, item)]
-        new = [c for c in subclasses_now() if not any(map(_is, [c] * _len(known_subclasses), known_subclasses))]
+        new = [c for c in subclasses_now() if addr(c) not in known_subclasses]
         lying = []
         for cls in new:
-            known_subclasses.append(cls)
+            known_subclasses.add(addr(cls))
             overrides = [n for n in cls.__dict__ if n in suspect]
             sources = []
             for n in overrides:
