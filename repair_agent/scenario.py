@@ -44,6 +44,7 @@ class AcceptanceSection(BaseModel):
     writable: list[str] = Field(default=["src/**"], min_length=1)
     protected: list[str] = []
     test_timeout_s: float = Field(120.0, gt=0, le=3600)
+    per_test_timeout_s: float = Field(60.0, ge=0, le=3600)
 
     @field_validator("target_tests")
     @classmethod
@@ -157,7 +158,8 @@ def load_manifest(path: Path) -> Scenario:
         raise ManifestError(f"{path}: field 'budget.reserved_final_steps' must be below budget.max_steps")
     spec = AcceptanceSpec(scenario=m.name, target_tests=tuple(m.acceptance.target_tests),
                           writable=tuple(m.acceptance.writable), protected=tuple(m.acceptance.protected),
-                          test_timeout_s=m.acceptance.test_timeout_s)
+                          test_timeout_s=m.acceptance.test_timeout_s,
+                          per_test_timeout_s=m.acceptance.per_test_timeout_s)
     return Scenario(name=m.name, description=m.description, manifest_path=path.resolve(), repo=repo,
                     heldout=heldout, goal=m.goal, spec=spec,
                     budget=Budget(max_steps=m.budget.max_steps, reserved_final_steps=m.budget.reserved_final_steps,

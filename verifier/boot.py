@@ -524,6 +524,20 @@ def _runner_guard(config):
         for text in lying:
             emit("value_type", where=where, detail=text)
 
+    # A test that hangs fails alone, with its id, and the others keep their results: an alarm
+    # interrupts the call (a BaseException, so `except Exception` in code under test does not
+    # swallow it). Setup and teardown, and code stuck inside C, still fall to the run's deadline.
+    import signal
+
+    per_test_s = float(config.get("per_test_timeout_s") or 0)
+    set_handler, set_timer, SIGALRM, ITIMER_REAL = signal.signal, signal.setitimer, signal.SIGALRM, signal.ITIMER_REAL
+
+    class TestTimedOut(BaseException):
+        pass
+
+    def on_alarm(signum, frame):
+        raise TestTimedOut(f"the test ran longer than its {per_test_s:g}s limit")
+
     class Guard:
         @pytest.hookimpl(trylast=True)
         def pytest_sessionstart(self, session):
@@ -540,7 +554,14 @@ def _runner_guard(config):
         @pytest.hookimpl(hookwrapper=True, trylast=True)
         def pytest_runtest_call(self, item):
             # Import-time patches were checked at collection; what a test call changes shows here.
-            outcome = yield
+            if per_test_s:
+                set_handler(SIGALRM, on_alarm)
+                set_timer(ITIMER_REAL, per_test_s)
+            try:
+                outcome = yield
+            finally:
+                if per_test_s:
+                    set_timer(ITIMER_REAL, 0)
             excinfo = outcome.excinfo
             emit("call", nodeid=item.nodeid, raised=None if excinfo is None else excinfo[0].__name__)
             check(f"after {item.nodeid}", item.session, item)

@@ -330,7 +330,8 @@ class Verifier:
         python = "python3" if docker else sys.executable
         boot_config = {"root": root, "junit": junit_path, "out_dir": RESULT_DIR if docker else str(out),
                        "verifier_dir": "/verifier" if docker else str(self.state_dir),
-                       "protected": sorted(self._snap.protected_sha256)}
+                       "protected": sorted(self._snap.protected_sha256),
+                       "per_test_timeout_s": self.spec.per_test_timeout_s}
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
                "HOME": "/tmp", "PYTHONHASHSEED": "0", "RA_BOOT": json.dumps(boot_config)}
         pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "junit_family=xunit2", "-o", "junit_logging=no",

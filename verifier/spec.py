@@ -65,6 +65,8 @@ class AcceptanceSpec(BaseModel):
     writable: tuple[str, ...] = ("src/**",)
     protected: tuple[str, ...] = ()
     test_timeout_s: float = 120.0
+    # One test's call may take this long; beyond it that test fails alone (0: no per-test limit).
+    per_test_timeout_s: float = 60.0
     max_diff_bytes: int = 200_000
     max_changed_lines: int = 2_000
 
