@@ -70,14 +70,18 @@ def _boot():
         "logging/__init__.py", "collections/__init__.py", "enum.py", "typing.py", "contextlib.py",
         "functools.py", "dataclasses.py", "abc.py"))
     verdict_cache = {}
+    interpreter_dirs = _tuple({p.rstrip("/") + "/" for p in (sys.prefix, sys.exec_prefix, sys.base_prefix) if p}
+                              | set(stdlib))
 
     def candidate_file(filename):
         known = verdict_cache.get(filename)
         if known is None:
             if startswith(filename, root):
                 known = filename[_len(root):] not in protected
-            elif startswith(filename, verifier_dir):
-                known = False  # the boot and the probe themselves (the local backend keeps them under /tmp)
+            elif startswith(filename, verifier_dir) or startswith(filename, interpreter_dirs):
+                # The boot and the probe themselves, and the interpreter's own library (the local
+                # backend may keep them, or a virtualenv, under /tmp).
+                known = False
             else:
                 known = startswith(filename, ("/tmp/", "/dev/shm/", "/var/tmp/"))
             verdict_cache[filename] = known
