@@ -48,6 +48,11 @@ class RunOutcome(BaseModel):
     extra: dict[str, Any] = {}
     timing: dict[str, float] = {}
 
+    def final_test_evidence(self) -> Evidence | None:
+        """The last test verdict on the final diff: what correctness and held-out detail come from."""
+        return next((e for e in reversed(self.evidence) if e.tool in ("run_target_test", "run_full_suite")
+                     and e.diff_sha256 == self.diff_sha256), None)
+
 
 class Controller:
     def __init__(self, state: State, chooser: Chooser, executor: Executor, verifier: Verifier, journal: Journal,

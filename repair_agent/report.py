@@ -176,14 +176,12 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
 
 
 def _heldout_cases(outcome: "RunOutcome") -> list[dict[str, Any]]:
-    for e in reversed(outcome.evidence):
-        if e.tool in ("run_target_test", "run_full_suite") and e.diff_sha256 == outcome.diff_sha256:
-            path = e.data.get("heldout_file")
-            try:
-                return json.loads(Path(path).read_text()).get("cases", []) if path else []
-            except (OSError, ValueError):
-                return []
-    return []
+    evidence = outcome.final_test_evidence()
+    path = evidence.data.get("heldout_file") if evidence else None
+    try:
+        return json.loads(Path(path).read_text()).get("cases", []) if path else []
+    except (OSError, ValueError):
+        return []
 
 
 def _sessions(journal: list[dict]) -> list[Session]:

@@ -324,11 +324,9 @@ class _Session:
 
 
 def final_correctness(outcome: RunOutcome) -> str | None:
-    for evidence in reversed(outcome.evidence):
-        if evidence.tool in ("run_target_test", "run_full_suite") and evidence.diff_sha256 == outcome.diff_sha256:
-            value = evidence.data.get("correctness")
-            return value if value in ("correct", "plausible", "unchecked") else None
-    return None
+    evidence = outcome.final_test_evidence()
+    value = evidence.data.get("correctness") if evidence else None
+    return value if value in ("correct", "plausible", "unchecked") else None
 
 
 def _write_results(session: _Session, outcome: RunOutcome, identity: ChooserIdentity, *, started_at: str, wall_s: float,

@@ -365,33 +365,19 @@ def _runner_guard(config):
                         spaces[f"class {name}.{key}"] = value.__dict__
         return spaces
 
-    def fingerprint(spaces):
-        out = {}
-        for k, d in spaces.items():
-            skip = volatile.get(k, ())
-            out[k] = tuple(n for n in d if n not in skip), tuple(v for n, v in d.items() if n not in skip)
-        return out
-
-    baseline_copies: dict = {}
-    baseline: dict = {}
     # Names pytest itself rebinds while it runs (per test, or on first use).
     volatile = {"module _pytest.assertion.util": {"_config", "_reprcompare", "_assertion_pass"},
                 "class _pytest.python.Function": {"_pytest_diamond_inheritance_warning_shown"},
                 "class _pytest.python.FunctionDefinition": {"_pytest_diamond_inheritance_warning_shown"}}
-
-    watched_spaces: list = []
-    old_key_sets: dict = {}
+    # (name, the live namespace, a copy taken before any candidate import, volatile names left out)
+    watched: list = []
+    absent = object()
 
     def take_baseline():
-        watched_spaces[:] = list(namespaces().items())
-        baseline_copies.clear()
-        baseline_copies.update({k: {n: v for n, v in d.items() if n not in volatile.get(k, ())}
-                                for k, d in namespaces().items()})
-        baseline.clear()
-        baseline.update(fingerprint(baseline_copies))
-        old_key_sets.clear()
-        old_key_sets.update({k: set(d) for k, d in baseline_copies.items()})
-    state = {"extra": {}, "reported": set()}
+        watched[:] = [(k, d, {n: v for n, v in d.items() if n not in volatile.get(k, ())})
+                      for k, d in namespaces().items()]
+
+    state = {"reported": set()}
     # object.__hash__ is the object's address (unique among live objects, and these stay alive with
     # the collector off); unlike id() it is no audit event, and no metaclass can override it.
     addr = object.__hash__
@@ -486,18 +472,15 @@ def _runner_guard(config):
 
     def check(where, session, item=None):
         changed = []
-        now = {k: d for k, d in watched_spaces}
-        for key, d in watched_spaces:
-            old_keys, old_values = baseline[key]
-            if key not in volatile and _len(d) == _len(old_values) and all(map(_is, d.values(), old_values)) \
-                    and d.keys() == old_key_sets[key]:
+        for key, live, before in watched:
+            if key not in volatile and _len(live) == _len(before) and all(map(_is, live.values(), before.values())) \
+                    and live.keys() == before.keys():
                 continue  # the common case, at C speed
-            value = fingerprint({key: d})[key]
-            if not (old_keys == value[0] and same_refs(old_values, value[1])):
-                before = baseline_copies[key]
-                names = [k for k in set(before) | set(now[key]) if before.get(k, None) is not now[key].get(k, None)]
-                if names:
-                    changed.append(f"{key}: {', '.join(_sorted(map(str, names))[:5])}")
+            skip = volatile.get(key, ())
+            names = [n for n in set(before) | set(live)
+                     if n not in skip and before.get(n, absent) is not live.get(n, absent)]
+            if names:
+                changed.append(f"{key}: {', '.join(_sorted(map(str, names))[:5])}")
         if session is not None and "ids" in state:
             ids = identities(session, item)
             expected = state["ids"] if item is None else {k: v for k, v in state["ids"].items()

@@ -7,6 +7,7 @@ the same limits.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import signal
 import subprocess
@@ -142,24 +143,40 @@ def docker_hardening(limits: Limits, user: str, labels: dict[str, str],
     )
 
 
-# Runs in the check container after the tests: opens without following a symlink, refuses
-# anything but a regular file within the cap, prints base64 (stdlib only, no candidate import).
-_READER = """
-import os, sys, stat, base64
-path, cap = sys.argv[1], int(sys.argv[2])
-try:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-except FileNotFoundError:
-    print("ERR missing"); sys.exit(0)
-except OSError as exc:
-    print("ERR a symlink" if exc.errno == 40 else "ERR " + exc.strerror); sys.exit(0)
-st = os.fstat(fd)
-if not stat.S_ISREG(st.st_mode):
-    print("ERR not a regular file"); sys.exit(0)
-if st.st_size > cap:
-    print("ERR larger than %d bytes" % cap); sys.exit(0)
-data = os.read(fd, cap + 1)
-print("ERR larger than %d bytes" % cap if len(data) > cap else base64.b64encode(data).decode())
+def read_capped(path: str, cap: int) -> tuple[bytes | None, str | None]:
+    """(bytes, None), (None, None) when there is no such file, or (None, why not). Opens without
+    following a symlink and without blocking on a FIFO, refuses anything but a regular file, never
+    reads more than `cap` + 1 bytes. Stdlib only and self-contained: the same source also runs
+    inside check containers (see HardenedContainer.read_file)."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, "a symlink" if exc.errno == 40 else str(exc.strerror)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "not a regular file"
+        data = b""
+        while len(data) <= cap:
+            chunk = os.read(fd, cap + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        return (None, f"larger than {cap} bytes") if len(data) > cap else (data, None)
+    finally:
+        os.close(fd)
+
+
+# What runs in the check container after the tests (no candidate import): read_capped, its answer
+# printed as one line for the host.
+_READER = inspect.getsource(read_capped) + """
+import base64, sys
+data, why = read_capped(sys.argv[1], int(sys.argv[2]))
+print("ERR " + why if why else "ERR missing" if data is None else base64.b64encode(data).decode())
 """
 
 

@@ -1,13 +1,14 @@
 """pytest's JUnit XML, read as untrusted input: defusedxml, a size cap, no symlink followed."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
 from defusedxml import ElementTree as SafeET
 from defusedxml.common import DefusedXmlException
 from pydantic import BaseModel
+
+from .isolation import read_capped
 
 MAX_JUNIT_BYTES = 8 * 1024 * 1024
 
@@ -49,22 +50,6 @@ def parse_junit_bytes(data: bytes | None) -> tuple[list[TestCase], str | None]:
 
 
 def read_result_file(path: Path, cap: int = MAX_JUNIT_BYTES) -> tuple[bytes | None, str | None]:
-    """A file a check process wrote, read on the host without following a symlink and without
-    reading more than `cap` bytes (a FIFO or a device is refused without blocking)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"result file {Path(path).name} refused: {'a symlink' if exc.errno == 40 else exc.strerror}"
-    try:
-        st = os.fstat(fd)
-        import stat
-
-        if not stat.S_ISREG(st.st_mode):
-            return None, f"result file {Path(path).name} is not a regular file"
-        if st.st_size > cap:
-            return None, f"result file {Path(path).name} is larger than {cap} bytes"
-        return os.read(fd, cap + 1)[:cap + 1], None
-    finally:
-        os.close(fd)
+    """A file a check process wrote, read on the host with the same bounds as inside a container."""
+    data, why = read_capped(str(path), cap)
+    return data, f"result file {Path(path).name} refused: {why}" if why else None

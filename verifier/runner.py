@@ -17,13 +17,13 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from .baseline import baseline_cache_path, load_cached_baseline, store_cached_baseline
 from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, parse_probe_output
-from .isolation import CommandResult, HardenedContainer, Limits, LocalRunner
+from .isolation import CommandResult, HardenedContainer, Limits, LocalRunner, StreamRecord
 from .judge import Baseline, GuardRecords, Kind, ProcessFacts, guard_doubts, judge
 from .junit import MAX_JUNIT_BYTES, TestCase, parse_junit_bytes, read_result_file
 from .pool import CheckPool, FreshCheck, PoolKey
@@ -36,6 +36,7 @@ GUARD_DIR_FILES = {"ra_boot.py": Path(__file__).with_name("boot.py"),
 RESULT_DIR = "/verifier-out"
 RESULT_DIR_BYTES = 16 * 1024 * 1024  # a tmpfs inside the container: nothing a check writes lands on the host
 PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
+T = TypeVar("T")
 
 
 class ScenarioError(RuntimeError):
@@ -191,18 +192,18 @@ class Verifier:
         self.pool.fill()
 
     def _make_check(self) -> FreshCheck:
-        """A check's own pristine copy and output dir, and a started container that has run nothing."""
+        """A check's own pristine copy, and a started container that has run nothing (the local
+        backend gets an output dir on the host instead of the container's tmpfs)."""
         key = self._key
         work = self.state_dir / "checks" / uuid.uuid4().hex[:12]
-        tree, out = work / "tree", work / "out"
+        tree = work / "tree"
         shutil.copytree(self._snap.root, tree, symlinks=True, copy_function=shutil.copyfile)
         for p in [tree, *tree.rglob("*")]:
             if not p.is_symlink():
                 p.chmod(0o755 if p.is_dir() else 0o644)
-        out.mkdir(parents=True)
-        out.chmod(0o777)  # the container's non-root uid writes the JUnit report here
-        runner = self._runner(tree, out, key)
+        runner = self._runner(tree, key)
         if self.backend == "local":
+            (work / "out").mkdir()
             return FreshCheck(work, key, runner)
         try:
             return FreshCheck(work, key, runner, started_at=runner.started_at())
@@ -224,33 +225,23 @@ class Verifier:
     # The parts prepare() makes; using them earlier is a programming error, said as such.
     @property
     def _snap(self) -> ProtectedSnapshot:
-        if self.snapshot is None:
-            raise RuntimeError("prepare() first")
-        return self.snapshot
+        return _made(self.snapshot, "prepare() first")
 
     @property
     def _key(self) -> PoolKey:
-        if self.pool_key is None:
-            raise RuntimeError("prepare() first")
-        return self.pool_key
+        return _made(self.pool_key, "prepare() first")
 
     @property
     def _pool(self) -> CheckPool:
-        if self.pool is None:
-            raise RuntimeError("prepare() first")
-        return self.pool
+        return _made(self.pool, "prepare() first")
 
     @property
     def _baseline(self) -> Baseline:
-        if self.baseline is None:
-            raise RuntimeError("prepare() first")
-        return self.baseline
+        return _made(self.baseline, "prepare() first")
 
     @property
     def _heldout(self) -> HeldoutSpec:
-        if self.heldout is None:
-            raise RuntimeError("this scenario has no held-out checks")
-        return self.heldout
+        return _made(self.heldout, "this scenario has no held-out checks")
 
     @property
     def environment_id(self) -> str:
@@ -351,8 +342,6 @@ class Verifier:
         cases, problem = parse_junit_bytes(data) if not read_problem else ([], None)
         if data is None and not read_problem:
             problem = "no JUnit report was written"
-        if result.timed_out and not problem:
-            problem = "pytest timed out"
         if self.heldout is not None and not baseline:
             extra["heldout"] = self._run_heldout(runner, work, root, python, docker)
             extra["heldout_file"] = str(work / "heldout.json")
@@ -366,15 +355,14 @@ class Verifier:
         res = runner.exec([python, "-I", "-S", probe], timeout_s=min(60.0, self.spec.test_timeout_s),
                           output_dir=work, env={"RA_PROBE": request, "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
                           workdir=root)
-        stdout = Path(res.stdout.kept_path).read_text(errors="replace") if res.stdout.kept_path else res.stdout.text
-        data, problem = parse_probe_output(stdout)
+        data, problem = parse_probe_output(_whole(res.stdout))
         if res.timed_out:
             data, problem = None, "the held-out probe timed out"
         result = judge_heldout(self._heldout, data, problem)
         (work / "heldout.json").write_text(result.model_dump_json(indent=1))
         return result
 
-    def _runner(self, tree: Path, out: Path, key: PoolKey):
+    def _runner(self, tree: Path, key: PoolKey):
         if self.backend == "local":
             return LocalRunner(self.limits, workdir=tree)
         from docker.types import Mount
@@ -420,7 +408,16 @@ class Verifier:
         return restored, refused
 
 
+def _made(value: T | None, why: str) -> T:
+    if value is None:
+        raise RuntimeError(why)
+    return value
+
+
+def _whole(stream: StreamRecord) -> str:
+    """A whole stream as kept on disk (within the keep cap), not the capped head returned inline."""
+    return Path(stream.kept_path).read_text(errors="replace") if stream.kept_path else stream.text
+
+
 def _guard_records(res: CommandResult) -> GuardRecords:
-    """The boot's records from the full stderr stream (the kept file, not the capped head)."""
-    text = Path(res.stderr.kept_path).read_text(errors="replace") if res.stderr.kept_path else res.stderr.text
-    return GuardRecords.parse(text)
+    return GuardRecords.parse(_whole(res.stderr))
