@@ -84,8 +84,8 @@ def _print_outcome(record, args) -> int:
 
 
 def cmd_resume(args) -> int:
-    from .resume import ResumeRefused, run_dir_of
-    from .run import resume_run
+    from .records import find_run
+    from .resume import ResumeRefused, resume_run
 
     if args.max_steps is not None and args.max_steps < 1:
         _err("--max-steps is the number of further steps this resume grants: at least 1")
@@ -95,7 +95,7 @@ def cmd_resume(args) -> int:
         return USAGE_ERROR
     on_step, log = _progress(args.json)
     try:
-        record = resume_run(run_dir_of(args.run, Path(args.runs_dir)), chooser_spec=args.chooser,
+        record = resume_run(find_run(args.run, Path(args.runs_dir), finished=False), chooser_spec=args.chooser,
                             extra_steps=args.max_steps, deadline_s=args.deadline_s, on_step=on_step, log=log,
                             runs_dir=Path(args.runs_dir),
                             model_options={"base_url": args.model_base_url, "model": args.model,
@@ -107,9 +107,10 @@ def cmd_resume(args) -> int:
 
 
 def cmd_grant(args) -> int:
-    from .resume import ResumeRefused, record_grant, run_dir_of
+    from .records import find_run
+    from .resume import ResumeRefused, record_grant
 
-    run_dir = run_dir_of(args.run, Path(args.runs_dir))
+    run_dir = find_run(args.run, Path(args.runs_dir), finished=False)
     try:
         grant, checkpoint = record_grant(run_dir, args.allow, args.reason)
     except ResumeRefused as exc:
@@ -138,7 +139,7 @@ def _record_bad_manifest(args, exc: Exception) -> Path:
 
 
 def cmd_runs(args) -> int:
-    from .run import load_record
+    from .records import load_record
 
     rows = []
     for run_json in sorted(Path(args.runs_dir).glob("*/run.json")):  # refused manifests have no run.json
@@ -180,16 +181,10 @@ def _killed_runs(runs_dir: Path) -> list[dict]:
 
 def cmd_replay(args) -> int:
     from .journal import read_journal, verify_chain
-    from .run import find_run
+    from .records import find_run
 
-    try:
-        run_dir = find_run(args.run, Path(args.runs_dir))
-    except FileNotFoundError:
-        # A run killed before it could write run.json still has its journal: that is what to check.
-        run_dir = next((d for d in (Path(args.run), Path(args.runs_dir) / args.run)
-                        if (d / "journal.jsonl").is_file()), None)
-        if run_dir is None:
-            raise
+    # A run killed before it could write run.json still has its journal: that is what to check.
+    run_dir = find_run(args.run, Path(args.runs_dir), finished=False)
     records = list(read_journal(run_dir / "journal.jsonl"))
     problems = verify_chain(records)
     steps = [r for r in records if r.get("event") == "step"]
@@ -244,7 +239,7 @@ def _print_session_event(r: dict) -> None:
 
 
 def cmd_show(args) -> int:
-    from .run import find_run
+    from .records import find_run
 
     run_dir = find_run(args.run, Path(args.runs_dir))
     if args.diff:
@@ -286,7 +281,7 @@ def _show_html(run_dir: Path, open_it: bool) -> int:
 
 def cmd_release(args) -> int:
     from . import release
-    from .run import find_run
+    from .records import find_run
 
     run_dir = find_run(args.run, Path(args.runs_dir))
     try:
@@ -461,13 +456,13 @@ def cmd_cleanup(args) -> int:
 
     from verifier.isolation import LABEL, OWNER_LABEL
 
-    from .run import _pid_alive
+    from .session import pid_alive
 
     client = docker.from_env()
     removed = kept = 0
     labels = [LABEL] + ([f"org.repair-agent.run={args.run}"] if args.run else [])
     for c in client.containers.list(all=True, filters={"label": labels}):
-        if not args.all and _pid_alive(c.labels.get(OWNER_LABEL)):
+        if not args.all and pid_alive(c.labels.get(OWNER_LABEL)):
             kept += 1  # a run in progress on this machine: not a leftover
             continue
         c.remove(force=True, v=True)

@@ -6,23 +6,20 @@ import datetime as dt
 import hashlib
 import json
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from pydantic import BaseModel
 
-from verifier import (EngineFailure, ScopeVerdict, TestVerdict, Verifier, VerifierCompromised, check_scope,
+from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
                       diff_sha256, unsatisfied)
 
 from .actions import ACTION_TYPES, ApplyPatch, InvalidAction, ReadFile, Search, Stop, parse_action, tool_schemas
 from .choosers.base import Chooser
 from .journal import Journal, JournalWriteError
 from .plain import ChooserReply, call_with_timeout, consult
+from .records import RunOutcome
 from .sandbox import SandboxError
-from .state import (NEXT_ATTEMPT, ConditionState, Evidence, Grant, HistoryEntry, State, StopReason, View)
+from .state import (NEXT_ATTEMPT, ConditionState, Evidence, HistoryEntry, State, StopReason, View)
 from .tools import Executor, ToolOutcome
-
-if TYPE_CHECKING:
-    from .resume import Checkpoint
 
 MAX_OBSERVATION_CHARS = 16_000  # what one observation may put in front of the chooser
 CHOOSER_TIMEOUT_S = 300.0
@@ -32,26 +29,6 @@ class Stopped(Exception):
     def __init__(self, reason: StopReason, detail: str, extra: dict | None = None):
         super().__init__(detail)
         self.reason, self.detail, self.extra = reason, detail, extra or {}
-
-
-class RunOutcome(BaseModel):
-    status: StopReason
-    detail: str
-    next_attempt: str
-    steps_used: int
-    max_steps: int
-    u_trajectory: list[int]
-    diff: str
-    diff_sha256: str
-    evidence: list[Evidence]
-    final_state: State
-    extra: dict[str, Any] = {}
-    timing: dict[str, float] = {}
-
-    def final_test_evidence(self) -> Evidence | None:
-        """The last test verdict on the final diff: what correctness and held-out detail come from."""
-        return next((e for e in reversed(self.evidence) if e.tool in ("run_target_test", "run_full_suite")
-                     and e.diff_sha256 == self.diff_sha256), None)
 
 
 class Controller:
@@ -70,39 +47,8 @@ class Controller:
         self.u_trajectory = [state.u]
         self.started = time.monotonic()
         self.timing = {"chooser_s": 0.0, "tools_s": 0.0, "journal_s": 0.0}  # the rest is the controller's own
-        self.resume: _ResumePlan | None = None  # set only by from_checkpoint
-
-    @classmethod
-    def from_checkpoint(cls, checkpoint: "Checkpoint", diff: str, chooser: Chooser, executor: Executor,
-                        verifier: Verifier, journal: Journal, *, environment_id: str, extra_steps: int,
-                        deadline_s: float, on_step: Callable[[dict], None] | None = None,
-                        chooser_timeout_s: float = CHOOSER_TIMEOUT_S) -> "Controller":
-        """A controller that continues a stopped or killed run from its journal.
-
-        State, history, evidence, fingerprints, the last canonical action and the Uₜ trajectory are
-        restored as journaled. Verdicts are not trusted from the journal: those for other diffs can
-        only mark conditions stale, and those that satisfied a condition on the current diff are
-        re-earned from the verifier before the first new step (see _resume). The extra steps and
-        the new deadline become a new version of B when the run begins."""
-        if tuple(verifier.granted) != checkpoint.state.authorization.granted_paths:
-            raise ValueError("the verifier must be built with the run's granted paths")
-        if diff_sha256(diff) != checkpoint.state.diff_sha256:
-            raise ValueError("the rebuilt workspace's diff is not the journaled one")
-        ctl = cls(checkpoint.state, chooser, executor, verifier, journal, environment_id=environment_id,
-                  on_step=on_step, chooser_timeout_s=chooser_timeout_s)
-        ctl.diff = diff
-        ctl.evidence = list(checkpoint.evidence)
-        ctl.fingerprints = dict(checkpoint.fingerprints)
-        ctl.u_trajectory = list(checkpoint.u_trajectory)
-        ctl.verdicts = [(e.id, _restored_verdict(e)) for e in checkpoint.evidence if e.tool in _CHECK_TOOLS]
-        # A person's grant changed A: proposing the refused action again is not a repeat.
-        ctl.last_canonical = None if checkpoint.grants_since_stop else checkpoint.last_canonical
-        if checkpoint.grants_since_stop and checkpoint.refused_proposal is not None:
-            ctl.chooser = _Reoffer(chooser, checkpoint.refused_proposal, checkpoint.refused_step)
-        ctl.resume = _ResumePlan(checkpoint_status=checkpoint.status, extra_steps=extra_steps, deadline_s=deadline_s,
-                                 grants=[g.model_dump() for g in checkpoint.grants_since_stop],
-                                 reoffer_of_step=checkpoint.refused_step if isinstance(ctl.chooser, _Reoffer) else None)
-        return ctl
+        # How the run begins when it is not a fresh start: set only by resume.resumed_controller.
+        self.begin: Callable[[], None] | None = None
 
     # -- the loop: one step = one chooser invocation --------------------------------------------
     def run(self) -> RunOutcome:
@@ -117,7 +63,7 @@ class Controller:
                 self._spend_step(reply.usage)                    # a stop request costs a step too
                 record = {"event": "step", "step": self.state.budget.steps_used, "view": json.loads(view_text),
                           "proposal": reply.proposal, "usage": reply.usage, "chooser_call": reply.call,
-                          "state_before": self._dump(before), "state_before_hash": before.hash}
+                          "state_before": self.dump(before), "state_before_hash": before.hash}
                 try:
                     if failure:
                         raise failure
@@ -126,7 +72,7 @@ class Controller:
                     if isinstance(action, Stop):
                         raise Stopped(StopReason.HANDOFF_REQUESTED, action.reason or "the chooser stopped",
                                       {"chooser_summary": action.summary})
-                    outcome = self._dispatch(action)             # exactly one tool
+                    outcome = self.dispatch(action)             # exactly one tool
                     self._check_deadline(outcome)                # a late observation is refused
                     evidence = self._record(action, outcome)     # evidence, verdicts, Uₜ
                     record["result"] = evidence.model_dump(mode="json")
@@ -149,41 +95,10 @@ class Controller:
 
     # -- pieces of the loop ---------------------------------------------------------------------
     def _begin(self) -> None:
-        if self.resume is not None:
-            return self._resume()
-        self._write_journal({"event": "start", "state_after": self._dump(self.state),
+        if self.begin is not None:
+            return self.begin()
+        self.write_journal({"event": "start", "state_after": self.dump(self.state),
                              "state_after_hash": self.state.hash, "u": self.state.u}, "the start of the run")
-
-    def _resume(self) -> None:
-        """Re-earn the verdicts that satisfied a condition on the current diff, then record the
-        budget this resume grants as a new version of B. A verdict that cannot be re-earned
-        (engine down) ends the run dependency_failure before any budget is granted."""
-        plan, before = self.resume, self.committed
-        if plan is None:
-            raise RuntimeError("_resume() without a resume plan")
-        reverified = []
-        deciding = dict.fromkeys(c.evidence for c in before.conditions if c.satisfied and c.evidence)
-        for evidence in (e for e in self.evidence if e.id in deciding and e.tool in _CHECK_TOOLS
-                         and e.diff_sha256 == before.diff_sha256):
-            outcome = self._dispatch(parse_action(json.loads(evidence.action)))
-            self.verdicts.append((evidence.id, outcome.verdict))  # the latest: it decides its conditions
-            reverified.append({"evidence": evidence.id, "tool": evidence.tool, "journaled_status": evidence.status,
-                               "status": outcome.status, "summary": outcome.summary, "duration_s": outcome.duration_s})
-        conditions = tuple(ConditionState(**c.model_dump()) for c in unsatisfied(self.verdicts, before.diff_sha256))
-        budget = before.budget.model_copy(update={"max_steps": before.budget.steps_used + plan.extra_steps,
-                                                  "deadline_s": plan.deadline_s})
-        self.state = self.committed = before.model_copy(update={
-            "version": before.version + 1, "parent_hash": before.hash, "budget": budget, "conditions": conditions})
-        if self.state.u != self.u_trajectory[-1]:
-            self.u_trajectory.append(self.state.u)
-        self._write_journal({"event": "resume", **plan.model_dump(), "reverified": reverified,
-                             "state_before": self._dump(before), "state_before_hash": before.hash,
-                             "state_after": self._dump(self.state), "state_after_hash": self.state.hash,
-                             "u": self.state.u}, "the resume")
-        if self.state.u == 0:  # killed after the last check, before the stop line: re-earned, so it holds
-            raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION,
-                          "every acceptance condition holds on evidence for the current diff (re-earned on resume); "
-                          "release needs a person")
 
     def _check_bounds(self) -> None:
         b = self.state.budget
@@ -311,7 +226,7 @@ class Controller:
                               {"asked": [v.model_dump() for v in verdict.violations], "grant": verdict.grants_needed,
                                "raw": action.diff})
 
-    def _dispatch(self, action) -> ToolOutcome:
+    def dispatch(self, action) -> ToolOutcome:
         started = time.monotonic()
         try:
             return self.executor.dispatch(action, self.diff)
@@ -380,11 +295,11 @@ class Controller:
                                                    "history": self.state.history + (entry,)})
         self.committed = self.state
         self.u_trajectory.append(self.state.u)
-        record.update({"state_after": self._dump(self.state), "state_after_hash": self.state.hash,
+        record.update({"state_after": self.dump(self.state), "state_after_hash": self.state.hash,
                        "u": self.state.u, "conditions": [c.model_dump() for c in self.state.conditions],
                        "last_canonical": self.last_canonical})  # what a resume needs for the repeat rule
         written = time.monotonic()
-        self._write_journal(record, f"step {record['step']}")
+        self.write_journal(record, f"step {record['step']}")
         self.timing["journal_s"] += time.monotonic() - written
         self.on_step({"step": record["step"], "tool": entry.tool, "decision": entry.decision,
                       "status": entry.status, "summary": (evidence or {}).get("summary", ""), "u": self.state.u,
@@ -401,7 +316,7 @@ class Controller:
             self.journal.write({"event": "stop", "status": stop.reason.value, "detail": stop.detail,
                                 "next_attempt": outcome.next_attempt, "extra": stop.extra,
                                 "steps_used": outcome.steps_used, "u_trajectory": self.u_trajectory,
-                                "diff_sha256": outcome.diff_sha256, "state_after": self._dump(self.state),
+                                "diff_sha256": outcome.diff_sha256, "state_after": self.dump(self.state),
                                 "state_after_hash": self.state.hash})
         except JournalWriteError as exc:
             # An ending the journal cannot show is not an ending anyone may act on: even a
@@ -413,7 +328,7 @@ class Controller:
                 "extra": {**stop.extra, "journal_error": str(exc), "unrecorded_status": stop.reason.value}})
         return outcome
 
-    def _write_journal(self, record: dict, what: str) -> None:
+    def write_journal(self, record: dict, what: str) -> None:
         try:
             self.journal.write(record)
         except JournalWriteError as exc:
@@ -422,61 +337,13 @@ class Controller:
                           {"raw": str(exc), "journal_error": str(exc)}) from None
 
     @staticmethod
-    def _dump(state: State) -> dict:
+    def dump(state: State) -> dict:
         return state.model_dump(mode="json")
 
 
-_CHECK_TOOLS = ("run_target_test", "run_full_suite", "check_diff")
+CHECK_TOOLS = ("run_target_test", "run_full_suite", "check_diff")
 _FAILURES = {"token_budget": StopReason.STEP_BUDGET, "malformed": StopReason.INVALID_ACTION,
              "unavailable": StopReason.DEPENDENCY_FAILURE, "raised": StopReason.DEPENDENCY_FAILURE,
              "unreadable": StopReason.INVALID_ACTION}  # a plug-in that raises is a broken dependency
 
 
-class _ResumePlan(BaseModel):
-    checkpoint_status: str
-    extra_steps: int
-    deadline_s: float
-    grants: list[dict]
-    reoffer_of_step: int | None
-
-
-def _restored_verdict(evidence: Evidence) -> TestVerdict | ScopeVerdict:
-    """A verdict read back from the journal, made unable to satisfy anything: it can still mark a
-    condition stale, but only a verdict the verifier gives again in this process can satisfy one."""
-    if evidence.tool == "check_diff":
-        return ScopeVerdict.model_validate(evidence.data).model_copy(update={"ok": False})
-    data = {k: v for k, v in evidence.data.items() if k != "pytest"}
-    return TestVerdict.model_validate(data).model_copy(update={"ok": False, "targets_ok": False})
-
-
-class _Reoffer:
-    """After a person's grant, the proposal refused for lack of it comes back once, before the
-    chooser is asked again. It is validated and authorized like any proposal."""
-
-    name = "re-offer"  # the run records the inner chooser's name, read once at setup
-
-    def __init__(self, chooser: Chooser, proposal: Any, refused_step: int | None):
-        self._inner, self._proposal, self._refused_step = chooser, proposal, refused_step
-        self.last_call: Any = {"reoffer_of_step": refused_step, "note": "re-offered after a person's grant"}
-        self.last_usage: dict | None = None
-
-    def set_deadline(self, deadline: float) -> None:
-        inner = getattr(self._inner, "set_deadline", None)
-        if callable(inner):
-            inner(deadline)
-
-    def choose(self, view: View) -> Any:
-        if self._proposal is not None:
-            proposal, self._proposal = self._proposal, None
-            return proposal
-        proposal = self._inner.choose(view)
-        self.last_call = getattr(self._inner, "last_call", None)
-        self.last_usage = getattr(self._inner, "last_usage", None)
-        return proposal
-
-
-def grant_authorization(state: State, grant: Grant) -> State:
-    """The controller's rule for a person's grant: A widened by it, as a new state version chained
-    to the last. Only `repair-agent grant` (a person) calls this; nothing in the loop can."""
-    auth = state.authorization.model_copy(update={"grants": state.authorization.grants + (grant,)})
-    return state.model_copy(update={"version": state.version + 1, "parent_hash": state.hash, "authorization": auth})

@@ -24,7 +24,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from . import sweep_stats as stats
-from .report import Report
+from .records import Report
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("repair_agent", "templates"), autoescape=True,
                           undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -257,8 +257,6 @@ def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300)
 
 def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
     """Write DIR/summary.html from a sweep's summary.json (as a dict); returns its path."""
-    from .sweep import MODELS_NOTE
-
     out_dir = Path(out_dir)
     comparisons = [c for c in summary.get("comparisons") or [] if isinstance(c, dict)]
     # Only success comparisons mark a cell of the success plot; a sweep names cells `chooser@budget`
@@ -294,7 +292,7 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
     explanation = summary.get("explanation")
     html = _env.get_template("sweep.html.j2").render(
         s=summary, cells=cells, comparisons=comparisons, runs=runs, png=png, png_missing=png_missing,
-        plot=sweep_plot(cells), fmt=_fmt, models_note=MODELS_NOTE,
+        plot=sweep_plot(cells), fmt=_fmt, models_note=stats.MODELS_NOTE,
         model_cells=[c for c in cells if isinstance(c.get("model"), dict)],
         # **term** pieces are bolded by the template (odd pieces), each piece autoescaped as text.
         explanation=explanation.split("**") if isinstance(explanation, str) else None,

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from verifier import Verifier, diff_sha256, u_count, unsatisfied
 
 from .journal import read_journal, verify_chain
-from .run import RunRecord, load_record
+from .records import RunRecord, load_record
 from .scenario import load_manifest
 from .sandbox.workspace import BASE_AUTHOR, create_workspace
 

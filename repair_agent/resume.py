@@ -1,4 +1,5 @@
-"""Every stop is a checkpoint: reading one back from the journal, and a person's grant.
+"""Resuming a run, all of it here: every stop is a checkpoint read back from the journal, a
+person's grant widens A, and a resumed controller re-earns its verdicts before its first new step.
 
 The journal is the only source: its last complete line is the checkpoint (a torn line after it
 is set aside and reported), its hash chains must verify, and what it says decides whether the
@@ -6,19 +7,32 @@ run may continue at all.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import getpass
 import json
+import os
+import shutil
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from verifier import check_scope
+from verifier import ScopeVerdict, TestVerdict, Verifier, check_scope, diff_sha256, unsatisfied
 
 from .actions import ApplyPatch, InvalidAction, parse_action
+from .choosers.base import Chooser
+from .controller import CHECK_TOOLS, CHOOSER_TIMEOUT_S, Controller, Stopped
 from .journal import Journal, TornTail, read_journal, set_aside_torn_tail, verify_chain
-from .state import Evidence, Grant, State, StopReason
+from .outputs import write_results
+from .plain import ChooserIdentity, read_identity
+from .records import RunRecord, load_record
+from .run import early_stop
+from .session import Session, pid_alive
+from .state import ConditionState, Evidence, Grant, State, StopReason, View
+from .tools import Executor
 
 RESUMABLE = (StopReason.STEP_BUDGET, StopReason.DEADLINE, StopReason.DEPENDENCY_FAILURE,
              StopReason.AUTHORIZATION_REQUIRED, StopReason.HANDOFF_REQUESTED)
@@ -49,14 +63,6 @@ class Checkpoint(BaseModel):
     released: bool = False
     torn: TornTail | None = None
     lines: int
-
-
-def run_dir_of(run: str, runs_dir: Path) -> Path:
-    """A run directory from a path or an id; a killed run has a journal but no run.json yet."""
-    for candidate in (Path(run), Path(runs_dir) / run):
-        if (candidate / "journal.jsonl").is_file():
-            return candidate.resolve()
-    raise FileNotFoundError(f"no run {run!r} (looked for {run}/journal.jsonl and {Path(runs_dir) / run}/journal.jsonl)")
 
 
 def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint:
@@ -140,7 +146,6 @@ def record_grant(run_dir: Path, allow: list[str], reason: str) -> tuple[Grant, C
     The grant must make the refused proposal acceptable (otherwise it would be refused again on
     resume), and it only ever covers paths a patch may edit: never escapes, `.git`, symlinks,
     binaries or added test infrastructure, and never what the verifier restores before it tests."""
-    from .controller import grant_authorization
     from .scenario import load_manifest
 
     cp = load_checkpoint(run_dir)
@@ -182,3 +187,209 @@ def record_grant(run_dir: Path, allow: list[str], reason: str) -> tuple[Grant, C
     finally:
         journal.close()
     return grant, cp
+
+
+def grant_authorization(state: State, grant: Grant) -> State:
+    """The controller's rule for a person's grant: A widened by it, as a new state version chained
+    to the last. Only `repair-agent grant` (a person) calls this; nothing in the loop can."""
+    auth = state.authorization.model_copy(update={"grants": state.authorization.grants + (grant,)})
+    return state.model_copy(update={"version": state.version + 1, "parent_hash": state.hash, "authorization": auth})
+
+
+# -- continuing a run ---------------------------------------------------------------------------
+
+def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: int | None = None,
+               deadline_s: float | None = None, on_step: Callable[[dict], None] | None = None,
+               log: Callable[[str], None] = lambda m: None, client=None, runs_dir: Path = Path("runs"),
+               model_options: dict | None = None) -> RunRecord:
+    """Continue a run from its journal: same journal, same run directory, the same writers at the end.
+
+    The workspace is rebuilt from the pristine tree plus the journaled patches (its diff must hash
+    to the journaled one); the dead session's containers are removed first."""
+    from .choosers import load_chooser
+    from .scenario import load_manifest
+
+    t0 = time.monotonic()
+    run_dir = Path(run_dir).resolve()
+    with _exclusive(run_dir):
+        checkpoint = load_checkpoint(run_dir)
+        if checkpoint.torn:
+            log(f"journal: a torn last line ({checkpoint.torn.bytes} bytes after line {checkpoint.torn.after_line}) "
+                f"was set aside in {checkpoint.torn.kept_at}")
+        check_resumable(checkpoint)
+        live = [pid for pid in checkpoint.owner_pids if pid != os.getpid() and pid_alive(pid)]
+        if checkpoint.status == "killed" and live:
+            raise ResumeRefused(f"run {run_dir.name} has no stop line and its process {live[-1]} is still alive: "
+                                "it is still running")
+        budget = checkpoint.state.budget
+        steps = extra_steps if extra_steps is not None else budget.steps_left
+        if steps < 1:
+            raise ResumeRefused(f"run {run_dir.name} used all {budget.max_steps} steps: say how many more this resume "
+                                "grants (--max-steps N)")
+        setup = checkpoint.setup
+        scenario = load_manifest(Path(setup["manifest"]))
+        spec = chooser_spec or setup.get("chooser_spec")
+        if not spec:
+            raise ResumeRefused("the journal does not name the chooser this run used: pass --chooser")
+        options = dict(model_options or {})
+        if not options.get("models_file") and setup.get("models_file") and spec == setup.get("chooser_spec"):
+            options["models_file"] = setup["models_file"]  # model:NAME resolves where it did at the start
+        chooser = load_chooser(spec, scenario, seed=setup.get("seed") or 0, **options)
+        started_at = setup.get("started_at") or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        session = Session(scenario, run_dir, setup["run_id"], setup["sandbox"], client, log, runs_dir=Path(runs_dir))
+        session.remove_containers_of(checkpoint.owner_pids)
+        journal = Journal.reopen(run_dir / "journal.jsonl")
+        identity = ChooserIdentity(name=spec)
+        try:
+            try:
+                identity = read_identity(chooser, min(CHOOSER_TIMEOUT_S, deadline_s or budget.deadline_s), spec)
+                shutil.rmtree(run_dir / "workspace", ignore_errors=True)  # derived: the journal is the record
+                session.open(granted=checkpoint.state.authorization.granted_paths)
+                if session.verifier.snapshot.tree_sha256 != setup.get("pristine_tree_sha256"):
+                    raise RuntimeError("the scenario's pristine repository changed since the run started; "
+                                       "its journaled patches no longer describe a diff of it")
+                diff = session.rebuild(checkpoint.patches, checkpoint.state.diff_sha256)
+            except Exception as exc:  # nothing new ran: the checkpoint stays as it was, resumable again
+                outcome = early_stop(checkpoint.state, journal, session.failure(exc),
+                                      u_trajectory=checkpoint.u_trajectory, evidence=checkpoint.evidence,
+                                      diff=_known_diff(run_dir, checkpoint.state.diff_sha256))
+            else:
+                journal.write(session.setup_record(identity, spec, started_at, resumed_from=checkpoint))
+                log(f"resuming {run_dir.name} from {checkpoint.status} at step {budget.steps_used}: "
+                    f"{len(checkpoint.patches)} journaled patch(es) on the pristine tree, diff {diff_sha256(diff)[:12]}; "
+                    f"granting {steps} more step(s) and {deadline_s or budget.deadline_s:g}s")
+                controller = resumed_controller(
+                    checkpoint, diff, chooser, Executor(session.sandbox, session.verifier), session.verifier,
+                    journal, environment_id=session.verifier.environment_id, extra_steps=steps,
+                    deadline_s=deadline_s or budget.deadline_s, on_step=on_step)
+                outcome = controller.run()
+        finally:
+            session.close()
+            journal.close()
+        previous = load_record(run_dir).wall_s if (run_dir / "run.json").is_file() else 0.0
+        return write_results(session, outcome, identity, started_at=started_at,
+                              wall_s=previous + time.monotonic() - t0)
+
+
+@contextlib.contextmanager
+def _exclusive(run_dir: Path):
+    """One resume of a run at a time."""
+    with open(run_dir / ".resume.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ResumeRefused(f"run {run_dir.name} is being resumed by another process") from None
+        yield
+
+
+def _known_diff(run_dir: Path, expected_sha256: str) -> str:
+    """The last written candidate.diff, if it is the journaled diff (a killed run may have none)."""
+    path = run_dir / "candidate.diff"
+    diff = path.read_text(encoding="utf-8", errors="surrogateescape") if path.is_file() else ""
+    return diff if diff_sha256(diff) == expected_sha256 else ""
+
+
+def resumed_controller(checkpoint: Checkpoint, diff: str, chooser: Chooser, executor: Executor,
+                    verifier: Verifier, journal: Journal, *, environment_id: str, extra_steps: int,
+                    deadline_s: float, on_step: Callable[[dict], None] | None = None,
+                    chooser_timeout_s: float = CHOOSER_TIMEOUT_S) -> Controller:
+    """A controller that continues a stopped or killed run from its journal.
+
+    State, history, evidence, fingerprints, the last canonical action and the Uₜ trajectory are
+    restored as journaled. Verdicts are not trusted from the journal: those for other diffs can
+    only mark conditions stale, and those that satisfied a condition on the current diff are
+    re-earned from the verifier before the first new step (see _begin_resumed). The extra steps and
+    the new deadline become a new version of B when the run begins."""
+    if tuple(verifier.granted) != checkpoint.state.authorization.granted_paths:
+        raise ValueError("the verifier must be built with the run's granted paths")
+    if diff_sha256(diff) != checkpoint.state.diff_sha256:
+        raise ValueError("the rebuilt workspace's diff is not the journaled one")
+    ctl = Controller(checkpoint.state, chooser, executor, verifier, journal, environment_id=environment_id,
+              on_step=on_step, chooser_timeout_s=chooser_timeout_s)
+    ctl.diff = diff
+    ctl.evidence = list(checkpoint.evidence)
+    ctl.fingerprints = dict(checkpoint.fingerprints)
+    ctl.u_trajectory = list(checkpoint.u_trajectory)
+    ctl.verdicts = [(e.id, _restored_verdict(e)) for e in checkpoint.evidence if e.tool in CHECK_TOOLS]
+    # A person's grant changed A: proposing the refused action again is not a repeat.
+    ctl.last_canonical = None if checkpoint.grants_since_stop else checkpoint.last_canonical
+    if checkpoint.grants_since_stop and checkpoint.refused_proposal is not None:
+        ctl.chooser = _Reoffer(chooser, checkpoint.refused_proposal, checkpoint.refused_step)
+    plan = _ResumePlan(checkpoint_status=checkpoint.status, extra_steps=extra_steps, deadline_s=deadline_s,
+                             grants=[g.model_dump() for g in checkpoint.grants_since_stop],
+                             reoffer_of_step=checkpoint.refused_step if isinstance(ctl.chooser, _Reoffer) else None)
+    ctl.begin = lambda: _begin_resumed(ctl, plan)
+    return ctl
+
+
+def _begin_resumed(ctl: Controller, plan: _ResumePlan) -> None:
+    """Re-earn the verdicts that satisfied a condition on the current diff, then record the
+    budget this resume grants as a new version of B. A verdict that cannot be re-earned
+    (engine down) ends the run dependency_failure before any budget is granted."""
+    before = ctl.committed
+    reverified = []
+    deciding = dict.fromkeys(c.evidence for c in before.conditions if c.satisfied and c.evidence)
+    for evidence in (e for e in ctl.evidence if e.id in deciding and e.tool in CHECK_TOOLS
+                     and e.diff_sha256 == before.diff_sha256):
+        outcome = ctl.dispatch(parse_action(json.loads(evidence.action)))
+        ctl.verdicts.append((evidence.id, outcome.verdict))  # the latest: it decides its conditions
+        reverified.append({"evidence": evidence.id, "tool": evidence.tool, "journaled_status": evidence.status,
+                           "status": outcome.status, "summary": outcome.summary, "duration_s": outcome.duration_s})
+    conditions = tuple(ConditionState(**c.model_dump()) for c in unsatisfied(ctl.verdicts, before.diff_sha256))
+    budget = before.budget.model_copy(update={"max_steps": before.budget.steps_used + plan.extra_steps,
+                                              "deadline_s": plan.deadline_s})
+    ctl.state = ctl.committed = before.model_copy(update={
+        "version": before.version + 1, "parent_hash": before.hash, "budget": budget, "conditions": conditions})
+    if ctl.state.u != ctl.u_trajectory[-1]:
+        ctl.u_trajectory.append(ctl.state.u)
+    ctl.write_journal({"event": "resume", **plan.model_dump(), "reverified": reverified,
+                         "state_before": ctl.dump(before), "state_before_hash": before.hash,
+                         "state_after": ctl.dump(ctl.state), "state_after_hash": ctl.state.hash,
+                         "u": ctl.state.u}, "the resume")
+    if ctl.state.u == 0:  # killed after the last check, before the stop line: re-earned, so it holds
+        raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION,
+                      "every acceptance condition holds on evidence for the current diff (re-earned on resume); "
+                      "release needs a person")
+
+
+class _ResumePlan(BaseModel):
+    checkpoint_status: str
+    extra_steps: int
+    deadline_s: float
+    grants: list[dict]
+    reoffer_of_step: int | None
+
+
+def _restored_verdict(evidence: Evidence) -> TestVerdict | ScopeVerdict:
+    """A verdict read back from the journal, made unable to satisfy anything: it can still mark a
+    condition stale, but only a verdict the verifier gives again in this process can satisfy one."""
+    if evidence.tool == "check_diff":
+        return ScopeVerdict.model_validate(evidence.data).model_copy(update={"ok": False})
+    data = {k: v for k, v in evidence.data.items() if k != "pytest"}
+    return TestVerdict.model_validate(data).model_copy(update={"ok": False, "targets_ok": False})
+
+
+class _Reoffer:
+    """After a person's grant, the proposal refused for lack of it comes back once, before the
+    chooser is asked again. It is validated and authorized like any proposal."""
+
+    name = "re-offer"  # the run records the inner chooser's name, read once at setup
+
+    def __init__(self, chooser: Chooser, proposal: Any, refused_step: int | None):
+        self._inner, self._proposal, self._refused_step = chooser, proposal, refused_step
+        self.last_call: Any = {"reoffer_of_step": refused_step, "note": "re-offered after a person's grant"}
+        self.last_usage: dict | None = None
+
+    def set_deadline(self, deadline: float) -> None:
+        inner = getattr(self._inner, "set_deadline", None)
+        if callable(inner):
+            inner(deadline)
+
+    def choose(self, view: View) -> Any:
+        if self._proposal is not None:
+            proposal, self._proposal = self._proposal, None
+            return proposal
+        proposal = self._inner.choose(view)
+        self.last_call = getattr(self._inner, "last_call", None)
+        self.last_usage = getattr(self._inner, "last_usage", None)
+        return proposal

@@ -765,12 +765,6 @@ def render_markdown(summary: dict, command: str | None = None, cost_comparisons:
     return "\n".join(lines)
 
 
-MODELS_NOTE = ("tokens and cost are totals over the cell's runs (cost in the models file's price unit, — when "
-               "unpriced; tokens — when an endpoint reported no usage); step latency is the median over runs of "
-               "each run's median chooser step, retries and re-asks included; runs the endpoint failed are not "
-               "in `runs` or the success rate")
-
-
 def render_models(summary: dict) -> list[str]:
     """One row per model (chooser) and budget: success, evidence, tokens, money and time."""
     from .report import describe_model
@@ -779,7 +773,7 @@ def render_models(summary: dict) -> list[str]:
     if not cells:
         return []
     grouped = summary.get("group_by", "all") != "all"
-    lines = ["## Models", "", f"- {MODELS_NOTE}", "",
+    lines = ["## Models", "", f"- {stats.MODELS_NOTE}", "",
              ("| group " if grouped else "") + "| chooser | model | budget | runs | success | band | evidence complete | "
              "prompt tokens | completion tokens | cost | median step s | requests | infra failures |",
              ("|---" if grouped else "") + "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

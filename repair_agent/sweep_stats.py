@@ -318,3 +318,9 @@ def in_scenarios(difference: float | None, resolution: float | None) -> str:
     if difference is None or not resolution:
         return ""
     return f"{difference / resolution:+.1f} scenarios"
+
+
+MODELS_NOTE = ("tokens and cost are totals over the cell's runs (cost in the models file's price unit, — when "
+               "unpriced; tokens — when an endpoint reported no usage); step latency is the median over runs of "
+               "each run's median chooser step, retries and re-asks included; runs the endpoint failed are not "
+               "in `runs` or the success rate")

@@ -35,7 +35,8 @@ from repair_agent.actions import TOOL_NAMES
 from repair_agent.choosers import BaselineChooser
 from repair_agent.journal import read_journal, record_hash, verify_chain
 from repair_agent.resume import ResumeRefused, load_checkpoint
-from repair_agent.run import RunRecord, execute_run
+from repair_agent.records import RunRecord
+from repair_agent.run import execute_run
 from repair_agent.scenario import resolve
 from repair_agent.state import StopReason, state_hash
 from verifier import diff_sha256

@@ -23,7 +23,7 @@ import pytest
 import hostile_choosers as h
 from repair_agent.choosers import load_chooser
 from repair_agent.html_report import render_run_html, render_sweep_html
-from repair_agent.report import Report
+from repair_agent.records import Report
 from repair_agent.run import execute_run
 from repair_agent.scenario import resolve
 from repair_agent.state import StopReason

@@ -17,7 +17,8 @@ from chat_server import (ChatServer, content, delay, drop_connection, http_error
                          tool_calls)
 from repair_agent.choosers.model import ModelChooser
 from repair_agent.journal import read_journal
-from repair_agent.run import execute_run, load_record
+from repair_agent.records import load_record
+from repair_agent.run import execute_run
 from repair_agent.scenario import resolve
 from repair_agent.state import StopReason
 

@@ -19,7 +19,8 @@ import pytest
 
 from hostile_choosers import StopAtOnce
 from repair_agent.choosers import BaselineChooser
-from repair_agent.run import RunRecord, execute_run
+from repair_agent.records import RunRecord
+from repair_agent.run import execute_run
 from repair_agent.scenario import resolve
 from repair_agent.state import StopReason
 

@@ -19,7 +19,9 @@ from repair_agent import release
 from repair_agent.choosers import BaselineChooser
 from repair_agent.journal import read_journal, record_hash, verify_chain
 from repair_agent.resume import ResumeRefused, load_checkpoint, record_grant
-from repair_agent.run import execute_run, load_record, resume_run
+from repair_agent.records import load_record
+from repair_agent.resume import resume_run
+from repair_agent.run import execute_run
 from repair_agent.scenario import resolve
 from repair_agent.state import StopReason, state_hash
 
