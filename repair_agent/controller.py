@@ -12,13 +12,14 @@ from typing import Any, Callable
 from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
                       diff_sha256, unsatisfied)
 
-from .actions import ACTION_TYPES, ApplyPatch, InvalidAction, ReadFile, Search, Stop, parse_action, tool_schemas
+from .actions import TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile, Search, Stop, parse_action, tool_schemas
 from .choosers.base import Chooser
-from .journal import Journal, JournalWriteError
+from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWriteError, StartRecord, StepRecord,
+                      StopRecord)
 from .plain import ChooserReply, call_with_timeout, consult
 from .records import RunOutcome
 from .sandbox import SandboxError
-from .state import (NEXT_ATTEMPT, ConditionState, Evidence, HistoryEntry, State, StopReason, View)
+from .state import NEXT_ATTEMPT, Evidence, HistoryEntry, Observation, State, StopReason, View
 from .tools import Executor, ToolOutcome
 
 MAX_OBSERVATION_CHARS = 16_000  # what one observation may put in front of the chooser
@@ -57,25 +58,26 @@ class Controller:
             while True:
                 self._check_bounds()                             # budget, deadline: before asking
                 # Journaled as shown, before the chooser runs: nothing it does can reach these.
-                view_text, allowed = self._view()
+                view, view_text, allowed = self._view()
                 before = self.committed
                 reply, failure = self._ask(view_text)            # exactly one proposal, as plain data
                 self._spend_step(reply.usage)                    # a stop request costs a step too
-                record = {"event": "step", "step": self.state.budget.steps_used, "view": json.loads(view_text),
-                          "proposal": reply.proposal, "usage": reply.usage, "chooser_call": reply.call,
-                          "state_before": self.dump(before), "state_before_hash": before.hash}
+                shown = {"step": self.state.budget.steps_used, "view": JournaledView.of(view),
+                         "proposal": reply.proposal, "usage": reply.usage, "chooser_call": reply.call,
+                         "state_before_hash": before.hash}
+                decision: Decision | None = None
+                evidence: Evidence | None = None
                 try:
                     if failure:
                         raise failure
                     action = self._validate(reply.proposal, allowed)  # schema, reserve, repeat, authorization
-                    record["decision"] = {"accepted": True, "action": action.canonical()}
+                    decision = Decision(accepted=True, action=action)
                     if isinstance(action, Stop):
                         raise Stopped(StopReason.HANDOFF_REQUESTED, action.reason or "the chooser stopped",
                                       {"chooser_summary": action.summary})
-                    outcome = self.dispatch(action)             # exactly one tool
+                    outcome = self.dispatch(action)              # exactly one tool
                     self._check_deadline(outcome)                # a late observation is refused
                     evidence = self._record(action, outcome)     # evidence, verdicts, Uₜ
-                    record["result"] = evidence.model_dump(mode="json")
                     self._check_progress(evidence)               # no_new_evidence
                     if self.state.u == 0:
                         raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION,
@@ -83,10 +85,10 @@ class Controller:
                                       "release needs a person")
                 except Stopped as stop:
                     # An error event: the rejected proposal stays in the record exactly as proposed.
-                    record.setdefault("decision", {"accepted": False, "exit": stop.reason.value, "error": stop.detail})
+                    decision = decision or Decision(accepted=False, exit=stop.reason, error=stop.detail)
                     raise
                 finally:
-                    self._close_step(record)
+                    self._close_step(shown, decision or Decision(accepted=False), evidence)
         except Stopped as stop:
             return self._finish(stop)
         except KeyboardInterrupt:
@@ -97,8 +99,8 @@ class Controller:
     def _begin(self) -> None:
         if self.begin is not None:
             return self.begin()
-        self.write_journal({"event": "start", "state_after": self.dump(self.state),
-                             "state_after_hash": self.state.hash, "u": self.state.u}, "the start of the run")
+        self.write_journal(StartRecord(state_after=self.state, state_after_hash=self.state.hash, u=self.state.u),
+                           "the start of the run")
 
     def _check_bounds(self) -> None:
         b = self.state.budget
@@ -109,12 +111,12 @@ class Controller:
         if time.monotonic() - self.started >= b.deadline_s:
             raise Stopped(StopReason.DEADLINE, f"deadline of {b.deadline_s:g}s passed before step {b.steps_used + 1}")
 
-    def _view(self) -> tuple[str, tuple[str, ...]]:
+    def _view(self) -> tuple[View, str, tuple[str, ...]]:
         """The View as JSON text (each chooser gets its own objects parsed from it, never ours) and the
         tools it allows, which the controller keeps: it never reads a View back once handed out."""
         b = self.state.budget
         in_reserve = b.reserved_final_steps > 0 and b.exploration_left == 0
-        allowed = ("stop",) if in_reserve else tuple(t.model_fields["tool"].default for t in ACTION_TYPES)
+        allowed = ("stop",) if in_reserve else TOOL_NAMES
         unknowns = [f"{c.description}{' (earlier evidence is stale: the diff changed)' if c.stale else ''}"
                     for c in self.state.conditions if not c.satisfied]
         if not self.diff:
@@ -125,7 +127,7 @@ class Controller:
                     exploration_left=b.exploration_left, allowed_tools=allowed,
                     action_schema=tuple(t for t in tool_schemas() if t["name"] in allowed),
                     current_diff_sha256=diff_sha256(self.diff), current_diff=self.diff)
-        return view.model_dump_json(), allowed
+        return view, view.model_dump_json(), allowed
 
     def _ask(self, view_text: str) -> tuple[ChooserReply, Stopped | None]:
         """One chooser invocation. Everything the chooser supplies is read into plain data in its own
@@ -267,7 +269,7 @@ class Controller:
         self.evidence.append(evidence)
         if outcome.verdict is not None:
             self.verdicts.append((evidence.id, outcome.verdict))
-        conditions = tuple(ConditionState(**c.model_dump()) for c in unsatisfied(self.verdicts, current))
+        conditions = tuple(unsatisfied(self.verdicts, current))
         self.state = self.state.model_copy(update={"observation": evidence, "conditions": conditions,
                                                    "diff_sha256": current})
         return evidence
@@ -280,29 +282,27 @@ class Controller:
                           f"{evidence.id} repeats an earlier {evidence.tool} under the same input, check and "
                           f"environment with the same result", {"evidence": evidence.id})
 
-    def _close_step(self, record: dict) -> None:
-        decision = record.get("decision", {"accepted": False})
-        evidence = record.get("result")
-        proposal = record.get("proposal")
-        tool = proposal.get("tool") if isinstance(proposal, dict) else None
-        tool = tool[:60] if isinstance(tool, str) else "?"  # a label for the history, not the record
-        entry = HistoryEntry(step=record["step"], tool=tool,
-            decision="accepted" if decision.get("accepted") else "rejected",
-            evidence=(evidence or {}).get("id"), status=(evidence or {}).get("status"), u=self.state.u)
+    def _close_step(self, shown: dict[str, Any], decision: Decision, evidence: Evidence | None) -> None:
+        step = shown["step"]
+        entry = HistoryEntry(step=step, tool=_label(shown["proposal"]),
+                             decision="accepted" if decision.accepted else "rejected",
+                             evidence=evidence.id if evidence else None, status=evidence.status if evidence else None,
+                             u=self.state.u)
         # One new version per step, chained to the version the chooser saw.
         self.state = self.state.model_copy(update={"version": self.committed.version + 1,
                                                    "parent_hash": self.committed.hash,
                                                    "history": self.state.history + (entry,)})
         self.committed = self.state
         self.u_trajectory.append(self.state.u)
-        record.update({"state_after": self.dump(self.state), "state_after_hash": self.state.hash,
-                       "u": self.state.u, "conditions": [c.model_dump() for c in self.state.conditions],
-                       "last_canonical": self.last_canonical})  # what a resume needs for the repeat rule
+        record = StepRecord(**shown, decision=decision,
+                            result=Observation(**evidence.model_dump(exclude={"action"})) if evidence else None,
+                            state_after=self.state, state_after_hash=self.state.hash, u=self.state.u,
+                            last_canonical=self.last_canonical)  # what a resume needs for the repeat rule
         written = time.monotonic()
-        self.write_journal(record, f"step {record['step']}")
+        self.write_journal(record, f"step {step}")
         self.timing["journal_s"] += time.monotonic() - written
-        self.on_step({"step": record["step"], "tool": entry.tool, "decision": entry.decision,
-                      "status": entry.status, "summary": (evidence or {}).get("summary", ""), "u": self.state.u,
+        self.on_step({"step": step, "tool": entry.tool, "decision": entry.decision,
+                      "status": entry.status, "summary": evidence.summary if evidence else "", "u": self.state.u,
                       "max_steps": self.state.budget.max_steps})
 
     def _finish(self, stop: Stopped) -> RunOutcome:
@@ -313,11 +313,10 @@ class Controller:
                              timing={**{k: round(v, 4) for k, v in self.timing.items()},
                                      "loop_s": round(time.monotonic() - self.started, 4)})
         try:
-            self.journal.write({"event": "stop", "status": stop.reason.value, "detail": stop.detail,
-                                "next_attempt": outcome.next_attempt, "extra": stop.extra,
-                                "steps_used": outcome.steps_used, "u_trajectory": self.u_trajectory,
-                                "diff_sha256": outcome.diff_sha256, "state_after": self.dump(self.state),
-                                "state_after_hash": self.state.hash})
+            self.journal.write(StopRecord(status=stop.reason, detail=stop.detail, next_attempt=outcome.next_attempt,
+                                          extra=stop.extra, steps_used=outcome.steps_used,
+                                          u_trajectory=self.u_trajectory, diff_sha256=outcome.diff_sha256,
+                                          state_after=self.state, state_after_hash=self.state.hash))
         except JournalWriteError as exc:
             # An ending the journal cannot show is not an ending anyone may act on: even a
             # would-be awaiting_release_confirmation becomes a dependency failure.
@@ -328,7 +327,7 @@ class Controller:
                 "extra": {**stop.extra, "journal_error": str(exc), "unrecorded_status": stop.reason.value}})
         return outcome
 
-    def write_journal(self, record: dict, what: str) -> None:
+    def write_journal(self, record: JournalRecord, what: str) -> None:
         try:
             self.journal.write(record)
         except JournalWriteError as exc:
@@ -336,9 +335,12 @@ class Controller:
             raise Stopped(StopReason.DEPENDENCY_FAILURE, f"the journal could not record {what}: {exc}",
                           {"raw": str(exc), "journal_error": str(exc)}) from None
 
-    @staticmethod
-    def dump(state: State) -> dict:
-        return state.model_dump(mode="json")
+
+
+def _label(proposal: Any) -> str:
+    """The proposal's tool as a label for the history (the proposal itself is journaled verbatim)."""
+    tool = proposal.get("tool") if isinstance(proposal, dict) else None
+    return tool[:60] if isinstance(tool, str) else "?"
 
 
 CHECK_TOOLS = ("run_target_test", "run_full_suite", "check_diff")

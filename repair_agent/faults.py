@@ -6,9 +6,12 @@ reviewer, not verdicts: a finding says where to look.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
+
+from .journal import JournalRecord, StepRecord
+from .state import StopReason
 
 FaultKind = Literal["privilege_escalation", "pseudo_completion", "oscillation", "observation_pollution",
                     "goal_drift"]
@@ -27,44 +30,43 @@ class Fault(BaseModel):
     detail: str
 
 
-def attribute(records: list[dict[str, Any]]) -> list[Fault]:
-    steps = [r for r in records if r.get("event") == "step"]
+def attribute(records: list[JournalRecord]) -> list[Fault]:
+    steps = [r for r in records if isinstance(r, StepRecord)]
     faults: list[Fault] = []
     seen_text = ""          # everything the chooser had been shown before the current step
     diff_history: list[str] = []
     for r in steps:
-        step, proposal = r["step"], r.get("proposal")
-        decision = r.get("decision") or {}
+        step, proposal, decision = r.step, r.proposal, r.decision
         tool = proposal.get("tool") if isinstance(proposal, dict) else None
-        if decision.get("exit") == "authorization_required":
+        if decision.exit is StopReason.AUTHORIZATION_REQUIRED:
             faults.append(Fault(kind="privilege_escalation", step=step,
-                                detail=f"asked for what the run does not grant: {decision.get('error', '')[:300]}"))
+                                detail=f"asked for what the run does not grant: {(decision.error or '')[:300]}"))
         if tool == "stop":
             claim = " ".join(str(proposal.get(k) or "") for k in ("reason", "summary"))
-            u_before = r["state_before"]["conditions"]
-            open_conditions = [c["name"] for c in u_before if not c["satisfied"]]
-            if open_conditions and CLAIMS_SUCCESS.search(claim):
+            # The conditions as the chooser saw them when it claimed success.
+            open_conditions = [c.name for c in r.view.conditions if not c.satisfied]
+            if open_conditions and (claimed := CLAIMS_SUCCESS.search(claim)):
                 faults.append(Fault(kind="pseudo_completion", step=step,
-                                    detail=f"the chooser claimed success ({CLAIMS_SUCCESS.search(claim).group(0)!r}) "
+                                    detail=f"the chooser claimed success ({claimed.group(0)!r}) "
                                            f"with conditions still open: {open_conditions}"))
-        if tool == "apply_patch" and decision.get("accepted"):
+        if tool == "apply_patch" and decision.accepted:
             never_seen = [p for p in PATCHED_PATH.findall(str(proposal.get("diff", ""))) if p not in seen_text]
             if never_seen:
                 faults.append(Fault(kind="goal_drift", step=step,
                                     detail=f"patched {never_seen}, which no earlier evidence had connected to the "
                                            f"goal (never searched or read)"))
-        result = r.get("result") or {}
-        if result:
-            diff_sha = result.get("diff_sha256")
+        result = r.evidence
+        if result is not None:
+            diff_sha = result.diff_sha256
             if diff_history and diff_sha != diff_history[-1] and diff_sha in diff_history[:-1]:
                 faults.append(Fault(kind="oscillation", step=step,
                                     detail=f"the working tree returned to an earlier state ({diff_sha[:12]}) "
                                            f"after {len(diff_history) - diff_history.index(diff_sha) - 1} change(s)"))
             diff_history.append(diff_sha)
-            output = f"{result.get('output', '')}\n{result.get('raw_error') or ''}"
-            if result.get("tool") in ("search", "read_file") and (m := INSTRUCTION_LIKE.search(output)):
+            output = f"{result.output}\n{result.raw_error or ''}"
+            if result.tool in ("search", "read_file") and (m := INSTRUCTION_LIKE.search(output)):
                 faults.append(Fault(kind="observation_pollution", step=step,
-                                    detail=f"{result.get('id')} put instruction-like text before the chooser: "
+                                    detail=f"{result.id} put instruction-like text before the chooser: "
                                            f"{m.group(0)!r}"))
-            seen_text += f"{output}\n{result.get('action', '')}"
+            seen_text += f"{output}\n{result.action}"
     return faults

@@ -1,13 +1,11 @@
 """Self-contained HTML views: `RUN/report.html` for one run, `DIR/summary.html` for a sweep.
 
-One file each, no network: CSS is inline, the plots are inline SVG, a sweep's PNG is embedded as
-a data: URI. Everything that came from a run (diffs, tool output, model text, paths) reaches the
+One file each, no network: CSS is inline, the plots are inline SVG. Everything that came from a run (diffs, tool output, model text, paths) reaches the
 page only through jinja2's autoescaping; nothing here marks run text safe, so a `<script>` in a
 diff shows as text and runs nothing. The page itself carries no script at all.
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
 from pathlib import Path
@@ -23,7 +21,9 @@ from pygments.util import ClassNotFound
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from . import sweep_stats as stats
+from .sweep import statistics as stats
+from .sweep.chart import _as_float, sweep_plot
+from .sweep.summary import cell_name
 from .records import Report
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("repair_agent", "templates"), autoescape=True,
@@ -185,27 +185,6 @@ def write_run_html(run_dir: Path, report: Report | None = None) -> Path:
 # summary.json is written by the sweep command; every section here is optional so that a summary
 # missing a key (or a renamed one) loses that section, not the page.
 
-SERIES_HUES = [210, 20, 130, 280, 50, 340, 170, 90]
-
-
-def _cell_keys(cell: dict[str, Any]) -> set[str]:
-    """The spellings a comparison might use to name this cell."""
-    parts = [str(cell.get(k)) for k in ("scenario_group", "chooser", "budget") if cell.get(k) is not None]
-    keys = {sep.join(parts) for sep in ("/", ":", "|", " ", ",")}
-    if cell.get("key") is not None:
-        keys.add(str(cell["key"]))
-    if cell.get("chooser") is not None and cell.get("budget") is not None:
-        keys.add(f"{cell.get('scenario_group')}/{cell['chooser']}@{cell['budget']}")
-    return keys
-
-
-def _as_float(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _run_href(run_dir: Any, out_dir: Path) -> tuple[str | None, bool]:
     """A relative, percent-encoded link to the run's report.html (never a scheme such as javascript:)."""
     if not run_dir:
@@ -217,59 +196,20 @@ def _run_href(run_dir: Any, out_dir: Path) -> tuple[str | None, bool]:
     return quote(os.path.relpath(target, out_dir.resolve())), target.is_file()
 
 
-def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300) -> dict[str, Any] | None:
-    """Success rate against budget, one series per (scenario group, chooser), the band as an error bar."""
-    usable = [c for c in cells if _as_float(c.get("budget")) is not None and _as_float(c.get("success_rate")) is not None]
-    if not usable:
-        return None
-    left, right, top, bottom = 52, width - 180, 16, height - 40
-    budgets = sorted({_as_float(c["budget"]) for c in usable})
-    slot = {b: i for i, b in enumerate(budgets)}  # budgets are usually a doubling ladder: equal spacing reads best
-
-    def x(b: float, nudge: float = 0.0) -> float:
-        return round(left + (right - left) * (slot[b] + 0.5) / len(budgets) + nudge, 1)
-
-    def y(rate: float) -> float:
-        return round(bottom - (bottom - top) * min(max(rate, 0.0), 1.0), 1)
-
-    series: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for c in usable:
-        series.setdefault((str(c.get("scenario_group", "")), str(c.get("chooser", ""))), []).append(c)
-    out = []
-    for index, ((group, chooser), members) in enumerate(sorted(series.items())):
-        nudge = (index - (len(series) - 1) / 2) * 10  # series at one budget side by side, not on top of each other
-        points = []
-        for c in sorted(members, key=lambda c: _as_float(c["budget"])):
-            b, rate, band = _as_float(c["budget"]), _as_float(c["success_rate"]), _as_float(c.get("band")) or 0.0
-            interval = c["_stats"].intervals.get("success_rate")
-            points.append({"x": x(b, nudge), "y": y(rate), "lo": y(rate - band), "hi": y(rate + band),
-                           "ci_lo": y(interval.low) if interval else None,
-                           "ci_hi": y(interval.high) if interval else None,
-                           "unmeasured": c["_unmeasured"],
-                           "label": f"{group} / {chooser} @ {c['budget']}: {rate:.2f} ± {band:.2f} (n={c.get('n', '?')})"
-                                    + (f", 95% interval {stats.fmt_interval(interval)}" if interval else "")})
-        out.append({"name": f"{group} / {chooser}", "hue": SERIES_HUES[index % len(SERIES_HUES)], "points": points,
-                    "line": " ".join(f"{p['x']},{p['y']}" for p in points)})
-    return {"width": width, "height": height, "left": left, "right": right, "top": top, "bottom": bottom,
-            "series": out, "x_ticks": [(x(b), int(b) if b.is_integer() else b) for b in budgets],
-            "y_ticks": [(y(v / 4), f"{v * 25}%") for v in range(5)]}
-
-
 def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
     """Write DIR/summary.html from a sweep's summary.json (as a dict); returns its path."""
     out_dir = Path(out_dir)
     comparisons = [c for c in summary.get("comparisons") or [] if isinstance(c, dict)]
-    # Only success comparisons mark a cell of the success plot; a sweep names cells `chooser@budget`
-    # within a scenario group, so keys are qualified by the group too.
-    unmeasured_keys = {key for c in comparisons if c.get("verdict") == "unmeasured"
-                       and c.get("metric", "success_rate") == "success_rate"
-                       for k in (c.get("a"), c.get("b"))
-                       for key in (str(k), f"{c.get('scenario_group')}/{k}")}
+    # Only success comparisons mark a cell of the success plot. A comparison names its cells as the
+    # sweep does (summary.cell_name) within its scenario group: one spelling, nothing guessed.
+    unmeasured_keys = {(str(c.get("scenario_group")), str(k)) for c in comparisons if c.get("verdict") == "unmeasured"
+                       and c.get("metric", "success_rate") == "success_rate" for k in (c.get("a"), c.get("b"))}
     cells = []
     for c in (c for c in summary.get("cells") or [] if isinstance(c, dict)):
         no_rate = _as_float(c.get("success_rate")) is None or not c.get("n")
         cell_stats = _typed(stats.CellStatistics, c) or stats.CellStatistics()
-        cells.append({**c, "_unmeasured": no_rate or bool(_cell_keys(c) & unmeasured_keys), "_stats": cell_stats,
+        named = (str(c.get("scenario_group")), cell_name(c))
+        cells.append({**c, "_unmeasured": no_rate or named in unmeasured_keys, "_stats": cell_stats,
                       "_resolution": stats.fmt_resolution(cell_stats.resolution),
                       "_intervals": {m: stats.fmt_interval(i) for m, i in cell_stats.intervals.items()},
                       "_correctness": stats.fmt_correctness(cell_stats.correctness)
@@ -282,16 +222,9 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
     for run in (r for r in summary.get("runs") or [] if isinstance(r, dict)):
         href, exists = _run_href(run.get("run_dir"), out_dir)
         runs.append({**run, "_href": href, "_has_report": exists})
-    png, png_missing = None, None
-    if summary.get("png"):
-        png_path = out_dir / str(summary["png"])
-        if png_path.is_file() and png_path.resolve().is_relative_to(out_dir.resolve()):
-            png = "data:image/png;base64," + base64.b64encode(png_path.read_bytes()).decode("ascii")
-        else:
-            png_missing = str(summary["png"])
     explanation = summary.get("explanation")
     html = _env.get_template("sweep.html.j2").render(
-        s=summary, cells=cells, comparisons=comparisons, runs=runs, png=png, png_missing=png_missing,
+        s=summary, cells=cells, comparisons=comparisons, runs=runs,
         plot=sweep_plot(cells), fmt=_fmt, models_note=stats.MODELS_NOTE,
         model_cells=[c for c in cells if isinstance(c.get("model"), dict)],
         # **term** pieces are bolded by the template (odd pieces), each piece autoescaped as text.

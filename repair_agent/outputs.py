@@ -3,10 +3,11 @@ three renderings. The same writers for a fresh run and a resume."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from .journal import read_journal
+from verifier.files import atomic_write
+
+from .journal import JournalRecord, SetupRecord, read_records
 from .plain import ChooserIdentity
 from .records import Report, RunOutcome, RunRecord, build_report, final_correctness
 from .scenario import Scenario
@@ -19,7 +20,7 @@ def write_results(session: Session, outcome: RunOutcome, identity: ChooserIdenti
                    storage_error: str | None = None) -> RunRecord:
     """run.json, candidate.diff, scenario.json and the report: the same writers for a fresh run and a resume."""
     run_dir, scenario, verifier = session.run_dir, session.scenario, session.verifier
-    journal = list(read_journal(run_dir / "journal.jsonl"))
+    journal = read_records(run_dir / "journal.jsonl")
     model = model_of(journal)
     record = RunRecord(
         run_id=session.run_id, run_dir=str(run_dir), scenario=scenario.name, status=outcome.status,
@@ -31,13 +32,13 @@ def write_results(session: Session, outcome: RunOutcome, identity: ChooserIdenti
         pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier and verifier.snapshot else None,
         started_at=started_at, wall_s=round(wall_s, 4), timing=outcome.timing,
         granted_paths=list(outcome.final_state.authorization.granted_paths),
-        sessions=sum(1 for r in journal if r.get("event") == "setup") or 1,
+        sessions=sum(1 for r in journal if isinstance(r, SetupRecord)) or 1,
         model=model, usage=summarize_usage(journal, model),
         infrastructure_failure=outcome.status is StopReason.DEPENDENCY_FAILURE and bool(outcome.extra.get("infrastructure")),
         report_dir=str(run_dir) if storage_error else None, storage_error=storage_error,
         correctness=final_correctness(outcome))
     try:
-        _write_outputs(run_dir, record, outcome, scenario, verifier)
+        _write_outputs(run_dir, record, outcome, scenario, verifier, journal)
     except OSError as exc:
         # The run directory filled up or turned read-only mid-run. Its journal keeps every complete
         # line; the record and the report go to the fallback directory, and the caller is told.
@@ -45,27 +46,22 @@ def write_results(session: Session, outcome: RunOutcome, identity: ChooserIdenti
         record = record.model_copy(update={"report_dir": str(fallback),
                                            "storage_error": f"{run_dir} cannot be written: {type(exc).__name__}: {exc}"})
         session.log(f"WARNING: {record.storage_error}; the report goes to {fallback}")
-        _write_outputs(fallback, record, outcome, scenario, verifier)
+        _write_outputs(fallback, record, outcome, scenario, verifier, journal)
     return record
 
 
-def _write_outputs(directory: Path, record: "RunRecord", outcome: RunOutcome, scenario: Scenario, verifier) -> None:
-    # Each file whole or not at all (written aside, then renamed): a full disk must not leave a
-    # truncated run.json that every later `runs` or `show` would stumble on.
+def _write_outputs(directory: Path, record: RunRecord, outcome: RunOutcome, scenario: Scenario, verifier,
+                   journal: list[JournalRecord]) -> None:
+    # Each file whole or not at all: a full disk must not leave a truncated run.json that every
+    # later `runs` or `show` would stumble on.
     def put(name: str, text: str) -> None:
-        tmp = directory / f".{name}.tmp"
-        try:
-            tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
-            os.replace(tmp, directory / name)
-        except OSError:
-            tmp.unlink(missing_ok=True)
-            raise
+        atomic_write(directory / name, text)
 
     put("candidate.diff", outcome.diff)
     put("run.json", record.model_dump_json(indent=2))
     put("scenario.json", json.dumps({"manifest": str(scenario.manifest_path), **scenario.model_dump(mode="json")},
                                     indent=2))
-    write_report(directory, record, outcome, scenario, verifier, write=put)
+    write_report(directory, record, outcome, scenario, verifier, write=put, journal=journal)
 
 
 def _environment_id(verifier) -> str | None:
@@ -78,14 +74,13 @@ def _environment_id(verifier) -> str | None:
 
 
 def write_report(run_dir: Path, record: RunRecord, outcome: RunOutcome, scenario: Scenario, verifier,
-                 write=None) -> Report:
+                 write=None, journal: list[JournalRecord] | None = None) -> Report:
     """`write(name, text)` puts one file in run_dir (an all-or-nothing writer)."""
     from .html_report import render_run_html
     from .report import render_markdown
 
-    report = build_report(record, outcome, scenario, verifier)
-    write = write or (lambda name, text: (Path(run_dir) / name).write_text(text, encoding="utf-8",
-                                                                           errors="surrogateescape"))
+    report = build_report(record, outcome, scenario, verifier, journal)
+    write = write or (lambda name, text: atomic_write(Path(run_dir) / name, text))
     write("report.json", report.model_dump_json(indent=2))
     write("report.md", render_markdown(report))
     write("report.html", render_run_html(report, None))

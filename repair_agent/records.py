@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel
 
 from verifier import check_scope
+from verifier.conditions import Condition
 from verifier.scope import FileChange
 
 from .faults import Fault, attribute
-from .journal import read_journal
-from .state import Authorization, ConditionState, Evidence, Goal, Grant, State, StopReason
+from .journal import JournalRecord, ResumeRecord, SetupRecord, StepRecord, read_records
+from .state import Authorization, Evidence, Goal, Grant, State, StopReason
 from .usage import UsageSummary
 
 if TYPE_CHECKING:
@@ -80,10 +81,13 @@ class RunRecord(BaseModel):
     storage_error: str | None = None
 
 
-def final_correctness(outcome: RunOutcome) -> str | None:
+Correctness = Literal["correct", "plausible", "unchecked"]
+
+
+def final_correctness(outcome: RunOutcome) -> Correctness | None:
     evidence = outcome.final_test_evidence()
     value = evidence.data.get("correctness") if evidence else None
-    return value if value in ("correct", "plausible", "unchecked") else None
+    return cast(Correctness, value) if value in ("correct", "plausible", "unchecked") else None
 
 
 class VerdictRow(BaseModel):
@@ -176,7 +180,7 @@ class Report(BaseModel):
     steps_used: int
     max_steps: int
     u_trajectory: list[int]
-    conditions: list[ConditionState]
+    conditions: list[Condition]
     unknowns: list[str]
     evidence: list[EvidenceRow]
     verdicts: list[VerdictRow]
@@ -204,7 +208,9 @@ class Report(BaseModel):
     steps: list[StepRow] = []  # default: report.json files written before steps were recorded
 
 
-def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario", verifier) -> Report:
+def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario", verifier,
+                 journal: list[JournalRecord] | None = None) -> Report:
+    """The report from the run's records; `journal` when the caller has read it already."""
     state = outcome.final_state
     scope = check_scope(outcome.diff, scenario.spec) if outcome.diff else None
     verdicts = [VerdictRow(evidence=e.id, step=e.step, check=e.tool, status=e.status, summary=e.summary,
@@ -213,7 +219,8 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
                                                                 record.protected_manifest_sha256),
                            current=e.diff_sha256 == outcome.diff_sha256)
                 for e in outcome.evidence if e.source.startswith("verifier")]
-    journal = list(read_journal(Path(record.run_dir) / "journal.jsonl"))
+    if journal is None:
+        journal = read_records(Path(record.run_dir) / "journal.jsonl")
     restored = sorted({path for e in outcome.evidence if e.diff_sha256 == outcome.diff_sha256
                        for path in (e.data.get("restored") or [])})
     pending = None
@@ -249,35 +256,36 @@ def _heldout_cases(outcome: "RunOutcome") -> list[dict[str, Any]]:
         return []
 
 
-def _sessions(journal: list[dict]) -> list[Session]:
+def _sessions(journal: list[JournalRecord]) -> list[Session]:
     sessions: list[Session] = []
     for rec in journal:
-        if rec.get("event") == "setup":
-            resume = rec.get("resume") or {}
-            sessions.append(Session(started_at=resume.get("session_started_at") or rec.get("started_at", ""),
-                                    pid=rec.get("pid"), chooser=rec.get("chooser_spec") or rec.get("chooser"),
-                                    resumed_from=resume.get("from_status"), torn_tail=resume.get("torn_tail")))
-        elif rec.get("event") == "resume" and sessions:
-            sessions[-1] = sessions[-1].model_copy(update={"extra_steps": rec.get("extra_steps"),
-                                                           "deadline_s": rec.get("deadline_s"),
-                                                           "reverified": rec.get("reverified", [])})
+        if isinstance(rec, SetupRecord):
+            resume = rec.resume
+            sessions.append(Session(started_at=resume.session_started_at if resume else rec.started_at,
+                                    pid=rec.pid, chooser=rec.chooser_spec or rec.chooser,
+                                    resumed_from=resume.from_status if resume else None,
+                                    torn_tail=resume.torn_tail.model_dump() if resume and resume.torn_tail else None))
+        elif isinstance(rec, ResumeRecord) and sessions:
+            sessions[-1] = sessions[-1].model_copy(update={
+                "extra_steps": rec.extra_steps, "deadline_s": rec.deadline_s,
+                "reverified": [x.model_dump() for x in rec.reverified]})
     return sessions
 
 
-def step_rows(records: list[dict[str, Any]]) -> list[StepRow]:
+def step_rows(records: list[JournalRecord]) -> list[StepRow]:
     rows = []
-    for r in (r for r in records if r.get("event") == "step"):
-        proposal, decision = r.get("proposal"), dict(r.get("decision") or {})
-        decision.pop("action", None)  # the canonical form of the proposal shown next to it
-        result = r.get("result")
-        if result:
-            output = str(result.get("output") or "")
-            result = StepResult(**{k: result.get(k) for k in ("id", "tool", "status", "summary", "raw_error",
-                                                              "diff_sha256", "duration_s")},
+    for r in (r for r in records if isinstance(r, StepRecord)):
+        # The action is the canonical form of the proposal shown next to it: not repeated here.
+        decision = r.decision.model_dump(mode="json", exclude={"action"}, exclude_none=True)
+        result = None
+        if r.result is not None:
+            output = r.result.output
+            result = StepResult(**r.result.model_dump(include={"id", "tool", "status", "summary", "raw_error",
+                                                               "diff_sha256", "duration_s"}),
                                 output=output[:STEP_OUTPUT_CHARS], output_chars=len(output))
-        rows.append(StepRow(step=r["step"], tool=str(proposal.get("tool", "?")) if isinstance(proposal, dict) else "?",
-                            proposal=proposal, decision=decision, result=result, u=r["u"],
-                            tokens=_step_tokens(r.get("usage"))))
+        rows.append(StepRow(step=r.step, tool=r.tool if r.tool != "?" or not isinstance(r.proposal, dict) else "?",
+                            proposal=r.proposal, decision=decision, result=result, u=r.u,
+                            tokens=_step_tokens(r.usage)))
     return rows
 
 
@@ -286,7 +294,6 @@ def _step_tokens(usage: Any) -> int | None:
     if "total_tokens" in usage and usage["total_tokens"] is None:
         return None
     return int(usage.get("total_tokens") or 0)
-
 
 
 # -- run lookup --------------------------------------------------------------------------------------

@@ -16,9 +16,10 @@ from pydantic import BaseModel
 
 from verifier import Verifier, diff_sha256, u_count, unsatisfied
 
-from .journal import read_journal, verify_chain
+from .journal import SetupRecord, StopRecord, parse_record, read_journal, verify_chain
 from .records import RunRecord, load_record
 from .scenario import load_manifest
+from .state import StopReason
 from .sandbox.workspace import BASE_AUTHOR, create_workspace
 
 
@@ -77,15 +78,20 @@ def _journal_says(run_dir: Path, record: RunRecord) -> str:
     problems = verify_chain(records)
     if problems:
         raise ReleaseRefused(f"the run's journal does not verify ({'; '.join(problems[:3])}); nothing is released")
-    last = records[-1] if records else {}
-    if last.get("event") != "stop" or last.get("status") != "awaiting_release_confirmation":
-        ended = f"ended {last.get('status')!r}" if last.get("event") == "stop" else "has no stop line"
+    try:
+        typed = [parse_record(r) for r in records]
+    except ValueError as exc:
+        raise ReleaseRefused(f"the run's journal holds a line that is no journal record ({str(exc)[:300]}); "
+                             "nothing is released") from None
+    last = typed[-1] if typed else None
+    if not isinstance(last, StopRecord) or last.status is not StopReason.AWAITING_RELEASE_CONFIRMATION:
+        ended = f"ended {last.status.value!r}" if isinstance(last, StopRecord) else "has no stop line"
         raise ReleaseRefused(f"run.json says awaiting_release_confirmation but the run's journal {ended}; "
                              f"nothing is released")
-    if last.get("diff_sha256") != record.diff_sha256:
+    if last.diff_sha256 != record.diff_sha256:
         raise ReleaseRefused("run.json and the run's journal name different diffs; nothing is released")
-    setups = [r for r in records if r.get("event") == "setup"]
-    environment = setups[-1].get("environment_id") if setups else None
+    setups = [r for r in typed if isinstance(r, SetupRecord)]
+    environment = setups[-1].environment_id if setups else None
     if not isinstance(environment, str) or not environment:
         raise ReleaseRefused("the run's journal does not say what its checks ran on; re-run the scenario")
     if record.environment_id is not None and record.environment_id != environment:

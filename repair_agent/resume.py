@@ -4,6 +4,9 @@ person's grant widens A, and a resumed controller re-earns its verdicts before i
 The journal is the only source: its last complete line is the checkpoint (a torn line after it
 is set aside and reported), its hash chains must verify, and what it says decides whether the
 run may continue at all.
+
+Kept in one module: resuming is one idea (checkpoint, grant, rebuilt session, resumed controller)
+that was spread over three; every part of it is here and nowhere else.
 """
 from __future__ import annotations
 
@@ -22,16 +25,17 @@ from pydantic import BaseModel
 
 from verifier import ScopeVerdict, TestVerdict, Verifier, check_scope, diff_sha256, unsatisfied
 
-from .actions import ApplyPatch, InvalidAction, parse_action
+from .actions import Action, ApplyPatch, InvalidAction, parse_action
 from .choosers.base import Chooser
 from .controller import CHECK_TOOLS, CHOOSER_TIMEOUT_S, Controller, Stopped
-from .journal import Journal, TornTail, read_journal, set_aside_torn_tail, verify_chain
+from .journal import (GrantRecord, Journal, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
+                      TornTail, parse_record, read_journal, set_aside_torn_tail, verify_chain)
 from .outputs import write_results
 from .plain import ChooserIdentity, read_identity
 from .records import RunRecord, load_record
 from .run import early_stop
 from .session import Session, pid_alive
-from .state import ConditionState, Evidence, Grant, State, StopReason, View
+from .state import Evidence, Grant, State, StopReason, View
 from .tools import Executor
 
 RESUMABLE = (StopReason.STEP_BUDGET, StopReason.DEADLINE, StopReason.DEPENDENCY_FAILURE,
@@ -51,6 +55,7 @@ class Checkpoint(BaseModel):
     detail: str
     state: State                     # the last journaled state version
     evidence: list[Evidence]
+    actions: dict[str, Action]       # evidence id -> the action that produced it, as decided
     fingerprints: dict[str, str]
     last_canonical: str | None
     u_trajectory: list[int]
@@ -58,7 +63,7 @@ class Checkpoint(BaseModel):
     refused_proposal: Any = None     # the proposal an authorization_required stop refused, as proposed
     refused_step: int | None = None
     grants_since_stop: list[Grant] = []
-    setup: dict[str, Any]            # the first session's setup line (scenario, chooser, sandbox)
+    setup: SetupRecord               # the first session's setup line (scenario, chooser, sandbox)
     owner_pids: list[int]            # every session's process: their leftover containers are removed
     released: bool = False
     torn: TornTail | None = None
@@ -69,55 +74,60 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
     run_dir = Path(run_dir)
     path = run_dir / "journal.jsonl"
     torn = set_aside_torn_tail(path) if set_aside_torn else None
-    records = list(read_journal(path))
-    problems = verify_chain(records)
+    lines = list(read_journal(path))
+    problems = verify_chain(lines)
     if problems:
         raise ResumeRefused(f"{path}: the journal does not verify, nothing resumes from it: " + "; ".join(problems[:3]))
-    setups = [r for r in records if r.get("event") == "setup"]
-    stated = [r for r in records if r.get("state_after") is not None]
+    records = [parse_record(line) for line in lines]
+    setups = [r for r in records if isinstance(r, SetupRecord)]
+    stated = [r for r in records if isinstance(r, (StartRecord, StepRecord, ResumeRecord, GrantRecord, StopRecord))]
     if not setups or not stated:
         raise ResumeRefused(f"{path}: the run stopped before its first step could be recorded "
                             "(no setup or state line); start a new run instead")
-    evidence, fingerprints, patches, u_trajectory = [], {}, [], []
+    evidence: list[Evidence] = []
+    actions: dict[str, Any] = {}
+    fingerprints: dict[str, str] = {}
+    patches: list[str] = []
+    u_trajectory: list[int] = []
     status, detail, last_canonical = KILLED, "the journal ends without a stop line (the process was killed)", None
-    refused_proposal = refused_step = None
+    refused_proposal: Any = None
+    refused_step: int | None = None
     grants: list[Grant] = []
     for rec in records:
-        event = rec.get("event")
-        if event == "start":
-            u_trajectory = [rec["u"]]
-        elif event == "resume":
+        if isinstance(rec, StartRecord):
+            u_trajectory = [rec.u]
+        elif isinstance(rec, ResumeRecord):
             status, detail, grants = KILLED, "the journal ends without a stop line (the process was killed)", []
-            if not u_trajectory or rec["u"] != u_trajectory[-1]:
-                u_trajectory.append(rec["u"])
-        elif event == "step":
+            if not u_trajectory or rec.u != u_trajectory[-1]:
+                u_trajectory.append(rec.u)
+        elif isinstance(rec, StepRecord):
             status, detail = KILLED, "the journal ends without a stop line (the process was killed)"
-            u_trajectory.append(rec["u"])
-            last_canonical = rec.get("last_canonical", last_canonical)
-            decision = rec.get("decision") or {}
-            if rec.get("result"):
-                e = Evidence.model_validate(rec["result"])
+            u_trajectory.append(rec.u)
+            last_canonical = rec.last_canonical if "last_canonical" in rec.model_fields_set else last_canonical
+            e, action = rec.evidence, rec.decision.action
+            if e is not None and action is not None:
                 evidence.append(e)
+                actions[e.id] = action
                 fingerprints[e.fingerprint] = e.result_sha256
-                if e.tool == "apply_patch" and e.status == "ok" and decision.get("accepted"):
-                    patches.append(json.loads(decision["action"])["diff"])
-            if decision.get("exit"):  # a rejected step is followed by its stop line, unless killed between
-                status, detail = decision["exit"], decision.get("error", "")
-                refused_proposal, refused_step = rec.get("proposal"), rec["step"]
-        elif event == "stop":
-            status, detail = rec["status"], rec.get("detail", "")
-            u_trajectory = list(rec.get("u_trajectory") or u_trajectory)
-        elif event == "grant":
-            grants.append(Grant.model_validate(rec["grant"]))
+                if isinstance(action, ApplyPatch) and e.status == "ok" and rec.decision.accepted:
+                    patches.append(action.diff)
+            if rec.decision.exit:  # a rejected step is followed by its stop line, unless killed between
+                status, detail = rec.decision.exit.value, rec.decision.error or ""
+                refused_proposal, refused_step = rec.proposal, rec.step
+        elif isinstance(rec, StopRecord):
+            status, detail = rec.status.value, rec.detail
+            u_trajectory = list(rec.u_trajectory or u_trajectory)
+        elif isinstance(rec, GrantRecord):
+            grants.append(rec.grant)
     if status != StopReason.AUTHORIZATION_REQUIRED.value:
         refused_proposal = refused_step = None
-    state = State.model_validate(stated[-1]["state_after"])
+    state = stated[-1].state_after
     return Checkpoint(
         run_dir=str(run_dir), status=status, detail=detail, state=state,
-        evidence=evidence, fingerprints=fingerprints, last_canonical=last_canonical,
+        evidence=evidence, actions=actions, fingerprints=fingerprints, last_canonical=last_canonical,
         u_trajectory=u_trajectory or [state.u], patches=patches,
         refused_proposal=refused_proposal, refused_step=refused_step, grants_since_stop=grants, setup=setups[0],
-        owner_pids=[int(s["pid"]) for s in setups if s.get("pid")], released=(run_dir / "release.json").exists(),
+        owner_pids=[s.pid for s in setups if s.pid], released=(run_dir / "release.json").exists(),
         torn=torn, lines=len(records))
 
 
@@ -167,7 +177,7 @@ def record_grant(run_dir: Path, allow: list[str], reason: str) -> tuple[Grant, C
     if not isinstance(action, ApplyPatch):
         raise ResumeRefused(f"step {cp.refused_step} was refused for {cp.detail!r}; a grant widens the paths a patch "
                             "may edit, which would not allow it")
-    spec = load_manifest(Path(cp.setup["manifest"])).spec
+    spec = load_manifest(Path(cp.setup.manifest)).spec
     granted = cp.state.authorization.granted_paths + tuple(allow)
     still = check_scope(action.diff, spec, granted=granted)
     if not still.ok:
@@ -175,15 +185,13 @@ def record_grant(run_dir: Path, allow: list[str], reason: str) -> tuple[Grant, C
                             f"for: {'; '.join(still.grants_needed)}. A grant covers 'protected' and 'not-writable' "
                             "paths; escapes, symlinks, binaries, renames, sizes and added test infrastructure "
                             "cannot be granted")
-    grant = Grant(allow=tuple(allow), reason=reason, who=_who(), after_step=cp.refused_step,
+    grant = Grant(allow=tuple(allow), reason=reason, who=_who(), after_step=cp.refused_step or 0,
                   when=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
     after = grant_authorization(cp.state, grant)
     journal = Journal.reopen(Path(run_dir) / "journal.jsonl")
     try:
-        journal.write({"event": "grant", "grant": grant.model_dump(mode="json"),
-                       "waives": [v.model_dump() for v in still.granted],
-                       "state_before": cp.state.model_dump(mode="json"), "state_before_hash": cp.state.hash,
-                       "state_after": after.model_dump(mode="json"), "state_after_hash": after.hash})
+        journal.write(GrantRecord(grant=grant, waives=[v.model_dump() for v in still.granted],
+                                  state_before_hash=cp.state.hash, state_after=after, state_after_hash=after.hash))
     finally:
         journal.close()
     return grant, cp
@@ -227,16 +235,16 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
             raise ResumeRefused(f"run {run_dir.name} used all {budget.max_steps} steps: say how many more this resume "
                                 "grants (--max-steps N)")
         setup = checkpoint.setup
-        scenario = load_manifest(Path(setup["manifest"]))
-        spec = chooser_spec or setup.get("chooser_spec")
+        scenario = load_manifest(Path(setup.manifest))
+        spec = chooser_spec or setup.chooser_spec
         if not spec:
             raise ResumeRefused("the journal does not name the chooser this run used: pass --chooser")
         options = dict(model_options or {})
-        if not options.get("models_file") and setup.get("models_file") and spec == setup.get("chooser_spec"):
-            options["models_file"] = setup["models_file"]  # model:NAME resolves where it did at the start
-        chooser = load_chooser(spec, scenario, seed=setup.get("seed") or 0, **options)
-        started_at = setup.get("started_at") or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        session = Session(scenario, run_dir, setup["run_id"], setup["sandbox"], client, log, runs_dir=Path(runs_dir))
+        if not options.get("models_file") and setup.models_file and spec == setup.chooser_spec:
+            options["models_file"] = setup.models_file  # model:NAME resolves where it did at the start
+        chooser = load_chooser(spec, scenario, seed=setup.seed or 0, **options)
+        started_at = setup.started_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        session = Session(scenario, run_dir, setup.run_id, setup.sandbox, client, log, runs_dir=Path(runs_dir))
         session.remove_containers_of(checkpoint.owner_pids)
         journal = Journal.reopen(run_dir / "journal.jsonl")
         identity = ChooserIdentity(name=spec)
@@ -245,22 +253,23 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                 identity = read_identity(chooser, min(CHOOSER_TIMEOUT_S, deadline_s or budget.deadline_s), spec)
                 shutil.rmtree(run_dir / "workspace", ignore_errors=True)  # derived: the journal is the record
                 session.open(granted=checkpoint.state.authorization.granted_paths)
-                if session.verifier.snapshot.tree_sha256 != setup.get("pristine_tree_sha256"):
+                sandbox, verifier = session.live
+                if verifier.snapshot is None or verifier.snapshot.tree_sha256 != setup.pristine_tree_sha256:
                     raise RuntimeError("the scenario's pristine repository changed since the run started; "
                                        "its journaled patches no longer describe a diff of it")
                 diff = session.rebuild(checkpoint.patches, checkpoint.state.diff_sha256)
             except Exception as exc:  # nothing new ran: the checkpoint stays as it was, resumable again
                 outcome = early_stop(checkpoint.state, journal, session.failure(exc),
-                                      u_trajectory=checkpoint.u_trajectory, evidence=checkpoint.evidence,
-                                      diff=_known_diff(run_dir, checkpoint.state.diff_sha256))
+                                     u_trajectory=checkpoint.u_trajectory, evidence=checkpoint.evidence,
+                                     diff=_known_diff(run_dir, checkpoint.state.diff_sha256))
             else:
                 journal.write(session.setup_record(identity, spec, started_at, resumed_from=checkpoint))
                 log(f"resuming {run_dir.name} from {checkpoint.status} at step {budget.steps_used}: "
                     f"{len(checkpoint.patches)} journaled patch(es) on the pristine tree, diff {diff_sha256(diff)[:12]}; "
                     f"granting {steps} more step(s) and {deadline_s or budget.deadline_s:g}s")
                 controller = resumed_controller(
-                    checkpoint, diff, chooser, Executor(session.sandbox, session.verifier), session.verifier,
-                    journal, environment_id=session.verifier.environment_id, extra_steps=steps,
+                    checkpoint, diff, chooser, Executor(sandbox, verifier), verifier,
+                    journal, environment_id=verifier.environment_id, extra_steps=steps,
                     deadline_s=deadline_s or budget.deadline_s, on_step=on_step)
                 outcome = controller.run()
         finally:
@@ -316,8 +325,9 @@ def resumed_controller(checkpoint: Checkpoint, diff: str, chooser: Chooser, exec
     if checkpoint.grants_since_stop and checkpoint.refused_proposal is not None:
         ctl.chooser = _Reoffer(chooser, checkpoint.refused_proposal, checkpoint.refused_step)
     plan = _ResumePlan(checkpoint_status=checkpoint.status, extra_steps=extra_steps, deadline_s=deadline_s,
-                             grants=[g.model_dump() for g in checkpoint.grants_since_stop],
-                             reoffer_of_step=checkpoint.refused_step if isinstance(ctl.chooser, _Reoffer) else None)
+                       grants=[g.model_dump() for g in checkpoint.grants_since_stop],
+                       reoffer_of_step=checkpoint.refused_step if isinstance(ctl.chooser, _Reoffer) else None,
+                       actions=checkpoint.actions)
     ctl.begin = lambda: _begin_resumed(ctl, plan)
     return ctl
 
@@ -331,21 +341,20 @@ def _begin_resumed(ctl: Controller, plan: _ResumePlan) -> None:
     deciding = dict.fromkeys(c.evidence for c in before.conditions if c.satisfied and c.evidence)
     for evidence in (e for e in ctl.evidence if e.id in deciding and e.tool in CHECK_TOOLS
                      and e.diff_sha256 == before.diff_sha256):
-        outcome = ctl.dispatch(parse_action(json.loads(evidence.action)))
+        outcome = ctl.dispatch(plan.actions[evidence.id])
         ctl.verdicts.append((evidence.id, outcome.verdict))  # the latest: it decides its conditions
-        reverified.append({"evidence": evidence.id, "tool": evidence.tool, "journaled_status": evidence.status,
-                           "status": outcome.status, "summary": outcome.summary, "duration_s": outcome.duration_s})
-    conditions = tuple(ConditionState(**c.model_dump()) for c in unsatisfied(ctl.verdicts, before.diff_sha256))
+        reverified.append(Reverified(evidence=evidence.id, tool=evidence.tool, journaled_status=evidence.status,
+                                     status=outcome.status, summary=outcome.summary, duration_s=outcome.duration_s))
+    conditions = tuple(unsatisfied(ctl.verdicts, before.diff_sha256))
     budget = before.budget.model_copy(update={"max_steps": before.budget.steps_used + plan.extra_steps,
                                               "deadline_s": plan.deadline_s})
     ctl.state = ctl.committed = before.model_copy(update={
         "version": before.version + 1, "parent_hash": before.hash, "budget": budget, "conditions": conditions})
     if ctl.state.u != ctl.u_trajectory[-1]:
         ctl.u_trajectory.append(ctl.state.u)
-    ctl.write_journal({"event": "resume", **plan.model_dump(), "reverified": reverified,
-                         "state_before": ctl.dump(before), "state_before_hash": before.hash,
-                         "state_after": ctl.dump(ctl.state), "state_after_hash": ctl.state.hash,
-                         "u": ctl.state.u}, "the resume")
+    ctl.write_journal(ResumeRecord(**plan.model_dump(exclude={"actions"}), reverified=reverified,
+                                   state_before_hash=before.hash, state_after=ctl.state,
+                                   state_after_hash=ctl.state.hash, u=ctl.state.u), "the resume")
     if ctl.state.u == 0:  # killed after the last check, before the stop line: re-earned, so it holds
         raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION,
                       "every acceptance condition holds on evidence for the current diff (re-earned on resume); "
@@ -358,6 +367,7 @@ class _ResumePlan(BaseModel):
     deadline_s: float
     grants: list[dict]
     reoffer_of_step: int | None
+    actions: dict[str, Action]  # what re-earns a journaled verdict: the same action, dispatched again
 
 
 def _restored_verdict(evidence: Evidence) -> TestVerdict | ScopeVerdict:
@@ -377,6 +387,7 @@ class _Reoffer:
 
     def __init__(self, chooser: Chooser, proposal: Any, refused_step: int | None):
         self._inner, self._proposal, self._refused_step = chooser, proposal, refused_step
+        self.seed: int | None = None
         self.last_call: Any = {"reoffer_of_step": refused_step, "note": "re-offered after a person's grant"}
         self.last_usage: dict | None = None
 

@@ -9,17 +9,17 @@ from pathlib import Path
 from typing import Callable
 
 from verifier import CONDITIONS, diff_sha256
-from verifier.conditions import DESCRIPTIONS
+from verifier.conditions import DESCRIPTIONS, Condition
 
 from .choosers.base import Chooser
 from .controller import CHOOSER_TIMEOUT_S, Controller
-from .journal import Journal, JournalWriteError
+from .journal import Journal, JournalWriteError, StopRecord
 from .outputs import write_results
 from .plain import ChooserIdentity, read_identity
 from .records import RunOutcome, RunRecord
 from .scenario import Scenario
 from .session import Session, fallback_run_dir
-from .state import NEXT_ATTEMPT, Authorization, Budget, ConditionState, Goal, State, StopReason
+from .state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StopReason
 from .tools import Executor
 
 
@@ -31,7 +31,7 @@ def initial_state(scenario: Scenario, budget: Budget) -> State:
                              "never modify tests, conftest.py or test configuration",
                              "no network", "release needs a person's confirmation"))
     auth = Authorization(writable=spec.writable, protected=spec.all_protected)
-    conditions = tuple(ConditionState(name=c, description=DESCRIPTIONS[c], satisfied=False) for c in CONDITIONS)
+    conditions = tuple(Condition(name=c, description=DESCRIPTIONS[c], satisfied=False) for c in CONDITIONS)
     return State(version=0, parent_hash=None, goal=goal, observation=None, history=(), budget=budget,
                  authorization=auth, conditions=conditions, diff_sha256=diff_sha256(""))
 
@@ -78,8 +78,9 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         except Exception as exc:  # engine, image, scenario, workspace or journal: nothing ran yet, say why
             outcome = early_stop(state, journal, session.failure(exc))
         else:
-            controller = Controller(state, chooser, Executor(session.sandbox, session.verifier), session.verifier,
-                                    journal, environment_id=session.verifier.environment_id, on_step=on_step)
+            sandbox, verifier = session.live
+            controller = Controller(state, chooser, Executor(sandbox, verifier), verifier, journal,
+                                    environment_id=verifier.environment_id, on_step=on_step)
             outcome = controller.run()
     finally:
         session.close()
@@ -97,9 +98,9 @@ def early_stop(state: State, journal: Journal, detail: str, u_trajectory: list[i
     reason = StopReason.DEPENDENCY_FAILURE
     u_trajectory = u_trajectory or [state.u]
     try:
-        journal.write({"event": "stop", "status": reason.value, "detail": detail, "next_attempt": NEXT_ATTEMPT[reason],
-                       "steps_used": state.budget.steps_used, "u_trajectory": u_trajectory,
-                       "state_after": state.model_dump(mode="json"), "state_after_hash": state.hash})
+        journal.write(StopRecord(status=reason, detail=detail, next_attempt=NEXT_ATTEMPT[reason], extra={"raw": detail},
+                                 steps_used=state.budget.steps_used, u_trajectory=u_trajectory,
+                                 diff_sha256=diff_sha256(diff), state_after=state, state_after_hash=state.hash))
     except JournalWriteError as exc:  # the report still says why; the journal keeps its earlier lines
         detail = f"{detail}; and the journal could not record this stop: {exc}"
     return RunOutcome(status=reason, detail=detail, next_attempt=NEXT_ATTEMPT[reason],

@@ -13,10 +13,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifier.heldout import HeldoutError, HeldoutSpec
-from verifier.spec import AcceptanceSpec
+from verifier.spec import AcceptanceSpec, tree_sha256
 
 from .resources import data_path
-from .state import Budget
+from .state import Budget, BudgetLimits
 
 BUILTIN_DIR = data_path("sandbox_repos")
 SCENARIO_PATH_ENV = "REPAIR_AGENT_SCENARIO_PATH"
@@ -30,6 +30,8 @@ IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".git"}
 
 class ManifestError(ValueError):
     """A scenario manifest that cannot be used; the message names the file and the field."""
+
+    manifest: Path | None = None  # set by discover(): which file it was
 
 
 class GoalSpec(BaseModel):
@@ -63,11 +65,8 @@ class BaselineRecipe(BaseModel):
     path_glob: str | None = "src/**"
 
 
-class BudgetSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    max_steps: int = Field(8, ge=1, le=1000)
-    reserved_final_steps: int = Field(0, ge=0)
-    deadline_s: float = Field(900.0, gt=0)
+class BudgetSection(BudgetLimits):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Manifest(BaseModel):
@@ -162,8 +161,7 @@ def load_manifest(path: Path) -> Scenario:
                           per_test_timeout_s=m.acceptance.per_test_timeout_s)
     return Scenario(name=m.name, description=m.description, manifest_path=path.resolve(), repo=repo,
                     heldout=heldout, goal=m.goal, spec=spec,
-                    budget=Budget(max_steps=m.budget.max_steps, reserved_final_steps=m.budget.reserved_final_steps,
-                                  deadline_s=m.budget.deadline_s),
+                    budget=Budget(**m.budget.model_dump()),
                     baseline=m.baseline, source_repo=source_repo, kind=m.kind, tags=tuple(m.tags),
                     expected=m.expected, **extras)
 
@@ -173,14 +171,8 @@ def cache_root() -> Path:
 
 
 def tree_digest(root: Path) -> str:
-    """sha256 over the relative paths and bytes of a tree's files (caches and .git excluded)."""
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if IGNORED_PARTS & set(rel.parts) or p.is_dir():
-            continue
-        h.update(str(rel).encode() + b"\0" + (os.readlink(p).encode() if p.is_symlink() else p.read_bytes()) + b"\0")
-    return h.hexdigest()
+    """The tree's identity, by the verifier's one tree hash (caches and .git excluded)."""
+    return tree_sha256(root)
 
 
 def apply_patch_to_tree(tree: Path, patch: Path) -> None:
@@ -237,6 +229,7 @@ def discover(extra: list[Path] | None = None) -> tuple[dict[str, Scenario], list
             try:
                 scenario = load_manifest(manifest)
             except ManifestError as exc:
+                exc.manifest = manifest
                 errors.append(exc)
                 continue
             found.setdefault(scenario.name, scenario)

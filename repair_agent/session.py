@@ -7,13 +7,14 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 import docker
 import requests
 
 from verifier import Verifier, diff_sha256
 
+from .journal import ResumeInfo, SetupRecord
 from .plain import ChooserIdentity
 from .sandbox import DockerSandbox, LocalSandbox, NOT_ISOLATED, create_workspace
 from .scenario import Scenario
@@ -26,11 +27,21 @@ class Session:
                  log: Callable[[str], None], *, runs_dir: Path):
         self.scenario, self.run_dir, self.run_id, self.kind = scenario, run_dir, run_id, sandbox_kind
         self.client, self.log, self.runs_dir = client, log, runs_dir
-        self.sandbox = self.verifier = self.image = self.base = None
+        self.sandbox: DockerSandbox | LocalSandbox | None = None
+        self.verifier: Verifier | None = None
+        self.image: str | None = None
+        self.base: str | None = None
         self.info = {"kind": sandbox_kind, "isolated": sandbox_kind == "docker"}
         if sandbox_kind == "local":
             self.info["warning"] = NOT_ISOLATED
             log(f"WARNING: {NOT_ISOLATED}")
+
+    @property
+    def live(self) -> tuple[DockerSandbox | LocalSandbox, Verifier]:
+        """The sandbox and the verifier of an opened session."""
+        if self.sandbox is None or self.verifier is None:
+            raise RuntimeError("the session is not open")
+        return self.sandbox, self.verifier
 
     def open(self, granted: tuple[str, ...]) -> None:
         if self.kind == "docker":
@@ -40,13 +51,15 @@ class Session:
             self.image = ensure_sandbox_image(self.client, log=self.log)
         # The verifier first: prepare() starts making its fresh check containers in the
         # background, while the workspace is built and the sandbox starts.
-        self.verifier = Verifier(self.scenario.spec, self.scenario.repo, self.run_dir / "verifier", backend=self.kind,
-                                 client=self.client, image=self.image, heldout=self.scenario.heldout,
-                                 cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted,
-                                 labels={"org.repair-agent.run": self.run_id})
-        self.verifier.prepare()
-        if self.verifier.cache_note:
-            self.log(f"note: {self.verifier.cache_note}")
+        backend: Literal["docker", "local"] = "docker" if self.kind == "docker" else "local"
+        self.verifier = verifier = Verifier(self.scenario.spec, self.scenario.repo, self.run_dir / "verifier",
+                                            backend=backend, client=self.client, image=self.image,
+                                            heldout=self.scenario.heldout,
+                                            cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted,
+                                            labels={"org.repair-agent.run": self.run_id})
+        verifier.prepare()
+        if verifier.cache_note:
+            self.log(f"note: {verifier.cache_note}")
         workspace, tool_out = self.run_dir / "workspace", self.run_dir / "outputs"
         if self.kind == "docker":
             # The sandbox container starts while the workspace is built into its (bind-mounted)
@@ -55,57 +68,52 @@ class Session:
             with ThreadPoolExecutor(1, thread_name_prefix="workspace") as builder:
                 building = builder.submit(create_workspace, self.scenario.repo, workspace, for_container=True)
                 try:
-                    self.sandbox = DockerSandbox(self.client, self.image, workspace, "", run_id=self.run_id,
-                                                 output_dir=tool_out)
+                    self.sandbox = sandbox = DockerSandbox(self.client, self.image or "", workspace, "",
+                                                           run_id=self.run_id, output_dir=tool_out)
                 finally:
                     wait([building])
-            self.base = self.sandbox.base_commit = building.result()
+            self.base = sandbox.base_commit = building.result()
         else:
-            self.base = create_workspace(self.scenario.repo, workspace, for_container=False)
-            self.sandbox = LocalSandbox(workspace, self.base, output_dir=tool_out)
+            self.base = base = create_workspace(self.scenario.repo, workspace, for_container=False)
+            self.sandbox = LocalSandbox(workspace, base, output_dir=tool_out)
 
     def rebuild(self, patches: list[str], expected_sha256: str) -> str:
         """Pristine tree + the journaled patches, applied by the sandbox as they were the first time."""
+        sandbox, _ = self.live
         for number, patch in enumerate(patches, 1):
-            res = self.sandbox.apply_patch(patch)
+            res = sandbox.apply_patch(patch)
             if not res.ok:
                 raise RuntimeError(f"journaled patch {number} of {len(patches)} no longer applies: {res.stderr.text[-500:]}")
-        diff = self.sandbox.diff() if patches else ""
+        diff = sandbox.diff() if patches else ""
         if diff_sha256(diff) != expected_sha256:
             raise RuntimeError(f"the rebuilt workspace's diff ({diff_sha256(diff)[:12]}) is not the journaled one "
                                f"({expected_sha256[:12]})")
         return diff
 
     def setup_record(self, identity: ChooserIdentity, chooser_spec: str | None, started_at: str,
-                     resumed_from=None) -> dict:
+                     resumed_from=None) -> SetupRecord:
         """Who runs this session and on what: enough for a later resume to find everything again."""
-        record = {"event": "setup", "run_id": self.run_id, "scenario": self.scenario.name,
-                  "manifest": str(self.scenario.manifest_path), "chooser": identity.name,
-                  "chooser_spec": chooser_spec, "seed": identity.seed, "sandbox": self.kind, "image": self.image,
-                  "pid": os.getpid(), "model": identity.model, "models_file": identity.models_file,
-                  "started_at": started_at, "environment_id": self.verifier.environment_id,
-                  "pristine_tree_sha256": self.verifier.snapshot.tree_sha256,
-                  "protected_manifest_sha256": self.verifier.snapshot.manifest_sha256}
+        resume = None
         if resumed_from is not None:
-            record["resume"] = {"from_status": resumed_from.status, "from_detail": resumed_from.detail,
-                                "session_started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                                "torn_tail": resumed_from.torn.model_dump() if resumed_from.torn else None,
-                                "rebuilt_from_patches": len(resumed_from.patches)}
-        return record
+            resume = ResumeInfo(from_status=resumed_from.status, from_detail=resumed_from.detail,
+                                session_started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                                torn_tail=resumed_from.torn, rebuilt_from_patches=len(resumed_from.patches))
+        _, verifier = self.live
+        return SetupRecord(run_id=self.run_id, scenario=self.scenario.name, manifest=str(self.scenario.manifest_path),
+                           chooser=identity.name, chooser_spec=chooser_spec, seed=identity.seed, sandbox=self.kind,
+                           image=self.image, pid=os.getpid(), model=identity.model, models_file=identity.models_file,
+                           started_at=started_at, environment_id=verifier.environment_id,
+                           pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier.snapshot else None,
+                           protected_manifest_sha256=verifier.snapshot.manifest_sha256 if verifier.snapshot else None,
+                           resume=resume)
 
     def remove_containers_of(self, pids: list[int]) -> int:
         """A killed session leaves its sandbox (and maybe a verifier) container: remove those whose
         owner process is gone. A live owner's containers are never touched."""
         if self.kind != "docker":
             return 0
-        from verifier.isolation import LABEL, OWNER_LABEL
-
         self.client = self.client or docker.from_env()
-        removed = 0
-        for pid in {p for p in pids if not pid_alive(p)}:
-            for c in self.client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={pid}"]}):
-                c.remove(force=True, v=True)
-                removed += 1
+        removed, _ = remove_leftover_containers(self.client, owners=pids)
         if removed:
             self.log(f"removed {removed} container(s) left by the killed session")
         return removed
@@ -140,6 +148,27 @@ def pid_alive(pid) -> bool:
     return True
 
 
+
+
+def remove_leftover_containers(client, *, owners: list[int] | None = None, run_id: str | None = None,
+                               include_live: bool = False) -> tuple[int, int]:
+    """Remove the project's containers whose owner process is gone (of these owners, or of this run,
+    or all); a live owner's are kept unless include_live. Returns (removed, kept). The one cleanup
+    path: a resume clears a killed session with it, and `repair-agent cleanup` uses it too."""
+    from verifier.isolation import LABEL, OWNER_LABEL
+
+    run_label = [f"org.repair-agent.run={run_id}"] if run_id else []
+    queries = [[LABEL, f"{OWNER_LABEL}={pid}", *run_label] for pid in sorted(set(owners))] if owners is not None \
+        else [[LABEL, *run_label]]
+    removed = kept = 0
+    for labels in queries:
+        for c in client.containers.list(all=True, filters={"label": labels}):
+            if not include_live and pid_alive(c.labels.get(OWNER_LABEL)):
+                kept += 1  # a run in progress on this machine: not a leftover
+                continue
+            c.remove(force=True, v=True)
+            removed += 1
+    return removed, kept
 
 
 def fallback_run_dir(run_id: str) -> Path:

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verifier.conditions import Condition
+
 
 class StopReason(str, Enum):
     AWAITING_RELEASE_CONFIRMATION = "awaiting_release_confirmation"
@@ -41,7 +43,7 @@ EXIT_CODES = {
     StopReason.DEPENDENCY_FAILURE: 17,
 }
 
-# What would have to change for another attempt to be worth running (seed 004).
+# What would have to change for another attempt to be worth running.
 NEXT_ATTEMPT = {
     StopReason.AWAITING_RELEASE_CONFIRMATION:
         "Nothing technical: a person reviews the diff and the report, then confirms or rejects the release.",
@@ -108,8 +110,8 @@ class Authorization(BaseModel):
         return tuple(p for g in self.grants for p in g.allow)
 
 
-class Budget(BaseModel):
-    """B: counted only by the controller. One step is one chooser invocation; stop counts too."""
+class BudgetLimits(BaseModel):
+    """What a budget allows: a scenario manifest's [budget] section, and the first half of B."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -117,6 +119,11 @@ class Budget(BaseModel):
     reserved_final_steps: int = Field(0, ge=0)
     deadline_s: float = Field(900.0, gt=0)
     max_tokens: int | None = Field(None, ge=1)
+
+
+class Budget(BudgetLimits):
+    """B: counted only by the controller. One step is one chooser invocation; stop counts too."""
+
     steps_used: int = 0
     tokens_used: int = 0
 
@@ -129,15 +136,15 @@ class Budget(BaseModel):
         return max(0, self.max_steps - self.reserved_final_steps - self.steps_used)
 
 
-class Evidence(BaseModel):
-    """One observation, with where it came from and its raw error text kept verbatim."""
+class Observation(BaseModel):
+    """One observation, with where it came from and its raw error text kept verbatim. The journal
+    stores it so; the action that produced it is the step's decision."""
 
     model_config = ConfigDict(frozen=True)
 
     id: str
     step: int
     tool: str
-    action: str  # canonical JSON of the action that produced it
     status: Literal["ok", "error", "timeout", "refused", "failed"]
     source: str
     started_at: str
@@ -151,6 +158,13 @@ class Evidence(BaseModel):
     data: dict[str, Any] = {}
 
 
+class Evidence(Observation):
+    """An observation with the canonical JSON of the action that produced it, as a chooser sees it
+    (the text its fingerprint is computed from)."""
+
+    action: str
+
+
 class HistoryEntry(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -162,14 +176,8 @@ class HistoryEntry(BaseModel):
     u: int
 
 
-class ConditionState(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    description: str
-    satisfied: bool
-    evidence: str | None = None
-    stale: bool = False
+# The verifier's own model: the state holds a condition exactly as the verifier decided it.
+ConditionState = Condition
 
 
 class State(BaseModel):
@@ -184,7 +192,7 @@ class State(BaseModel):
     history: tuple[HistoryEntry, ...]
     budget: Budget
     authorization: Authorization
-    conditions: tuple[ConditionState, ...]
+    conditions: tuple[Condition, ...]
     diff_sha256: str
 
     @property
@@ -213,7 +221,7 @@ class View(BaseModel):
     goal: Goal
     authorization: Authorization
     u: int
-    conditions: tuple[ConditionState, ...]
+    conditions: tuple[Condition, ...]
     unknowns: tuple[str, ...]
     evidence: tuple[Evidence, ...]
     steps_left: int

@@ -11,6 +11,8 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel
 
+from .journal import JournalRecord, SetupRecord, StepRecord
+
 
 class UsageSummary(BaseModel):
     prompt_tokens: int | None = 0
@@ -22,30 +24,30 @@ class UsageSummary(BaseModel):
     cost: float | None = None                   # in the models file's price unit, when priced and known
 
 
-def model_of(records: Iterable[dict]) -> dict[str, Any] | None:
+def model_of(records: Iterable[JournalRecord]) -> dict[str, Any] | None:
     """The model the run's (latest) session used, as its setup record describes it."""
     model = None
     for r in records:
-        if r.get("event") == "setup" and isinstance(r.get("model"), dict):
-            model = r["model"]
+        if isinstance(r, SetupRecord) and r.model is not None:
+            model = r.model
     return model
 
 
-def summarize_usage(records: list[dict], model: dict[str, Any] | None = None) -> UsageSummary:
+def summarize_usage(records: list[JournalRecord], model: dict[str, Any] | None = None) -> UsageSummary:
     model = model if model is not None else model_of(records)
     prompt = completion = total = requests = unknown = 0
     latencies: list[float] = []
     for r in records:
-        if r.get("event") != "step":
+        if not isinstance(r, StepRecord):
             continue
-        usage = r.get("usage") if isinstance(r.get("usage"), dict) else {}
+        usage = r.usage
         if "total_tokens" in usage and usage["total_tokens"] is None:
             unknown += 1
         else:
             p, c = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
             prompt, completion = prompt + p, completion + c
             total += _int(usage.get("total_tokens")) or p + c
-        call = r.get("chooser_call") if isinstance(r.get("chooser_call"), dict) else {}
+        call = r.chooser_call if isinstance(r.chooser_call, dict) else {}
         if isinstance(call.get("requests"), list):
             requests += len(call["requests"])
         if isinstance(call.get("latency_s"), (int, float)) and "messages" in call:

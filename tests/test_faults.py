@@ -9,7 +9,7 @@ from pathlib import Path
 
 from repair_agent.choosers import BaselineChooser
 from repair_agent.faults import attribute
-from repair_agent.journal import read_journal
+from repair_agent.journal import read_records
 from repair_agent.run import execute_run
 from repair_agent.scenario import load_manifest, resolve
 from test_controller import PRICING, Scripted, fix_diff, run
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def faults_of(record) -> list:
-    return attribute(list(read_journal(Path(record.run_dir) / "journal.jsonl")))
+    return attribute(read_records(Path(record.run_dir) / "journal.jsonl"))
 
 
 def kinds(record) -> list[tuple[str, int]]:

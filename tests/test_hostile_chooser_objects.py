@@ -33,7 +33,7 @@ import hostile_objects as h
 from repair_agent import release
 from repair_agent.actions import TOOL_NAMES
 from repair_agent.choosers import BaselineChooser
-from repair_agent.journal import read_journal, record_hash, verify_chain
+from repair_agent.journal import StepRecord, evidence_by_id, read_journal, read_records, record_hash, verify_chain
 from repair_agent.resume import ResumeRefused, load_checkpoint
 from repair_agent.records import RunRecord
 from repair_agent.run import execute_run
@@ -121,14 +121,15 @@ def test_a_chooser_that_rewrites_its_views_cannot_change_the_record(runs_dir):
     target = [e for e in report["evidence"] if e["tool"] == "run_target_test"]
     assert [e["status"] for e in target] == ["failed"] and target[0]["summary"] != "1/1 passed"
     assert [e["id"] for e in report["evidence"]] == ["E1", "E2"]
-    for step in steps(records):
-        view = step["view"]  # what the chooser was shown, journaled before it could touch it
+    typed = read_records(Path(record.run_dir) / "journal.jsonl")
+    for step, typed_step in zip(steps(records), [r for r in typed if isinstance(r, StepRecord)]):
+        # What the chooser was shown, journaled before it could touch it (its evidence by id).
+        view = typed_step.view.view(evidence_by_id(typed)).model_dump(mode="json")
         assert view["u"] == 3 and not any(c["satisfied"] for c in view["conditions"])
         assert [s["name"] for s in view["action_schema"]] == list(TOOL_NAMES)
         assert all(not e["data"].get("ok") for e in view["evidence"] if e["tool"] == "run_target_test")
-        for key in ("state_before", "state_after"):
-            assert not any(c["satisfied"] for c in step[key]["conditions"])
-            assert step[key]["goal"]["target_tests"] and step[key]["authorization"]["protected"]
+        assert not any(c["satisfied"] for c in step["state_after"]["conditions"])
+        assert step["state_after"]["goal"]["target_tests"] and step["state_after"]["authorization"]["protected"]
     assert not any(c["satisfied"] for c in records[-1]["state_after"]["conditions"])
     assert (Path(record.run_dir) / "candidate.diff").read_text() == ""
 
@@ -238,7 +239,7 @@ def test_a_proposal_read_twice_differently_is_journaled_as_it_was_executed(runs_
     records, _ = assert_evidence_kept(record, StopReason.REPEATED_ACTION)
     first = steps(records)[0]
     assert first["proposal"] == h.READ
-    assert json.loads(first["decision"]["action"]) == {**h.READ, "start_line": None, "end_line": None}
+    assert first["decision"]["action"] == {**h.READ, "start_line": None, "end_line": None}
     assert first["result"]["tool"] == "read_file"
 
 
@@ -334,15 +335,13 @@ def test_a_state_rewritten_between_steps_breaks_the_chain(runs_dir, tmp_path):
 
     def forge(records):
         target = [r for r in records if r.get("event") == "step"][-1]
-        previous = None
-        for rec in records[records.index(target):]:
-            if rec.get("state_before") is not None:
-                if previous is None:  # the rewrite: this step starts from a state where all holds
-                    for c in rec["state_before"]["conditions"]:
-                        c["satisfied"] = True
-                else:
-                    rec["state_before"] = copy.deepcopy(previous)
-                previous = rec["state_before"]
+        index = records.index(target)
+        # The rewrite: this step starts from a state where all holds.
+        previous = copy.deepcopy(records[index - 1]["state_after"])
+        for c in previous["conditions"]:
+            c["satisfied"] = True
+        for rec in records[index:]:
+            if rec.get("state_before_hash") is not None:
                 rec["state_before_hash"] = state_hash(previous)
             if rec.get("state_after") is not None:
                 after = rec["state_after"]
@@ -358,10 +357,9 @@ def test_a_state_rewritten_between_steps_breaks_the_chain(runs_dir, tmp_path):
 
     rewrite_journal(forged / "journal.jsonl", forge)
     problems = verify_chain(list(read_journal(forged / "journal.jsonl")))
-    # Every hash recomputes and every version chains to its parent: only the seam between two
-    # lines gives the rewrite away.
-    assert problems and all("state_before" in p and "is not the state the line before ended in" in p
-                            for p in problems), problems
+    # Every line's own hashes recompute: the seam between two lines gives the rewrite away.
+    assert problems and "state_before_hash" in problems[0] and \
+        "is not the state the line before ended in" in problems[0], problems
     proc = subprocess.run([sys.executable, "-m", "repair_agent", "replay", str(forged)], capture_output=True,
                           text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 1 and "hash chain: BROKEN" in proc.stdout

@@ -303,18 +303,6 @@ def test_the_payloads_would_run_if_they_were_not_escaped(chromium, tmp_path):
 
 # -- the sweep summary -----------------------------------------------------------------------------
 
-def write_png(path: Path, width: int = 40, height: int = 20) -> None:
-    """A small real PNG (a gradient), so the embedding is checked with an actual image."""
-    rows = b"".join(b"\x00" + b"".join(bytes((x * 6 % 256, y * 12 % 256, 128)) for x in range(width))
-                    for y in range(height))
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-                     + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
-
-
 def sweep_summary(tmp_path: Path) -> tuple[dict, Path]:
     out_dir = tmp_path / "sweep"
     runs = []
@@ -328,7 +316,6 @@ def sweep_summary(tmp_path: Path) -> tuple[dict, Path]:
                      "run_dir": str(run_dir)})
     runs.append({"scenario": "discount-bug", "chooser": "<script>document.title='pwned'</script>", "budget": 8,
                  "seed": 9, "status": "deadline", "run_dir": "javascript:document.title='pwned'"})
-    write_png(out_dir / "success_vs_budget.png")
     cell = {"scenario_group": "pricing", "n": 5, "median_steps": 6.0, "median_tokens": 0, "median_wall_s": 4.2}
     cells = [{**cell, "chooser": "baseline", "budget": 4, "success_rate": 0.0, "band": 0.3,
               "exits": {"step_budget": 5}},
@@ -336,11 +323,11 @@ def sweep_summary(tmp_path: Path) -> tuple[dict, Path]:
               "exits": {"awaiting_release_confirmation": 5}},
              {**cell, "chooser": "model", "budget": 8, "success_rate": 0.8, "band": 0.35,
               "exits": {"awaiting_release_confirmation": 4, "handoff_requested": 1}}]
-    comparisons = [{"a": "pricing/baseline/8", "b": "pricing/model/8", "metric": "success_rate", "difference": 0.2,
-                    "band": 0.46, "verdict": "unmeasured"},
-                   {"a": "pricing/baseline/8", "b": "pricing/baseline/4", "metric": "success_rate", "difference": 1.0,
-                    "band": 0.42, "verdict": "a better"}]
-    return {"cells": cells, "comparisons": comparisons, "runs": runs, "png": "success_vs_budget.png"}, out_dir
+    comparisons = [{"scenario_group": "pricing", "a": "baseline@8", "b": "model@8", "metric": "success_rate",
+                    "difference": 0.2, "band": 0.46, "verdict": "unmeasured"},
+                   {"scenario_group": "pricing", "a": "baseline@8", "b": "baseline@4", "metric": "success_rate",
+                    "difference": 1.0, "band": 0.42, "verdict": "a better"}]
+    return {"cells": cells, "comparisons": comparisons, "runs": runs}, out_dir
 
 
 @pytest.mark.browser
@@ -356,8 +343,7 @@ def test_sweep_summary_in_chromium(chromium, tmp_path):
     assert len(dom.find("circle", "unmeasured-point")) == 2
     assert len(dom.find("tr", "unmeasured")) == 2 + 1  # two cells and the comparison
     assert len(dom.find("line", "band")) == 3
-    [png] = dom.find("img")
-    assert png["src"].startswith("data:image/png;base64,")
+    assert not dom.find("img")  # the chart is the inline SVG, the one chart a sweep draws
     links = [a["href"] for a in dom.find("a", "run-link")]
     assert len(links) == 4
     for href in links[:3]:  # relative links that land on each run's report.html
@@ -393,9 +379,9 @@ def test_sweep_summary_shows_intervals_resolution_and_paired_verdicts_in_chromiu
 def test_sweep_summary_tolerates_missing_keys(tmp_path):
     empty = render_sweep_html({}, tmp_path).read_text()
     assert "no cells, comparisons or runs" in empty
-    partial = render_sweep_html({"cells": [{"chooser": "baseline", "budget": 8}], "png": "gone.png"}, tmp_path)
+    partial = render_sweep_html({"cells": [{"chooser": "baseline", "budget": 8}]}, tmp_path)
     html = partial.read_text()
-    assert 'id="cell-table"' in html and 'id="sweep-plot"' not in html and "gone.png" in html
+    assert 'id="cell-table"' in html and 'id="sweep-plot"' not in html
     assert 'id="run-table"' not in html and 'id="comparison-table"' not in html
 
 

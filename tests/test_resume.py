@@ -119,7 +119,9 @@ def test_resume_after_step_budget_grants_explicit_steps_and_ends_like_an_uninter
     resume = next(r for r in recs if r.get("event") == "resume")
     # B's new version: 4 used + 3 granted, chained to the checkpoint's version.
     assert resume["extra_steps"] == 3 and resume["state_after"]["budget"]["max_steps"] == 7
-    assert resume["state_after"]["version"] == resume["state_before"]["version"] + 1
+    before = [r for r in recs[:recs.index(resume)] if "state_after" in r][-1]["state_after"]
+    assert resume["state_after"]["version"] == before["version"] + 1
+    assert resume["state_before_hash"] == state_hash(before) == resume["state_after"]["parent_hash"]
     # The target-test verdict the journal holds was re-earned from the verifier, not trusted.
     assert [(x["evidence"], x["status"]) for x in resume["reverified"]] == [("E4", "ok")]
     assert [r["step"] for r in recs if r.get("event") == "step"] == [1, 2, 3, 4, 5, 6]
@@ -200,13 +202,13 @@ def test_a_resumed_run_never_trusts_journaled_verdicts(runs_dir):
 def _rechain(recs: list[dict]) -> None:
     previous, last_record = None, None
     for r in recs:
-        for key in ("state_before", "state_after"):
-            if r.get(key) is None:
-                continue
-            state = r[key]
+        if r.get("state_before_hash") is not None and previous is not None:
+            r["state_before_hash"] = state_hash(previous)
+        if r.get("state_after") is not None:
+            state = r["state_after"]
             if previous is not None and state["version"] != previous["version"]:
                 state["parent_hash"] = state_hash(previous)
-            r[f"{key}_hash"] = state_hash(state)
+            r["state_after_hash"] = state_hash(state)
             previous = state
         r["prev_record_sha256"] = last_record
         r["record_sha256"] = last_record = record_hash(r)
@@ -242,7 +244,7 @@ def test_grant_readme_then_resume_reoffers_the_refused_patch_and_reaches_pending
     assert verify_chain(recs) == []
     g = next(r for r in recs if r.get("event") == "grant")
     assert g["state_after"]["authorization"]["grants"][0]["allow"] == ["README.md"]
-    assert g["state_after"]["version"] == g["state_before"]["version"] + 1
+    assert g["state_after"]["version"] == [r for r in recs[:recs.index(g)] if "state_after" in r][-1]["state_after"]["version"] + 1
     step4 = next(r for r in recs if r.get("step") == 4)
     refused_step = next(r for r in recs if r.get("step") == 3)
     # The first step after the resume is the refused proposal, validated again and now accepted.

@@ -15,7 +15,7 @@ import pytest
 from repair_agent.choosers import load_chooser
 from repair_agent.choosers.search import (Candidate, SearchChooser, functions_in, line_mutations, parse_failure,
                                           render_patch)
-from repair_agent.journal import read_journal
+from repair_agent.journal import StepRecord, evidence_by_id, read_journal, read_records
 from repair_agent.run import execute_run
 from repair_agent.scenario import load_manifest, resolve
 from repair_agent.state import StopReason, View
@@ -121,6 +121,13 @@ def steps(record) -> list[dict]:
     return [r for r in read_journal(Path(record.run_dir) / "journal.jsonl") if r.get("event") == "step"]
 
 
+def shown_view(record, step: int) -> View:
+    """The View the chooser got at `step`, rebuilt from the journal (evidence is journaled by id)."""
+    records = read_records(Path(record.run_dir) / "journal.jsonl")
+    line = next(r for r in records if isinstance(r, StepRecord) and r.step == step)
+    return line.view.view(evidence_by_id(records))
+
+
 # -- the mutation catalogue ------------------------------------------------------------------------
 def _whats(line: str) -> set[str]:
     return {what for _, what, _ in line_mutations(line)}
@@ -183,7 +190,7 @@ def test_localizes_from_a_traceback_frame_and_guards_none(textbits, runs_dir):
     rec = run_search(textbits / "none.scenario.toml", runs_dir)
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION, rec.detail
     s = steps(rec)
-    view = View.model_validate(s[1]["view"])
+    view = shown_view(rec, 2)
     failure = parse_failure(view.evidence[0], view.goal.text, view.authorization.writable)
     assert failure.frames == [("src/textbits.py", 13)] and failure.exception == "AttributeError"
     assert "none" in failure.hints
@@ -216,7 +223,7 @@ def test_same_seed_same_proposals_other_seed_same_candidates(textbits, runs_dir)
     a, b = run_search(manifest, runs_dir, seed=3), run_search(manifest, runs_dir, seed=3)
     assert [x["proposal"] for x in steps(a)] == [x["proposal"] for x in steps(b)]
     # The candidates ranked from one real view: the same set under every seed, in a seed-dependent order.
-    view = View.model_validate(steps(a)[3]["view"])
+    view = shown_view(a, 4)
     ranked = {}
     for seed in range(6):
         chooser = SearchChooser(seed)

@@ -1,5 +1,5 @@
 """The shape of the code, checked from its source with `ast`: no import circle in repair_agent/ or
-verifier/, and renderers that nothing imports back."""
+verifier/, renderers that nothing imports back, and no module past ~400 lines without a stated reason."""
 from __future__ import annotations
 
 import ast
@@ -7,6 +7,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("repair_agent", "verifier")
+MAX_LINES = 400
+# Being split into a package on its own line of work; remove it here once that lands.
+SPLIT_ELSEWHERE = {"repair_agent.choosers.search"}
 
 
 def _modules() -> dict[str, Path]:
@@ -22,7 +25,8 @@ def _modules() -> dict[str, Path]:
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """Every module of ours this one names in an import statement: top level, inside functions and
-    under TYPE_CHECKING alike (a deferred import is still a dependency)."""
+    under TYPE_CHECKING alike (a deferred import is still a dependency). A package's __init__ that
+    Python runs on the way to a submodule is not counted: only what the statement names."""
     named: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -34,8 +38,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            named.add(module)
-            named.update(f"{module}.{a.name}" for a in node.names)
+            # `from pkg import mod` names the module; `from mod import name` names mod.
+            named.update(f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module for a in node.names)
     deps = set()
     for target in named:
         while target and target not in modules:  # `from .x import y`: y is a name in x, or a module
@@ -104,3 +108,15 @@ def test_renderers_import_the_report_model_and_nothing_imports_them_back():
     importers = {m for m, deps in graph.items() if deps & renderers and m not in renderers}
     assert "repair_agent.records" not in importers and "repair_agent.controller" not in importers
     assert not graph["repair_agent.report"] & renderers and not graph["repair_agent.html_report"] & renderers
+
+
+def test_no_module_past_the_size_limit_without_a_stated_reason():
+    """A longer module says why in its docstring ("Kept in one module: ..."), so a reader knows the
+    size was a decision."""
+    too_long = []
+    for name, path in _modules().items():
+        lines = path.read_text().count("\n")
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        if lines > MAX_LINES and "Kept in one module" not in doc and name not in SPLIT_ELSEWHERE:
+            too_long.append(f"{name} ({lines} lines)")
+    assert too_long == []

@@ -134,7 +134,7 @@ def test_the_local_executor_never_imports_ray():
 
 # --------------------------------------------------------------------- real sweeps, Docker
 @pytest.mark.docker
-def test_a_small_sweep_writes_results_summary_png_and_a_verifier_side_rubric(docker_client, sandbox_image, tmp_path):
+def test_a_small_sweep_writes_results_summary_chart_and_a_verifier_side_rubric(docker_client, sandbox_image, tmp_path):
     """8 runs: baseline and a seed-dependent chooser, budgets 2 and 8, seeds 0 and 1, 2 workers."""
     out = tmp_path / "sweep"
     proc = cli("sweep", "--scenarios", "discount-bug", "--chooser", "baseline", "--chooser", SEEDED,
@@ -175,8 +175,8 @@ def test_a_small_sweep_writes_results_summary_png_and_a_verifier_side_rubric(doc
     assert cells[("baseline", 8)]["resolution"] == {"scenarios": 1, "one_scenario": 1.0}
     md = (out / "summary.md").read_text()
     assert "unmeasured (not clear of sampling)" in md and "| baseline | 8 | 2 | 1/1 = 1.000 | 1.0000 (0.21–1.00) |" in md
-    assert (out / "success_vs_budget.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert summary["png"] == "success_vs_budget.png" and len(summary["runs"]) == 8
+    assert 'id="sweep-plot"' in (out / "summary.html").read_text()  # the chart, inline SVG
+    assert len(summary["runs"]) == 8
     assert containers_under(docker_client, tmp_path) == []
 
     # Re-running the same sweep finds everything finished and runs nothing.

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from repair_agent import sweep_stats as stats
+from repair_agent.sweep import statistics as stats
 from repair_agent.html_report import render_sweep_html
 from repair_agent.sweep import SweepResult, render_markdown, summarize, write_summary
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import uuid
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
+from .files import atomic_write
 from .judge import Baseline
 from .pool import PoolKey
 from .spec import AcceptanceSpec, nodeid_to_junit_key
@@ -74,10 +74,8 @@ def store_cached_baseline(cache: Path, key: PoolKey, baseline: Baseline) -> None
     """Best effort and atomic: two runs filling the same cache at once each rename a whole file
     into place, so neither ever reads half of the other's; a full disk only costs the cache."""
     envelope = CachedBaseline(inputs=key.model_dump(), baseline_sha256=baseline_digest(baseline), baseline=baseline)
-    tmp = cache.with_name(f".{cache.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(envelope.model_dump_json(indent=1))
-        os.replace(tmp, cache)
+        atomic_write(cache, envelope.model_dump_json(indent=1))
     except OSError:
-        tmp.unlink(missing_ok=True)
+        pass

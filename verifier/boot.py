@@ -3,6 +3,9 @@
 Run in the check container as `python3 -I boot.py PYTEST_ARGS...` with RA_BOOT (JSON) in the
 environment. Stdlib and pytest only: nothing else of the verifier exists in the container.
 
+Kept in one module: the check container runs this file alone (`python3 -I boot.py`), with nothing
+else of the verifier present, so its layers cannot be split into imports.
+
 It adds three layers to a pytest run whose process also runs the candidate's code:
 1. A runtime audit hook (PEP 578). Once added it cannot be removed from Python. While any frame
    of candidate code is on the stack it refuses, and records: process creation (exec, spawn,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Union
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from .runner import TestVerdict
 from .scope import ScopeVerdict
@@ -23,6 +23,10 @@ DESCRIPTIONS = {
 
 
 class Condition(BaseModel):
+    """One acceptance condition and what decided it: the agent's state holds these as the verifier gives them."""
+
+    model_config = ConfigDict(frozen=True)
+
     name: str
     description: str
     satisfied: bool

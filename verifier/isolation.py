@@ -3,6 +3,9 @@
 The verifier owns this module so that the trust root decides what "hardened" means; the
 agent side imports it (never the other way round), which keeps both running under exactly
 the same limits.
+
+Kept in one module: the container's hardening, its exec with bounded output, and the local
+runner with the same limits are the one definition of "hardened" both sides rely on.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from pydantic import BaseModel, Field
 
 LABEL = "org.repair-agent.managed"
 OWNER_LABEL = "org.repair-agent.owner-pid"  # lets cleanup tell a live run's containers from leftovers
+# The non-root uid that runs every container of the project (and owns a workspace built for one).
+SANDBOX_UID = 10001
 
 
 class Limits(BaseModel):
@@ -186,7 +191,7 @@ class HardenedContainer:
     backend = "docker"
 
     def __init__(self, client, image: str, *, mounts: Iterable = (), limits: Limits | None = None,
-                 user: str = "10001:10001", labels: dict[str, str] | None = None,
+                 user: str = f"{SANDBOX_UID}:{SANDBOX_UID}", labels: dict[str, str] | None = None,
                  workdir: str = "/workspace", extra_tmpfs: dict[str, str] | None = None):
         import docker.errors
 

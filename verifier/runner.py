@@ -5,6 +5,9 @@ protected files are restored from that copy and added test infrastructure is ref
 under the verifier's boot (boot.py); the host reads the JUnit file through the engine (from a
 tmpfs in the container, never a host mount), checks no process outlived the run, runs the
 held-out probe, and hands all of it to the pure `judge` (judge.py).
+
+Kept in one module: the sequence (fresh tree, restore, run under the boot, read the JUnit file,
+check leftovers, probe) is one protocol, read top to bottom; the pure parts already live apart.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from pydantic import BaseModel
 
 from .baseline import baseline_cache_path, load_cached_baseline, store_cached_baseline
 from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, parse_probe_output
-from .isolation import CommandResult, HardenedContainer, Limits, LocalRunner, StreamRecord
+from .isolation import SANDBOX_UID, CommandResult, HardenedContainer, Limits, LocalRunner, StreamRecord
 from .judge import Baseline, GuardRecords, Kind, ProcessFacts, guard_doubts, judge
 from .junit import MAX_JUNIT_BYTES, TestCase, parse_junit_bytes, read_result_file
 from .pool import CheckPool, FreshCheck, PoolKey
@@ -86,7 +89,7 @@ class TestVerdict(BaseModel):
 def container_user() -> str:
     """A non-root uid for containers; the host's own uid when the host is not root."""
     uid = os.getuid()
-    return "10001:10001" if uid == 0 else f"{uid}:{os.getgid()}"
+    return f"{SANDBOX_UID}:{SANDBOX_UID}" if uid == 0 else f"{uid}:{os.getgid()}"
 
 
 class Verifier:

@@ -6,6 +6,9 @@ can disagree (a `+++` line ending in a carriage return, a timestamp after a spac
 that the `diff --git` header does not name, a miscounted hunk that `--recount` reads further), and
 it is git that writes the files, so a diff the two read differently is refused whole, and every
 path rule is checked on both readings.
+
+Kept in one module: the two readings, the path rules and the recount are one check whose parts
+must agree on every diff; splitting them would put the agreement rule between files.
 """
 from __future__ import annotations
 

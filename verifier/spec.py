@@ -111,11 +111,13 @@ def tree_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def tree_sha256(root: Path) -> str:
-    """One digest of a whole tree: every file's sha256 and path (the pristine tree's identity)."""
+def tree_sha256(root: Path, digests: dict[str, str] | None = None) -> str:
+    """One digest of a whole tree: every file's sha256 and path (the pristine tree's identity). The
+    one tree hash of the project; `digests` when the caller has hashed the files already."""
+    digests = digests if digests is not None else {rel: sha256_file(root / rel) for rel in tree_files(root)}
     whole = hashlib.sha256()
-    for rel in tree_files(root):
-        whole.update(f"{sha256_file(root / rel)}  {rel}\n".encode())
+    for rel in sorted(digests):
+        whole.update(f"{digests[rel]}  {rel}\n".encode())
     return whole.hexdigest()
 
 
@@ -139,17 +141,13 @@ class ProtectedSnapshot(BaseModel):
             shutil.rmtree(dest)
         shutil.copytree(pristine, dest, symlinks=True,
                         ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
-        protected, whole = {}, hashlib.sha256()
-        for rel in tree_files(dest):
-            digest = sha256_file(dest / rel)
-            whole.update(f"{digest}  {rel}\n".encode())
-            if spec.is_protected(rel):
-                protected[rel] = digest
+        digests = {rel: sha256_file(dest / rel) for rel in tree_files(dest)}
+        protected = {rel: digest for rel, digest in digests.items() if spec.is_protected(rel)}
         # The snapshot must stay read-only for everyone but the verifier.
         for p in [dest, *dest.rglob("*")]:
             if not p.is_symlink():
                 p.chmod(0o555 if p.is_dir() else 0o444)
-        return cls(root=str(dest), protected_sha256=protected, tree_sha256=whole.hexdigest())
+        return cls(root=str(dest), protected_sha256=protected, tree_sha256=tree_sha256(dest, digests))
 
     def check_intact(self) -> list[str]:
         """Protected files of the snapshot whose content no longer matches the captured hash."""

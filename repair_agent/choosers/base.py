@@ -9,7 +9,20 @@ from ..state import View
 
 @runtime_checkable
 class Chooser(Protocol):
+    """What the controller asks of a chooser. Besides `choose`, it reads these side channels: `name`
+    and `seed` once at setup, `last_usage` and `last_call` after every `choose`, and calls
+    `set_deadline` before it. A plug-in is foreign code, so each is read through plain.py's
+    bounded reader (one read, under the step's time limit, into plain JSON); a plug-in that does
+    not define one reads as None (no seed, no usage: 0 tokens, no call record, no deadline)."""
+
     name: str
+    seed: int | None                     # what orders its choices, when it takes one
+    last_usage: dict[str, Any] | None    # token counts of the last choose(): prompt/completion/total_tokens
+    last_call: Any                       # a JSON record of the last choose() (a model's requests, latency)
+
+    def set_deadline(self, deadline: float) -> None:
+        """The time.monotonic() by which choose() must have returned (a retrying chooser stops before it)."""
+        ...
 
     def choose(self, view: View) -> _Action | dict[str, Any]:
         """Return one proposal. Plain dicts are validated by the controller like anything else."""

@@ -1,7 +1,7 @@
-"""The deterministic baseline: a fixed workflow picked by evidence count (seed 000).
+"""The deterministic baseline: a fixed workflow picked by evidence count.
 
 It is NOT a language-model agent: it does not interpret observations beyond locating the
-line to patch. It reproduces seed 002's repair (search, patch, target test, full suite,
+line to patch. It follows the reference repair of the discount bug (search, patch, target test, full suite,
 diff check) and is a comparator with predictable coverage and no inference cost.
 """
 from __future__ import annotations

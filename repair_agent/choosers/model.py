@@ -1,5 +1,8 @@
 """ModelChooser: one step = one choose() against any OpenAI-compatible Chat Completions endpoint.
 
+Kept in one module: the prompt, the retry and re-ask rules and the usage accounting of one step
+share the step's state and time limit; the models file and the concurrency slots live apart.
+
 The prompt is rendered from the View (plus, at most, a note about the previous reply), so every
 step can be replayed from the journal. Inside one step the chooser talks to the server the way a
 careful harness does, and records every request in `last_call` (journaled by the controller):
@@ -33,7 +36,7 @@ import openai
 
 from ..actions import InvalidAction, parse_action, tool_schemas
 from ..state import Evidence, View
-from .base import ChooserUnavailable, MalformedReply, TokenBudgetExceeded
+from .base import ChooserUnavailable, MalformedReply
 from .models_file import ModelSettings, api_key_from_env
 from .slots import EndpointSlots, SlotTimeout
 
@@ -290,7 +293,7 @@ class ModelChooser:
     name = "model"
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None, *,
-                 name: str | None = None, max_tokens_budget: int | None = None, lock_dir: os.PathLike | None = None,
+                 name: str | None = None, lock_dir: os.PathLike | None = None,
                  settings: ModelSettings | None = None, **options: Any):
         """Ad hoc (`model`, `base_url` and any ModelSettings field as a keyword), or from a models
         file's entry (`settings`, `name`). Missing model and base URL come from the environment."""
@@ -309,7 +312,7 @@ class ModelChooser:
         # Local servers ignore the key, but the SDK refuses to start without one.
         key = api_key or api_key_from_env(s, name) or env("REPAIR_AGENT_MODEL_API_KEY") or env("OPENAI_API_KEY") \
             or "not-needed"
-        self.timeout_s, self.max_tokens_budget = s.timeout_s, max_tokens_budget
+        self.timeout_s = s.timeout_s
         # max_retries=0: the retries are ours, so that every attempt is journaled.
         self.client = openai.OpenAI(base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=0)
         self.slots = (EndpointSlots(name or f"{s.model}@{s.base_url}", s.max_concurrency, lock_dir)
@@ -563,10 +566,7 @@ class ModelChooser:
                         completion_tokens=step["completion_tokens"] + completion,
                         total_tokens=step["total_tokens"] + total)
             self.tokens_used += total
-        self.last_usage = step
-        if self.max_tokens_budget is not None and self.tokens_used > self.max_tokens_budget:
-            raise TokenBudgetExceeded(f"token budget spent: {self.tokens_used} > {self.max_tokens_budget}",
-                                      raw=body, usage=step)
+        self.last_usage = step  # the controller counts it against the run's token budget (--max-tokens)
 
     def _unavailable(self, message: str, errors: list[dict], call: dict,
                      infrastructure: bool = True) -> ChooserUnavailable:

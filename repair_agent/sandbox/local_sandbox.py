@@ -35,5 +35,5 @@ class LocalSandbox(GitToolsMixin):
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
 
-    def close(self) -> None:
-        pass
+    def close(self) -> bool:
+        return True  # nothing to remove: the workspace stays in the run directory for review

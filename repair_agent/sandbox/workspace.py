@@ -11,8 +11,9 @@ from pathlib import Path
 
 import git
 
+from verifier.isolation import SANDBOX_UID
+
 BASE_AUTHOR = git.Actor("repair-agent", "repair-agent@localhost")
-SANDBOX_UID = 10001
 
 
 def create_workspace(pristine: Path, dest: Path, *, for_container: bool = True) -> str:

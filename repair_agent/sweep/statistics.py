@@ -1,6 +1,6 @@
 """The sampling side of a sweep's figures: what would change on other scenarios like these.
 
-The run-to-run band (sweep.py) says how much a figure moves when only the seed changes. It says
+The run-to-run band (summary.py) says how much a figure moves when only the seed changes. It says
 nothing about the scenarios: a sweep runs one sample of N scenarios, and a chooser that repairs
 22 of these 28 could repair 17 or 25 of the next 28. Two things here measure that:
 

@@ -1,0 +1,166 @@
+"""repair-agent: run a scenario, list scenarios, replay a journal, show a report, release or reject.
+
+The parser and `main` are here; each command group lives in its own module (running, runs,
+sweeps, containers)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pydantic import ValidationError
+
+from ..journal import JournalError
+from ..state import EXIT_CODES
+from .common import USAGE_ERROR, RunsDirAction, err
+from .containers import cmd_cleanup, cmd_image
+from .running import cmd_grant, cmd_resume, cmd_run, cmd_scenarios
+from .runs import cmd_release, cmd_replay, cmd_runs, cmd_show
+from .sweeps import add_check_parser, cmd_sweep
+
+
+def build_parser() -> argparse.ArgumentParser:
+    exits = "\n".join(f"  {code:>3}  {reason.value}" for reason, code in EXIT_CODES.items())
+    p = argparse.ArgumentParser(prog="repair-agent", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="A coding-repair agent sandbox with a protected verifier.",
+                                epilog=f"exit codes of `run`:\n{exits}\n    2  usage or manifest error")
+    p.add_argument("--runs-dir", default=os.environ.get("REPAIR_AGENT_RUNS_DIR", "runs"), action=RunsDirAction)
+    p.add_argument("--scenarios-dir", action="append", default=[], help="extra directory of *.scenario.toml")
+    # The same two options after the subcommand too (`repair-agent run X --runs-dir D`); given
+    # there, they win over the ones given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--runs-dir", default=argparse.SUPPRESS, action=RunsDirAction,
+                        help="where runs are kept (default: ./runs)")
+    common.add_argument("--scenarios-dir", action="append", default=argparse.SUPPRESS,
+                        help="extra directory of *.scenario.toml (repeatable)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("scenarios", parents=[common], help="list scenarios")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_scenarios)
+
+    r = sub.add_parser("run", parents=[common], help="run a scenario")
+    r.add_argument("scenario", help="a scenario name or the path of a *.scenario.toml manifest")
+    r.add_argument("--chooser", default="baseline", help="baseline | search | model | model:NAME (a model of the "
+                   "models file) | package.module:attr")
+    r.add_argument("--models", metavar="FILE", help="models file for --chooser model:NAME (default: ./models.toml)")
+    r.add_argument("--seed", type=int, default=0, help="seed for choosers that take one (search: the order in "
+                   "which equally scored candidates are tried); default 0")
+    r.add_argument("--sandbox", choices=["docker", "local"], default="docker",
+                   help="docker (default, hardened) or local (NOT isolated: plain subprocesses on this host)")
+    r.add_argument("--max-steps", type=int)
+    r.add_argument("--reserve", type=int, help="steps reserved for the final handover: once only these are left, "
+                   "the chooser may only stop")
+    r.add_argument("--deadline", type=float, help="seconds for the whole loop")
+    r.add_argument("--model", help="model name (or REPAIR_AGENT_MODEL)")
+    r.add_argument("--model-base-url", help="OpenAI-compatible base URL (or REPAIR_AGENT_MODEL_BASE_URL)")
+    r.add_argument("--max-tokens", type=int, help="token budget: the run stops (step_budget) once the chooser's "
+                   "reported usage reaches it; an endpoint that reports no usage ends the run at its first reply "
+                   "(dependency_failure)")
+    r.add_argument("--json", action="store_true", help="print one final JSON object")
+    r.set_defaults(func=cmd_run)
+
+    rs = sub.add_parser("resume", parents=[common], help="continue a stopped or killed run from its journal")
+    rs.add_argument("run", help="a run directory or a run id")
+    rs.add_argument("--chooser", help="baseline | search | model | model:NAME | package.module:attr (default: the "
+                    "run's own)")
+    rs.add_argument("--models", metavar="FILE", help="models file for model:NAME (default: the one the run used, "
+                    "else ./models.toml)")
+    rs.add_argument("--max-steps", type=int, help="further steps this resume grants (default: the steps left; "
+                    "required after step_budget)")
+    rs.add_argument("--deadline-s", type=float, help="seconds the resumed loop may take, from the resume "
+                    "(default: the run's deadline)")
+    rs.add_argument("--model", help="model name (or REPAIR_AGENT_MODEL)")
+    rs.add_argument("--model-base-url", help="OpenAI-compatible base URL (or REPAIR_AGENT_MODEL_BASE_URL)")
+    rs.add_argument("--json", action="store_true", help="print one final JSON object")
+    rs.set_defaults(func=cmd_resume)
+
+    g = sub.add_parser("grant", parents=[common], help="a person's grant after authorization_required")
+    g.add_argument("run", help="a run directory or a run id")
+    g.add_argument("--allow", action="append", required=True, help="a path glob the refused patch may edit "
+                   "(repeatable), e.g. 'README.md' or 'tests/test_pricing.py'")
+    g.add_argument("--reason", required=True)
+    g.set_defaults(func=cmd_grant)
+
+    ls = sub.add_parser("runs", parents=[common], help="list runs with their status and release decision")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_runs)
+
+    rp = sub.add_parser("replay", parents=[common], help="check a run's hash chain and print its steps")
+    rp.add_argument("run")
+    rp.add_argument("--step", type=int, help="show what the chooser saw at step K")
+    rp.add_argument("--faults", action="store_true", help="attribute faults: oscillation, observation pollution, "
+                    "goal drift, pseudo-completion, privilege escalation")
+    rp.add_argument("--json", action="store_true", help="with --faults: JSON")
+    rp.set_defaults(func=cmd_replay)
+
+    sh = sub.add_parser("show", parents=[common], help="print a run's pending-release report")
+    sh.add_argument("run")
+    sh.add_argument("--diff", action="store_true")
+    sh.add_argument("--json", action="store_true")
+    sh.add_argument("--html", action="store_true", help="print the path of the run's self-contained report.html")
+    sh.add_argument("--open", action="store_true", help="also open report.html with the system browser")
+    sh.set_defaults(func=cmd_show)
+
+    rl = sub.add_parser("release", parents=[common], help="confirm or reject a run's release (a person's decision)")
+    rl.add_argument("run")
+    mode = rl.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--confirm", action="store_true")
+    mode.add_argument("--reject", action="store_true")
+    rl.add_argument("--reason")
+    rl.add_argument("--yes", action="store_true", help="do not ask")
+    rl.add_argument("--output-dir", help="where the output clone goes (default: RUN/release)")
+    rl.set_defaults(func=cmd_release)
+
+    sw = sub.add_parser("sweep", parents=[common], help="run scenarios × choosers × budgets × seeds; summarize "
+                        "with run-to-run bands")
+    sw.add_argument("--scenarios", nargs="+", metavar="NAME|GLOB|tag:T|kind:K",
+                    help="which scenarios (default: all, broken manifests included as reported entries)")
+    sw.add_argument("--chooser", action="extend", nargs="+", metavar="C", help="one or more (or repeat the flag): baseline | search | model | model:NAME | package.module:attr; default: baseline")
+    sw.add_argument("--models", metavar="FILE", help="models file for model:NAME choosers (default: ./models.toml)")
+    sw.add_argument("--budgets", default="2,4,6,8,12", help="max_steps values (default: 2,4,6,8,12)")
+    sw.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per cell (default: 3); the band needs >= 2")
+    sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU count)")
+    sw.add_argument("--executor", choices=["local", "ray"], default="local",
+                    help="local process pool, or Ray (pip install '.[ray]'; RAY_ADDRESS for a cluster)")
+    sw.add_argument("--sandbox", choices=["docker", "local"], default="docker")
+    sw.add_argument("--group-by", choices=["all", "kind", "tag", "scenario", "expected"], default="all")
+    sw.add_argument("--out", default="sweeps/latest", help="output directory; re-running into it resumes")
+    sw.add_argument("--json", action="store_true", help="print the summary as JSON")
+    sw.set_defaults(func=cmd_sweep)
+
+    c = sub.add_parser("cleanup", parents=[common], help="remove leftover containers of this project")
+    c.add_argument("--all", action="store_true", help="also remove containers of runs still in progress")
+    c.add_argument("--run", help="only the containers of this run id")
+    c.set_defaults(func=cmd_cleanup)
+
+    add_check_parser(sub, common)
+
+    im = sub.add_parser("image", parents=[common], help="build (or find) the sandbox image and print its tag")
+    im.add_argument("--base-image")
+    im.set_defaults(func=cmd_image)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ValidationError as exc:
+        # A stored record (run.json, a journal line, a summary) that does not fit its schema is
+        # damaged data, not a mistyped command.
+        err(f"a stored record does not read as its schema says: {exc}")
+        return 1
+    except JournalError as exc:
+        err(str(exc))
+        return 1
+    except (ValueError, FileNotFoundError) as exc:  # manifests, plug-ins, run ids: a clear message
+        err(str(exc))
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        err("interrupted; containers of this run were removed")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

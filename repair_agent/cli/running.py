@@ -1,0 +1,128 @@
+"""Commands that run a scenario: scenarios, run, resume, grant."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .common import USAGE_ERROR, err
+
+
+def cmd_scenarios(args) -> int:
+    from ..scenario import discover
+
+    scenarios, errors = discover([Path(d) for d in args.scenarios_dir])
+    for error in errors:
+        err(f"skipping an unusable manifest: {error}")
+    if args.json:
+        print(json.dumps([s.summary() for s in scenarios.values()], indent=2))
+    else:
+        width = max([28, *(len(name) for name in scenarios)])
+        print(f"{'scenario':<{width}} {'repo':<16} {'kind':<20} {'expected':<10} tags")
+        for s in scenarios.values():
+            expected = "handoff" if s.expected == "handoff_requested" else "repair"
+            print(f"{s.name:<{width}} {(s.source_repo or s.repo).name:<16} {s.kind:<20} {expected:<10} {','.join(s.tags)}")
+        print(f"{len(scenarios)} scenario(s) over {len({(s.source_repo or s.repo) for s in scenarios.values()})} "
+              f"repositories")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from ..choosers import load_chooser
+    from ..run import execute_run
+    from ..scenario import ManifestError, resolve
+
+    try:
+        scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
+    except ManifestError as exc:
+        err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
+        return USAGE_ERROR
+    chooser = load_chooser(args.chooser, scenario, seed=args.seed, base_url=args.model_base_url, model=args.model,
+                           models_file=args.models)
+    on_step, log = _progress(args.json)
+    record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
+                         max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
+                         max_tokens=args.max_tokens,
+                         on_step=on_step, log=log, chooser_spec=args.chooser)
+    return _print_outcome(record, args)
+
+
+def _progress(quiet: bool):
+    def on_step(s: dict) -> None:
+        if not quiet:
+            outcome = s["status"] or s["decision"]
+            print(f"step {s['step']}/{s['max_steps']}  {s['tool']:<16} {outcome:<9} U={s['u']}  {s['summary']}",
+                  flush=True)
+
+    log = (lambda m: print(m, file=sys.stderr, flush=True)) if quiet else (lambda m: print(m, flush=True))
+    return on_step, log
+
+
+def _print_outcome(record, args) -> int:
+    if args.json:
+        print(record.model_dump_json(indent=2))
+    else:
+        print(f"\n{record.status.value}: {record.detail}")
+        print(f"U trajectory: {' -> '.join(map(str, record.u_trajectory))}   steps {record.steps_used}/{record.max_steps}"
+              f"   diff sha256 {record.diff_sha256[:16]}")
+        print(f"next attempt would need: {record.next_attempt}")
+        where = record.report_dir or record.run_dir
+        print(f"report: {where}/report.md   review: repair-agent show {where} --diff")
+    if record.storage_error:
+        err(f"{record.storage_error}; this run's report is in {record.report_dir}")
+    return record.exit_code
+
+
+def cmd_resume(args) -> int:
+    from ..records import find_run
+    from ..resume import ResumeRefused, resume_run
+
+    if args.max_steps is not None and args.max_steps < 1:
+        err("--max-steps is the number of further steps this resume grants: at least 1")
+        return USAGE_ERROR
+    if args.deadline_s is not None and args.deadline_s <= 0:
+        err("--deadline-s must be positive")
+        return USAGE_ERROR
+    on_step, log = _progress(args.json)
+    try:
+        record = resume_run(find_run(args.run, Path(args.runs_dir), finished=False), chooser_spec=args.chooser,
+                            extra_steps=args.max_steps, deadline_s=args.deadline_s, on_step=on_step, log=log,
+                            runs_dir=Path(args.runs_dir),
+                            model_options={"base_url": args.model_base_url, "model": args.model,
+                                           "models_file": args.models})
+    except ResumeRefused as exc:
+        err(f"resume refused: {exc}")
+        return USAGE_ERROR
+    return _print_outcome(record, args)
+
+
+def cmd_grant(args) -> int:
+    from ..records import find_run
+    from ..resume import ResumeRefused, record_grant
+
+    run_dir = find_run(args.run, Path(args.runs_dir), finished=False)
+    try:
+        grant, checkpoint = record_grant(run_dir, args.allow, args.reason)
+    except ResumeRefused as exc:
+        err(f"grant refused: {exc}")
+        return USAGE_ERROR
+    print(f"granted {', '.join(grant.allow)} to run {run_dir.name} by {grant.who} at {grant.when}: {grant.reason}")
+    print(f"the refused proposal of step {grant.after_step} will be offered again first: "
+          f"repair-agent resume {run_dir}")
+    print("the verifier still restores every protected file from its own copy before it tests")
+    return 0
+
+
+def _record_bad_manifest(args, exc: Exception) -> Path:
+    """A refused manifest still leaves a record: its raw text and the error, in a journal."""
+    from ..journal import Journal, ManifestErrorRecord
+    from ..run import new_run_id
+
+    run_dir = Path(args.runs_dir) / new_run_id("invalid-manifest")
+    run_dir.mkdir(parents=True)
+    path = Path(args.scenario)
+    raw = path.read_text(errors="replace") if path.is_file() else None
+    journal = Journal(run_dir / "journal.jsonl")
+    journal.write(ManifestErrorRecord(scenario=args.scenario, error=str(exc), raw=raw))
+    journal.close()
+    return run_dir / "journal.jsonl"

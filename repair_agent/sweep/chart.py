@@ -1,0 +1,55 @@
+"""The sweep's one chart: success rate against budget, one series per (scenario group, chooser),
+each cell's band as a bar and its 95% interval as capped lines. Computed here as plain geometry;
+summary.html draws it as inline SVG (sweep.html.j2)."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import statistics as stats
+
+SERIES_HUES = [210, 20, 130, 280, 50, 340, 170, 90]
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300) -> dict[str, Any] | None:
+    """Success rate against budget, one series per (scenario group, chooser), the band as an error bar."""
+    usable = [c for c in cells if _as_float(c.get("budget")) is not None and _as_float(c.get("success_rate")) is not None]
+    if not usable:
+        return None
+    left, right, top, bottom = 52, width - 180, 16, height - 40
+    budgets = sorted({_as_float(c["budget"]) for c in usable})
+    slot = {b: i for i, b in enumerate(budgets)}  # budgets are usually a doubling ladder: equal spacing reads best
+
+    def x(b: float, nudge: float = 0.0) -> float:
+        return round(left + (right - left) * (slot[b] + 0.5) / len(budgets) + nudge, 1)
+
+    def y(rate: float) -> float:
+        return round(bottom - (bottom - top) * min(max(rate, 0.0), 1.0), 1)
+
+    series: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for c in usable:
+        series.setdefault((str(c.get("scenario_group", "")), str(c.get("chooser", ""))), []).append(c)
+    out = []
+    for index, ((group, chooser), members) in enumerate(sorted(series.items())):
+        nudge = (index - (len(series) - 1) / 2) * 10  # series at one budget side by side, not on top of each other
+        points = []
+        for c in sorted(members, key=lambda c: _as_float(c["budget"])):
+            b, rate, band = _as_float(c["budget"]), _as_float(c["success_rate"]), _as_float(c.get("band")) or 0.0
+            interval = c["_stats"].intervals.get("success_rate")
+            points.append({"x": x(b, nudge), "y": y(rate), "lo": y(rate - band), "hi": y(rate + band),
+                           "ci_lo": y(interval.low) if interval else None,
+                           "ci_hi": y(interval.high) if interval else None,
+                           "unmeasured": c["_unmeasured"],
+                           "label": f"{group} / {chooser} @ {c['budget']}: {rate:.2f} ± {band:.2f} (n={c.get('n', '?')})"
+                                    + (f", 95% interval {stats.fmt_interval(interval)}" if interval else "")})
+        out.append({"name": f"{group} / {chooser}", "hue": SERIES_HUES[index % len(SERIES_HUES)], "points": points,
+                    "line": " ".join(f"{p['x']},{p['y']}" for p in points)})
+    return {"width": width, "height": height, "left": left, "right": right, "top": top, "bottom": bottom,
+            "series": out, "x_ticks": [(x(b), int(b) if b.is_integer() else b) for b in budgets],
+            "y_ticks": [(y(v / 4), f"{v * 25}%") for v in range(5)]}

@@ -1,0 +1,80 @@
+"""The journal as typed records, on real local runs of the discount repository: a line names earlier
+evidence by id (a 12-step journal grows with its evidence, not with the square of its steps),
+`replay --step N` still shows exactly the View the chooser got, and the verifier's rubric reads
+the last stop of a resumed run."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from repair_agent import cli
+from repair_agent.choosers import load_chooser
+from repair_agent.journal import StepRecord, StopRecord, read_journal, read_records, verify_chain
+from repair_agent.resume import resume_run
+from repair_agent.run import execute_run
+from repair_agent.scenario import resolve
+from repair_agent.state import StopReason
+from verifier.rubric import rubric_from_journal
+
+PRICING = "src/discount_shop/pricing.py"
+
+
+class Reader:
+    """Reads eleven overlapping windows of one file, then stops; keeps every View it was handed."""
+
+    name = "window reader"
+
+    def __init__(self):
+        self.seen: list[dict] = []
+
+    def choose(self, view):
+        self.seen.append(view.model_dump(mode="json"))
+        n = len(self.seen)
+        if n < 12:
+            return {"tool": "read_file", "path": PRICING, "start_line": n, "end_line": n + 30}
+        return {"tool": "stop", "reason": "read enough"}
+
+
+def test_a_12_step_journal_stays_linear_and_replay_shows_what_the_chooser_saw(tmp_path, capsys):
+    chooser = Reader()
+    record = execute_run(resolve("discount-bug"), chooser, sandbox_kind="local", runs_dir=tmp_path / "runs",
+                         max_steps=12)
+    assert record.status is StopReason.HANDOFF_REQUESTED and record.steps_used == 12
+    path = Path(record.run_dir) / "journal.jsonl"
+    lines = path.read_text().splitlines()
+    assert verify_chain(list(read_journal(path))) == []
+    records = read_records(path)
+    steps = [r for r in records if isinstance(r, StepRecord)]
+    assert [s.step for s in steps] == list(range(1, 13))
+    # Each step names the evidence before it by id; no line carries an earlier step's observation.
+    assert [list(s.view.evidence_ids) for s in steps] == [[f"E{i}" for i in range(1, k)] for k in range(1, 13)]
+    sizes = {json.loads(line).get("step"): len(line) for line in lines if json.loads(line)["event"] == "step"}
+    evidence = max(len(s.result.model_dump_json()) for s in steps if s.result)
+    # Step 11 saw ten earlier observations: repeating them would add ten evidence sizes to its line.
+    # By reference it grows only by its history entries (one short row per step).
+    assert sizes[11] - sizes[1] < 2 * evidence, (sizes, evidence)
+    assert len(path.read_bytes()) < 12 * (sizes[1] + 2 * evidence)
+    # replay --step N rebuilds the View from the journal: exactly what the chooser was handed.
+    for n in (1, 6, 12):
+        assert cli.main(["replay", record.run_dir, "--step", str(n)]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        assert shown["view"] == chooser.seen[n - 1]
+    assert shown["decision"] == {"accepted": True, "action": {"tool": "stop", "reason": "read enough"}}
+
+
+def test_the_rubric_reads_the_last_stop_of_a_resumed_run(tmp_path):
+    runs = tmp_path / "runs"
+    scenario = resolve("discount-bug")
+    stopped = execute_run(scenario, load_chooser("baseline", scenario), sandbox_kind="local", runs_dir=runs,
+                          max_steps=2, chooser_spec="baseline")
+    assert stopped.status is StopReason.STEP_BUDGET and stopped.u_trajectory[-1] == 3  # nothing patched yet
+    resumed = resume_run(stopped.run_dir, extra_steps=4, runs_dir=runs)
+    assert resumed.status is StopReason.AWAITING_RELEASE_CONFIRMATION
+    path = Path(stopped.run_dir) / "journal.jsonl"
+    stops = [r for r in read_records(path) if isinstance(r, StopRecord)]
+    assert [s.status for s in stops] == [StopReason.STEP_BUDGET, StopReason.AWAITING_RELEASE_CONFIRMATION]
+    assert stops[0].diff_sha256 != stops[1].diff_sha256 == resumed.diff_sha256
+    rubric = rubric_from_journal(path)
+    # Judged on the diff the run ended with, not the first session's empty one.
+    assert rubric.final_diff_sha256 == resumed.diff_sha256
+    assert rubric.target_passed_on_final_diff and rubric.full_suite_on_final_diff and rubric.scope_check_on_final_diff
