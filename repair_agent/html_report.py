@@ -21,10 +21,12 @@ from pygments.util import ClassNotFound
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from .sweep import statistics as stats
-from .sweep.chart import _as_float, sweep_plot
-from .sweep.summary import cell_name
+from verifier.files import atomic_write
+
 from .records import Report
+from .sweep import statistics as stats
+from .sweep.chart import as_float, sweep_plot
+from .sweep.summary import cell_name
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("repair_agent", "templates"), autoescape=True,
                           undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -177,7 +179,7 @@ def write_run_html(run_dir: Path, report: Report | None = None) -> Path:
     decision_file = run_dir / "release.json"
     decision = json.loads(decision_file.read_text()) if decision_file.is_file() else None
     path = run_dir / "report.html"
-    path.write_text(render_run_html(report, decision), encoding="utf-8", errors="surrogateescape")
+    atomic_write(path, render_run_html(report, decision))
     return path
 
 
@@ -206,7 +208,7 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
                        and c.get("metric", "success_rate") == "success_rate" for k in (c.get("a"), c.get("b"))}
     cells = []
     for c in (c for c in summary.get("cells") or [] if isinstance(c, dict)):
-        no_rate = _as_float(c.get("success_rate")) is None or not c.get("n")
+        no_rate = as_float(c.get("success_rate")) is None or not c.get("n")
         cell_stats = _typed(stats.CellStatistics, c) or stats.CellStatistics()
         named = (str(c.get("scenario_group")), cell_name(c))
         cells.append({**c, "_unmeasured": no_rate or named in unmeasured_keys, "_stats": cell_stats,
@@ -233,7 +235,7 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
         rate_metrics=[("success_rate", "success"), ("correct_rate", "correct"),
                       ("evidence_complete_rate", "evidence complete")])
     path = out_dir / "summary.html"
-    path.write_text(html, encoding="utf-8", errors="surrogateescape")
+    atomic_write(path, html)
     return path
 
 
@@ -246,7 +248,7 @@ def _typed(model: type[BaseModel], value: dict[str, Any]) -> Any:
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
-    number = _as_float(value)
+    number = as_float(value)
     if number is None:
         return "—" if value is None else str(value)
     return str(int(number)) if number.is_integer() and digits == 0 else f"{number:.{digits}f}"

@@ -15,6 +15,7 @@ import git
 from pydantic import BaseModel
 
 from verifier import Verifier, diff_sha256, u_count, unsatisfied
+from verifier.files import atomic_write
 
 from .journal import SetupRecord, StopRecord, parse_record, read_journal, verify_chain
 from .records import RunRecord, load_record
@@ -221,5 +222,5 @@ def _record_decision(run_dir: Path, decision: "ReleaseDecision") -> None:
     """release.json, and report.html rendered again so the page a reviewer opens shows the decision."""
     from .html_report import write_run_html
 
-    _decision_path(run_dir).write_text(decision.model_dump_json(indent=2))
+    atomic_write(_decision_path(run_dir), decision.model_dump_json(indent=2))
     write_run_html(Path(run_dir))

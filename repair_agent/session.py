@@ -166,7 +166,10 @@ def remove_leftover_containers(client, *, owners: list[int] | None = None, run_i
             if not include_live and pid_alive(c.labels.get(OWNER_LABEL)):
                 kept += 1  # a run in progress on this machine: not a leftover
                 continue
-            c.remove(force=True, v=True)
+            try:
+                c.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                continue  # gone between the listing and the removal (its owner removed it): nothing left
             removed += 1
     return removed, kept
 

@@ -1,7 +1,7 @@
 """The controller's rules (seeds 000, 002, 004), driven end to end on the real discount repository.
 
 These use the local backend (real git, real pytest, real verifier) so they run without an
-engine; the same runs in Docker are in test_run_docker.py.
+engine; the same run in Docker, through the CLI, is in test_cli_docker.py.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from . import statistics as stats
 SERIES_HUES = [210, 20, 130, 280, 50, 340, 170, 90]
 
 
-def _as_float(value: Any) -> float | None:
+def as_float(value: Any) -> float | None:
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -19,11 +19,11 @@ def _as_float(value: Any) -> float | None:
 
 def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300) -> dict[str, Any] | None:
     """Success rate against budget, one series per (scenario group, chooser), the band as an error bar."""
-    usable = [c for c in cells if _as_float(c.get("budget")) is not None and _as_float(c.get("success_rate")) is not None]
+    usable = [c for c in cells if as_float(c.get("budget")) is not None and as_float(c.get("success_rate")) is not None]
     if not usable:
         return None
     left, right, top, bottom = 52, width - 180, 16, height - 40
-    budgets = sorted({_as_float(c["budget"]) for c in usable})
+    budgets = sorted({as_float(c["budget"]) for c in usable})
     slot = {b: i for i, b in enumerate(budgets)}  # budgets are usually a doubling ladder: equal spacing reads best
 
     def x(b: float, nudge: float = 0.0) -> float:
@@ -39,8 +39,8 @@ def sweep_plot(cells: list[dict[str, Any]], width: int = 720, height: int = 300)
     for index, ((group, chooser), members) in enumerate(sorted(series.items())):
         nudge = (index - (len(series) - 1) / 2) * 10  # series at one budget side by side, not on top of each other
         points = []
-        for c in sorted(members, key=lambda c: _as_float(c["budget"])):
-            b, rate, band = _as_float(c["budget"]), _as_float(c["success_rate"]), _as_float(c.get("band")) or 0.0
+        for c in sorted(members, key=lambda c: as_float(c["budget"])):
+            b, rate, band = as_float(c["budget"]), as_float(c["success_rate"]), as_float(c.get("band")) or 0.0
             interval = c["_stats"].intervals.get("success_rate")
             points.append({"x": x(b, nudge), "y": y(rate), "lo": y(rate - band), "hi": y(rate + band),
                            "ci_lo": y(interval.low) if interval else None,
