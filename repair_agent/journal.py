@@ -18,7 +18,7 @@ import reprlib
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Iterator, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_serializer
 
 from verifier.conditions import Condition
 from verifier.files import append_line, cut_torn_tail, read_jsonl
@@ -106,14 +106,25 @@ class JournaledView(BaseModel):
     action_schema: tuple[dict, ...]
     current_diff_sha256: str
     current_diff: str
+    # Journals written before evidence was named by id carry the items themselves.
+    evidence: tuple[Evidence, ...] | None = None
 
     @classmethod
     def of(cls, view: View) -> "JournaledView":
-        return cls(**{k: getattr(view, k) for k in cls.model_fields if k != "evidence_ids"},
+        return cls(**{k: getattr(view, k) for k in cls.model_fields if k not in ("evidence_ids", "evidence")},
                    evidence_ids=tuple(e.id for e in view.evidence))
+
+    @model_serializer(mode="wrap")
+    def _no_legacy_evidence(self, handler):
+        data = handler(self)
+        if data.get("evidence") is None:
+            data.pop("evidence", None)
+        return data
 
     def view(self, evidence: dict[str, Evidence]) -> View:
         fields = {k: getattr(self, k) for k in View.model_fields if k != "evidence"}
+        if self.evidence is not None:
+            return View(**fields, evidence=self.evidence)
         return View(**fields, evidence=tuple(evidence[i] for i in self.evidence_ids))
 
 
@@ -124,6 +135,12 @@ class Decision(BaseModel):
     action: Action | None = None
     exit: StopReason | None = None
     error: str | None = None
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _canonical_text(cls, value: Any) -> Any:
+        # Journals written before actions were stored as data hold their canonical JSON text.
+        return json.loads(value) if isinstance(value, str) else value
 
     @model_serializer(mode="wrap")
     def _only_what_applies(self, handler):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from repair_agent import cli
 from repair_agent.choosers import load_chooser
-from repair_agent.journal import StepRecord, StopRecord, read_journal, read_records, verify_chain
+from repair_agent.journal import StepRecord, StopRecord, parse_record, read_journal, read_records, verify_chain
 from repair_agent.resume import resume_run
 from repair_agent.run import execute_run
 from repair_agent.scenario import resolve
@@ -60,6 +60,16 @@ def test_a_12_step_journal_stays_linear_and_replay_shows_what_the_chooser_saw(tm
         shown = json.loads(capsys.readouterr().out)
         assert shown["view"] == chooser.seen[n - 1]
     assert shown["decision"] == {"accepted": True, "action": {"tool": "stop", "reason": "read enough"}}
+
+    # A step line as journals wrote it before evidence was named by id (the View's evidence inline,
+    # the action as canonical JSON text) still reads, and shows the same View.
+    legacy = json.loads(lines[[json.loads(x).get("step") for x in lines].index(6)])
+    legacy["view"]["evidence"] = chooser.seen[5]["evidence"]
+    del legacy["view"]["evidence_ids"]
+    legacy["decision"]["action"] = steps[5].decision.action.canonical()
+    old = parse_record(legacy)
+    assert old.view.view({}).model_dump(mode="json") == chooser.seen[5]
+    assert old.evidence == steps[5].evidence
 
 
 def test_the_rubric_reads_the_last_stop_of_a_resumed_run(tmp_path):
