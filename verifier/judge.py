@@ -64,7 +64,7 @@ def make_baseline(cases: list[TestCase], target_keys: list[str], listed: list[st
             raise BaselineError(f"pass-to-pass tests not collected on the pristine repository: {absent[:10]}")
         failing = [k for k in listed if k not in target_keys and by_key[k].outcome in ("failed", "error")]
         if failing:
-            raise BaselineError(f"pass-to-pass tests fail on the pristine repository: "
+            raise BaselineError("pass-to-pass tests fail on the pristine repository: "
                                 + "; ".join(f"{k} [{by_key[k].message[:200]}]" for k in failing[:5]))
     keys = sorted(by_key)
     return Baseline(
