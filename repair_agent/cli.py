@@ -602,6 +602,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_check_parser(sub, common)
 
+    from .importers.commands import register as register_import
+
+    register_import(sub, common)
+
     im = sub.add_parser("image", parents=[common], help="build (or find) the sandbox image and print its tag")
     im.add_argument("--base-image")
     im.set_defaults(func=cmd_image)
