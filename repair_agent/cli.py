@@ -43,7 +43,12 @@ def cmd_run(args) -> int:
     from .scenario import ManifestError, resolve
 
     try:
-        scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
+        if args.repo or not args.scenario:  # the user's own repository, as it is on disk
+            from .local_repo import scenario_from_args
+
+            scenario = scenario_from_args(args)
+        else:
+            scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
     except ManifestError as exc:
         _err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
         return USAGE_ERROR
@@ -306,8 +311,10 @@ def cmd_release(args) -> int:
                 return 1
             shown = hashlib.sha256(data).hexdigest()  # what the person saw is what is released, or nothing
         d = release.confirm(run_dir, output_dir=Path(args.output_dir) if args.output_dir else None,
-                            shown_sha256=shown)
-        print(f"released run {d['run_id']}: branch {d['branch']} commit {d['commit'][:12]} in {d['clone']}")
+                            shown_sha256=shown, branch=args.branch,
+                            patch_file=Path(args.patch_file) if args.patch_file else None)
+        print(f"released run {d['run_id']}: " + (d.get("summary") or
+                                                  f"branch {d['branch']} commit {d['commit'][:12]} in {d['clone']}"))
         return 0
     except release.ReleaseRefused as exc:
         _err(f"release refused: {exc}")
@@ -507,7 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_scenarios)
 
     r = sub.add_parser("run", parents=[common], help="run a scenario")
-    r.add_argument("scenario", help="a scenario name or the path of a *.scenario.toml manifest")
+    r.add_argument("scenario", nargs="?", help="a scenario name or the path of a *.scenario.toml manifest")
+    from .local_repo import add_repo_arguments
+
+    add_repo_arguments(r)
     r.add_argument("--chooser", default="baseline", help="baseline | search | model | model:NAME (a model of the "
                    "models file) | package.module:attr")
     r.add_argument("--models", metavar="FILE", help="models file for --chooser model:NAME (default: ./models.toml)")
@@ -576,6 +586,9 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--reason")
     rl.add_argument("--yes", action="store_true", help="do not ask")
     rl.add_argument("--output-dir", help="where the output clone goes (default: RUN/release)")
+    rl.add_argument("--branch", help="branch name (default: repair/RUN-ID; for a run --repo run repair-agent/RUN-ID, "
+                    "created in the user's repository)")
+    rl.add_argument("--patch-file", metavar="PATH", help="write the verified diff to PATH instead of making a branch")
     rl.set_defaults(func=cmd_release)
 
     sw = sub.add_parser("sweep", parents=[common], help="run scenarios × choosers × budgets × seeds; summarize "
