@@ -59,6 +59,9 @@ def _instances(rk) -> list[dict]:
         {"instance_id": "other__missing-5", "repo": "other/missing", "base_commit": rk.initial,
          "patch": in_range_fix, "test_patch": in_range_tests, "FAIL_TO_PASS": [IN_RANGE], "PASS_TO_PASS": [],
          "problem_statement": "no clone of this repository exists"},
+        {"instance_id": "rangekit__rangekit-6", "repo": "rangekit/rangekit", "base_commit": "f" * 40,
+         "patch": in_range_fix, "test_patch": in_range_tests, "FAIL_TO_PASS": [IN_RANGE], "PASS_TO_PASS": [],
+         "problem_statement": "a base commit the clone does not have"},
     ]
 
 
@@ -70,7 +73,7 @@ def imported(tmp_path_factory, docker_client, sandbox_image):
     (repos / "rangekit").symlink_to(repos / "rangekit__rangekit")
     jsonl = base / "instances.jsonl"
     lines = [json.dumps(i) for i in _instances(rk)]
-    jsonl.write_text("\n".join(lines[:4] + ["{not json", lines[4]]) + "\n")
+    jsonl.write_text("\n".join(lines[:4] + ["{not json", *lines[4:]]) + "\n")
     out = base / "out"
     before = subprocess.run(["git", "-C", str(rk.path), "status", "--porcelain"], capture_output=True, text=True).stdout
     proc = subprocess.run([sys.executable, "-m", "repair_agent", "import", "swebench", str(jsonl), "--repos",
@@ -85,7 +88,7 @@ def imported(tmp_path_factory, docker_client, sandbox_image):
 
 def test_good_instances_are_usable_and_listed(imported):
     out, by_id, summary = imported
-    assert summary["usable"] == 2 and summary["skipped"] == 4
+    assert summary["usable"] == 2 and summary["skipped"] == 5
     for iid in ("rangekit__rangekit-1", "fork__rangekit-4"):
         assert by_id[iid]["status"] == "usable", by_id[iid]
         assert Path(by_id[iid]["manifest"]).parent == out
@@ -106,6 +109,7 @@ def test_bad_instances_are_reported_with_their_id_and_skipped(imported):
     assert "gold" in by_id["rangekit__rangekit-3"]["reason"]
     assert "no local clone of other/missing" in by_id["other__missing-5"]["reason"]
     assert by_id["line-5"]["status"] == "skipped" and "not JSON" in by_id["line-5"]["reason"]
+    assert f"no commit {'f' * 40!r}" in by_id["rangekit__rangekit-6"]["reason"]
     # Refused scenarios are kept to inspect, out of the listed directory.
     assert (out / "rejected" / "rangekit__rangekit-3.scenario.toml").is_file()
     assert not (out / "rangekit__rangekit-3.scenario.toml").exists()
@@ -134,6 +138,13 @@ def test_imported_scenario_runs_end_to_end(imported, docker_client, tmp_path):
     assert record.u_trajectory[-1] == 0
     diff = (Path(record.run_dir) / "candidate.diff").read_text()
     assert "+    return low <= value <= high" in diff
+    # The person's choice: the verified diff as a patch file instead of a branch.
+    patch = tmp_path / "in_range.patch"
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "--runs-dir", str(tmp_path / "runs"), "release",
+                           record.run_id, "--confirm", "--yes", "--patch-file", str(patch)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert patch.read_text() == diff and str(patch) in proc.stdout and "src/rangekit/core.py" in proc.stdout
 
 
 def test_instance_lists_may_be_json_strings_or_lists_and_must_be_node_ids():

@@ -59,17 +59,22 @@ def scenario_name(instance_id: str) -> str:
 
 def export_tree(repo: git.Repo, rev: str, dest: Path) -> str:
     """The files of `rev` into `dest` (git archive: no .git, no history); returns the full sha."""
-    try:
-        commit = repo.commit(rev)
-    except (git.BadName, ValueError, git.GitCommandError) as exc:
-        raise InstanceError(f"commit {rev!r} is not in {repo.working_dir}: {str(exc)[:200]}") from None
+    sha = resolve_commit(repo, rev)
     data = io.BytesIO()
-    repo.archive(data, commit.hexsha, format="tar")
+    repo.archive(data, sha, format="tar")
     data.seek(0)
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=data) as tar:
         tar.extractall(dest, filter="data")  # no absolute paths, no links out of dest
-    return commit.hexsha
+    return sha
+
+
+def resolve_commit(repo: git.Repo, rev: str) -> str:
+    """The full sha of a commit that is really in the repository (its object present)."""
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")
+    except git.GitCommandError:
+        raise InstanceError(f"no commit {rev!r} in {repo.working_dir}") from None
 
 
 def apply_patch_text(tree: Path, text: str, what: str) -> None:
