@@ -141,7 +141,7 @@ def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
                   strip_newline_in_stdout=False).split("\0")
     dest_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=dest_root, prefix=".copy-"))
-    tree = staging / "repo"
+    tree = staging / (re.sub(r"[^A-Za-z0-9_.-]+", "-", root.name).strip(".") or "repo")
     tree.mkdir()
     skipped = []
     for rel in dict.fromkeys(filter(None, listed)):
@@ -176,10 +176,12 @@ def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: lis
     protected = list(dict.fromkeys([*TEST_FILES, *(t.split("::")[0] for t in tests)]))
     settings = json.dumps([origin.pristine_digest, tests, writable, goal, max_steps, environment], sort_keys=True)
     where = cache / f"{name}-{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
-    if where.is_dir():  # the same tree and settings: reuse (its baseline cache still applies)
-        shutil.rmtree(tree.parent)
-    else:
+    try:
         os.rename(tree.parent, where)
+    except OSError:
+        if not where.is_dir():
+            raise
+        shutil.rmtree(tree.parent)  # the same tree and settings exist: reuse (its baseline cache applies too)
     sections: dict[str, dict] = {
         "goal": {"text": goal or f"Make the failing test(s) pass without changing tests or test configuration: "
                                  f"{', '.join(tests)}",
@@ -195,7 +197,7 @@ def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: lis
         {"name": name, "description": f"{origin.path} at {head}"
                                       + (f" + {len(origin.uncommitted)} uncommitted file(s)" if origin.uncommitted
                                          else ""),
-         "repo": "repo", "kind": "local-repo", "tags": ["local-repo"]}, sections,
+         "repo": tree.name, "kind": "local-repo", "tags": ["local-repo"]}, sections,
         comment=f"The repository {origin.path} as it was on disk (repair-agent run --repo)"), encoding="utf-8")
     (where / f"{name}{ORIGIN_SUFFIX}").write_text(origin.model_dump_json(indent=1), encoding="utf-8")
     return load_manifest(manifest)

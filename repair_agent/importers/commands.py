@@ -45,11 +45,23 @@ def _finish(args, out: Path, results: list[ImportResult], **extra) -> int:
     return 0 if any(r.status == "usable" for r in results) else 1
 
 
+def _backend(args) -> dict | None:
+    """The corpus check's backend, or None after saying why there is none."""
+    try:
+        return verifier_backend(args.sandbox, log=_err)
+    except Exception as exc:  # no engine, no socket, the image cannot be built
+        _err(f"imports are validated by the corpus check in Docker and no engine answers or the image cannot be "
+             f"built: {type(exc).__name__}: {exc} (--sandbox local checks without containers, NOT isolated)")
+        return None
+
+
 def cmd_import_swebench(args) -> int:
     from .swebench import import_swebench
 
     out = Path(args.out)
-    check = verifier_backend(args.sandbox, log=_err)
+    check = _backend(args)
+    if check is None:
+        return 2
     results = import_swebench(Path(args.file), Path(args.repos), out, check=check,
                               writable=tuple(args.writable or ["**"]), max_steps=args.max_steps, log=_err)
     return _finish(args, out, results, source=str(Path(args.file).resolve()), format="swebench")
@@ -59,7 +71,9 @@ def cmd_import_commit(args) -> int:
     from .commit import import_commit
 
     out = Path(args.out)
-    check = verifier_backend(args.sandbox, log=_err)
+    check = _backend(args)
+    if check is None:
+        return 2
     result = import_commit(Path(args.repo), args.commit, out, check=check, name=args.name,
                            writable=tuple(args.writable or ["**"]), max_steps=args.max_steps, log=_err)
     return _finish(args, out, [result], source=str(Path(args.repo).resolve()), format="commit")

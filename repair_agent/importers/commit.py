@@ -123,7 +123,7 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         raise InstanceError(f"{commit.hexsha[:12]} changes only tests: there is no fix to make")
     name = name or scenario_name(f"{Path(repo.working_dir).name}-{commit.hexsha[:10]}")
     result.instance_id, result.scenario = f"{Path(repo.working_dir).name}@{commit.hexsha[:12]}", name
-    tree = fresh_data_dir(out, name)
+    tree = fresh_data_dir(out, name, Path(repo.working_dir).name)
     export_tree(repo, parent, tree)
     apply_patch_text(tree, test_changes, "commit's test changes")
     runnable = [p for p in test_paths if (tree / p).is_file()
@@ -151,7 +151,7 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
     }
     top = {"description": f"{Path(repo.working_dir).name}: {subject}"[:200], "kind": "fix-commit",
            "tags": ["fix-commit", f"repo:{Path(repo.working_dir).name}"]}
-    return write_scenario(out, name, top=top, sections=sections, reference_fix=fix,
+    return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=fix,
                           source={"format": "commit", "repo": str(Path(repo.working_dir).resolve()),
                                   "fix_commit": commit.hexsha, "parent": parent, "test_files": test_paths,
                                   "before": before, "after": after},

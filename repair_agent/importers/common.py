@@ -4,7 +4,7 @@ manifest, validating each written scenario with the corpus check, and the summar
 Layout of an import directory OUT:
     OUT/NAME.scenario.toml          usable scenarios (passed the corpus check): --scenarios-dir OUT
     OUT/rejected/NAME.scenario.toml written, but refused by the check or the import (kept to inspect)
-    OUT/data/NAME/repo/             the buggy tree (files only: no .git, so no fix in its history)
+    OUT/data/NAME/REPO/             the buggy tree (files only: no .git, so no fix in its history)
     OUT/data/NAME/reference.fix.diff  the known fix; only the corpus check reads it
     OUT/data/NAME/source.json       the raw input this scenario came from
     OUT/import.json                 the summary: one entry per instance, usable or skipped and why
@@ -134,10 +134,10 @@ class Written:
     manifest: Path
 
 
-def write_scenario(out: Path, name: str, *, top: dict, sections: dict[str, dict], reference_fix: str,
+def write_scenario(out: Path, name: str, *, tree: Path, top: dict, sections: dict[str, dict], reference_fix: str,
                    source: dict, comment: str) -> Path:
     """The manifest (in OUT/rejected/ until validated), the reference fix and the raw source.
-    The buggy tree must already be in OUT/data/NAME/repo."""
+    The buggy tree must already be in `tree` (OUT/data/NAME/REPO, from fresh_data_dir)."""
     data = out / "data" / name
     (data / "reference.fix.diff").write_text(reference_fix if reference_fix.endswith("\n") else reference_fix + "\n",
                                              encoding="utf-8")
@@ -146,24 +146,26 @@ def write_scenario(out: Path, name: str, *, top: dict, sections: dict[str, dict]
     manifest.parent.mkdir(parents=True, exist_ok=True)
     # Paths relative to the manifest: the same text is valid in OUT/ and in OUT/rejected/ because
     # both point through OUT/data (see _repoint).
-    body = {"name": name, **top, "repo": f"../data/{name}/repo", "reference_fix": f"../data/{name}/reference.fix.diff"}
+    body = {"name": name, **top, "repo": f"../data/{name}/{tree.name}",
+            "reference_fix": f"../data/{name}/reference.fix.diff"}
     manifest.write_text(manifest_text(body, sections, comment), encoding="utf-8")
     return manifest
 
 
-def fresh_data_dir(out: Path, name: str) -> Path:
-    """OUT/data/NAME/repo, empty (an earlier import of the same instance is replaced)."""
+def fresh_data_dir(out: Path, name: str, repo_name: str) -> Path:
+    """OUT/data/NAME/REPO_NAME, empty (an earlier import of the same instance is replaced)."""
     data = out / "data" / name
     shutil.rmtree(data, ignore_errors=True)
     for stale in (out / f"{name}{SUFFIX}", out / "rejected" / f"{name}{SUFFIX}"):
         stale.unlink(missing_ok=True)
-    (data / "repo").mkdir(parents=True)
-    return data / "repo"
+    tree = data / (re.sub(r"[^A-Za-z0-9_.-]+", "-", repo_name).strip(".") or "repo")
+    tree.mkdir(parents=True)
+    return tree
 
 
 def _repoint(text: str, name: str) -> str:
-    return (text.replace(f'"../data/{name}/repo"', f'"data/{name}/repo"')
-                .replace(f'"../data/{name}/reference.fix.diff"', f'"data/{name}/reference.fix.diff"'))
+    """A manifest of OUT/rejected/ made valid in OUT/: its paths into OUT/data lose one '../'."""
+    return text.replace(f'"../data/{name}/', f'"data/{name}/')
 
 
 def validate(out: Path, written: list[Written], *, backend: Literal["docker", "local"], client=None,

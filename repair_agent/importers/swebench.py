@@ -87,7 +87,7 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
         raise InstanceError(f"{clone} is not a git repository: {exc}") from None
     test_files = patch_paths(inst.test_patch, "test_patch")
     patch_paths(inst.patch, "gold patch")  # a gold patch that is not a diff is refused here, not later
-    tree = fresh_data_dir(out, name)
+    tree = fresh_data_dir(out, name, inst.repo.split("/", 1)[1])
     sha = export_tree(repo, inst.base_commit, tree)
     apply_patch_text(tree, inst.test_patch, "test_patch")
     # The files the test patch touches and the modules the named tests live in: never writable.
@@ -103,7 +103,7 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
                        "protected": protected},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
     }
-    return write_scenario(out, name, top=top, sections=sections, reference_fix=inst.patch,
+    return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=inst.patch,
                           source={"format": "swebench", "instance": raw, "clone": str(clone), "base_commit": sha},
                           comment=f"Imported from a SWE-bench-style instance: {inst.instance_id}\n"
                                   f"buggy tree = {inst.repo} at {sha} + test_patch; reference fix = the gold patch")
