@@ -51,15 +51,15 @@ def _instances(rk) -> list[dict]:
         {"instance_id": "rangekit__rangekit-3", "repo": "rangekit/rangekit", "base_commit": rk.fix_in_range,
          "patch": docstring_only, "test_patch": span_tests, "FAIL_TO_PASS": [SPAN], "PASS_TO_PASS": P2P,
          "problem_statement": "span(2, 7) is 5; there are six integers from 2 to 7."},
-        # Found as DIR/rangekit (DIR/fork__rangekit does not exist).
-        {"instance_id": "fork__rangekit-4", "repo": "fork/rangekit", "base_commit": rk.fix_in_range,
+        {"instance_id": "rangekit__rangekit-4", "repo": "rangekit/rangekit", "base_commit": rk.fix_in_range,
          "patch": span_fix, "test_patch": span_tests, "FAIL_TO_PASS": json.dumps([SPAN]),
          "PASS_TO_PASS": json.dumps(P2P), "problem_statement": "span(2, 7) is 5; there are six integers "
                                                                "from 2 to 7."},
         {"instance_id": "other__missing-5", "repo": "other/missing", "base_commit": rk.initial,
          "patch": in_range_fix, "test_patch": in_range_tests, "FAIL_TO_PASS": [IN_RANGE], "PASS_TO_PASS": [],
          "problem_statement": "no clone of this repository exists"},
-        {"instance_id": "rangekit__rangekit-6", "repo": "rangekit/rangekit", "base_commit": "f" * 40,
+        # Found as DIR/rangekit (there is no DIR/fork__rangekit), which lacks this commit.
+        {"instance_id": "fork__rangekit-6", "repo": "fork/rangekit", "base_commit": "f" * 40,
          "patch": in_range_fix, "test_patch": in_range_tests, "FAIL_TO_PASS": [IN_RANGE], "PASS_TO_PASS": [],
          "problem_statement": "a base commit the clone does not have"},
     ]
@@ -89,13 +89,13 @@ def imported(tmp_path_factory, docker_client, sandbox_image):
 def test_good_instances_are_usable_and_listed(imported):
     out, by_id, summary = imported
     assert summary["usable"] == 2 and summary["skipped"] == 5
-    for iid in ("rangekit__rangekit-1", "fork__rangekit-4"):
+    for iid in ("rangekit__rangekit-1", "rangekit__rangekit-4"):
         assert by_id[iid]["status"] == "usable", by_id[iid]
         assert Path(by_id[iid]["manifest"]).parent == out
     listed = subprocess.run([sys.executable, "-m", "repair_agent", "scenarios", "--scenarios-dir", str(out), "--json"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     names = {s["name"] for s in json.loads(listed.stdout)}
-    assert {"rangekit__rangekit-1", "fork__rangekit-4"} <= names
+    assert {"rangekit__rangekit-1", "rangekit__rangekit-4"} <= names
     assert not names & {"rangekit__rangekit-2", "rangekit__rangekit-3"}
     assert by_id["rangekit__rangekit-1"]["ignored_fields"] == ["environment_setup_commit", "hints_text", "version"]
 
@@ -109,7 +109,7 @@ def test_bad_instances_are_reported_with_their_id_and_skipped(imported):
     assert "gold" in by_id["rangekit__rangekit-3"]["reason"]
     assert "no local clone of other/missing" in by_id["other__missing-5"]["reason"]
     assert by_id["line-5"]["status"] == "skipped" and "not JSON" in by_id["line-5"]["reason"]
-    assert f"no commit {'f' * 40!r}" in by_id["rangekit__rangekit-6"]["reason"]
+    assert f"no commit {'f' * 40!r} in {out.parent / 'repos' / 'rangekit'}" in by_id["fork__rangekit-6"]["reason"]
     # Refused scenarios are kept to inspect, out of the listed directory.
     assert (out / "rejected" / "rangekit__rangekit-3.scenario.toml").is_file()
     assert not (out / "rangekit__rangekit-3.scenario.toml").exists()
