@@ -57,3 +57,15 @@ def test_the_split_is_by_path(rangekit):
 
     tests, fix, paths = split_commit(git.Repo(rangekit.path), rangekit.fix_in_range, rangekit.fix_span)
     assert paths == ["tests/test_core.py"] and "src/rangekit/core.py" in fix and "src/" not in tests
+
+
+def test_the_changed_modules_can_be_the_pass_to_pass_list(rangekit, tmp_path):
+    """--suite changed: the tests of the changed test modules that pass before and after the fix."""
+    result = import_commit(rangekit.path, rangekit.fix_span, tmp_path / "out", check={"backend": "local"},
+                           suite="changed")
+    assert result.status == "usable", (result.reason, result.problems)
+    s = load_manifest(Path(result.manifest))
+    assert s.spec.target_tests == ("tests/test_core.py::test_span_counts_both_ends",)
+    assert s.spec.pass_to_pass == tuple(f"tests/test_core.py::{t}" for t in (
+        "test_clamp_inside", "test_clamp_outside", "test_in_range_includes_high", "test_in_range_low_end",
+        "test_span_is_positive"))

@@ -22,6 +22,9 @@ def register(sub, common) -> None:
     cm.add_argument("repo", metavar="REPO", help="a local git repository")
     cm.add_argument("commit", metavar="FIX_COMMIT")
     cm.add_argument("--name", help="scenario name (default: REPO's name and the commit's short sha)")
+    cm.add_argument("--suite", choices=["whole", "changed"], default="whole", help="the suite condition: the whole "
+                    "suite (default), or a pass-to-pass list of the changed test modules' tests that pass before "
+                    "and after the fix")
     for p in (sw, cm):
         p.add_argument("--out", default="imported", help="where scenarios are written (default: ./imported); "
                        "use it as --scenarios-dir")
@@ -75,6 +78,7 @@ def cmd_import_commit(args) -> int:
     if check is None:
         return 2
     result = import_commit(Path(args.repo), args.commit, out, check=check, name=args.name,
-                           writable=tuple(args.writable or ["**"]), max_steps=args.max_steps, log=_err)
+                           writable=tuple(args.writable or ["**"]), max_steps=args.max_steps, suite=args.suite,
+                           log=_err)
     return _finish(args, out, [result], source=str(Path(args.repo).resolve()), format="commit")
 

@@ -5,7 +5,8 @@ conftest.py) and the rest. The buggy tree is the commit's first parent plus the 
 changes; the reference fix is the rest. The targets are found by running the test files the commit
 changed on the buggy tree and on the buggy tree with the fix (in a container of the sandbox image,
 or locally with --sandbox local): every test that fails before and passes after. The scenario then
-goes through the corpus check like any import.
+goes through the corpus check like any import. The suite condition is the whole suite, or with
+suite="changed" a pass-to-pass list of the changed modules' tests that pass before and after.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 import git
 from unidiff import PatchSet
@@ -26,6 +27,7 @@ from verifier.spec import glob_match, nodeid_to_junit_key
 from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
                      resolve_commit, scenario_name, validate, write_scenario)
 
+Suite = Literal["whole", "changed"]
 TEST_GLOBS = ("tests/**", "test/**", "**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 RUN_TIMEOUT_S = 600.0
 OUT_DIR = "/import-out"
@@ -91,14 +93,16 @@ def _python() -> str:
 
 
 def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, name: str | None = None,
-                  writable: tuple[str, ...] = ("**",), max_steps: int = 12,
+                  writable: tuple[str, ...] = ("**",), max_steps: int = 12, suite: Suite = "whole",
                   log: Callable[[str], None] = lambda m: None) -> ImportResult:
-    """One scenario from one fix commit, checked; an unusable commit is a skipped result saying why."""
+    """One scenario from one fix commit, checked; an unusable commit is a skipped result saying why.
+    `suite`: "whole" (the whole-suite rule) or "changed" (a pass-to-pass list: the tests of the
+    changed test modules that pass both before and after the fix)."""
     out.mkdir(parents=True, exist_ok=True)
     result = ImportResult(instance_id=f"{Path(repo_path).name}@{fix_commit}", status="skipped")
     try:
         manifest = _write(Path(repo_path), fix_commit, out, check, result, name=name, writable=writable,
-                          max_steps=max_steps, log=log)
+                          max_steps=max_steps, suite=suite, log=log)
     except InstanceError as exc:
         result.reason = str(exc)
         return result
@@ -107,7 +111,7 @@ def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, n
 
 
 def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: ImportResult, *, name: str | None,
-           writable: tuple[str, ...], max_steps: int, log: Callable[[str], None]) -> Path:
+           writable: tuple[str, ...], max_steps: int, suite: Suite, log: Callable[[str], None]) -> Path:
     try:
         repo = git.Repo(repo_path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
@@ -142,11 +146,14 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         raise InstanceError(f"no test of {runnable} fails at the parent with the commit's test changes and passes "
                             f"at the commit ({sum(o == 'passed' for o in before.values())}/{len(before)} pass before, "
                             f"{sum(o == 'passed' for o in after.values())}/{len(after)} after)")
+    listed = sorted(n for n, outcome in before.items() if outcome == "passed" and after.get(n) == "passed")
+    result.pass_to_pass = len(listed) if suite == "changed" else 0
     subject = commit.message.strip().splitlines()[0] if commit.message.strip() else commit.hexsha[:12]
     sections = {
         "goal": {"text": f"{subject}\n\nThese tests fail and must pass: {', '.join(targets)}",
                  "failure_signature": f"failing: {', '.join(targets[:3])}" + (" ..." if len(targets) > 3 else "")},
-        "acceptance": {"target_tests": targets, "writable": list(writable), "protected": test_paths},
+        "acceptance": {"target_tests": targets, "pass_to_pass": listed if suite == "changed" else None,
+                       "writable": list(writable), "protected": test_paths},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
     }
     top = {"description": f"{Path(repo.working_dir).name}: {subject}"[:200], "kind": "fix-commit",
