@@ -13,11 +13,13 @@ from typing import Any, Literal
 
 import git
 from pydantic import BaseModel
+from unidiff import PatchSet
 
 from verifier import Verifier, diff_sha256, u_count, unsatisfied
 from verifier.files import atomic_write
 
 from .journal import SetupRecord, StopRecord, parse_record, read_journal, verify_chain
+from .local_repo import origin_of
 from .records import RunRecord, load_record
 from .scenario import load_manifest
 from .state import StopReason
@@ -39,6 +41,10 @@ class ReleaseDecision(BaseModel):
     commit: str | None = None
     clone: str | None = None
     reverification: dict[str, Any] | None = None
+    # A `run --repo` release: the user's repository it went into, or the patch file written instead.
+    repository: str | None = None
+    patch_file: str | None = None
+    files: list[str] | None = None
 
 
 class ReleaseRefused(RuntimeError):
@@ -159,8 +165,10 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str) -
             "image_id": image, "scenario": scenario}
 
 
-def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str | None = None) -> dict:
-    """Re-verify the run's diff and commit it on a branch of a fresh clone. The diff's bytes are read
+def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str | None = None,
+            branch: str | None = None, patch_file: Path | None = None) -> dict:
+    """Re-verify the run's diff and commit it on a branch of a fresh clone (a `run --repo` run: on a
+    new branch of the user's repository), or write it to `patch_file`. The diff's bytes are read
     once: the bytes re-verified are the bytes applied (from memory, not from the file again).
     `shown_sha256`: the diff a person was shown, which must be the one released."""
     run_dir = Path(run_dir)
@@ -175,6 +183,10 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str 
         raise ReleaseRefused(f"re-verification gives Uₜ={check['u']}: "
                              + "; ".join(c["description"] for c in check["conditions"] if not c["satisfied"]))
     scenario = check.pop("scenario")
+    origin = origin_of(scenario.manifest_path)
+    if origin is not None or patch_file is not None:
+        return _release_to_user(run_dir, record, data, scenario, origin, check, environment_id,
+                                branch=branch, patch_file=patch_file)
     clone = Path(output_dir or run_dir / "release") / scenario.name
     if clone.exists():
         raise ReleaseRefused(f"output clone {clone} already exists")
@@ -183,7 +195,7 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str 
     else:
         create_workspace(scenario.repo, clone, for_container=False)
     repo = git.Repo(clone)
-    branch = f"repair/{record.run_id}"
+    branch = branch or f"repair/{record.run_id}"
     repo.git.checkout("-b", branch)
     applied = subprocess.run(["git", "apply", "--index", "--whitespace=nowarn", "-"], cwd=clone, input=data,
                              capture_output=True, timeout=120)
@@ -192,10 +204,7 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str 
         raise ReleaseRefused(f"the verified diff does not apply to a fresh clone: "
                              f"{applied.stderr.decode(errors='replace')[-1000:]}")
     who, when = _who(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    message = (f"Repair {scenario.name}: {scenario.goal.failure_signature}\n\n{scenario.goal.text}\n\n"
-               f"Run-Id: {record.run_id}\nVerified-Diff-Sha256: {verified_sha256}\n"
-               f"Verified-On: {environment_id}\n"
-               f"Protected-Manifest-Sha256: {check['protected_manifest_sha256']}\nReleased-By: {who}\n")
+    message = _message(scenario, record, verified_sha256, environment_id, check, who)
     commit = repo.index.commit(message, author=git.Actor(who, f"{who}@localhost"), committer=BASE_AUTHOR)
     committed_diff = repo.git.diff(f"{commit.hexsha}~1", commit.hexsha)
     decision = ReleaseDecision(decision="confirmed", who=who, when=when, run_id=record.run_id,
@@ -204,6 +213,52 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str 
                                clone=str(clone.resolve()), reverification=check)
     _record_decision(run_dir, decision)
     return {**decision.model_dump(), "committed_diff": committed_diff}
+
+
+def _message(scenario, record: RunRecord, verified_sha256: str, environment_id: str, check: dict, who: str) -> str:
+    return (f"Repair {scenario.name}: {scenario.goal.failure_signature}\n\n{scenario.goal.text}\n\n"
+            f"Run-Id: {record.run_id}\nVerified-Diff-Sha256: {verified_sha256}\n"
+            f"Verified-On: {environment_id}\n"
+            f"Protected-Manifest-Sha256: {check['protected_manifest_sha256']}\nReleased-By: {who}\n")
+
+
+def _release_to_user(run_dir: Path, record: RunRecord, data: bytes, scenario, origin, check: dict,
+                     environment_id: str, *, branch: str | None, patch_file: Path | None) -> dict:
+    """The re-verified diff as a patch file, or (a `run --repo` run) a new branch of the user's
+    repository; `summary` says exactly what was written where."""
+    from .local_repo import LocalRepoError, release_branch, write_patch_file
+
+    verified_sha256 = hashlib.sha256(data).hexdigest()
+    who, when = _who(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    common = dict(decision="confirmed", who=who, when=when, run_id=record.run_id, diff_sha256=verified_sha256,
+                  environment_id=environment_id, image_id=check["image_id"], reverification=check)
+    try:
+        if patch_file is not None:
+            path = write_patch_file(patch_file, data)
+            files = [f.path for f in PatchSet(data.decode("utf-8", errors="replace"))]
+            decision = ReleaseDecision(**common, patch_file=str(path), files=files,
+                                       repository=origin.path if origin else None)
+            base = (f" against {origin.path} at {origin.head[:12] if origin.head else 'no commit'}"
+                    + (f" with its {len(origin.uncommitted)} uncommitted file(s) as they were when the run began"
+                       if origin.uncommitted else "")) if origin else ""
+            summary = f"wrote the verified diff ({len(files)} file(s): {', '.join(files)}) to {path}; it applies{base}"
+        else:
+            done = release_branch(origin, scenario.repo, data, branch=branch or f"repair-agent/{record.run_id}",
+                                  message=_message(scenario, record, verified_sha256, environment_id, check, who),
+                                  who=who)
+            decision = ReleaseDecision(**common, branch=done["branch"], commit=done["commit"],
+                                       repository=done["repository"], files=done["files"])
+            summary = (f"created branch {done['branch']} in {done['repository']} at commit {done['commit']}"
+                       f" (on {str(done['base'])[:12]}"
+                       + (f", after a commit {done['commits'][0][:12]} holding the {len(done['uncommitted_files'])} "
+                          f"file(s) uncommitted when the run began: {', '.join(done['uncommitted_files'][:10])}"
+                          if len(done["commits"]) > 1 else "")
+                       + f"); files changed by the repair: {', '.join(done['files'])}; your working tree, index "
+                         "and checked-out branch were not touched")
+    except LocalRepoError as exc:
+        raise ReleaseRefused(str(exc)) from None
+    _record_decision(run_dir, decision)
+    return {**decision.model_dump(), "summary": summary}
 
 
 def reject(run_dir: Path, reason: str) -> dict:

@@ -47,8 +47,10 @@ class AcceptanceSection(BaseModel):
     protected: list[str] = []
     test_timeout_s: float = Field(120.0, gt=0, le=3600)
     per_test_timeout_s: float = Field(60.0, ge=0, le=3600)
+    # Given: the suite condition is "these tests pass" (targets + these run); empty: the whole suite.
+    pass_to_pass: list[str] = []
 
-    @field_validator("target_tests")
+    @field_validator("target_tests", "pass_to_pass")
     @classmethod
     def _node_ids(cls, value: list[str]) -> list[str]:
         for nodeid in value:
@@ -158,7 +160,8 @@ def load_manifest(path: Path) -> Scenario:
     spec = AcceptanceSpec(scenario=m.name, target_tests=tuple(m.acceptance.target_tests),
                           writable=tuple(m.acceptance.writable), protected=tuple(m.acceptance.protected),
                           test_timeout_s=m.acceptance.test_timeout_s,
-                          per_test_timeout_s=m.acceptance.per_test_timeout_s)
+                          per_test_timeout_s=m.acceptance.per_test_timeout_s,
+                          pass_to_pass=tuple(m.acceptance.pass_to_pass))
     return Scenario(name=m.name, description=m.description, manifest_path=path.resolve(), repo=repo,
                     heldout=heldout, goal=m.goal, spec=spec,
                     budget=Budget(**m.budget.model_dump()),

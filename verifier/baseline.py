@@ -57,7 +57,7 @@ def load_cached_baseline(cache: Path, key: PoolKey, spec: AcceptanceSpec) -> tup
             known = set(bl.all_tests)
             if (bl.target_keys != targets or not set(targets) <= known or not set(bl.pass_to_pass) <= known
                     or not set(bl.known_failing) <= known or not set(bl.known_skipped) <= known
-                    or set(bl.target_failures) != set(targets)):
+                    or set(bl.target_failures) != set(targets) or bl.listed != bool(spec.pass_to_pass)):
                 problem = "inconsistent with the acceptance spec"
     except (ValueError, OSError) as exc:  # pydantic's ValidationError is a ValueError
         problem = f"unreadable ({type(exc).__name__}: {str(exc)[:200]})"

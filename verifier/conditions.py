@@ -16,8 +16,9 @@ from .scope import ScopeVerdict
 CONDITIONS = ("target_test", "full_suite", "diff_scope")
 DESCRIPTIONS = {
     "target_test": "the target (fail-to-pass) tests pass on the current diff",
-    "full_suite": ("every test that passed on the pristine tree passes on the current diff, none missing and none "
-                   "newly skipped; a test skipped on the pristine tree may stay skipped, not fail"),
+    "full_suite": ("every test that passed on the pristine tree passes on the current diff (the whole suite, or "
+                   "only the scenario's pass-to-pass list when it declares one), none missing and none newly "
+                   "skipped; a test skipped on the pristine tree may stay skipped, not fail"),
     "diff_scope": "the current diff stays inside the writable globs and touches nothing protected",
 }
 

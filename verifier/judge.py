@@ -32,6 +32,47 @@ class Baseline(BaseModel):
     target_failures: dict[str, str]
     # Skipped on the pristine tree (for its environment): may stay skipped, or pass, never fail.
     known_skipped: list[str] = []
+    # True: the suite condition is the spec's pass-to-pass list (all_tests holds the targets and
+    # the listed tests only); False: the whole suite.
+    listed: bool = False
+
+
+class BaselineError(ValueError):
+    """The pristine tree's results contradict the acceptance spec: the scenario is unusable."""
+
+
+def make_baseline(cases: list[TestCase], target_keys: list[str], listed: list[str] | None = None) -> Baseline:
+    """The baseline from the pristine tree's test cases. `listed`: the pass-to-pass keys when the
+    spec lists them (the run selected targets + these), None for the whole suite.
+
+    A target must fail there (not pass, not skip). A listed pass-to-pass test must pass there, or
+    be skipped (for this environment: it may stay skipped); one that fails or is not collected is
+    a contradiction of the list, said as such, not a test the candidate may leave failing."""
+    by_key = {c.key: c for c in cases}
+    missing = [t for t in target_keys if t not in by_key]
+    if missing:
+        raise BaselineError(f"target tests not collected on the pristine repository: {missing}")
+    already = [t for t in target_keys if by_key[t].outcome == "passed"]
+    if already:
+        raise BaselineError(f"target tests already pass on the pristine repository: {already}")
+    skipped = [t for t in target_keys if by_key[t].outcome == "skipped"]
+    if skipped:
+        raise BaselineError(f"target tests are skipped on the pristine repository (a target must fail there): {skipped}")
+    if listed is not None:
+        absent = [k for k in listed if k not in by_key]
+        if absent:
+            raise BaselineError(f"pass-to-pass tests not collected on the pristine repository: {absent[:10]}")
+        failing = [k for k in listed if k not in target_keys and by_key[k].outcome in ("failed", "error")]
+        if failing:
+            raise BaselineError("pass-to-pass tests fail on the pristine repository: "
+                                + "; ".join(f"{k} [{by_key[k].message[:200]}]" for k in failing[:5]))
+    keys = sorted(by_key)
+    return Baseline(
+        all_tests=keys, target_keys=list(target_keys),
+        pass_to_pass=sorted(k for k in keys if by_key[k].outcome == "passed"),
+        known_failing=sorted(k for k in keys if by_key[k].outcome in ("failed", "error") and k not in target_keys),
+        known_skipped=sorted(k for k in keys if by_key[k].outcome == "skipped" and k not in target_keys),
+        target_failures={t: by_key[t].message for t in target_keys}, listed=listed is not None)
 
 
 class ProcessFacts(BaseModel):

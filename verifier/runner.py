@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from .baseline import baseline_cache_path, load_cached_baseline, store_cached_baseline
 from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, parse_probe_output
 from .isolation import SANDBOX_UID, CommandResult, HardenedContainer, Limits, LocalRunner, StreamRecord
-from .judge import Baseline, GuardRecords, Kind, ProcessFacts, guard_doubts, judge
+from .judge import Baseline, BaselineError, GuardRecords, Kind, ProcessFacts, guard_doubts, judge, make_baseline
 from .junit import MAX_JUNIT_BYTES, TestCase, parse_junit_bytes, read_result_file
 from .pool import CheckPool, FreshCheck, PoolKey
 from .scope import ScopeVerdict, check_scope, diff_sha256
@@ -159,24 +159,12 @@ class Verifier:
             # Every candidate inherits the pristine code: a guard it trips would fail them all.
             raise ScenarioError("the pristine repository's suite trips the verifier's check process: "
                                 + "; ".join(tripped[:3]))
-        keys = [c.key for c in cases]
         targets = [nodeid_to_junit_key(t) for t in self.spec.target_tests]
-        by_key = {c.key: c for c in cases}
-        missing = [t for t in targets if t not in by_key]
-        if missing:
-            raise ScenarioError(f"target tests not collected on the pristine repository: {missing}")
-        already = [t for t in targets if by_key[t].outcome == "passed"]
-        if already:
-            raise ScenarioError(f"target tests already pass on the pristine repository: {already}")
-        skipped = [t for t in targets if by_key[t].outcome == "skipped"]
-        if skipped:
-            raise ScenarioError(f"target tests are skipped on the pristine repository (a target must fail there): {skipped}")
-        self.baseline = Baseline(
-            all_tests=sorted(keys), target_keys=targets,
-            pass_to_pass=sorted(k for k in keys if by_key[k].outcome == "passed"),
-            known_failing=sorted(k for k in keys if by_key[k].outcome in ("failed", "error") and k not in targets),
-            known_skipped=sorted(k for k in keys if by_key[k].outcome == "skipped" and k not in targets),
-            target_failures={t: by_key[t].message for t in targets})
+        listed = [nodeid_to_junit_key(t) for t in self.spec.pass_to_pass] if self.spec.pass_to_pass else None
+        try:
+            self.baseline = make_baseline(cases, targets, listed)
+        except BaselineError as exc:
+            raise ScenarioError(str(exc)) from None
         if cache:
             store_cached_baseline(cache, self._key, self._baseline)
         return self.baseline
@@ -316,7 +304,8 @@ class Verifier:
             extra["restored"], extra["refused"] = self._restore_protected(tree)
             if extra["refused"]:
                 extra["problems"].append(f"refused added test infrastructure: {extra['refused']}")
-        targets = list(self.spec.target_tests) if kind == "target_test" else []
+        # A suite run is the whole suite, or the targets + the spec's pass-to-pass list.
+        targets = list(self.spec.target_tests) if kind == "target_test" else list(self.spec.suite_selection)
         docker = self.backend == "docker"
         root = "/workspace" if docker else str(tree)
         junit_path = f"{RESULT_DIR}/junit.xml" if docker else str(out / "junit.xml")

@@ -62,6 +62,10 @@ class AcceptanceSpec(BaseModel):
 
     scenario: str
     target_tests: tuple[str, ...] = Field(min_length=1, description="fail-to-pass pytest node ids")
+    # Pass-to-pass pytest node ids. Empty: the suite condition is the whole suite. Given: it is
+    # "these tests pass" and only the targets and these tests run (real suites are slow and have
+    # failures that depend on where they run).
+    pass_to_pass: tuple[str, ...] = ()
     writable: tuple[str, ...] = ("src/**",)
     protected: tuple[str, ...] = ()
     test_timeout_s: float = 120.0
@@ -69,6 +73,13 @@ class AcceptanceSpec(BaseModel):
     per_test_timeout_s: float = 60.0
     max_diff_bytes: int = 200_000
     max_changed_lines: int = 2_000
+
+    @property
+    def suite_selection(self) -> tuple[str, ...]:
+        """The node ids a suite run passes to pytest: none (the whole suite) or targets + the list."""
+        if not self.pass_to_pass:
+            return ()
+        return tuple(dict.fromkeys(self.target_tests + self.pass_to_pass))
 
     @property
     def all_protected(self) -> tuple[str, ...]:

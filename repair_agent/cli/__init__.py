@@ -40,7 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_scenarios)
 
     r = sub.add_parser("run", parents=[common], help="run a scenario")
-    r.add_argument("scenario", help="a scenario name or the path of a *.scenario.toml manifest")
+    r.add_argument("scenario", nargs="?", help="a scenario name or the path of a *.scenario.toml manifest")
+    from ..local_repo import add_repo_arguments
+
+    add_repo_arguments(r)
     r.add_argument("--chooser", default="baseline", help="baseline | search | model | model:NAME (a model of the "
                    "models file) | package.module:attr")
     r.add_argument("--models", metavar="FILE", help="models file for --chooser model:NAME (default: ./models.toml)")
@@ -110,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--reason")
     rl.add_argument("--yes", action="store_true", help="do not ask")
     rl.add_argument("--output-dir", help="where the output clone goes (default: RUN/release)")
+    rl.add_argument("--branch", help="branch name (default: repair/RUN-ID; for a run --repo run repair-agent/RUN-ID, "
+                    "created in the user's repository)")
+    rl.add_argument("--patch-file", metavar="PATH", help="write the verified diff to PATH instead of making a branch")
     rl.set_defaults(func=cmd_release)
 
     sw = sub.add_parser("sweep", parents=[common], help="run scenarios × choosers × budgets × seeds; summarize "
@@ -135,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_cleanup)
 
     add_check_parser(sub, common)
+
+    from ..importers.commands import register as register_import
+
+    register_import(sub, common)
 
     im = sub.add_parser("image", parents=[common], help="build (or find) the sandbox image and print its tag")
     im.add_argument("--base-image")

@@ -33,7 +33,12 @@ def cmd_run(args) -> int:
     from ..scenario import ManifestError, resolve
 
     try:
-        scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
+        if args.repo or not args.scenario:  # the user's own repository, as it is on disk
+            from ..local_repo import scenario_from_args
+
+            scenario = scenario_from_args(args)
+        else:
+            scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
     except ManifestError as exc:
         err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
         return USAGE_ERROR

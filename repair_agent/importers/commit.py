@@ -1,0 +1,166 @@
+"""`repair-agent import commit REPO FIX_COMMIT`: a scenario from a real bug-fix commit.
+
+The commit's changes are split by path: test files (tests/, test/, test_*.py, *_test.py,
+conftest.py) and the rest. The buggy tree is the commit's first parent plus the commit's test
+changes; the reference fix is the rest. The targets are found by running the test files the commit
+changed on the buggy tree and on the buggy tree with the fix (in a container of the sandbox image,
+or locally with --sandbox local): every test that fails before and passes after. The scenario then
+goes through the corpus check like any import. The suite condition is the whole suite, or with
+suite="changed" a pass-to-pass list of the changed modules' tests that pass before and after.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Literal
+
+import git
+from unidiff import PatchSet
+
+from verifier.isolation import HardenedContainer, Limits, LocalRunner
+from verifier.junit import MAX_JUNIT_BYTES, parse_junit_bytes, read_result_file
+from verifier.runner import container_user
+from verifier.spec import glob_match, nodeid_to_junit_key
+
+from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
+                     resolve_commit, scenario_name, validate, write_scenario)
+
+Suite = Literal["whole", "changed"]
+TEST_GLOBS = ("tests/**", "test/**", "**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+RUN_TIMEOUT_S = 600.0
+OUT_DIR = "/import-out"
+
+
+def is_test_file(path: str) -> bool:
+    return glob_match(path, TEST_GLOBS) is not None
+
+
+def split_commit(repo: git.Repo, parent: str, commit: str) -> tuple[str, str, list[str]]:
+    """(the test changes, the other changes, the test files changed) as unified diffs."""
+    text = repo.git.diff(parent, commit, "--no-renames", "--no-color", "--no-ext-diff")
+    tests, rest, test_paths = [], [], []
+    for f in PatchSet(text if text.endswith("\n") else text + "\n"):
+        if is_test_file(f.path):
+            tests.append(str(f))
+            test_paths.append(f.path)
+        else:
+            rest.append(str(f))
+    return "".join(tests), "".join(rest), test_paths
+
+
+def run_tests(tree: Path, files: list[str], check: dict) -> dict[str, str]:
+    """node id -> outcome (passed, failed, error, skipped) of the given test files, run with pytest
+    in a fresh container of the sandbox image (tree mounted read-only) or locally."""
+    docker = check.get("backend") == "docker"
+    root = "/workspace" if docker else str(tree)
+    with tempfile.TemporaryDirectory(prefix="repair-agent-import-run-") as tmp:
+        junit = f"{OUT_DIR}/junit.xml" if docker else str(Path(tmp) / "junit.xml")
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
+        base = ["python3" if docker else _python(), "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={root}"]
+        if docker:
+            from docker.types import Mount
+
+            runner = HardenedContainer(check["client"], check["image"], user=container_user(),
+                                       mounts=[Mount("/workspace", str(tree), type="bind", read_only=True)],
+                                       labels={"org.repair-agent.role": "import"},
+                                       extra_tmpfs={OUT_DIR: "rw,nosuid,nodev,noexec,size=16m,mode=1777"})
+        else:
+            runner = LocalRunner(Limits(), workdir=tree)
+        try:
+            listing = runner.exec([*base, "--collect-only", "-q", *files], timeout_s=RUN_TIMEOUT_S, env=env,
+                                  output_dir=Path(tmp), output_cap=4 * 1024 * 1024)
+            nodeids = [line.strip() for line in listing.stdout.text.splitlines() if "::" in line]
+            result = runner.exec([*base, "-q", "-o", "junit_family=xunit2", f"--junitxml={junit}", *files],
+                                 timeout_s=RUN_TIMEOUT_S, env=env, output_dir=Path(tmp))
+            if result.timed_out:
+                raise InstanceError(f"the commit's tests did not finish within {RUN_TIMEOUT_S:.0f}s")
+            data, problem = (runner.read_file(junit, MAX_JUNIT_BYTES) if docker
+                             else read_result_file(Path(junit)))
+        finally:
+            runner.close()
+    cases, parse_problem = parse_junit_bytes(data) if not problem else ([], problem)
+    if parse_problem or problem:
+        raise InstanceError(f"the commit's tests could not be run: {parse_problem or problem}; "
+                            f"{result.stderr.text[-500:] or result.stdout.text[-500:]}")
+    by_key = {nodeid_to_junit_key(n): n for n in nodeids}
+    return {by_key[c.key]: c.outcome for c in cases if c.key in by_key}
+
+
+def _python() -> str:
+    return sys.executable
+
+
+def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, name: str | None = None,
+                  writable: tuple[str, ...] = ("**",), max_steps: int = 12, suite: Suite = "whole",
+                  log: Callable[[str], None] = lambda m: None) -> ImportResult:
+    """One scenario from one fix commit, checked; an unusable commit is a skipped result saying why.
+    `suite`: "whole" (the whole-suite rule) or "changed" (a pass-to-pass list: the tests of the
+    changed test modules that pass both before and after the fix)."""
+    out.mkdir(parents=True, exist_ok=True)
+    result = ImportResult(instance_id=f"{Path(repo_path).name}@{fix_commit}", status="skipped")
+    try:
+        manifest = _write(Path(repo_path), fix_commit, out, check, result, name=name, writable=writable,
+                          max_steps=max_steps, suite=suite, log=log)
+    except InstanceError as exc:
+        result.reason = str(exc)
+        return result
+    validate(out, [Written(result=result, manifest=manifest)], log=log, **check)
+    return result
+
+
+def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: ImportResult, *, name: str | None,
+           writable: tuple[str, ...], max_steps: int, suite: Suite, log: Callable[[str], None]) -> Path:
+    try:
+        repo = git.Repo(repo_path)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise InstanceError(f"{repo_path} is not a git repository: {exc}") from None
+    commit = repo.commit(resolve_commit(repo, fix_commit))
+    if not commit.parents:
+        raise InstanceError(f"{commit.hexsha[:12]} is a root commit: there is no parent to be the buggy tree")
+    parent = commit.parents[0].hexsha
+    test_changes, fix, test_paths = split_commit(repo, parent, commit.hexsha)
+    if not test_changes:
+        raise InstanceError(f"{commit.hexsha[:12]} changes no test file: no test can show the bug it fixes")
+    if not fix.strip():
+        raise InstanceError(f"{commit.hexsha[:12]} changes only tests: there is no fix to make")
+    name = name or scenario_name(f"{Path(repo.working_dir).name}-{commit.hexsha[:10]}")
+    result.instance_id, result.scenario = f"{Path(repo.working_dir).name}@{commit.hexsha[:12]}", name
+    tree = fresh_data_dir(out, name, Path(repo.working_dir).name)
+    export_tree(repo, parent, tree)
+    apply_patch_text(tree, test_changes, "commit's test changes")
+    runnable = [p for p in test_paths if (tree / p).is_file()
+                and (glob_match(p, ("**/test_*.py", "**/*_test.py")) is not None)]
+    if not runnable:
+        raise InstanceError(f"{commit.hexsha[:12]} changes no test module that pytest would run: {test_paths}")
+    log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
+    with tempfile.TemporaryDirectory(prefix="repair-agent-fixed-") as tmp:
+        fixed = Path(tmp) / "tree"
+        shutil.copytree(tree, fixed, symlinks=True)
+        apply_patch_text(fixed, fix, "commit's non-test changes")
+        before, after = run_tests(tree, runnable, check), run_tests(fixed, runnable, check)
+    targets = sorted(n for n, outcome in before.items() if outcome in ("failed", "error") and after.get(n) == "passed")
+    result.target_tests = targets
+    if not targets:
+        raise InstanceError(f"no test of {runnable} fails at the parent with the commit's test changes and passes "
+                            f"at the commit ({sum(o == 'passed' for o in before.values())}/{len(before)} pass before, "
+                            f"{sum(o == 'passed' for o in after.values())}/{len(after)} after)")
+    listed = sorted(n for n, outcome in before.items() if outcome == "passed" and after.get(n) == "passed")
+    result.pass_to_pass = len(listed) if suite == "changed" else 0
+    subject = commit.message.strip().splitlines()[0] if commit.message.strip() else commit.hexsha[:12]
+    sections = {
+        "goal": {"text": f"{subject}\n\nThese tests fail and must pass: {', '.join(targets)}",
+                 "failure_signature": f"failing: {', '.join(targets[:3])}" + (" ..." if len(targets) > 3 else "")},
+        "acceptance": {"target_tests": targets, "pass_to_pass": listed if suite == "changed" else None,
+                       "writable": list(writable), "protected": test_paths},
+        "budget": {"max_steps": max_steps, "deadline_s": 900.0},
+    }
+    top = {"description": f"{Path(repo.working_dir).name}: {subject}"[:200], "kind": "fix-commit",
+           "tags": ["fix-commit", f"repo:{Path(repo.working_dir).name}"]}
+    return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=fix,
+                          source={"format": "commit", "repo": str(Path(repo.working_dir).resolve()),
+                                  "fix_commit": commit.hexsha, "parent": parent, "test_files": test_paths,
+                                  "before": before, "after": after},
+                          comment=f"Imported from fix commit {commit.hexsha} of {Path(repo.working_dir).resolve()}\n"
+                                  f"buggy tree = its parent {parent} + its test changes; reference fix = the rest")

@@ -1,0 +1,249 @@
+"""What every importer shares: exporting a commit's tree (no history), applying a patch, writing a
+manifest, validating each written scenario with the corpus check, and the summary.
+
+Layout of an import directory OUT:
+    OUT/NAME.scenario.toml          usable scenarios (passed the corpus check): --scenarios-dir OUT
+    OUT/rejected/NAME.scenario.toml written, but refused by the check or the import (kept to inspect)
+    OUT/data/NAME/REPO/             the buggy tree (files only: no .git, so no fix in its history)
+    OUT/data/NAME/reference.fix.diff  the known fix; only the corpus check reads it
+    OUT/data/NAME/source.json       the raw input this scenario came from
+    OUT/import.json                 the summary: one entry per instance, usable or skipped and why
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Literal
+
+import git
+from pydantic import BaseModel
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from ..corpus import CorpusCheck, check_corpus
+from ..scenario import SUFFIX, ManifestError, Scenario, apply_patch_to_tree, load_manifest
+
+
+class InstanceError(ValueError):
+    """One instance cannot be imported; the message says why (the others go on)."""
+
+
+class ImportResult(BaseModel):
+    """One instance's outcome: usable (its manifest is in OUT) or skipped, and why."""
+
+    instance_id: str
+    scenario: str | None = None
+    status: Literal["usable", "skipped"]
+    reason: str = ""
+    problems: list[str] = []
+    manifest: str | None = None
+    line: int | None = None                 # the JSONL line it came from
+    ignored_fields: list[str] = []          # input fields kept in source.json but not used
+    target_tests: list[str] = []
+    pass_to_pass: int = 0
+
+
+def scenario_name(instance_id: str) -> str:
+    """A manifest name from an instance id: lower case, anything but [a-z0-9_.-] becomes '-'."""
+    name = re.sub(r"[^a-z0-9_.-]+", "-", instance_id.lower()).strip("-._")
+    if not name:
+        raise InstanceError(f"instance id {instance_id!r} gives no usable scenario name")
+    return name
+
+
+def export_tree(repo: git.Repo, rev: str, dest: Path) -> str:
+    """The files of `rev` into `dest` (git archive: no .git, no history); returns the full sha."""
+    sha = resolve_commit(repo, rev)
+    data = io.BytesIO()
+    repo.archive(data, sha, format="tar")
+    data.seek(0)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=data) as tar:
+        tar.extractall(dest, filter="data")  # no absolute paths, no links out of dest
+    return sha
+
+
+def resolve_commit(repo: git.Repo, rev: str) -> str:
+    """The full sha of a commit that is really in the repository (its object present)."""
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")
+    except git.GitCommandError:
+        raise InstanceError(f"no commit {rev!r} in {repo.working_dir}") from None
+
+
+def apply_patch_text(tree: Path, text: str, what: str) -> None:
+    """Apply a unified diff given as text to a tree (git apply, this tree only)."""
+    if not text.strip():
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".diff", delete=False, encoding="utf-8") as f:
+        f.write(text if text.endswith("\n") else text + "\n")
+    try:
+        apply_patch_to_tree(tree, Path(f.name))
+    except ValueError as exc:
+        raise InstanceError(f"the {what} does not apply: {str(exc)[-400:]}") from None
+    finally:
+        Path(f.name).unlink(missing_ok=True)
+
+
+def patch_paths(text: str, what: str) -> list[str]:
+    """Every repository path a unified diff touches (sources and targets, /dev/null left out)."""
+    try:
+        patch = PatchSet(text)
+    except UnidiffParseError as exc:
+        raise InstanceError(f"the {what} is not a unified diff: {exc}") from None
+    paths: list[str] = []
+    for f in patch:
+        for p in (f.source_file, f.target_file):
+            if p and p != "/dev/null":
+                paths.append(p[2:] if p.startswith(("a/", "b/")) else p)
+    return list(dict.fromkeys(paths))
+
+
+def toml_value(value) -> str:
+    """TOML for the plain values a manifest holds (a JSON string is a valid TOML basic string)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML for {type(value).__name__}")
+
+
+def manifest_text(top: dict, sections: dict[str, dict], comment: str = "") -> str:
+    lines = [f"# {line}" for line in comment.splitlines()]
+    lines += [f"{k} = {toml_value(v)}" for k, v in top.items() if v is not None]
+    for name, body in sections.items():
+        lines += ["", f"[{name}]"] + [f"{k} = {toml_value(v)}" for k, v in body.items() if v is not None]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Written:
+    """A scenario written into OUT/rejected/ (where it stays until the corpus check passes it)."""
+
+    result: ImportResult  # updated in place by validate()
+    manifest: Path
+
+
+def write_scenario(out: Path, name: str, *, tree: Path, top: dict, sections: dict[str, dict], reference_fix: str,
+                   source: dict, comment: str) -> Path:
+    """The manifest (in OUT/rejected/ until validated), the reference fix and the raw source.
+    The buggy tree must already be in `tree` (OUT/data/NAME/REPO, from fresh_data_dir)."""
+    data = out / "data" / name
+    (data / "reference.fix.diff").write_text(reference_fix if reference_fix.endswith("\n") else reference_fix + "\n",
+                                             encoding="utf-8")
+    (data / "source.json").write_text(json.dumps(source, indent=1, ensure_ascii=False), encoding="utf-8")
+    manifest = out / "rejected" / f"{name}{SUFFIX}"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    # Paths relative to the manifest: the same text is valid in OUT/ and in OUT/rejected/ because
+    # both point through OUT/data (see _repoint).
+    body = {"name": name, **top, "repo": f"../data/{name}/{tree.name}",
+            "reference_fix": f"../data/{name}/reference.fix.diff"}
+    manifest.write_text(manifest_text(body, sections, comment), encoding="utf-8")
+    return manifest
+
+
+def fresh_data_dir(out: Path, name: str, repo_name: str) -> Path:
+    """OUT/data/NAME/REPO_NAME, empty (an earlier import of the same instance is replaced)."""
+    data = out / "data" / name
+    shutil.rmtree(data, ignore_errors=True)
+    for stale in (out / f"{name}{SUFFIX}", out / "rejected" / f"{name}{SUFFIX}"):
+        stale.unlink(missing_ok=True)
+    tree = data / (re.sub(r"[^A-Za-z0-9_.-]+", "-", repo_name).strip(".") or "repo")
+    tree.mkdir(parents=True)
+    return tree
+
+
+def _repoint(text: str, name: str) -> str:
+    """A manifest of OUT/rejected/ made valid in OUT/: its paths into OUT/data lose one '../'."""
+    return text.replace(f'"../data/{name}/', f'"data/{name}/')
+
+
+def validate(out: Path, written: list[Written], *, backend: Literal["docker", "local"], client=None,
+             image: str | None = None, workers: int = 1,
+             log: Callable[[str], None] = lambda m: None) -> list[ImportResult]:
+    """The corpus check on every written scenario; those that pass move from OUT/rejected/ to OUT/."""
+    loaded: list[tuple[Written, Scenario]] = []
+    for w in written:
+        try:
+            loaded.append((w, load_manifest(w.manifest)))
+        except ManifestError as exc:
+            w.result.status, w.result.reason = "skipped", f"manifest: {exc}"
+    checks: dict[str, CorpusCheck] = {}
+
+    def progress(c: CorpusCheck) -> None:
+        checks[c.scenario] = c
+        log(f"checked {c.scenario}: {'usable' if c.ok else 'skipped'} ({c.wall_s:.1f}s)")
+
+    with tempfile.TemporaryDirectory(prefix="repair-agent-import-") as state:
+        check_corpus([s for _, s in loaded], Path(state), workers=workers, on_result=progress,
+                     backend=backend, client=client, image=image)
+    for w, scenario in loaded:
+        c = checks[scenario.name]
+        w.result.problems = c.problems
+        if c.ok:
+            usable = out / w.manifest.name
+            usable.write_text(_repoint(w.manifest.read_text(encoding="utf-8"), scenario.name), encoding="utf-8")
+            w.manifest.unlink()
+            w.result.status, w.result.manifest = "usable", str(usable)
+        else:
+            w.result.status, w.result.reason = "skipped", _why(c)
+            w.result.manifest = str(w.manifest)
+    return [w.result for w in written]
+
+
+def _why(c: CorpusCheck) -> str:
+    """The corpus check's verdict in the words an importer's user needs."""
+    text = "; ".join(c.problems)
+    if "already pass" in text:
+        return "a FAIL_TO_PASS test already passes on the buggy tree"
+    if c.buggy_tree_ok is False:
+        return "the buggy tree does not fail exactly the targets"
+    if c.reference_fix_ok is False:
+        return "the reference (gold) patch does not make the targets and the suite pass"
+    if c.scope_ok is False:
+        return "the reference (gold) patch edits files outside the writable scope (or protected ones)"
+    return "the corpus check refused it"
+
+
+def save_summary(out: Path, results: list[ImportResult], **extra) -> Path:
+    path = out / "import.json"
+    path.write_text(json.dumps({**extra, "usable": sum(r.status == "usable" for r in results),
+                                "skipped": sum(r.status == "skipped" for r in results),
+                                "results": [r.model_dump() for r in results]}, indent=1), encoding="utf-8")
+    return path
+
+
+def render_summary(results: list[ImportResult]) -> str:
+    width = max([20, *(len(r.instance_id) for r in results)])
+    rows = [f"{'instance':<{width}}  {'status':<7}  {'targets':>7}  {'p2p':>4}  reason"]
+    for r in results:
+        rows.append(f"{r.instance_id:<{width}}  {r.status:<7}  {len(r.target_tests):>7}  {r.pass_to_pass:>4}  "
+                    f"{r.reason or '-'}")
+    usable = sum(r.status == "usable" for r in results)
+    rows.append(f"{usable}/{len(results)} instance(s) usable")
+    for r in results:
+        if r.status == "skipped" and r.problems:
+            rows += [f"\n{r.instance_id}:"] + [f"  - {p[:400]}" for p in r.problems]
+    return "\n".join(rows)
+
+
+def verifier_backend(sandbox: str, log: Callable[[str], None]) -> dict:
+    """The corpus check's backend arguments: docker (the sandbox image) or local (not isolated)."""
+    if sandbox != "docker":
+        return {"backend": "local"}
+    import docker
+
+    from ..sandbox.image import ensure_sandbox_image
+
+    client = docker.from_env()
+    return {"backend": "docker", "client": client, "image": ensure_sandbox_image(client, log=log)}

@@ -1,0 +1,155 @@
+"""`repair-agent import swebench FILE.jsonl --repos DIR`: one scenario per SWE-bench-style instance.
+
+Each instance names a repository (`owner/name`) that must be a local git clone under DIR, found as
+DIR/owner__name (SWE-bench's own naming) or else DIR/name. The scenario's buggy tree is
+`base_commit`'s files (no history) with `test_patch` applied; its targets are FAIL_TO_PASS, its
+suite condition is PASS_TO_PASS (an empty list: the whole suite), the files `test_patch` touches
+are protected, the gold `patch` is the reference fix (read only by the corpus check) and the goal
+is the problem statement. Every written scenario goes through the corpus check; only those that
+pass it are written where `--scenarios-dir OUT` finds them.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import git
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
+                     patch_paths, scenario_name, validate, write_scenario)
+
+# The fields a scenario is made of; every other field is kept in source.json and named as ignored.
+USED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS",
+        "problem_statement")
+# Known SWE-bench fields with no counterpart here: the environment of an imported scenario is the
+# sandbox image (or a manifest's [environment] section), not a prebuilt per-instance image.
+KNOWN_IGNORED = ("environment_setup_commit", "version", "image_name", "docker_image", "instance_image",
+                 "hints_text", "created_at")
+
+
+class SwebenchInstance(BaseModel):
+    """One JSONL line. FAIL_TO_PASS / PASS_TO_PASS may be lists or JSON-encoded lists (as in the
+    published datasets)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    instance_id: str = Field(min_length=1)
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    base_commit: str = Field(min_length=4)
+    patch: str = Field(min_length=1)
+    test_patch: str = Field(min_length=1)
+    FAIL_TO_PASS: list[str] = Field(min_length=1)
+    PASS_TO_PASS: list[str]
+    problem_statement: str = Field(min_length=1)
+    environment_setup_commit: str | None = None
+    version: str | None = None
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _json_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError(f"neither a list nor a JSON-encoded list: {value[:80]!r}") from None
+        return value
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS")
+    @classmethod
+    def _node_ids(cls, value: list[str]) -> list[str]:
+        for nodeid in value:
+            if "::" not in nodeid or nodeid.startswith(("/", "-")) or ".." in nodeid.split("::")[0]:
+                raise ValueError(f"{nodeid!r} is not a pytest node id like tests/test_x.py::test_y "
+                                 "(only pytest-run repositories can be imported)")
+        return value
+
+
+def find_clone(repos_dir: Path, repo: str) -> Path:
+    """DIR/owner__name, else DIR/name: a local git clone of `owner/name`."""
+    owner, name = repo.split("/", 1)
+    candidates = [repos_dir / f"{owner}__{name}", repos_dir / name]
+    for c in candidates:
+        if (c / ".git").exists() or (c / "HEAD").is_file():  # a working clone or a bare one
+            return c
+    raise InstanceError(f"no local clone of {repo} (looked for {', '.join(str(c) for c in candidates)})")
+
+
+def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writable: tuple[str, ...],
+                   max_steps: int, raw: dict) -> Path:
+    """The instance as a scenario in OUT/rejected/ (moved to OUT once the corpus check passes it)."""
+    name = scenario_name(inst.instance_id)
+    clone = find_clone(repos_dir, inst.repo)
+    try:
+        repo = git.Repo(clone)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise InstanceError(f"{clone} is not a git repository: {exc}") from None
+    test_files = patch_paths(inst.test_patch, "test_patch")
+    patch_paths(inst.patch, "gold patch")  # a gold patch that is not a diff is refused here, not later
+    tree = fresh_data_dir(out, name, inst.repo.split("/", 1)[1])
+    sha = export_tree(repo, inst.base_commit, tree)
+    apply_patch_text(tree, inst.test_patch, "test_patch")
+    # The files the test patch touches and the modules the named tests live in: never writable.
+    tested = [n.split("::")[0] for n in inst.FAIL_TO_PASS + inst.PASS_TO_PASS]
+    protected = list(dict.fromkeys(test_files + tested))
+    f2p = inst.FAIL_TO_PASS
+    top = {"description": f"{inst.repo} at {sha[:12]} ({inst.instance_id})", "kind": "swebench",
+           "tags": ["swebench", f"repo:{inst.repo}"]}
+    sections = {
+        "goal": {"text": inst.problem_statement.strip(),
+                 "failure_signature": f"failing: {', '.join(f2p[:3])}" + (" ..." if len(f2p) > 3 else "")},
+        "acceptance": {"target_tests": f2p, "pass_to_pass": inst.PASS_TO_PASS, "writable": list(writable),
+                       "protected": protected},
+        "budget": {"max_steps": max_steps, "deadline_s": 900.0},
+    }
+    return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=inst.patch,
+                          source={"format": "swebench", "instance": raw, "clone": str(clone), "base_commit": sha},
+                          comment=f"Imported from a SWE-bench-style instance: {inst.instance_id}\n"
+                                  f"buggy tree = {inst.repo} at {sha} + test_patch; reference fix = the gold patch")
+
+
+def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, writable: tuple[str, ...] = ("**",),
+                    max_steps: int = 12, workers: int = 1,
+                    log: Callable[[str], None] = lambda m: None) -> list[ImportResult]:
+    """Every line of `jsonl` imported and checked, in order; a bad line is a skipped entry, never an abort.
+    `check`: the corpus check's backend arguments (backend, client, image)."""
+    out.mkdir(parents=True, exist_ok=True)
+    results: list[ImportResult] = []
+    written: list[Written] = []
+    seen: set[str] = set()
+    for number, line in enumerate(Path(jsonl).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            results.append(ImportResult(instance_id=f"line-{number}", status="skipped", line=number,
+                                        reason=f"not JSON: {exc}", problems=[line[:300]]))
+            continue
+        instance_id = str(raw.get("instance_id") or f"line-{number}") if isinstance(raw, dict) else f"line-{number}"
+        try:
+            inst = SwebenchInstance.model_validate(raw)
+        except ValidationError as exc:
+            fields = "; ".join(f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors())
+            results.append(ImportResult(instance_id=instance_id, status="skipped", line=number,
+                                        reason=f"not a SWE-bench instance: {fields}"[:600]))
+            continue
+        result = ImportResult(instance_id=inst.instance_id, status="skipped", line=number,
+                              ignored_fields=sorted(k for k in raw if k not in USED),
+                              target_tests=inst.FAIL_TO_PASS, pass_to_pass=len(inst.PASS_TO_PASS))
+        results.append(result)
+        try:
+            name = scenario_name(inst.instance_id)
+            result.scenario = name
+            if name in seen:
+                raise InstanceError(f"a second instance named {name!r} (instance ids must be unique)")
+            seen.add(name)
+            log(f"writing {inst.instance_id} -> {name}")
+            manifest = write_instance(inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw)
+        except InstanceError as exc:
+            result.reason = str(exc)
+            continue
+        written.append(Written(result=result, manifest=manifest))
+    validate(out, written, workers=workers, log=log, **check)
+    return results

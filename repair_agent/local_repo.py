@@ -1,0 +1,320 @@
+"""`repair-agent run --repo PATH --test NODEID`: the loop on a user's own repository as it is on disk.
+
+The pristine tree is a copy of what git sees in PATH: HEAD plus uncommitted changes (tracked files
+as they are on disk, untracked files that are not ignored; ignored files such as virtualenvs and
+build output are left out). Nothing in PATH is written while the copy is made or the run goes on:
+only `git ls-files` and `git hash-object` (without -w) read it, with optional locks off.
+
+The copy, a manifest and an origin record (`NAME.origin.json`: PATH, the HEAD commit, what was
+uncommitted) live in RUNS/.cache/local-repos/. `release --confirm` of such a run writes into PATH
+only what the person chose: a branch (git plumbing on a private index: objects and one new ref,
+never the working tree, the index or the checked-out branch), or a patch file.
+
+The environment: the sandbox image. A manifest's `[environment]` section is how a repository's
+dependencies get in; `repo_scenario(environment=...)` passes one through into the manifest it writes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import git
+from pydantic import BaseModel
+from unidiff import PatchSet
+
+from .importers.common import manifest_text
+from .scenario import SUFFIX, Scenario, load_manifest, tree_digest
+
+ORIGIN_SUFFIX = ".origin.json"
+TEST_FILES = ("**/test_*.py", "**/*_test.py")
+NO_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}  # read-only git: no opportunistic index refresh
+
+
+class LocalRepoError(ValueError):
+    """PATH cannot be used as a repository to repair, or a release into it cannot be made."""
+
+
+class LocalOrigin(BaseModel):
+    """Where a `run --repo` scenario came from: read back by release."""
+
+    path: str
+    head: str | None                   # HEAD at the start (None: a repository with no commit yet)
+    head_ref: str | None               # the branch checked out then (None: detached)
+    uncommitted: list[str]             # files that differ from HEAD (changed, added, deleted)
+    skipped: list[str] = []            # listed by git but not copied (submodules, vanished files)
+    pristine_digest: str               # tree_digest of the copy
+
+
+def _git(repo: git.Repo, *args: str, env: dict | None = None, **kwargs) -> str:
+    return repo.git.execute(["git", *args], env={**NO_LOCKS, **(env or {})}, **kwargs)
+
+
+def _open(path: Path) -> git.Repo:
+    path = Path(path).resolve()
+    try:
+        repo = git.Repo(path)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise LocalRepoError(f"{path} is not a git repository (run --repo needs git: its HEAD plus uncommitted "
+                             "changes are the tree to repair)") from None
+    if repo.bare or Path(repo.working_tree_dir or "").resolve() != path:
+        raise LocalRepoError(f"{path} is not the top of a git working tree (give {repo.working_tree_dir})")
+    return repo
+
+
+def _head(repo: git.Repo) -> tuple[str | None, str | None]:
+    try:
+        head = repo.head.commit.hexsha
+    except ValueError:  # no commit yet
+        return None, None
+    return head, None if repo.head.is_detached else repo.head.reference.name
+
+
+def _blob_ids(repo: git.Repo, root: Path, files: list[str]) -> dict[str, str]:
+    """git's blob id of each file under root, without writing anything (hash-object without -w)."""
+    regular = [f for f in files if not (root / f).is_symlink()]
+    ids = {}
+    if regular:
+        proc = _run_git(repo, ["hash-object", "--no-filters", "--stdin-paths"],
+                        "\n".join(str(root / f) for f in regular) + "\n")
+        ids.update(zip(regular, proc.split()))
+    for f in files:
+        if (root / f).is_symlink():
+            ids[f] = _run_git(repo, ["hash-object", "--stdin"], os.readlink(root / f)).strip()
+    return ids
+
+
+def _run_git(repo: git.Repo, args: list[str], stdin: str, env: dict | None = None) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo.working_tree_dir or repo.git_dir, input=stdin.encode(),
+                          capture_output=True, env={**os.environ, **NO_LOCKS, **(env or {})}, timeout=300)
+    if proc.returncode:
+        raise LocalRepoError(f"git {' '.join(args[:2])} failed: {proc.stderr.decode(errors='replace')[-500:]}")
+    return proc.stdout.decode()
+
+
+def _mode(path: Path) -> str:
+    if path.is_symlink():
+        return "120000"
+    return "100755" if path.stat().st_mode & stat.S_IXUSR else "100644"
+
+
+def _head_files(repo: git.Repo, head: str | None) -> dict[str, tuple[str, str]]:
+    """path -> (mode, blob id) of HEAD's tree."""
+    if head is None:
+        return {}
+    out = _git(repo, "ls-tree", "-r", "-z", "--full-tree", head, strip_newline_in_stdout=False)
+    files = {}
+    for entry in filter(None, out.split("\0")):
+        meta, path = entry.split("\t", 1)
+        mode, kind, blob = meta.split()
+        if kind == "blob":
+            files[path] = (mode, blob)
+    return files
+
+
+def differences(repo: git.Repo, head: str | None, root: Path) -> list[str]:
+    """Files of the tree at `root` that differ from HEAD (content or mode), and HEAD's files it lacks."""
+    files = [p for p in _tree_files(root)]
+    ids = _blob_ids(repo, root, files)
+    at_head = _head_files(repo, head)
+    changed = [f for f in files if at_head.get(f) != (_mode(root / f), ids[f])]
+    return sorted(changed + [f for f in at_head if f not in ids])
+
+
+def _tree_files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                  if (p.is_file() or p.is_symlink()) and ".git" not in p.relative_to(root).parts)
+
+
+def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
+    """Copy HEAD + uncommitted changes of PATH into a content-addressed directory under dest_root."""
+    repo = _open(path)
+    root = Path(repo.working_tree_dir).resolve()
+    head, head_ref = _head(repo)
+    listed = _git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                  strip_newline_in_stdout=False).split("\0")
+    dest_root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=dest_root, prefix=".copy-"))
+    tree = staging / (re.sub(r"[^A-Za-z0-9_.-]+", "-", root.name).strip(".") or "repo")
+    tree.mkdir()
+    skipped = []
+    for rel in dict.fromkeys(filter(None, listed)):
+        src = root / rel
+        if src.is_symlink():
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(src), tree / rel)
+        elif src.is_file():
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, tree / rel)
+        else:
+            skipped.append(rel)  # a submodule, or a tracked file deleted on disk
+    digest = tree_digest(tree)
+    uncommitted = differences(repo, head, tree)
+    repo.close()
+    return tree, LocalOrigin(path=str(root), head=head, head_ref=head_ref, uncommitted=uncommitted,
+                             skipped=[s for s in skipped if (root / s).is_dir()], pristine_digest=digest)
+
+
+def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: list[str] | None = None,
+                  goal: str | None = None, max_steps: int = 12, environment: dict | None = None) -> Scenario:
+    """A scenario over the user's repository as it is now: its copy, manifest and origin record."""
+    if not tests:
+        raise LocalRepoError("run --repo needs at least one --test NODEID (a test that fails now)")
+    cache = Path(runs_dir).resolve() / ".cache" / "local-repos"
+    tree, origin = snapshot(Path(path), cache)
+    base = re.sub(r"[^a-z0-9_.-]+", "-", Path(origin.path).name.lower()).strip("-._") or "repo"
+    name = f"local-{base}"
+    writable = writable or ["**"]
+    # Test modules wherever they live (a project may keep them beside its code), and the ones the
+    # targets are in: never the repair's to edit.
+    protected = list(dict.fromkeys([*TEST_FILES, *(t.split("::")[0] for t in tests)]))
+    settings = json.dumps([origin.pristine_digest, tests, writable, goal, max_steps, environment], sort_keys=True)
+    where = cache / f"{name}-{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
+    try:
+        os.rename(tree.parent, where)
+    except OSError:
+        if not where.is_dir():
+            raise
+        shutil.rmtree(tree.parent)  # the same tree and settings exist: reuse (its baseline cache applies too)
+    sections: dict[str, dict] = {
+        "goal": {"text": goal or f"Make the failing test(s) pass without changing tests or test configuration: "
+                                 f"{', '.join(tests)}",
+                 "failure_signature": f"failing: {', '.join(tests[:3])}"},
+        "acceptance": {"target_tests": tests, "writable": writable, "protected": protected},
+        "budget": {"max_steps": max_steps, "deadline_s": 900.0},
+    }
+    if environment:
+        sections["environment"] = environment
+    head = origin.head[:12] if origin.head else "no commit"
+    manifest = where / f"{name}{SUFFIX}"
+    manifest.write_text(manifest_text(
+        {"name": name, "description": f"{origin.path} at {head}"
+                                      + (f" + {len(origin.uncommitted)} uncommitted file(s)" if origin.uncommitted
+                                         else ""),
+         "repo": tree.name, "kind": "local-repo", "tags": ["local-repo"]}, sections,
+        comment=f"The repository {origin.path} as it was on disk (repair-agent run --repo)"), encoding="utf-8")
+    (where / f"{name}{ORIGIN_SUFFIX}").write_text(origin.model_dump_json(indent=1), encoding="utf-8")
+    return load_manifest(manifest)
+
+
+def origin_of(manifest: Path) -> LocalOrigin | None:
+    """The origin record beside a manifest: present only for `run --repo` scenarios."""
+    manifest = Path(manifest)
+    record = manifest.with_name(manifest.name.removesuffix(SUFFIX) + ORIGIN_SUFFIX)
+    if not manifest.name.endswith(SUFFIX) or not record.is_file():
+        return None
+    return LocalOrigin.model_validate_json(record.read_text(encoding="utf-8"))
+
+
+def release_branch(origin: LocalOrigin, pristine: Path, diff: bytes, *, branch: str, message: str,
+                   who: str) -> dict:
+    """A new branch in the user's repository: HEAD, then (if there were any) one commit with the
+    uncommitted changes the run started from, then one commit with the verified diff. Made with a
+    private index; the user's working tree, index and checked-out branch are not touched."""
+    repo = _open(Path(origin.path))
+    try:
+        if tree_digest(pristine) != origin.pristine_digest:
+            raise LocalRepoError(f"the run's copy of {origin.path} changed since the run; nothing is released")
+        if _ref_exists(repo, f"refs/heads/{branch}"):
+            raise LocalRepoError(f"branch {branch} already exists in {origin.path}; choose another with --branch")
+        _run_git(repo, ["check-ref-format", "--branch", branch], "")
+        if origin.head is not None:
+            try:
+                repo.commit(origin.head)
+            except ValueError:
+                raise LocalRepoError(f"the commit the run started from ({origin.head[:12]}) is no longer in "
+                                     f"{origin.path}") from None
+        env = {"GIT_AUTHOR_NAME": who, "GIT_AUTHOR_EMAIL": f"{who}@localhost", "GIT_COMMITTER_NAME": "repair-agent",
+               "GIT_COMMITTER_EMAIL": "repair-agent@localhost"}
+        with tempfile.TemporaryDirectory(prefix="repair-agent-release-") as tmp:
+            env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
+            if origin.head is not None:
+                _run_git(repo, ["read-tree", origin.head], "", env)
+            else:
+                _run_git(repo, ["read-tree", "--empty"], "", env)
+            parent, commits = origin.head, []
+            changed = differences(repo, origin.head, pristine)
+            if changed:
+                for rel in changed:
+                    src = pristine / rel
+                    if src.is_symlink() or src.is_file():
+                        blob = (_run_git(repo, ["hash-object", "-w", "--stdin"], os.readlink(src), env) if src.is_symlink()
+                                else _run_git(repo, ["hash-object", "-w", "--no-filters", str(src)], "", env)).strip()
+                        _run_git(repo, ["update-index", "--add", "--cacheinfo", f"{_mode(src)},{blob},{rel}"], "", env)
+                    else:
+                        _run_git(repo, ["update-index", "--force-remove", "--", rel], "", env)
+                parent = _commit(repo, env, parent, "Uncommitted changes the repair run started from\n\n"
+                                 "The verified repair is the next commit; this one holds what was uncommitted in the "
+                                 "working tree when the run began.\n")
+                commits.append(parent)
+            applied = _apply_cached(repo, diff, env)
+            if applied:
+                raise LocalRepoError(f"the verified diff does not apply to the run's starting point: {applied}")
+            fix = _commit(repo, env, parent, message)
+            commits.append(fix)
+        _run_git(repo, ["update-ref", f"refs/heads/{branch}", fix, "0" * 40], "")  # create only, never overwrite
+        files = [f.path for f in PatchSet(diff.decode("utf-8", errors="replace"))]
+        return {"branch": branch, "commit": fix, "commits": commits, "files": files, "uncommitted_files": changed,
+                "repository": origin.path, "base": origin.head}
+    finally:
+        repo.close()
+
+
+def _ref_exists(repo: git.Repo, ref: str) -> bool:
+    proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", ref], cwd=repo.working_tree_dir,
+                          capture_output=True, env={**os.environ, **NO_LOCKS}, timeout=60)
+    return proc.returncode == 0
+
+
+def _commit(repo: git.Repo, env: dict, parent: str | None, message: str) -> str:
+    tree = _run_git(repo, ["write-tree"], "", env).strip()
+    return _run_git(repo, ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"], message, env).strip()
+
+
+def _apply_cached(repo: git.Repo, diff: bytes, env: dict) -> str | None:
+    proc = subprocess.run(["git", "apply", "--cached", "--whitespace=nowarn", "-"], cwd=repo.working_tree_dir,
+                          input=diff, capture_output=True, env={**os.environ, **NO_LOCKS, **env}, timeout=120)
+    return proc.stderr.decode(errors="replace")[-1000:] or "git apply failed" if proc.returncode else None
+
+
+def write_patch_file(target: Path, diff: bytes) -> Path:
+    """The verified diff as a file the user chose; an existing file is never overwritten."""
+    target = Path(target).resolve()
+    try:
+        with open(target, "xb") as f:
+            f.write(diff)
+    except FileExistsError:
+        raise LocalRepoError(f"{target} already exists; nothing was written") from None
+    return target
+
+
+def add_repo_arguments(run_parser) -> None:
+    """`run --repo PATH --test NODEID [--test ...] [--writable GLOB ...] [--goal TEXT]`."""
+    g = run_parser.add_argument_group("your own repository (instead of a scenario)")
+    g.add_argument("--repo", metavar="PATH", help="a git repository: its HEAD plus uncommitted changes are repaired "
+                   "in the sandbox; nothing in PATH is modified (release --confirm makes a branch or a patch file)")
+    g.add_argument("--test", action="append", metavar="NODEID", help="a failing pytest node id to make pass "
+                   "(repeatable), e.g. tests/test_x.py::test_y")
+    g.add_argument("--writable", action="append", metavar="GLOB", help="what the repair may edit (repeatable; "
+                   "default **: everything but tests and test configuration)")
+    g.add_argument("--goal", metavar="TEXT", help="the goal the chooser is given (default: make the tests pass)")
+
+
+def scenario_from_args(args) -> Scenario:
+    from .scenario import ManifestError
+
+    if not args.repo:
+        raise LocalRepoError("run needs a scenario, or --repo PATH with --test NODEID")
+    if args.scenario:
+        raise LocalRepoError(f"give a scenario ({args.scenario}) or --repo, not both")
+    try:
+        return repo_scenario(Path(args.repo), list(args.test or []), runs_dir=Path(args.runs_dir),
+                             writable=args.writable, goal=args.goal)
+    except ManifestError as exc:  # e.g. a --test that is not a node id: said about the option, not a file
+        raise LocalRepoError(f"--repo {args.repo}: {str(exc).split(': ', 1)[-1]}") from None
