@@ -618,6 +618,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted; containers of this run were removed")
         return 130
+    finally:
+        if argv is None:  # the program itself, about to exit (not a caller in a longer-lived process)
+            # Everything is written and every container removed: spare the interpreter's exit a
+            # garbage-collection pass over every object the imports made (0.1-0.5 s of a run).
+            import gc
+
+            gc.freeze()
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from verifier import Verifier, diff_sha256, u_count, unsatisfied
 from .journal import read_journal, verify_chain
 from .run import RunRecord, load_record
 from .scenario import load_manifest
-from .sandbox.workspace import BASE_AUTHOR, create_workspace
+from .sandbox.workspace import BASE_IDENTITY, create_workspace
 
 
 class ReleaseDecision(BaseModel):
@@ -189,7 +189,7 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str 
                f"Run-Id: {record.run_id}\nVerified-Diff-Sha256: {verified_sha256}\n"
                f"Verified-On: {environment_id}\n"
                f"Protected-Manifest-Sha256: {check['protected_manifest_sha256']}\nReleased-By: {who}\n")
-    commit = repo.index.commit(message, author=git.Actor(who, f"{who}@localhost"), committer=BASE_AUTHOR)
+    commit = repo.index.commit(message, author=git.Actor(who, f"{who}@localhost"), committer=git.Actor(*BASE_IDENTITY))
     committed_diff = repo.git.diff(f"{commit.hexsha}~1", commit.hexsha)
     decision = ReleaseDecision(decision="confirmed", who=who, when=when, run_id=record.run_id,
                                diff_sha256=verified_sha256, environment_id=environment_id,

@@ -124,6 +124,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
                 raise OSError(f"the runs directory {storage_error}")
             identity = read_identity(chooser, min(CHOOSER_TIMEOUT_S, budget.deadline_s), chooser_spec)
             session.open(granted=())
+            _warm_report_writer()
             journal.write(session.setup_record(identity, chooser_spec, started_at))
         except Exception as exc:  # engine, image, scenario, workspace or journal: nothing ran yet, say why
             outcome = _early_stop(state, journal, session.failure(exc))
@@ -131,11 +132,40 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
             controller = Controller(state, chooser, Executor(session.sandbox, session.verifier), session.verifier,
                                     journal, environment_id=session.verifier.environment_id, on_step=on_step)
             outcome = controller.run()
-    finally:
+    except BaseException:  # interrupted or broken: remove the containers before anything else
         session.close()
+        raise
+    finally:
         journal.close()
-    return _write_results(session, outcome, identity, started_at=started_at, wall_s=time.monotonic() - t0,
-                          storage_error=storage_error)
+    with _closing(session):
+        return _write_results(session, outcome, identity, started_at=started_at, wall_s=time.monotonic() - t0,
+                              storage_error=storage_error)
+
+
+@contextlib.contextmanager
+def _closing(session: "_Session"):
+    """After the verdict the containers are removed while the results are written (one waits on the
+    engine, the other on the disk); joined before returning, so removal stays as certain as before."""
+    closer = threading.Thread(target=session.close, name="session-close")
+    closer.start()
+    try:
+        yield
+    finally:
+        closer.join()
+
+
+def _warm_report_writer() -> None:
+    """Import and compile what writing the report needs (jinja2, pygments, the template) in the
+    background while the run waits on its containers, instead of after the verdict."""
+    def warm() -> None:
+        try:
+            from . import html_report
+
+            html_report.warm()
+        except Exception:  # the report writer itself will say what is wrong, on the main thread
+            pass
+
+    threading.Thread(target=warm, name="report-warmup", daemon=True).start()
 
 
 def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: int | None = None,
