@@ -59,6 +59,13 @@ def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, interval
         time.sleep(interval_s)
 
 
+def runs_dir_with_cache(runs: Path, cache: Path) -> Path:
+    """A runs directory whose .cache is `cache` (conftest's session-wide `baseline_cache`)."""
+    runs.mkdir(parents=True, exist_ok=True)
+    (runs / ".cache").symlink_to(cache, target_is_directory=True)
+    return runs
+
+
 # -- the discount repository ----------------------------------------------------------------------
 
 def fix_diff() -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import fix_diff, skip_unless_present
+from helpers import fix_diff, runs_dir_with_cache, skip_unless_present
 from repair_agent.choosers import BaselineChooser
 from repair_agent.journal import read_journal, verify_chain
 from repair_agent.run import execute_run
@@ -32,9 +32,9 @@ RUN_LABEL = "org.repair-agent.run"
 
 
 @pytest.fixture(scope="module")
-def shared_runs(tmp_path_factory):
-    """One runs dir for the in-process faults: the pristine suite runs once, then it is cached."""
-    return tmp_path_factory.mktemp("fault-runs")
+def shared_runs(tmp_path_factory, baseline_cache):
+    """One runs dir for the in-process faults, with the session's cache of pristine suites."""
+    return runs_dir_with_cache(tmp_path_factory.mktemp("fault-runs") / "runs", baseline_cache)
 
 
 def cli(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
