@@ -103,7 +103,7 @@ def small_sandbox(docker_client, sandbox_image, tmp_path_factory):
 @pytest.fixture
 def fresh_sandbox(docker_client, sandbox_image, runs_dir):
     """A sandbox on a pristine workspace, for tests that change the workspace or the container."""
-    runs_dir.mkdir(parents=True)
+    runs_dir.mkdir(parents=True, exist_ok=True)
     sb = make_sandbox(docker_client, sandbox_image, runs_dir)
     yield sb
     sb.close()
