@@ -146,12 +146,22 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
 def _closing(session: "_Session"):
     """After the verdict the containers are removed while the results are written (one waits on the
     engine, the other on the disk); joined before returning, so removal stays as certain as before."""
-    closer = threading.Thread(target=session.close, name="session-close")
+    failed: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            session.close()
+        except BaseException as exc:  # raised on the caller's thread once the results are written
+            failed.append(exc)
+
+    closer = threading.Thread(target=close, name="session-close")
     closer.start()
     try:
         yield
     finally:
         closer.join()
+    if failed:
+        raise failed[0]
 
 
 def _warm_report_writer() -> None:
