@@ -125,7 +125,7 @@ def test_the_same_check_on_a_new_diff_is_new_evidence(runs_dir):
 
 def test_deadline_refuses_the_late_step(runs_dir):
     def slow(view):
-        time.sleep(1.5)
+        time.sleep(1.5)  # the model's own latency, not a wait for an event
         return {"tool": "search", "query": "discount"}
 
     rec = run(Scripted({"tool": "search", "query": "price"}, slow), runs_dir, deadline_s=1.0)
