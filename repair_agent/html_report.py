@@ -113,6 +113,13 @@ def _lexer(path: str):
         return TextLexer(stripnl=False, ensurenl=False)
 
 
+def warm() -> None:
+    """Compile the run page's template and pygments' file-name table (a first lexer lookup
+    compiles every lexer's patterns): a run does this while it waits on its containers."""
+    _env.get_template("report.html.j2")
+    _lexer("warm.py")
+
+
 def _tokens(lexer, text: str) -> list[tuple[str, str]]:
     """One line in coloured pieces (line by line: a diff shows fragments, not whole files)."""
     pieces: list[tuple[str, str]] = []

@@ -294,18 +294,6 @@ def write_patch_file(target: Path, diff: bytes) -> Path:
     return target
 
 
-def add_repo_arguments(run_parser) -> None:
-    """`run --repo PATH --test NODEID [--test ...] [--writable GLOB ...] [--goal TEXT]`."""
-    g = run_parser.add_argument_group("your own repository (instead of a scenario)")
-    g.add_argument("--repo", metavar="PATH", help="a git repository: its HEAD plus uncommitted changes are repaired "
-                   "in the sandbox; nothing in PATH is modified (release --confirm makes a branch or a patch file)")
-    g.add_argument("--test", action="append", metavar="NODEID", help="a failing pytest node id to make pass "
-                   "(repeatable), e.g. tests/test_x.py::test_y")
-    g.add_argument("--writable", action="append", metavar="GLOB", help="what the repair may edit (repeatable; "
-                   "default **: everything but tests and test configuration)")
-    g.add_argument("--goal", metavar="TEXT", help="the goal the chooser is given (default: make the tests pass)")
-
-
 def scenario_from_args(args) -> Scenario:
     from .scenario import ManifestError
 

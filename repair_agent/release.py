@@ -23,7 +23,7 @@ from .local_repo import origin_of
 from .records import RunRecord, load_record
 from .scenario import load_manifest
 from .state import StopReason
-from .sandbox.workspace import BASE_AUTHOR, create_workspace
+from .sandbox.workspace import BASE_IDENTITY, create_workspace
 
 
 class ReleaseDecision(BaseModel):
@@ -205,7 +205,7 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str 
                              f"{applied.stderr.decode(errors='replace')[-1000:]}")
     who, when = _who(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     message = _message(scenario, record, verified_sha256, environment_id, check, who)
-    commit = repo.index.commit(message, author=git.Actor(who, f"{who}@localhost"), committer=BASE_AUTHOR)
+    commit = repo.index.commit(message, author=git.Actor(who, f"{who}@localhost"), committer=git.Actor(*BASE_IDENTITY))
     committed_diff = repo.git.diff(f"{commit.hexsha}~1", commit.hexsha)
     decision = ReleaseDecision(decision="confirmed", who=who, when=when, run_id=record.run_id,
                                diff_sha256=verified_sha256, environment_id=environment_id,

@@ -3,7 +3,9 @@ way out. Resuming a run is resume.py; what a run leaves behind is outputs.py."""
 from __future__ import annotations
 
 import datetime as dt
+import contextlib
 import secrets
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -74,6 +76,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
                 raise OSError(f"the runs directory {storage_error}")
             identity = read_identity(chooser, min(CHOOSER_TIMEOUT_S, budget.deadline_s), chooser_spec)
             session.open(granted=())
+            _warm_report_writer()
             journal.write(session.setup_record(identity, chooser_spec, started_at))
         except Exception as exc:  # engine, image, scenario, workspace or journal: nothing ran yet, say why
             outcome = early_stop(state, journal, session.failure(exc))
@@ -82,11 +85,50 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
             controller = Controller(state, chooser, Executor(sandbox, verifier), verifier, journal,
                                     environment_id=verifier.environment_id, on_step=on_step)
             outcome = controller.run()
-    finally:
+    except BaseException:  # interrupted or broken: remove the containers before anything else
         session.close()
+        raise
+    finally:
         journal.close()
-    return write_results(session, outcome, identity, started_at=started_at, wall_s=time.monotonic() - t0,
-                          storage_error=storage_error)
+    with _closing(session):
+        return write_results(session, outcome, identity, started_at=started_at, wall_s=time.monotonic() - t0,
+                              storage_error=storage_error)
+
+
+@contextlib.contextmanager
+def _closing(session: Session):
+    """After the verdict the containers are removed while the results are written (one waits on the
+    engine, the other on the disk); joined before returning, so removal stays as certain as before."""
+    failed: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            session.close()
+        except BaseException as exc:  # raised on the caller's thread once the results are written
+            failed.append(exc)
+
+    closer = threading.Thread(target=close, name="session-close")
+    closer.start()
+    try:
+        yield
+    finally:
+        closer.join()
+    if failed:
+        raise failed[0]
+
+
+def _warm_report_writer() -> None:
+    """Import and compile what writing the report needs (jinja2, pygments, the template) in the
+    background while the run waits on its containers, instead of after the verdict."""
+    def warm() -> None:
+        try:
+            from . import html_report
+
+            html_report.warm()
+        except Exception:  # the report writer itself will say what is wrong, on the main thread
+            pass
+
+    threading.Thread(target=warm, name="report-warmup", daemon=True).start()
 
 
 UNNAMED = "unnamed chooser"

@@ -72,7 +72,17 @@ def _no_leaked_containers():
                 f"(now removed): " + "; ".join(names), pytrace=False)
 
 
+@pytest.fixture(scope="session")
+def baseline_cache(tmp_path_factory):
+    """One runs/.cache for the session: the pristine suites' test ids, keyed by tree, image and
+    verifier setup (and trusted only whole), so a scenario's pristine suite runs once per session
+    instead of once per test. Tests of the cache itself use their own directories."""
+    return tmp_path_factory.mktemp("baseline-cache")
+
+
 @pytest.fixture
-def runs_dir(tmp_path):
-    """Where a test's runs go (not created: the code under test creates it)."""
-    return tmp_path / "runs"
+def runs_dir(tmp_path, baseline_cache):
+    """Where a test's runs go; its .cache is the session's."""
+    from helpers import runs_dir_with_cache
+
+    return runs_dir_with_cache(tmp_path / "runs", baseline_cache)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import wait_until
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -61,6 +63,11 @@ def _start_hanging_run(tmp_path, *extra):
                             env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
 
 
+def _journaled_steps(runs: Path) -> int:
+    lines = [line for p in runs.glob("*/journal.jsonl") for line in p.read_text().splitlines()]
+    return sum(1 for line in lines if line.endswith("}") and json.loads(line).get("event") == "step")
+
+
 def _containers_of(client, pid: int) -> list:
     from verifier.isolation import LABEL, OWNER_LABEL
 
@@ -83,13 +90,11 @@ def test_a_hung_chooser_meets_the_deadline_and_the_process_exits(docker_client, 
 @pytest.mark.docker
 def test_ctrl_c_keeps_the_evidence_and_removes_the_containers(docker_client, sandbox_image, tmp_path):
     import signal
-    import time
 
     proc = _start_hanging_run(tmp_path)
-    deadline = time.monotonic() + 60
-    while not list((tmp_path / "runs").glob("*/outputs/*")) and time.monotonic() < deadline:
-        time.sleep(0.2)  # wait until step 1 ran in the sandbox
-    time.sleep(0.5)
+    wait_until(lambda: list((tmp_path / "runs").glob("*/outputs/*")), 60, "step 1 to run in the sandbox")
+    # Step 2 is the hung chooser: wait until the run has journaled step 1 and asks again.
+    wait_until(lambda: _journaled_steps(tmp_path / "runs") >= 1, 60, "step 1's journal line")
     assert _containers_of(docker_client, proc.pid), "the run's sandbox should be up"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

@@ -14,41 +14,17 @@ from pathlib import Path
 import pytest
 
 from chat_server import ChatServer, content, http_error, tool_call
+from helpers import Scripted, fix_diff, local_run
 from repair_agent.choosers import BaselineChooser, load_chooser
 from repair_agent.choosers.model import ModelChooser
 from repair_agent.journal import read_journal
-from repair_agent.run import execute_run
 from repair_agent.scenario import ManifestError, load_manifest, resolve
 from repair_agent.state import StopReason
 
 ROOT = Path(__file__).resolve().parents[1]
-PRICING = ROOT / "sandbox_repos/discount_shop/src/discount_shop/pricing.py"
 
 
-class Scripted:
-    """Proposes the given items in order (dicts or callables of the view)."""
-
-    name = "scripted"
-
-    def __init__(self, *items):
-        self.items, self.calls = list(items), 0
-
-    def choose(self, view):
-        item = self.items[min(self.calls, len(self.items) - 1)]
-        self.calls += 1
-        return item(view) if callable(item) else item
-
-
-def fix_diff() -> str:
-    import difflib
-
-    old = PRICING.read_text().splitlines(keepends=True)
-    new = [l.replace("price * (1 - discount)", "price * (1 - discount / 100)") for l in old]
-    return "".join(difflib.unified_diff(old, new, "a/src/discount_shop/pricing.py", "b/src/discount_shop/pricing.py"))
-
-
-def run(chooser, runs_dir, **kw):
-    return execute_run(resolve("discount-bug"), chooser, sandbox_kind="local", runs_dir=runs_dir, **kw)
+run = local_run
 
 
 def journal(record):
@@ -149,7 +125,7 @@ def test_the_same_check_on_a_new_diff_is_new_evidence(runs_dir):
 
 def test_deadline_refuses_the_late_step(runs_dir):
     def slow(view):
-        time.sleep(1.5)
+        time.sleep(1.5)  # the model's own latency, not a wait for an event
         return {"tool": "search", "query": "discount"}
 
     rec = run(Scripted({"tool": "search", "query": "price"}, slow), runs_dir, deadline_s=1.0)

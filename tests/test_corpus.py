@@ -59,12 +59,6 @@ def test_scenarios_json_lists_the_corpus():
 
 
 @pytest.mark.corpus
-def test_corpus_check_local(tmp_path):
-    """The same property without containers (plain subprocesses): a quick check while editing."""
-    _check_all(tmp_path, backend="local")
-
-
-@pytest.mark.corpus
 def test_heldout_checks_catch_the_bug_and_pass_the_fix():
     """Every held-out file fails its buggy tree somewhere and passes its reference fix everywhere
     (scripts/check_heldout.py, the scenario author's own check, on the whole corpus)."""

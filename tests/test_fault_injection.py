@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import fix_diff, runs_dir_with_cache, skip_unless_present
 from repair_agent.choosers import BaselineChooser
 from repair_agent.journal import read_journal, verify_chain
 from repair_agent.run import execute_run
@@ -31,9 +32,9 @@ RUN_LABEL = "org.repair-agent.run"
 
 
 @pytest.fixture(scope="module")
-def shared_runs(tmp_path_factory):
-    """One runs dir for the in-process faults: the pristine suite runs once, then it is cached."""
-    return tmp_path_factory.mktemp("fault-runs")
+def shared_runs(tmp_path_factory, baseline_cache):
+    """One runs dir for the in-process faults, with the session's cache of pristine suites."""
+    return runs_dir_with_cache(tmp_path_factory.mktemp("fault-runs") / "runs", baseline_cache)
 
 
 def cli(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
@@ -129,24 +130,14 @@ class AnswersLate:
     name = "late"
 
     def __init__(self, delay_s: float):
-        self.delay_s, self.answered = delay_s, threading.Event()
+        self.delay_s, self.late = delay_s, None
 
     def choose(self, view):
         if view.step == 1:
             return {"tool": "search", "query": "apply_discount"}
-        time.sleep(self.delay_s)
-        self.answered.set()
-        return {"tool": "apply_patch", "diff": (ROOT / "tests").joinpath("fault_choosers.py").read_text()[:0]
-                or _fix_diff()}
-
-
-def _fix_diff() -> str:
-    import difflib
-
-    pricing = ROOT / "sandbox_repos/discount_shop/src/discount_shop/pricing.py"
-    old = pricing.read_text().splitlines(keepends=True)
-    new = [l.replace("price * (1 - discount)", "price * (1 - discount / 100)") for l in old]
-    return "".join(difflib.unified_diff(old, new, "a/src/discount_shop/pricing.py", "b/src/discount_shop/pricing.py"))
+        self.late = threading.current_thread()  # the thread that carries the late answer back
+        time.sleep(self.delay_s)  # the model's own latency, not a wait for an event
+        return {"tool": "apply_patch", "diff": fix_diff()}
 
 
 @pytest.mark.docker
@@ -182,8 +173,11 @@ def test_an_answer_after_the_deadline_is_refused_and_changes_nothing(docker_clie
     assert rec.status is StopReason.DEADLINE and rec.exit_code == 12, rec.detail
     run_dir = Path(rec.run_dir)
     before = (run_dir / "journal.jsonl").read_text()
-    assert chooser.answered.wait(30)  # the late patch arrives ... and goes nowhere
-    time.sleep(0.5)
+    # The late patch arrives ... and goes nowhere: once the thread that carried it has ended,
+    # nothing of it can still reach the journal.
+    assert chooser.late is not None
+    chooser.late.join(30)
+    assert not chooser.late.is_alive()
     assert (run_dir / "journal.jsonl").read_text() == before
     assert_journal_whole(run_dir, steps=2)
     assert (run_dir / "candidate.diff").read_text() == "" and rec.u_trajectory[-1] == 3
@@ -277,8 +271,8 @@ def test_the_engine_socket_going_away_mid_run(docker_client, sandbox_image, shar
 # -- the runs directory read-only or full ---------------------------------------------------------
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root; the read-only/full runs-dir faults need one")
+    if os.geteuid() != 0:  # .ci/run runs as root (it installs Chromium with apt)
+        skip_unless_present("mounting a tmpfs needs root; the read-only/full runs-dir faults need one")
     mounts = []
 
     def mount(name: str, options: str) -> Path:

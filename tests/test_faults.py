@@ -12,7 +12,8 @@ from repair_agent.faults import attribute
 from repair_agent.journal import read_records
 from repair_agent.run import execute_run
 from repair_agent.scenario import load_manifest, resolve
-from test_controller import PRICING, Scripted, fix_diff, run
+from helpers import PRICING, Scripted, fix_diff
+from helpers import local_run as run
 
 ROOT = Path(__file__).resolve().parents[1]
 

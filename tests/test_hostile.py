@@ -73,12 +73,24 @@ def assert_workspace_pristine(run_dir: Path) -> None:
 
 # -- through the controller ------------------------------------------------------------------------
 
-@pytest.mark.docker
-@pytest.mark.parametrize("chooser_cls", h.ALL, ids=_id)
-def test_hostile_chooser_never_reaches_release(chooser_cls, docker_client, sandbox_image, runs_dir):
+# Refused at the first step, before anything runs, by the controller's authorization and scope
+# rules: the same for both backends. One patch and one read go through the real Docker sandbox, as
+# does every chooser whose run reaches the verifier; the other refusals use the local backend
+# (nothing of theirs ever executes), which spares a sandbox and two check containers each.
+IN_DOCKER = {h.EditTestExpectation, h.ReadGitHead} | {
+    c for c in h.ALL if c.expected is not StopReason.AUTHORIZATION_REQUIRED}
+CHOOSERS = [pytest.param(c, id=_id(c), marks=[pytest.mark.docker] if c in IN_DOCKER else []) for c in h.ALL]
+
+
+@pytest.mark.parametrize("chooser_cls", CHOOSERS)
+def test_hostile_chooser_never_reaches_release(chooser_cls, runs_dir, request):
     chooser = chooser_cls()
-    record = execute_run(resolve("discount-bug"), chooser, sandbox_kind="docker", runs_dir=runs_dir,
-                         client=docker_client)
+    docker = chooser_cls in IN_DOCKER
+    client = request.getfixturevalue("docker_client") if docker else None
+    if docker:
+        request.getfixturevalue("sandbox_image")
+    record = execute_run(resolve("discount-bug"), chooser, sandbox_kind="docker" if docker else "local",
+                         runs_dir=runs_dir, client=client)
     expected = chooser_cls.expected
 
     assert record.status is not StopReason.AWAITING_RELEASE_CONFIRMATION, record.detail

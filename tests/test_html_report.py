@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import hostile_choosers as h
+from helpers import import_required, skip_unless_present
 from repair_agent.choosers import load_chooser
 from repair_agent.html_report import render_run_html, render_sweep_html
 from repair_agent.records import Report
@@ -43,9 +44,7 @@ def chromium() -> str:
         found = setup.stdout.strip().splitlines()[-1] if setup.returncode == 0 and setup.stdout.strip() else None
         if not found:
             reason = f"no chromium and scripts/_browser.sh could not install it: {setup.stderr.strip()[-800:]}"
-            if os.environ.get("REPAIR_AGENT_REQUIRE_DOCKER") == "1":
-                pytest.fail(f"REPAIR_AGENT_REQUIRE_DOCKER=1 but {reason}", pytrace=False)
-            pytest.skip(reason)
+            skip_unless_present(reason)
     return found
 
 
@@ -358,7 +357,7 @@ def test_sweep_summary_in_chromium(chromium, tmp_path):
 def test_sweep_summary_shows_intervals_resolution_and_paired_verdicts_in_chromium(chromium, tmp_path):
     """A summary the sweep's own code computed from results lines: 28 scenarios, 3 seeds, two choosers."""
     from repair_agent.sweep import summarize
-    from test_sweep_stats import SCENARIOS, cell_lines
+    from helpers import SCENARIOS, cell_lines
 
     summary = summarize(cell_lines("a", set(SCENARIOS[:21])) + cell_lines("b", set(SCENARIOS[:22])))
     # The explanation's **term** markup is the only markup honoured; anything else in it stays text.
@@ -397,7 +396,7 @@ def test_templates_never_mark_text_safe():
 
 def test_templates_ship_with_the_package(tmp_path):
     """An installed (non-editable) package has no source tree: the templates must be package data."""
-    pytest.importorskip("setuptools")
+    import_required("setuptools")
     done = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py",
                            "--build-lib", str(tmp_path / "lib")], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -6,7 +6,6 @@ Local sandbox and verifier (real git, real pytest), as the other model runs in t
 and one run in Docker; test_model_sweep.py has the sweep."""
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from pathlib import Path
@@ -15,6 +14,8 @@ import pytest
 
 from chat_server import (ChatServer, content, delay, drop_connection, http_error, openai_error, refusal, tool_call,
                          tool_calls)
+from helpers import PRICING_REL as PRICING
+from helpers import fix_diff
 from repair_agent.choosers.model import ModelChooser
 from repair_agent.journal import read_journal
 from repair_agent.records import load_record
@@ -23,14 +24,7 @@ from repair_agent.scenario import resolve
 from repair_agent.state import StopReason
 
 ROOT = Path(__file__).resolve().parents[1]
-PRICING = "src/discount_shop/pricing.py"
 FAST = {"retry_base_s": 0.001, "retry_max_s": 0.05}
-
-
-def fix_diff() -> str:
-    old = (ROOT / "sandbox_repos/discount_shop" / PRICING).read_text().splitlines(keepends=True)
-    new = [line.replace("price * (1 - discount)", "price * (1 - discount / 100)") for line in old]
-    return "".join(difflib.unified_diff(old, new, f"a/{PRICING}", f"b/{PRICING}"))
 
 
 def miscounted(diff: str) -> str:

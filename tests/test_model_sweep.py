@@ -17,7 +17,8 @@ from pathlib import Path
 
 from chat_server import ChatServer, openai_error, tool_call
 from repair_agent.sweep import RESULTS
-from test_model_runs import PRICING, fix_diff
+from helpers import PRICING_REL as PRICING
+from helpers import fix_diff
 
 TESTS = Path(__file__).resolve().parent
 

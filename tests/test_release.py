@@ -17,6 +17,7 @@ from pathlib import Path
 import git
 import pytest
 
+from helpers import runs_dir_with_cache
 from hostile_choosers import StopAtOnce
 from repair_agent.choosers import BaselineChooser
 from repair_agent.records import RunRecord
@@ -32,9 +33,9 @@ TRAJECTORY = "3 → 3 → 3 → 3 → 2 → 1 → 0"
 
 
 @pytest.fixture(scope="module")
-def module_runs(tmp_path_factory) -> Path:
-    """One runs directory for the module (its .cache lets later runs reuse the pristine baseline)."""
-    return tmp_path_factory.mktemp("release") / "runs"
+def module_runs(tmp_path_factory, baseline_cache) -> Path:
+    """One runs directory for the module, with the session's cache of pristine suites."""
+    return runs_dir_with_cache(tmp_path_factory.mktemp("release") / "runs", baseline_cache)
 
 
 @pytest.fixture(scope="module")

@@ -307,36 +307,49 @@ def _containers_of(client, pid: int) -> list:
 
 @pytest.mark.docker
 def test_sigkill_after_each_step_then_resume_ends_like_an_uninterrupted_run(docker_client, sandbox_image, tmp_path):
+    """The run is SIGKILLed right after step 1's journal line, and each resume right after the
+    next step's line, down to the last step; one more resume then ends the run exactly as an
+    uninterrupted run ends. Every step is a kill point, and every resume starts from a killed
+    session (the first from a fresh run's, the others from a resumed one's)."""
     runs = str(tmp_path / "runs")
     fresh = _cli("run", "discount-bug", "--json", "--runs-dir", runs)
     assert fresh.returncode == 0, fresh.stderr
     expected = json.loads(fresh.stdout)
     steps = expected["steps_used"]
     assert steps == 6
+
+    def killed_after(lines: int, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", KILLER, *args, "--json", "--runs-dir", runs],
+                              capture_output=True, text=True, cwd=ROOT, timeout=300,
+                              env={**os.environ, "KILL_AFTER_LINE": str(lines)})
+
+    # A fresh session writes setup, start, then one line per step; a resumed one setup, resume, then steps.
+    killed = killed_after(3, "run", "discount-bug")
+    run_dir = next(p for p in Path(runs).iterdir() if p.is_dir() and p.name != ".cache" and not (p / "run.json").exists())
+    dead: list[int] = []
     for k in range(1, steps + 1):
-        # Lines: setup, start, then one per step: step k is line k + 2.
-        killed = subprocess.run([sys.executable, "-c", KILLER, "run", "discount-bug", "--json", "--runs-dir", runs],
-                                capture_output=True, text=True, cwd=ROOT, timeout=300,
-                                env={**os.environ, "KILL_AFTER_LINE": str(k + 2)})
-        assert killed.returncode == -signal.SIGKILL, killed.stderr
-        run_dir = max((p for p in Path(runs).iterdir() if p.is_dir() and p.name != ".cache"
-                       and not (p / "run.json").exists()), key=lambda p: p.stat().st_mtime)
-        pid = next(r["pid"] for r in records(run_dir) if r.get("event") == "setup")
-        assert _containers_of(docker_client, pid), "a killed run leaves its sandbox container"
-        assert records(run_dir)[-1]["step"] == k
+        if k > 1:
+            killed = killed_after(3, "resume", str(run_dir))
+        assert killed.returncode == -signal.SIGKILL, (k, killed.stderr)
+        pids = [r["pid"] for r in records(run_dir) if r.get("event") == "setup"]
+        assert _containers_of(docker_client, pids[-1]), "a killed session leaves its sandbox container"
+        assert all(_containers_of(docker_client, pid) == [] for pid in dead), "a resume removes the dead session's"
+        dead.append(pids[-1])
+        assert records(run_dir)[-1]["step"] == k and "stop" not in {r["event"] for r in records(run_dir)}
         if k == 1:
             listed = json.loads(_cli("runs", "--json", "--runs-dir", runs).stdout)
             assert {"run_id": run_dir.name, "status": "killed", "steps": "1/8"}.items() <= next(
                 r for r in listed if r["run_id"] == run_dir.name).items()
 
-        resumed = _cli("resume", str(run_dir), "--json", "--runs-dir", runs)
-        assert resumed.returncode == 0, (k, resumed.stderr)
-        got = json.loads(resumed.stdout)
-        assert (got["status"], got["diff_sha256"], got["u_trajectory"], got["steps_used"]) == (
-            expected["status"], expected["diff_sha256"], expected["u_trajectory"], steps), k
-        assert _containers_of(docker_client, pid) == []  # the dead session's containers are gone
-        replay = _cli("replay", str(run_dir))
-        assert replay.returncode == 0 and "hash chain: OK" in replay.stdout, replay.stdout
+    resumed = _cli("resume", str(run_dir), "--json", "--runs-dir", runs)
+    assert resumed.returncode == 0, resumed.stderr
+    got = json.loads(resumed.stdout)
+    assert (got["status"], got["diff_sha256"], got["u_trajectory"], got["steps_used"]) == (
+        expected["status"], expected["diff_sha256"], expected["u_trajectory"], steps)
+    assert got["sessions"] == steps + 1
+    assert all(_containers_of(docker_client, pid) == [] for pid in dead)  # every dead session's containers are gone
+    replay = _cli("replay", str(run_dir))
+    assert replay.returncode == 0 and "hash chain: OK" in replay.stdout, replay.stdout
 
 
 def test_one_resume_at_a_time_and_never_of_a_live_run(runs_dir):

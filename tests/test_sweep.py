@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from repair_agent.sweep import (RESULTS, SCENARIO_ERROR, ResultsWriter, band, de
 from verifier.isolation import LABEL
 from verifier.rubric import rubric_from_journal
 
-from test_user_scenario import make_user_scenario
+from helpers import import_required, make_user_scenario, wait_until
 
 TESTS = Path(__file__).resolve().parent
 SEEDED = "sweep_choosers:SeededCareful"
@@ -234,7 +233,7 @@ def test_broken_scenarios_are_reported_and_the_others_still_run(docker_client, s
 def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docker_client, sandbox_image, tmp_path,
                                                                            executor):
     if executor == "ray":
-        pytest.importorskip("ray")
+        import_required("ray")
     out = tmp_path / "sweep"
     args = ["sweep", "--scenarios", "discount-bug", "--budgets", "8", "--seeds", "4", "--workers", "2",
             "--executor", executor, "--out", str(out)]
@@ -242,12 +241,15 @@ def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docke
     proc = subprocess.Popen([sys.executable, "-m", "repair_agent", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     results = out / RESULTS
-    deadline = time.monotonic() + 240
-    # Interrupt once the first run has finished, while the next ones are mid-run.
-    while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") >= 1):
-        time.sleep(0.2)
+    # Interrupt once the first run has finished, while the next ones are mid-run (their run
+    # directories exist and have no results line yet).
+    def finished() -> int:
+        return results.read_text().count("\n") if results.exists() else 0
+
+    wait_until(lambda: finished() >= 1, 240, "the sweep's first results line")
+    wait_until(lambda: len(list((out / "runs").glob("2*"))) > finished() or proc.poll() is not None, 60,
+               "a run started after the first one finished")
     assert proc.poll() is None, "the sweep finished before it could be interrupted"
-    time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 130, stdout + stderr
@@ -274,7 +276,7 @@ def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docke
 
 @pytest.mark.docker
 def test_the_ray_executor_gives_the_local_executors_results(docker_client, sandbox_image, tmp_path):
-    pytest.importorskip("ray")
+    import_required("ray")
     common = ["--scenarios", "discount-bug", "--chooser", SEEDED, "--budgets", "6", "--seeds", "2", "--workers", "2"]
     local = cli("sweep", *common, "--out", str(tmp_path / "local"), "--executor", "local")
     assert local.returncode == 0, local.stderr

@@ -4,7 +4,6 @@ No containers: each line is a `SweepResult` dumped as results.jsonl holds it, an
 the same summary code the sweep calls (`summarize`, `render_markdown`, `write_summary`)."""
 from __future__ import annotations
 
-import itertools
 import json
 import math
 
@@ -12,33 +11,10 @@ import pytest
 
 from repair_agent.sweep import statistics as stats
 from repair_agent.html_report import render_sweep_html
-from repair_agent.sweep import SweepResult, render_markdown, summarize, write_summary
+from helpers import HANDOFF, SCENARIOS, cell_lines, sweep_line
+from repair_agent.sweep import render_markdown, summarize, write_summary
 
-GREEN, BUDGET, HANDOFF = "awaiting_release_confirmation", "step_budget", "handoff_requested"
-SCENARIOS = [f"bug-{i:02d}" for i in range(28)]
-
-
-def line(scenario: str, chooser: str, seed: int, green: bool, *, budget: int = 12, correctness: str | None = "correct",
-         expected: str = GREEN, status: str | None = None, steps: int = 6, complete: bool = True) -> dict:
-    """One results.jsonl line. `correctness` is set only on green runs, as the run record does;
-    pass `correctness=...` with `...` (Ellipsis) to leave the field out, as older lines do."""
-    status = status or (GREEN if green else BUDGET)
-    row = SweepResult(scenario=scenario, kind="k", tags=["t"], expected=expected, chooser=chooser, budget=budget,
-                      seed=seed, status=status, exit_code=0, correct=status == expected, steps=steps,
-                      max_steps=budget, tokens=0, wall_s=3.0, run_dir=None,
-                      rubric={"complete": complete}).model_dump()
-    if correctness is not ...:
-        row["correctness"] = correctness if status == GREEN else None
-    return json.loads(json.dumps(row, sort_keys=True))  # what load_results gives back
-
-
-def cell_lines(chooser: str, repaired: set[str] | dict[int, set[str]], seeds: int = 3, **kw) -> list[dict]:
-    """Every scenario × seed of one cell; `repaired` is the green scenarios (per seed when a dict)."""
-    out = []
-    for seed, scenario in itertools.product(range(seeds), SCENARIOS):
-        greens = repaired[seed] if isinstance(repaired, dict) else repaired
-        out.append(line(scenario, chooser, seed, scenario in greens, **kw))
-    return out
+line = sweep_line
 
 
 def success(summary: dict, a: str, b: str) -> stats.Comparison:

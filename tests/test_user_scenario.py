@@ -8,39 +8,7 @@ from pathlib import Path
 
 import pytest
 
-MANIFEST = """
-name = "word-count"
-repo = "wordy"
-[goal]
-text = "count_words must ignore repeated spaces"
-failure_signature = "assert 4 == 2"
-[acceptance]
-target_tests = ["tests/test_words.py::test_repeated_spaces"]
-writable = ["src/**"]
-[budget]
-max_steps = 6
-[baseline]
-search = 'text.split(" ")'
-replace = "text.split()"
-"""
-
-
-def make_user_scenario(root: Path) -> Path:
-    repo = root / "wordy"
-    (repo / "src/wordy").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\ntestpaths = ["tests"]\n')
-    (repo / "src/wordy/__init__.py").write_text(
-        'def count_words(text):\n    """Number of words in text."""\n    return len([w for w in text.split(" ")])\n')
-    (repo / "tests/test_words.py").write_text(
-        "from wordy import count_words\n\n\n"
-        "def test_single_word():\n    assert count_words('hello') == 1\n\n\n"
-        "def test_two_words():\n    assert count_words('hello world') == 2\n\n\n"
-        "def test_repeated_spaces():\n    assert count_words('a   b') == 2\n")
-    manifest = root / "word-count.scenario.toml"
-    manifest.write_text(MANIFEST)
-    return manifest
-
+from helpers import USER_MANIFEST, make_user_scenario
 
 def cli(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "repair_agent", *args], capture_output=True, text=True,
@@ -69,7 +37,7 @@ def test_a_user_scenario_runs_end_to_end_in_docker(docker_client, sandbox_image,
 
 def test_without_a_baseline_recipe_the_baseline_hands_over(tmp_path):
     manifest = make_user_scenario(tmp_path)
-    manifest.write_text(MANIFEST.split("[baseline]")[0])
+    manifest.write_text(USER_MANIFEST.split("[baseline]")[0])
     proc = cli("run", str(manifest), "--json", "--sandbox", "local", "--runs-dir", str(tmp_path / "runs"))
     out = json.loads(proc.stdout)
     assert proc.returncode == 10 and "no [baseline] recipe" in out["detail"]

@@ -7,7 +7,15 @@ import inspect
 from .base import Chooser, ChooserError, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
 from .baseline import BaselineChooser
 from .models_file import MODEL_PREFIX, named_model
-from .search import SearchChooser
+
+
+def __getattr__(name: str):
+    # The search chooser is imported when asked for: a baseline or model run never needs it.
+    if name == "SearchChooser":
+        from .search import SearchChooser
+
+        return SearchChooser
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_chooser(spec: str, scenario=None, *, seed: int = 0, models_file=None, **model_options) -> Chooser:
@@ -18,6 +26,8 @@ def load_chooser(spec: str, scenario=None, *, seed: int = 0, models_file=None, *
     if spec == "baseline":
         return BaselineChooser(scenario.baseline if scenario is not None else None)
     if spec == "search":
+        from .search import SearchChooser
+
         # Deliberately not given the scenario: it must not see the recipe or the reference fix.
         return SearchChooser(seed=seed)
     options = {k: v for k, v in model_options.items() if v is not None}

@@ -32,6 +32,12 @@ def cmd_run(args) -> int:
     from ..run import execute_run
     from ..scenario import ManifestError, resolve
 
+    if getattr(args, "program", False):
+        # What the imports built lives as long as the process: out of the collector's way, so its
+        # passes during the run do not walk it again and again (a tenth of a second or more).
+        import gc
+
+        gc.freeze()
     try:
         if args.repo or not args.scenario:  # the user's own repository, as it is on disk
             from ..local_repo import scenario_from_args
@@ -131,3 +137,15 @@ def _record_bad_manifest(args, exc: Exception) -> Path:
     journal.write(ManifestErrorRecord(scenario=args.scenario, error=str(exc), raw=raw))
     journal.close()
     return run_dir / "journal.jsonl"
+
+
+def add_repo_arguments(run_parser) -> None:
+    """`run --repo PATH --test NODEID [--test ...] [--writable GLOB ...] [--goal TEXT]`."""
+    g = run_parser.add_argument_group("your own repository (instead of a scenario)")
+    g.add_argument("--repo", metavar="PATH", help="a git repository: its HEAD plus uncommitted changes are repaired "
+                   "in the sandbox; nothing in PATH is modified (release --confirm makes a branch or a patch file)")
+    g.add_argument("--test", action="append", metavar="NODEID", help="a failing pytest node id to make pass "
+                   "(repeatable), e.g. tests/test_x.py::test_y")
+    g.add_argument("--writable", action="append", metavar="GLOB", help="what the repair may edit (repeatable; "
+                   "default **: everything but tests and test configuration)")
+    g.add_argument("--goal", metavar="TEXT", help="the goal the chooser is given (default: make the tests pass)")

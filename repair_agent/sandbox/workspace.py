@@ -9,17 +9,20 @@ import os
 import shutil
 from pathlib import Path
 
-import git
-
 from verifier.isolation import SANDBOX_UID
 
-BASE_AUTHOR = git.Actor("repair-agent", "repair-agent@localhost")
+BASE_IDENTITY = ("repair-agent", "repair-agent@localhost")  # name, email of the base commit
 
 
 def create_workspace(pristine: Path, dest: Path, *, for_container: bool = True) -> str:
     """Copy the pristine files into `dest` (new, or an empty directory) as one base commit; return its sha."""
     if dest.is_dir() and any(dest.iterdir()):
         raise FileExistsError(f"workspace {dest} is not empty")
+    # Imported here: a run builds its workspace in a thread while its sandbox container starts,
+    # so gitpython's import overlaps with the engine's work instead of the process start.
+    import git
+
+    author = git.Actor(*BASE_IDENTITY)
     shutil.copytree(pristine, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"),
                     dirs_exist_ok=True)
     repo = git.Repo.init(dest, initial_branch="main")
@@ -28,7 +31,7 @@ def create_workspace(pristine: Path, dest: Path, *, for_container: bool = True) 
         cfg.set_value("gc", "auto", "0")
     repo.git.add(A=True)
     fixed_date = "2000-01-01T00:00:00+0000"  # the base commit carries no information but the files
-    repo.index.commit("base: pristine scenario repository", author=BASE_AUTHOR, committer=BASE_AUTHOR,
+    repo.index.commit("base: pristine scenario repository", author=author, committer=author,
                       author_date=fixed_date, commit_date=fixed_date)
     base = repo.head.commit.hexsha
     shutil.rmtree(dest / ".git" / "logs", ignore_errors=True)  # no reflog

@@ -4,7 +4,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .common import ImportResult, render_summary, save_summary, verifier_backend
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..importers.common import ImportResult
 
 
 def _err(message: str) -> None:
@@ -39,6 +42,8 @@ def register(sub, common) -> None:
 
 
 def _finish(args, out: Path, results: list[ImportResult], **extra) -> int:
+    from ..importers.common import render_summary, save_summary
+
     summary = save_summary(out, results, **extra)
     if args.json:
         print(summary.read_text())
@@ -50,6 +55,8 @@ def _finish(args, out: Path, results: list[ImportResult], **extra) -> int:
 
 def _backend(args) -> dict | None:
     """The corpus check's backend, or None after saying why there is none."""
+    from ..importers.common import verifier_backend
+
     try:
         return verifier_backend(args.sandbox, log=_err)
     except Exception as exc:  # no engine, no socket, the image cannot be built
@@ -59,7 +66,7 @@ def _backend(args) -> dict | None:
 
 
 def cmd_import_swebench(args) -> int:
-    from .swebench import import_swebench
+    from ..importers.swebench import import_swebench
 
     out = Path(args.out)
     check = _backend(args)
@@ -71,7 +78,7 @@ def cmd_import_swebench(args) -> int:
 
 
 def cmd_import_commit(args) -> int:
-    from .commit import import_commit
+    from ..importers.commit import import_commit
 
     out = Path(args.out)
     check = _backend(args)

@@ -1,0 +1,165 @@
+"""Helpers shared by the test modules (a test module never imports another test module).
+
+The discount repository's fix, a scripted chooser and a local run; a user-written scenario;
+sweep result lines; polling for an event with a bound; and the rule for a required part that is
+missing (skip on a developer's machine, fail where REPAIR_AGENT_REQUIRE_DOCKER=1 demands it)."""
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import os
+import time
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+REQUIRE_DOCKER_ENV = "REPAIR_AGENT_REQUIRE_DOCKER"
+
+PRICING_REL = "src/discount_shop/pricing.py"
+PRICING = ROOT / "sandbox_repos/discount_shop" / PRICING_REL
+
+T = TypeVar("T")
+
+
+# -- required parts and waiting ----------------------------------------------------------------------
+
+def required() -> bool:
+    """CI (`.ci/run`) sets REPAIR_AGENT_REQUIRE_DOCKER=1: every part a test needs must be there."""
+    return os.environ.get(REQUIRE_DOCKER_ENV) == "1"
+
+
+def skip_unless_present(reason: str) -> None:
+    """A part this test needs is missing: skip on a developer's machine, fail loudly where required."""
+    if required():
+        pytest.fail(f"{REQUIRE_DOCKER_ENV}=1 but {reason}: this test must run here", pytrace=False)
+    pytest.skip(reason)
+
+
+def import_required(module: str):
+    """pytest.importorskip that fails instead of skipping where REPAIR_AGENT_REQUIRE_DOCKER=1."""
+    try:
+        return __import__(module)
+    except ImportError as exc:
+        skip_unless_present(f"{module} cannot be imported ({exc})")
+
+
+def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.05) -> T:
+    """Poll `predicate` until it returns something true; fail naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {timeout_s:g}s for {what}", pytrace=False)
+        time.sleep(interval_s)
+
+
+def runs_dir_with_cache(runs: Path, cache: Path) -> Path:
+    """A runs directory whose .cache is `cache` (conftest's session-wide `baseline_cache`)."""
+    runs.mkdir(parents=True, exist_ok=True)
+    (runs / ".cache").symlink_to(cache, target_is_directory=True)
+    return runs
+
+
+# -- the discount repository ----------------------------------------------------------------------
+
+def fix_diff() -> str:
+    """The one-line repair of the discount bug, as a unified diff."""
+    old = PRICING.read_text().splitlines(keepends=True)
+    new = [line.replace("price * (1 - discount)", "price * (1 - discount / 100)") for line in old]
+    return "".join(difflib.unified_diff(old, new, f"a/{PRICING_REL}", f"b/{PRICING_REL}"))
+
+
+class Scripted:
+    """Proposes the given items in order (dicts or callables of the view)."""
+
+    name = "scripted"
+
+    def __init__(self, *items):
+        self.items, self.calls = list(items), 0
+
+    def choose(self, view):
+        item = self.items[min(self.calls, len(self.items) - 1)]
+        self.calls += 1
+        return item(view) if callable(item) else item
+
+
+def local_run(chooser, runs_dir, **kw):
+    """The discount-bug scenario with the local backend (real git, real pytest, real verifier)."""
+    from repair_agent.run import execute_run
+    from repair_agent.scenario import resolve
+
+    return execute_run(resolve("discount-bug"), chooser, sandbox_kind="local", runs_dir=runs_dir, **kw)
+
+
+# -- a scenario a user writes for their own repository ---------------------------------------------
+
+USER_MANIFEST = """
+name = "word-count"
+repo = "wordy"
+[goal]
+text = "count_words must ignore repeated spaces"
+failure_signature = "assert 4 == 2"
+[acceptance]
+target_tests = ["tests/test_words.py::test_repeated_spaces"]
+writable = ["src/**"]
+[budget]
+max_steps = 6
+[baseline]
+search = 'text.split(" ")'
+replace = "text.split()"
+"""
+
+
+def make_user_scenario(root: Path) -> Path:
+    repo = root / "wordy"
+    (repo / "src/wordy").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\ntestpaths = ["tests"]\n')
+    (repo / "src/wordy/__init__.py").write_text(
+        'def count_words(text):\n    """Number of words in text."""\n    return len([w for w in text.split(" ")])\n')
+    (repo / "tests/test_words.py").write_text(
+        "from wordy import count_words\n\n\n"
+        "def test_single_word():\n    assert count_words('hello') == 1\n\n\n"
+        "def test_two_words():\n    assert count_words('hello world') == 2\n\n\n"
+        "def test_repeated_spaces():\n    assert count_words('a   b') == 2\n")
+    manifest = root / "word-count.scenario.toml"
+    manifest.write_text(USER_MANIFEST)
+    return manifest
+
+
+# -- sweep results as results.jsonl holds them -------------------------------------------------------
+
+GREEN, BUDGET, HANDOFF = "awaiting_release_confirmation", "step_budget", "handoff_requested"
+SCENARIOS = [f"bug-{i:02d}" for i in range(28)]
+
+
+def sweep_line(scenario: str, chooser: str, seed: int, green: bool, *, budget: int = 12,
+               correctness: str | None = "correct", expected: str = GREEN, status: str | None = None,
+               steps: int = 6, complete: bool = True) -> dict:
+    """One results.jsonl line. `correctness` is set only on green runs, as the run record does;
+    pass `correctness=...` with `...` (Ellipsis) to leave the field out, as older lines do."""
+    from repair_agent.sweep import SweepResult
+
+    status = status or (GREEN if green else BUDGET)
+    row = SweepResult(scenario=scenario, kind="k", tags=["t"], expected=expected, chooser=chooser, budget=budget,
+                      seed=seed, status=status, exit_code=0, correct=status == expected, steps=steps,
+                      max_steps=budget, tokens=0, wall_s=3.0, run_dir=None,
+                      rubric={"complete": complete}).model_dump()
+    if correctness is not ...:
+        row["correctness"] = correctness if status == GREEN else None
+    return json.loads(json.dumps(row, sort_keys=True))  # what load_results gives back
+
+
+def cell_lines(chooser: str, repaired: set[str] | dict[int, set[str]], seeds: int = 3, **kw) -> list[dict]:
+    """Every scenario × seed of one cell; `repaired` is the green scenarios (per seed when a dict)."""
+    out = []
+    for seed, scenario in itertools.product(range(seeds), SCENARIOS):
+        greens = repaired[seed] if isinstance(repaired, dict) else repaired
+        out.append(sweep_line(scenario, chooser, seed, scenario in greens, **kw))
+    return out

@@ -1,0 +1,53 @@
+"""Rules for the test suite itself, checked on its source: helpers live in tests/helpers.py (or
+the other non-test modules beside it), so no test module imports another test module, and no test
+skips a part that CI requires (a missing module or tool goes through helpers, which fail instead
+of skipping when REPAIR_AGENT_REQUIRE_DOCKER=1)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+TEST_MODULES = sorted(p for p in TESTS.glob("test_*.py"))
+
+
+def _imported_modules(tree: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):  # `from tests import test_x` names the module in its alias
+            names += [node.module or "", *(f"{node.module or ''}.{a.name}".lstrip(".") for a in node.names)]
+    return names
+
+
+def test_no_test_module_imports_another_test_module():
+    test_names = {p.stem for p in TEST_MODULES}
+    offenders = []
+    for path in TEST_MODULES:
+        for name in _imported_modules(ast.parse(path.read_text(), str(path))):
+            parts = name.split(".")
+            if parts[-1] in test_names or (parts[0] == "tests" and len(parts) > 1 and parts[1] in test_names) \
+                    or parts[0] in test_names:
+                offenders.append(f"{path.name} imports {name}")
+    assert offenders == [], offenders
+
+
+def test_the_rule_sees_every_form_of_import():
+    sources = ["import test_a", "from test_a import x", "from tests.test_a import x", "from tests import test_a",
+               "def f():\n    from test_a import x"]
+    for source in sources:
+        names = _imported_modules(ast.parse(source))
+        assert any("test_a" in n.split(".") for n in names), source
+
+
+def test_no_test_skips_by_importorskip_or_a_bare_skip_of_a_missing_part():
+    """pytest.importorskip skips even where CI requires everything: helpers.import_required fails there."""
+    offenders = []
+    for path in TEST_MODULES:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "pytest" \
+                    and node.func.attr == "importorskip":
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == [], offenders
