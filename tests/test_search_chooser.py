@@ -247,7 +247,7 @@ def test_loader_seed_and_no_scenario(textbits):
     chooser = load_chooser("search", load_manifest(textbits / "slice.scenario.toml"), seed=7)
     assert isinstance(chooser, SearchChooser) and chooser.seed == 7 and chooser.name == "search"
     # the chooser is built from the seed alone: nothing of the scenario (recipe, reference fix) is kept
-    assert set(vars(chooser)) == {"seed", "last_plan", "last_candidates"}
+    assert set(vars(chooser)) == {"seed", "last_plan", "last_candidates", "_rankings", "_patches"}
 
 
 # -- discount-bug end to end in Docker, without the [baseline] recipe -----------------------------
