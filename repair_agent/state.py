@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .localization import Localization
+
 
 class StopReason(str, Enum):
     AWAITING_RELEASE_CONFIRMATION = "awaiting_release_confirmation"
@@ -149,6 +151,8 @@ class Evidence(BaseModel):
     fingerprint: str
     result_sha256: str
     data: dict[str, Any] = {}
+    # Target-test observations: the lines the failing target tests execute, most suspicious first.
+    localization: Localization | None = None
 
 
 class HistoryEntry(BaseModel):
