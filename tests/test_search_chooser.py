@@ -192,13 +192,23 @@ def test_localizes_from_a_traceback_frame_and_guards_none(textbits, runs_dir):
     assert "if text is None:" in (Path(rec.run_dir) / "candidate.diff").read_text()
 
 
-def test_localizes_by_searching_the_asserted_call(textbits, runs_dir):
+def test_localizes_from_the_spectrum_and_without_it_by_searching_the_asserted_call(textbits, runs_dir):
     rec = run_search(textbits / "slice.scenario.toml", runs_dir)
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION, rec.detail
     s = steps(rec)
-    assert s[1]["proposal"] == {"tool": "search", "query": "def first_n(", "path_glob": "src/**"}
-    assert s[2]["proposal"]["tool"] == "read_file" and s[2]["proposal"]["start_line"] == 4
+    loc = s[0]["result"]["localization"]
+    # the failing target runs first_n's two body lines; the passing first_n tests run them too, less often
+    assert {(x["path"], x["line"]) for x in loc["lines"]} >= {("src/textbits.py", 6), ("src/textbits.py", 8)}
+    assert loc["lines"][0]["line"] == 8   # `return items[:n - 1]`: no passing test reaches it
+    # one read around the suspicious lines, no search
+    assert s[1]["proposal"] == {"tool": "read_file", "path": "src/textbits.py", "start_line": 1, "end_line": 18}
     assert "items[:n]" in (Path(rec.run_dir) / "candidate.diff").read_text()
+    # Without a localization (e.g. the traced run failed) the chooser searches for the asserted call.
+    view = View.model_validate(s[1]["view"])
+    first = view.evidence[0].model_copy(update={"localization": None})
+    blind = view.model_copy(update={"evidence": (first,)})
+    assert SearchChooser(0).choose(blind).model_dump() == {"tool": "search", "query": "def first_n(",
+                                                           "path_glob": "src/**"}
 
 
 def test_boundary_bug_repaired_and_checked_by_target_then_full_suite(textbits, runs_dir):
@@ -216,7 +226,7 @@ def test_same_seed_same_proposals_other_seed_same_candidates(textbits, runs_dir)
     a, b = run_search(manifest, runs_dir, seed=3), run_search(manifest, runs_dir, seed=3)
     assert [x["proposal"] for x in steps(a)] == [x["proposal"] for x in steps(b)]
     # The candidates ranked from one real view: the same set under every seed, in a seed-dependent order.
-    view = View.model_validate(steps(a)[3]["view"])
+    view = View.model_validate(steps(a)[2]["view"])   # after the read, before the first patch
     ranked = {}
     for seed in range(6):
         chooser = SearchChooser(seed)
@@ -239,7 +249,7 @@ def test_hands_off_with_what_it_learned(textbits, runs_dir):
     stop = steps(rec)[-1]["proposal"]
     assert stop["tool"] == "stop"
     assert "candidates tried (" in stop["summary"] and "target test still fails" in stop["summary"]
-    assert "searched: def shout(" in stop["summary"]
+    assert "suspicious lines (spectrum, relative score): src/textbits.py:19 (1.00)" in stop["summary"]
     assert rec.steps_used <= 12
 
 

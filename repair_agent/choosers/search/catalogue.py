@@ -8,14 +8,15 @@ import tokenize
 from dataclasses import dataclass
 
 from .failure import Failure
-from .source import (_MISSING, Function, _call_args, _expected_from_assert, _replace_span, _stmt_ast,
-                     _tokens)
+from .source import _MISSING, Function, _call_args, _expected_from_assert, _replace_span, _stmt_ast, _tokens
 
 COMPARE_SWAPS = {"<": ("<=", ">"), "<=": ("<", ">="), ">": (">=", "<"), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
 BOUNDARY_SWAPS = {("<", "<="), ("<=", "<"), (">", ">="), (">=", ">")}
-ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/",), "+=": ("-=",),
-               "-=": ("+=",), "%": ("//",)}
+ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/",), "%": ("//",),
+               # augmented assignments: the operator, or a plain assignment instead of an accumulation
+               "+=": ("-=", "*=", "="), "-=": ("+=", "="), "*=": ("/=", "+=", "="), "/=": ("*=", "//="),
+               "//=": ("/=",), "%=": ("//=",)}
 NAME_SWAPS = {"and": ("or",), "or": ("and",), "True": ("False",), "False": ("True",), "min": ("max",),
               "max": ("min",), "any": ("all",), "all": ("any",), "lower": ("upper",), "upper": ("lower",),
               "lstrip": ("strip",), "rstrip": ("strip",), "strip": ("rstrip", "lstrip"),
@@ -42,9 +43,10 @@ class Candidate:
 
 
 
-def line_mutations(line: str, goal_numbers: tuple[int, ...] = ()) -> list[tuple[str, str, str]]:
+def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
     """(kind, what, new line) for one source line: token-level and AST-level mutations.
-    `goal_numbers`: integers the goal names; a constant may be replaced by one of them."""
+    `goal_numbers`: integers the goal names; a constant may be replaced by one of them.
+    `names`: the variables in scope (parameters and locals); a variable read may become another."""
     out: list[tuple[str, str, str]] = []
     code = line.rstrip("\n")
     if not code.strip() or code.strip().startswith(("#", '"""', "'''")):
@@ -107,6 +109,27 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = ()) -> list[tuple[
                 out.append(("default", f"None -> {new}", _replace_span(code, c0, c1, new)))
     if not is_def:
         out += _ast_mutations(code)
+        out += _variable_swaps(code, toks, names)
+    return out
+
+
+def _variable_swaps(code: str, toks: list[tokenize.TokenInfo], names: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """A variable read replaced by another variable in scope (`return lo` -> `return hi`)."""
+    out: list[tuple[str, str, str]] = []
+    if len(names) < 2:
+        return out
+    first = next((k for k, t in enumerate(toks) if t.type == tokenize.NAME), None)
+    for k, t in enumerate(toks):
+        if t.type != tokenize.NAME or t.string not in names or t.start[0] != 1:
+            continue
+        prev = toks[k - 1].string if k else ""
+        nxt = toks[k + 1].string if k + 1 < len(toks) else ""
+        # not an attribute, a call, a keyword argument's name, or the target of an assignment
+        if prev in (".", "for") or nxt in ("(", "=") or (k == first and nxt in ("+=", "-=", "*=", "/=", ",")):
+            continue
+        for other in names:
+            if other != t.string:
+                out.append(("variable", f"{t.string} -> {other}", _replace_span(code, t.start[1], t.end[1], other)))
     return out
 
 
@@ -155,6 +178,17 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                         and not simple_offset and not (plain_index and not isinstance(b, ast.Name))):
                     for d in ("+ 1", "- 1"):
                         out.append(("slice", f"{text(b)} -> {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
+        if isinstance(node, ast.Return) and node.value is not None and span(node.value) and isinstance(
+                node.value, (ast.Name, ast.Call, ast.BinOp, ast.Subscript, ast.Attribute)):
+            for d in ("+ 1", "- 1"):
+                out.append(("offset", f"return {text(node.value)} {d}",
+                            _replace_span(code, *span(node.value), f"{text(node.value)} {d}")))
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1 and span(node.comparators[0]) and isinstance(
+                node.comparators[0], (ast.Name, ast.Call, ast.Subscript, ast.Attribute)) and isinstance(
+                node.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)):
+            right = node.comparators[0]
+            for d in ("+ 1", "- 1"):
+                out.append(("boundary", f"compare with {text(right)} {d}", _replace_span(code, *span(right), f"{text(right)} {d}")))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
             for b in node.args:
                 if not isinstance(b, ast.Constant) and span(b):
@@ -178,10 +212,43 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
 
 
 
+NEUTRAL_LITERALS = frozenset({"None", "True", "False", "0", "1", "-1", "0.0", "''", '""', "[]", "{}", "()"})
+
+
+def documented_returns(fn: Function | None, lines: dict[int, str], failure: Failure) -> list[str]:
+    """What a guard may return, from the function's annotation and docstring and the *type* of the
+    value the test expects (never the value itself): `False` where it says bool, `0` for a count..."""
+    header, doc, asserted = "", "", None
+    if fn is not None:
+        header = "".join(lines.get(n, "") for n in range(fn.def_line, fn.body_line))
+        quote = min((i for i in (header.find('"""'), header.find("'''")) if i >= 0), default=-1)
+        doc = header[quote:] if quote >= 0 else ""
+        asserted = _expected_from_assert(fn.name, failure.assert_lines)   # its type only, never the value
+    ann = re.search(r"->\s*([^:]+):", header)
+    said = f"{ann.group(1) if ann else ''} {doc}".lower()
+    out: list[str] = []
+    if re.search(r"\bbool\b|\btrue\b|\bfalse\b|\bwhether\b", said) or asserted in ("True", "False") or (
+            isinstance(failure.expected, bool) and failure.have_values):
+        out += ["False", "True"]
+    if re.search(r"\bint\b|\bfloat\b|\bnumber\b|\bcount\b|\bhow many\b|\btotal\b|\bsum\b", said) or (
+            failure.have_values and type(failure.expected) in (int, float)):
+        out.append("0")
+    if re.search(r"\bstr\b|\bstring\b|\btext\b", said) or failure.have_values and isinstance(failure.expected, str):
+        out.append("''")
+    if re.search(r"\blist\b|\bsequence\b", said) or failure.have_values and isinstance(failure.expected, list):
+        out.append("[]")
+    if re.search(r"\bdict\b|\bmapping\b", said) or failure.have_values and isinstance(failure.expected, dict):
+        out.append("{}")
+    if re.search(r"\btuple\b", said) or failure.have_values and isinstance(failure.expected, tuple):
+        out.append("()")
+    out.append("None")
+    return list(dict.fromkeys(out))
+
+
 def frame_guards(path: str, line_no: int, lines: dict[int, str], fn: Function | None,
                  failure: Failure) -> list[Candidate]:
     """Guards right before the line that raised: `if EXPR is None` / `if not EXPR` for the names,
-    attributes and calls it uses, returning what the test expects (or None)."""
+    attributes and calls it uses, returning a value of the documented type."""
     text = lines.get(line_no, "")
     parsed = _stmt_ast(text)
     if parsed is None or text.lstrip().startswith(("def ", "elif ", "else", "except", "finally")):
@@ -196,18 +263,17 @@ def frame_guards(path: str, line_no: int, lines: dict[int, str], fn: Function | 
             for part in parts:
                 if isinstance(part, (ast.Name, ast.Attribute, ast.Call)) and ast.unparse(part) not in exprs:
                     exprs.append(ast.unparse(part))
-    expected = (repr(failure.expected) if failure.have_values else
-                _expected_from_assert(fn.name, failure.assert_lines) if fn else None)
+    returns = documented_returns(fn, lines, failure)
     indent = text[:len(text) - len(text.lstrip())]
     out = []
     for expr in exprs[:6]:
         if len(expr) > 60 or not re.match(r"^[\w.()\[\], ]+$", expr):
             continue
         for kind, cond in (("none-guard", f"{expr} is None"), ("empty-guard", f"not {expr}")):
-            for ret in dict.fromkeys([expected or "None", "None"]):
+            for rank, ret in enumerate(returns[:2]):
                 c = Candidate(path, line_no, (f"{indent}if {cond}:\n", f"{indent}    return {ret}\n", text),
                               kind, f"guard `if {cond}: return {ret}` before the failing line")
-                c.score = 2.0 if ret == expected else 1.0
+                c.score = 2.0 - rank
                 out.append(c)
     return out
 
@@ -215,9 +281,7 @@ def frame_guards(path: str, line_no: int, lines: dict[int, str], fn: Function | 
 def guard_candidates(path: str, fn: Function, lines: dict[int, str], failure: Failure) -> list[Candidate]:
     out = []
     call_args = _call_args(fn.name, failure.assert_lines)
-    expected = repr(failure.expected) if failure.have_values else None
-    if expected is None:
-        expected = _expected_from_assert(fn.name, failure.assert_lines)
+    returns = documented_returns(fn, lines, failure)
     first = lines[fn.body_line]
     ind = fn.body_indent
     for i, p in enumerate(fn.params):
@@ -227,15 +291,43 @@ def guard_candidates(path: str, fn: Function, lines: dict[int, str], failure: Fa
         relevant = arg is _MISSING or arg is None or (hasattr(arg, "__len__") and len(arg) == 0)
         if not relevant:
             continue
-        for kind, cond, returns in (("none-guard", f"{p} is None", [expected] if expected else ["None", p]),
-                                    ("empty-guard", f"not {p}", [expected] if expected else [p, "0", "None"])):
-            for ret in dict.fromkeys(returns):
+        for kind, cond, rets in (("none-guard", f"{p} is None", returns[:2] + ["None"]),
+                                 ("empty-guard", f"not {p}", returns[:2] + [p])):
+            for ret in dict.fromkeys(rets):
                 new = (f"{ind}if {cond}:\n", f"{ind}    return {ret}\n", first)
                 c = Candidate(path, fn.body_line, new,
                               kind, f"guard `if {cond}: return {ret}` at the top of {fn.name}")
                 # the failing call passes exactly the value this guard catches
                 c.score = 3.0 if (arg is None and kind == "none-guard") or (arg is not _MISSING and arg is not None
                                                                             and kind == "empty-guard") else 0.0
+                if ret != rets[0]:
+                    c.score -= 0.5
                 out.append(c)
     return out
 
+
+def copies_expected(c: Candidate, original: str, failure: Failure) -> bool:
+    """Does the candidate write a value the failing test expects into the code? Only neutral values
+    (None, booleans, 0, 1, empty) may appear; anything else would fit the test, not the behaviour."""
+    if not failure.expected_literals:
+        return False
+    before = _literals_in(original)
+    for line in c.new_lines:
+        for lit in _literals_in(line) - before:
+            if lit in failure.expected_literals and lit not in NEUTRAL_LITERALS:
+                return True
+    return False
+
+
+def _literals_in(line: str) -> set[str]:
+    parsed = _stmt_ast(line)
+    if parsed is None:
+        return set()
+    out = set()
+    for node in ast.walk(parsed[0]):
+        if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.UnaryOp)):
+            try:
+                out.add(repr(ast.literal_eval(node)))
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                continue
+    return out

@@ -17,6 +17,16 @@ WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the en
 DEF_WINDOW = 45                        # a read from a `def` line found by search
 MAX_SEARCHES = 3
 STEPS_FOR_A_CANDIDATE = 4              # apply, target test, full suite, check_diff
+WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 20, 10   # around a cluster of suspicious lines (the def is above)
+MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
+MAX_SUSPECT_SPAN = 80
+
+
+def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> tuple[int, int]:
+    """The first and last equally suspicious lines near `line` in `path` (usually one function)."""
+    top = suspicious[(path, line)]
+    near = [n for (p, n), v in suspicious.items() if p == path and v >= top - 1e-9 and abs(n - line) <= MAX_SUSPECT_SPAN // 2]
+    return min(near), max(near)
 
 
 @dataclass
@@ -98,11 +108,20 @@ class SearchChooser:
                 key = f"{path}:{max(1, line - WINDOW_BEFORE)}"
                 if key not in plan.reads:
                     return ReadFile(path=path, start_line=max(1, line - WINDOW_BEFORE), end_line=line + WINDOW_AFTER)
-        # 2. a `def` found by search
+        # 2. the lines the failing tests run and passing tests do not (spectrum), most suspicious first
+        for (path, line), rel_score in sorted(f.suspicious.items(), key=lambda kv: (-kv[1], kv[0])):
+            if rel_score < MIN_SUSPICION:
+                break
+            if line not in plan.known.get(path, {}):
+                lo, hi = _cluster(f.suspicious, path, line)
+                start = max(1, lo - WINDOW_BEFORE_SUSPECT)
+                if f"{path}:{start}" not in plan.reads:
+                    return ReadFile(path=path, start_line=start, end_line=hi + WINDOW_AFTER_SUSPECT)
+        # 3. a `def` found by search
         for path, line in plan.search_hits:
             if line not in plan.known.get(path, {}) and f"{path}:{line}" not in plan.reads:
                 return ReadFile(path=path, start_line=line, end_line=line + DEF_WINDOW)
-        # 3. search for the functions the failing assertion calls
+        # 4. search for the functions the failing assertion calls
         glob = writable[0] if len(writable) == 1 else None
         if len(plan.searches) < MAX_SEARCHES:
             for name in f.callees:
@@ -189,9 +208,11 @@ class SearchChooser:
         tried = "; ".join(f"{c.label()} -> {outcome}" for c, outcome in plan.tried) or "none"
         suspects = ", ".join(f"{p}:{l}" for p, l in f.frames) or "no traceback frame inside the writable scope"
         searched = ", ".join(plan.searches) or "nothing"
+        spectrum = ", ".join(f"{p}:{n} ({v:.2f})" for (p, n), v in sorted(f.suspicious.items(), key=lambda kv: -kv[1])[:5])
         left = [c for c in candidates if c.key not in {t.key for t, _ in plan.tried}]
         summary = (f"failure: {f.message or f.exception or 'unknown'}; hints: {sorted(f.hints) or 'none'}. "
-                   f"suspect frames: {suspects}; searched: {searched}; read: {', '.join(plan.reads) or 'nothing'}. "
+                   f"suspect frames: {suspects}; suspicious lines (spectrum, relative score): {spectrum or 'none'}; "
+                   f"searched: {searched}; read: {', '.join(plan.reads) or 'nothing'}. "
                    f"candidates tried ({len(plan.tried)}): {tried}. untried candidates: {len(left)}"
                    + (f" (next: {left[0].label()})" if left else "")
                    + (f". The working tree still holds the last failed candidate {plan.applied.label()}."

@@ -36,6 +36,11 @@ class Failure:
     callees: list[str] = field(default_factory=list)                    # names the failing assertion calls
     assert_lines: list[str] = field(default_factory=list)               # the `>` lines of test frames
     hints: set[str] = field(default_factory=set)
+    # Spectrum localization of the observation: (path, line) -> Ochiai score relative to the best line.
+    suspicious: dict[tuple[str, int], float] = field(default_factory=dict)
+    suspicious_complete: bool = False   # every line the failing tests ran is listed
+    # Values the failing tests expect (source text of literals): a candidate never writes one into the code.
+    expected_literals: set[str] = field(default_factory=set)
 
 
 def _literal(text: str) -> tuple[bool, Any]:
@@ -107,6 +112,15 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
     f.callees += re.findall(r"\b([A-Za-z_]\w*)\(", goal_text) + re.findall(r"\b([a-z]+_[a-z_0-9]+)\b", goal_text)
     f.callees = [c for c in dict.fromkeys(f.callees) if c not in NOT_SUSPECTS and not c.startswith("test")]
     f.hints = _hints(f, goal_text)
+    loc = ev.localization
+    if loc is not None and loc.lines:
+        best = max(s.score for s in loc.lines) or 1.0
+        for s in loc.lines:
+            rel = _writable(s.path, writable)
+            if rel:
+                f.suspicious.setdefault((rel, s.line), round(s.score / best, 4))
+        f.suspicious_complete = loc.scored_lines <= len(loc.lines)
+    f.expected_literals = _expected_literals(f)
     return f
 
 
@@ -169,3 +183,23 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         hints.add("boolean")
     return hints
 
+
+
+def _expected_literals(f: Failure) -> set[str]:
+    """The values the failing assertions expect (the literal right-hand sides in the tests' source and
+    the parsed expected value), normalized by `ast.literal_eval` + repr."""
+    found: set[str] = set()
+    if f.have_values:
+        found.add(repr(f.expected))
+    for text in f.assert_lines:
+        try:
+            tree = ast.parse(text.strip().removeprefix("assert ").strip() or "0")
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                for side in node.comparators:
+                    ok, value = _literal(ast.unparse(side))
+                    if ok:
+                        found.add(repr(value))
+    return found

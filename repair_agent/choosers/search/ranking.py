@@ -5,17 +5,18 @@ from __future__ import annotations
 import random
 import re
 
-from .catalogue import Candidate, frame_guards, guard_candidates, line_mutations
+from .catalogue import Candidate, copies_expected, frame_guards, guard_candidates, line_mutations
 from .failure import Failure
 from .source import _code_lines, _numbers_in, _parses, functions_in
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
-              "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0}
-HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4},
+              "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
+              "variable": -1, "offset": 0}
+HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
               "sign": {"arithmetic": 3, "swap": 2}, "swap": {"swap": 4}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
-              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1}, "case": {"name": 5}, "strip": {"name": 5}}
+              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2}, "case": {"name": 5}, "strip": {"name": 5}}
 
 
 JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
@@ -27,6 +28,20 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
     s = KIND_PRIOR.get(c.kind, 0) + c.score
     for h in failure.hints:
         s += HINT_BONUS.get(h, {}).get(c.kind, 0)
+    # Run by the failing tests: +2, and up to +2 more the fewer passing tests run it (the spectrum is
+    # sharper about the function than about the line: the line that shows a wrong value is often not
+    # the one that computed it). When the list is complete, a line it lacks never ran in a failing
+    # test (a def line's defaults aside).
+    if failure.suspicious:
+        sus = failure.suspicious.get((c.path, c.line))
+        if sus is not None:
+            s += 2 + 2 * sus
+        elif failure.suspicious_complete and c.kind != "default" and any(p == c.path for p, _ in failure.suspicious):
+            s -= 3
+    if failure.have_values and type(failure.got) is float and type(failure.expected) is int and "/ -> //" in c.what:
+        s += 3   # the values' types say a true division should floor
+    if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
+        s += 3
     if (c.path, c.line) in frame_lines:
         s += 3
     elif any(p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
@@ -73,7 +88,8 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
         for fn in fns:
             hit = any(p == path and fn.def_line <= fl <= fn.end_line for p, fl in frame_lines)
             searched = (path, fn.def_line) in search_hits or fn.name in f.callees
-            if hit or searched:
+            suspect = any(p == path and fn.def_line <= sl <= fn.end_line for p, sl in f.suspicious)
+            if hit or searched or suspect:
                 spans.append((fn, hit))
         # ... and the helpers they call that are in view (one level down)
         called = {name for fn, _ in spans for n in range(fn.def_line + 1, fn.end_line + 1)
@@ -86,12 +102,13 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
             hi = fn.end_line if fn else max(lines)
             code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
             params = tuple(fn.params) if fn else ()
+            names = scope_names(fn, lines) if fn else ()
             for n in range(lo, hi + 1):
                 text = lines.get(n)
                 if text is None or n not in code_lines:
                     continue
                 ok = _parses(text)
-                for kind, what, new in line_mutations(text, goal_numbers):
+                for kind, what, new in line_mutations(text, goal_numbers, names):
                     new_line = new if new.endswith("\n") else new + "\n"
                     if new_line == text or (ok and _parses(new_line) is False):
                         continue
@@ -107,7 +124,9 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
                 for c in guard_candidates(path, fn, lines, f):
                     c.score = score(c, f, goal_words, frame_lines, lines[fn.body_line], params)
                     cands.setdefault(c.key, c)
-    ordered = sorted(cands.values(), key=lambda c: (c.path, c.line, c.kind, c.key))
+    # Never a candidate that writes a value the failing test expects into the code.
+    kept = [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
+    ordered = sorted(kept, key=lambda c: (c.path, c.line, c.kind, c.key))
     rng = random.Random(seed)
     tiers: dict[int, list[Candidate]] = {}
     for c in ordered:
@@ -118,3 +137,16 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
         rng.shuffle(group)
         out += group
     return out
+
+
+def scope_names(fn, lines: dict[int, str]) -> tuple[str, ...]:
+    """Parameters and the locals the function assigns (plain, augmented, loop and `with` targets)."""
+    names = list(fn.params)
+    for n in range(fn.body_line, fn.end_line + 1):
+        text = lines.get(n, "")
+        m = re.match(r"^\s*(?:for\s+)?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:[-+*/%]?=(?!=)|\bin\b)", text)
+        if m:
+            names += [x.strip() for x in m.group(1).split(",")]
+        names += re.findall(r"\bas\s+([A-Za-z_]\w*)", text)
+    keywords = {"if", "elif", "while", "return", "yield", "not", "and", "or", "in", "is", "else", "try", "with", "assert"}
+    return tuple(dict.fromkeys(x for x in names if x not in keywords))[:10]
