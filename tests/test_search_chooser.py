@@ -299,9 +299,11 @@ def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
                 and x["result"]["data"]["heldout"]["ok"] is False)
     assert s[trap]["result"]["data"]["correctness"] == "plausible"
     patch = max(i for i in range(trap) if tools[i] == "apply_patch")
-    trapped = [l[1:] for l in s[patch]["proposal"]["diff"].splitlines() if l.startswith("+") and not l.startswith("+++")]
+    added = lambda i, sign: {l[1:] for l in s[i]["proposal"]["diff"].splitlines()
+                             if l.startswith(sign) and not l.startswith(sign * 3)}
+    # the trap's own edit: what its patch adds, less the original lines it restores from earlier candidates
+    trapped = added(patch, "+") - set().union(*(added(i, "-") for i in range(patch) if tools[i] == "apply_patch"))
     after = next(i for i in range(trap + 1, len(s)) if tools[i] == "apply_patch")  # the next candidate
-    reverted = [l[1:] for l in s[after]["proposal"]["diff"].splitlines() if l.startswith("-") and not l.startswith("---")]
-    assert set(trapped) <= set(reverted)
+    assert trapped and trapped <= added(after, "-")
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION or (
         rec.status == StopReason.HANDOFF_REQUESTED and "candidate" in s[-1]["proposal"].get("summary", ""))

@@ -188,7 +188,7 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                 node.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)):
             right = node.comparators[0]
             for d in ("+ 1", "- 1"):
-                out.append(("boundary", f"compare with {text(right)} {d}", _replace_span(code, *span(right), f"{text(right)} {d}")))
+                out.append(("offset", f"compare with {text(right)} {d}", _replace_span(code, *span(right), f"{text(right)} {d}")))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
             for b in node.args:
                 if not isinstance(b, ast.Constant) and span(b):

@@ -17,15 +17,18 @@ WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the en
 DEF_WINDOW = 45                        # a read from a `def` line found by search
 MAX_SEARCHES = 3
 STEPS_FOR_A_CANDIDATE = 4              # apply, target test, full suite, check_diff
-WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 20, 10   # around a cluster of suspicious lines (the def is above)
+WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 25, 10   # around a cluster of suspicious lines (the def is above)
+CLUSTER_SHARE = 0.5                    # lines at least this suspicious, relative to the line read for
 MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
 MAX_SUSPECT_SPAN = 80
 
 
 def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> tuple[int, int]:
-    """The first and last equally suspicious lines near `line` in `path` (usually one function)."""
+    """The first and last fairly suspicious lines near `line` in `path`: usually the body of one
+    function, whose `def` the read window's margin above then shows."""
     top = suspicious[(path, line)]
-    near = [n for (p, n), v in suspicious.items() if p == path and v >= top - 1e-9 and abs(n - line) <= MAX_SUSPECT_SPAN // 2]
+    near = [n for (p, n), v in suspicious.items()
+            if p == path and v >= top * CLUSTER_SHARE and abs(n - line) <= MAX_SUSPECT_SPAN // 2]
     return min(near), max(near)
 
 

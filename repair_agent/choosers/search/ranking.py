@@ -24,7 +24,7 @@ JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap
 
 
 def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
-          params: tuple[str, ...] = ()) -> float:
+          params: tuple[str, ...] = (), def_line: int | None = None) -> float:
     s = KIND_PRIOR.get(c.kind, 0) + c.score
     for h in failure.hints:
         s += HINT_BONUS.get(h, {}).get(c.kind, 0)
@@ -34,6 +34,9 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
     # test (a def line's defaults aside).
     if failure.suspicious:
         sus = failure.suspicious.get((c.path, c.line))
+        if sus is None and c.line == def_line:   # a def line runs whenever its body does
+            sus = max((v for (p, n), v in failure.suspicious.items() if p == c.path and n > c.line
+                       and n - c.line < 200), default=None)
         if sus is not None:
             s += 2 + 2 * sus
         elif failure.suspicious_complete and c.kind != "default" and any(p == c.path for p, _ in failure.suspicious):
@@ -42,6 +45,8 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 3   # the values' types say a true division should floor
     if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
         s += 3
+    if c.kind in ("offset", "percent") and failure.have_values and not (_number(failure.got) or _number(failure.expected)):
+        s -= 5   # one more, one less, a hundredth: edits of numbers, and the values are not numbers
     if (c.path, c.line) in frame_lines:
         s += 3
     elif any(p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
@@ -113,7 +118,7 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
                     if new_line == text or (ok and _parses(new_line) is False):
                         continue
                     c = Candidate(path, n, (new_line,), kind, what)
-                    c.score = score(c, f, goal_words, frame_lines, text, params)
+                    c.score = score(c, f, goal_words, frame_lines, text, params, fn.def_line if fn else None)
                     cands.setdefault(c.key, c)
             for fpath, fline in frame_lines:
                 if fpath == path and lo <= fline <= hi:
@@ -137,6 +142,10 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
         rng.shuffle(group)
         out += group
     return out
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def scope_names(fn, lines: dict[int, str]) -> tuple[str, ...]:
