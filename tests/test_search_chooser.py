@@ -307,3 +307,22 @@ def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
     assert trapped and trapped <= added(after, "-")
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION or (
         rec.status == StopReason.HANDOFF_REQUESTED and "candidate" in s[-1]["proposal"].get("summary", ""))
+
+
+def test_replaying_a_view_ranks_once_however_many_patches_it_holds(textbits, runs_dir, monkeypatch):
+    import repair_agent.choosers.search.chooser as chooser_module
+
+    rec = run_search(textbits / "unfixable.scenario.toml", runs_dir)
+    s = steps(rec)
+    patches = sum(x["proposal"]["tool"] == "apply_patch" for x in s)
+    assert patches >= 3
+    calls = []
+    real = chooser_module.rank_candidates
+    monkeypatch.setattr(chooser_module, "rank_candidates", lambda *a, **k: calls.append(1) or real(*a, **k))
+    chooser = SearchChooser(0)
+    last = View.model_validate(s[-1]["view"])
+    stop = chooser.choose(last)
+    # every past patch identified, and the same hand-off as in the run, from one ranking
+    assert stop.model_dump() == s[-1]["proposal"] and len(calls) == 1
+    chooser.choose(last)
+    assert len(calls) == 1   # and none again for the same evidence
