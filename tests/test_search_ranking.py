@@ -104,3 +104,24 @@ def test_the_spectrum_moves_candidates_on_suspicious_lines_up():
     # label() never ran in the failing test: its candidates fall below every line that did
     first_label = min(i for i, c in enumerate(seen) if 7 <= c.line <= 10)
     assert all(c.line in (14, 15, 16, 17) for c in seen[:first_label])
+
+
+def test_an_early_return_is_also_offered_after_the_argument_checks():
+    src = '''\
+def split(line, sep=","):
+    """The fields of ``line``; an empty line has none."""
+    if len(sep) != 1:
+        raise ValueError(
+            "sep must be one character")
+    fields = []
+    return fields
+'''
+    lines = {i + 1: t for i, t in enumerate(src.splitlines(keepends=True))}
+    fn = functions_in(1, list(lines.values()))[0]
+    f = Failure(message="assert [''] == []", got=[""], expected=[], have_values=True, callees=["split"],
+                assert_lines=["assert split('') == []"], hints={"empty"}, expected_literals={"[]"})
+    guards = [c for c in guard_candidates("src/m.py", fn, lines, f) if c.kind == "empty-guard"]
+    best = max(guards, key=lambda c: c.score)
+    # after the check, so `split('', sep='ab')` still raises; the list type the docstring implies
+    assert best.line == 6 and best.new_lines == ("    if not line:\n", "        return []\n", "    fields = []\n")
+    assert {c.line for c in guards} == {3, 6}

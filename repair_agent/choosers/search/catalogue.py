@@ -278,12 +278,37 @@ def frame_guards(path: str, line_no: int, lines: dict[int, str], fn: Function | 
     return out
 
 
+def _after_checks(fn: Function, lines: dict[int, str]) -> int | None:
+    """The first statement after the function's leading argument checks (`if ...: raise ...`
+    blocks): an early return belongs after them, so bad arguments are still refused."""
+    n, ind = fn.body_line, len(fn.body_indent)
+    moved = False
+    while n <= fn.end_line and (lines.get(n) or "").strip().startswith("if "):
+        body = [k for k in range(n + 1, fn.end_line + 1) if (lines.get(k) or "").strip()]
+        block = []
+        for k in body:
+            text = lines[k]
+            if len(text) - len(text.lstrip()) <= ind:
+                break
+            block.append(k)
+        # a block that only raises (the raise may continue over several lines)
+        if not block or not lines[block[0]].strip().startswith("raise") or any(
+                re.match(r"\s*(return|if|elif|else|for|while|with|try)\b", lines[k]) for k in block[1:]):
+            break
+        n, moved = block[-1] + 1, True
+        while n <= fn.end_line and not (lines.get(n) or "").strip():
+            n += 1
+    return n if moved and n <= fn.end_line and n in lines else None
+
+
 def guard_candidates(path: str, fn: Function, lines: dict[int, str], failure: Failure) -> list[Candidate]:
     out = []
     call_args = _call_args(fn.name, failure.assert_lines)
     returns = documented_returns(fn, lines, failure)
-    first = lines[fn.body_line]
     ind = fn.body_indent
+    after = _after_checks(fn, lines)
+    # at the top of the body, and after the argument checks (preferred: they still refuse bad input)
+    sites = [(fn.body_line, 0.0)] + ([(after, 0.5)] if after else [])
     for i, p in enumerate(fn.params):
         if call_args and i >= len(call_args):
             continue   # not passed by the failing call: its default is not the problem a guard solves
@@ -294,15 +319,16 @@ def guard_candidates(path: str, fn: Function, lines: dict[int, str], failure: Fa
         for kind, cond, rets in (("none-guard", f"{p} is None", returns[:2] + ["None"]),
                                  ("empty-guard", f"not {p}", returns[:2] + [p])):
             for ret in dict.fromkeys(rets):
-                new = (f"{ind}if {cond}:\n", f"{ind}    return {ret}\n", first)
-                c = Candidate(path, fn.body_line, new,
-                              kind, f"guard `if {cond}: return {ret}` at the top of {fn.name}")
-                # the failing call passes exactly the value this guard catches
-                c.score = 3.0 if (arg is None and kind == "none-guard") or (arg is not _MISSING and arg is not None
-                                                                            and kind == "empty-guard") else 0.0
-                if ret != rets[0]:
-                    c.score -= 0.5
-                out.append(c)
+                for site, bonus in sites:
+                    new = (f"{ind}if {cond}:\n", f"{ind}    return {ret}\n", lines[site])
+                    c = Candidate(path, site, new, kind, f"guard `if {cond}: return {ret}` "
+                                  + (f"at the top of {fn.name}" if site == fn.body_line else
+                                     f"after {fn.name}'s argument checks"))
+                    # the failing call passes exactly the value this guard catches
+                    c.score = 3.0 if (arg is None and kind == "none-guard") or (arg is not _MISSING and arg is not None
+                                                                                and kind == "empty-guard") else 0.0
+                    c.score += bonus - (0.5 if ret != rets[0] else 0.0)
+                    out.append(c)
     return out
 
 
