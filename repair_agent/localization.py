@@ -22,6 +22,10 @@ from verifier.spec import glob_match
 
 TOP_N = 40
 TIMEOUT_S = 60.0
+# Passing tests traced besides the targets: enough to tell the lines apart, few enough to keep the
+# traced run short on a large test file (a fixed number, not a time, so the result is reproducible;
+# the time limit only cuts a pathological run short, and says so).
+MAX_OTHER_TESTS = 60
 MARKER = "@@ra-spectrum@@"
 
 # Runs inside the sandbox as `python -B -c SCRIPT ARGS_JSON`: the standard library and pytest only.
@@ -74,14 +78,32 @@ def tracer(frame, event, arg):
     return None
 
 deadline = time.monotonic() + args["budget_s"]
+cut = []
+
+def is_target(nodeid):
+    return any(nodeid == t or nodeid.startswith(t + "[") for t in args["targets"])
+
+class Select:
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        # the targets, and at most `max_others` other tests, evenly spread over the files
+        targets = [i for i in items if is_target(i.nodeid)]
+        others = [i for i in items if not is_target(i.nodeid)]
+        if len(others) > args["max_others"]:
+            step = len(others) / args["max_others"]
+            others = [others[int(k * step)] for k in range(args["max_others"])]
+        items[:] = targets + others
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        if time.monotonic() > deadline and not is_target(item.nodeid):
+            cut.append(item.nodeid)
+            return True   # not run: the traced run has used its time
+        return None
 
 class Spectrum:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        if time.monotonic() > deadline and item.nodeid not in args["targets"]:
-            outcomes[item.nodeid] = "skipped"
-            yield
-            return
         current[0] = hits.setdefault(item.nodeid, set())
         sys.settrace(tracer)
         try:
@@ -97,8 +119,8 @@ class Spectrum:
             outcomes.setdefault(report.nodeid, "passed")
 
 code = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "console_output_style=classic", f"--rootdir={root}",
-                    *args["files"]], plugins=[Spectrum()])
-out = {"outcomes": outcomes, "tests": {t: sorted(h) for t, h in hits.items() if h}, "exit": int(code)}
+                    *args["files"]], plugins=[Select(), Spectrum()])
+out = {"outcomes": outcomes, "tests": {t: sorted(h) for t, h in hits.items() if h}, "exit": int(code), "cut": len(cut)}
 sys.stdout.write("\n@@ra-spectrum@@" + json.dumps(out) + "\n")
 '''
 
@@ -170,7 +192,7 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, ti
     files = sorted({t.split("::", 1)[0] for t in targets})
     python = "python3" if sandbox.kind == "docker" else sys.executable
     args = {"targets": list(targets), "files": files, "copy_limit": 16 * 1024 * 1024,
-            "budget_s": max(1.0, timeout_s * 0.6)}
+            "max_others": MAX_OTHER_TESTS, "budget_s": max(1.0, timeout_s * 0.4)}
     try:
         res = sandbox.run([python, "-B", "-c", SCRIPT, json.dumps(args)], timeout_s=timeout_s,
                           output_cap=8 * 1024 * 1024)
@@ -197,5 +219,7 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, ti
                             passing_tests=sum(o == "passed" for o in outcomes.values()))
     lines, nf, np_ = ochiai(spectra, outcomes, failing, writable)
     note = None if lines else "the failing tests executed no line of the writable scope"
+    if data.get("cut"):
+        note = f"{data['cut']} test(s) not run: the traced run used its time" + (f"; {note}" if note else "")
     return Localization(failing_tests=nf, passing_tests=np_, lines=tuple(lines[:top_n]), scored_lines=len(lines),
                         duration_s=elapsed, note=note)

@@ -118,3 +118,12 @@ def test_the_model_prompt_shows_the_localization():
                                             lines=(SuspiciousLine(path="src/a.py", line=7, score=0.9,
                                                                   failed=1, passed=0),)))
     assert "src/a.py:7  score 0.90" in _render_evidence(ev, 0)
+
+
+def test_other_tests_are_capped_at_a_fixed_number_and_the_target_always_runs(sandbox, monkeypatch):
+    monkeypatch.setattr("repair_agent.localization.MAX_OTHER_TESTS", 2)
+    loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",))
+    # 5 other tests, 2 kept (evenly spread: test_clamp_low and test_span), the target first; without
+    # test_clamp_mid nothing tells `if x > hi` from `return lo` any more
+    assert loc.failing_tests == 1 and loc.passing_tests == 2 and loc.note is None
+    assert {s.line for s in loc.lines if s.score == 1.0} == {4, 5}
