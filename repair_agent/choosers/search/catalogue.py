@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import tokenize
@@ -337,6 +338,10 @@ def copies_expected(c: Candidate, original: str, failure: Failure) -> bool:
     (None, booleans, 0, 1, empty) may appear; anything else would fit the test, not the behaviour."""
     if not failure.expected_literals:
         return False
+    added = "".join(c.new_lines)
+    # Cheap first: a literal that is written needs its text (a string's content) in the new lines.
+    if not any(_needle(lit) in added for lit in failure.expected_literals if lit not in NEUTRAL_LITERALS):
+        return False
     before = _literals_in(original)
     for line in c.new_lines:
         for lit in _literals_in(line) - before:
@@ -345,10 +350,19 @@ def copies_expected(c: Candidate, original: str, failure: Failure) -> bool:
     return False
 
 
-def _literals_in(line: str) -> set[str]:
+def _needle(lit: str) -> str:
+    try:
+        value = ast.literal_eval(lit)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return lit
+    return value if isinstance(value, str) else lit
+
+
+@functools.lru_cache(maxsize=4096)
+def _literals_in(line: str) -> frozenset[str]:
     parsed = _stmt_ast(line)
     if parsed is None:
-        return set()
+        return frozenset()
     out = set()
     for node in ast.walk(parsed[0]):
         if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.UnaryOp)):
@@ -356,4 +370,4 @@ def _literals_in(line: str) -> set[str]:
                 out.add(repr(ast.literal_eval(node)))
             except (ValueError, TypeError, SyntaxError, RecursionError):
                 continue
-    return out
+    return frozenset(out)
