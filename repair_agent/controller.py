@@ -265,7 +265,7 @@ class Controller:
                             started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
                             duration_s=outcome.duration_s, summary=outcome.summary, output=output,
                             raw_error=outcome.raw_error, diff_sha256=current, fingerprint=fingerprint,
-                            result_sha256=result_sha, data=outcome.data)
+                            result_sha256=result_sha, data=outcome.data, localization=outcome.localization)
         self.evidence.append(evidence)
         if outcome.verdict is not None:
             self.verdicts.append((evidence.id, outcome.verdict))

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifier.conditions import Condition
+from .localization import Localization
 
 
 class StopReason(str, Enum):
@@ -156,6 +157,8 @@ class Observation(BaseModel):
     fingerprint: str
     result_sha256: str
     data: dict[str, Any] = {}
+    # Target-test observations: the lines the failing target tests execute, most suspicious first.
+    localization: Localization | None = None
 
 
 class Evidence(Observation):

@@ -2,6 +2,7 @@
 so a chooser cannot pick a weaker test command."""
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Literal
 
@@ -11,6 +12,7 @@ from verifier import ScopeVerdict, TestVerdict, Verifier, diff_sha256
 from verifier.isolation import CommandResult
 
 from .actions import (ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, _Action)
+from .localization import Localization, localize
 from .sandbox import Sandbox
 
 
@@ -24,6 +26,7 @@ class ToolOutcome(BaseModel):
     data: dict[str, Any] = {}
     new_diff: str | None = None  # set when the action changed the working tree
     verdict: TestVerdict | ScopeVerdict | None = None
+    localization: Localization | None = None  # target test only: a hint for choosers, never part of a verdict
 
 
 def _command_status(res: CommandResult, ok_codes=(0,)) -> str:
@@ -56,8 +59,9 @@ def pytest_excerpt(stdout: str, limit: int = PYTEST_EXCERPT_CHARS) -> str:
 
 
 class Executor:
-    def __init__(self, sandbox: Sandbox, verifier: Verifier):
+    def __init__(self, sandbox: Sandbox, verifier: Verifier, *, localize: bool = True):
         self.sandbox, self.verifier = sandbox, verifier
+        self.localize = localize  # spectrum-based localization with the target-test observation of the given tree
         self.source = f"sandbox:{sandbox.kind}"
 
     def dispatch(self, action: _Action, current_diff: str) -> ToolOutcome:
@@ -93,7 +97,20 @@ class Executor:
             return out
         if isinstance(action, (RunTargetTest, RunFullSuite)):
             kind = "target_test" if isinstance(action, RunTargetTest) else "full_suite"
-            verdict = self.verifier.run_tests(current_diff, kind)
+            spectrum: list[Localization] = []
+            tracer = None
+            if kind == "target_test" and self.localize and not current_diff.strip():
+                # On the tree as given (where a chooser localizes before patching), alongside the
+                # verifier's check, in the agent's own sandbox: nothing it finds reaches the verdict.
+                spec = self.verifier.spec
+                tracer = threading.Thread(target=lambda: spectrum.append(localize(
+                    self.sandbox, spec.target_tests, spec.writable + tuple(self.verifier.granted))), daemon=True)
+                tracer.start()
+            try:
+                verdict = self.verifier.run_tests(current_diff, kind)
+            finally:
+                if tracer is not None:
+                    tracer.join()
             failures = "\n".join(f"{k}: {v}" for k, v in verdict.failing.items())
             output = "\n".join(filter(None, [verdict.summary, failures, *verdict.problems]))
             if verdict.pytest is not None:
@@ -101,6 +118,7 @@ class Executor:
             return ToolOutcome(status="ok" if verdict.ok else ("timeout" if verdict.timed_out else "failed"),
                                source=f"verifier:{self.verifier.backend}", summary=verdict.summary,
                                output=output, duration_s=0.0, verdict=verdict,
+                               localization=spectrum[0] if spectrum else None,
                                raw_error=(verdict.pytest.stderr.text[-2000:] or None) if verdict.pytest else verdict.apply_error,
                                # Held-out inputs and values stay out of the chooser's view: counts only.
                                data={**verdict.model_dump(mode="json", exclude={"pytest": True, "heldout": {"cases"}}),

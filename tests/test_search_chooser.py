@@ -199,13 +199,23 @@ def test_localizes_from_a_traceback_frame_and_guards_none(textbits, runs_dir):
     assert "if text is None:" in (Path(rec.run_dir) / "candidate.diff").read_text()
 
 
-def test_localizes_by_searching_the_asserted_call(textbits, runs_dir):
+def test_localizes_from_the_spectrum_and_without_it_by_searching_the_asserted_call(textbits, runs_dir):
     rec = run_search(textbits / "slice.scenario.toml", runs_dir)
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION, rec.detail
     s = steps(rec)
-    assert s[1]["proposal"] == {"tool": "search", "query": "def first_n(", "path_glob": "src/**"}
-    assert s[2]["proposal"]["tool"] == "read_file" and s[2]["proposal"]["start_line"] == 4
+    loc = s[0]["result"]["localization"]
+    # the failing target runs first_n's two body lines; the passing first_n tests run them too, less often
+    assert {(x["path"], x["line"]) for x in loc["lines"]} >= {("src/textbits.py", 6), ("src/textbits.py", 8)}
+    assert loc["lines"][0]["line"] == 8   # `return items[:n - 1]`: no passing test reaches it
+    # one read around the suspicious lines, no search
+    assert s[1]["proposal"] == {"tool": "read_file", "path": "src/textbits.py", "start_line": 1, "end_line": 18}
     assert "items[:n]" in (Path(rec.run_dir) / "candidate.diff").read_text()
+    # Without a localization (e.g. the traced run failed) the chooser searches for the asserted call.
+    view = shown_view(rec, 2)
+    first = view.evidence[0].model_copy(update={"localization": None})
+    blind = view.model_copy(update={"evidence": (first,)})
+    assert SearchChooser(0).choose(blind).model_dump() == {"tool": "search", "query": "def first_n(",
+                                                           "path_glob": "src/**"}
 
 
 def test_boundary_bug_repaired_and_checked_by_target_then_full_suite(textbits, runs_dir):
@@ -223,7 +233,7 @@ def test_same_seed_same_proposals_other_seed_same_candidates(textbits, runs_dir)
     a, b = run_search(manifest, runs_dir, seed=3), run_search(manifest, runs_dir, seed=3)
     assert [x["proposal"] for x in steps(a)] == [x["proposal"] for x in steps(b)]
     # The candidates ranked from one real view: the same set under every seed, in a seed-dependent order.
-    view = shown_view(a, 4)
+    view = shown_view(a, 3)  # after the read, before the first patch
     ranked = {}
     for seed in range(6):
         chooser = SearchChooser(seed)
@@ -246,7 +256,7 @@ def test_hands_off_with_what_it_learned(textbits, runs_dir):
     stop = steps(rec)[-1]["proposal"]
     assert stop["tool"] == "stop"
     assert "candidates tried (" in stop["summary"] and "target test still fails" in stop["summary"]
-    assert "searched: def shout(" in stop["summary"]
+    assert "suspicious lines (spectrum, relative score): src/textbits.py:19 (1.00)" in stop["summary"]
     assert rec.steps_used <= 12
 
 
@@ -254,7 +264,7 @@ def test_loader_seed_and_no_scenario(textbits):
     chooser = load_chooser("search", load_manifest(textbits / "slice.scenario.toml"), seed=7)
     assert isinstance(chooser, SearchChooser) and chooser.seed == 7 and chooser.name == "search"
     # the chooser is built from the seed alone: nothing of the scenario (recipe, reference fix) is kept
-    assert set(vars(chooser)) == {"seed", "last_plan", "last_candidates"}
+    assert set(vars(chooser)) == {"seed", "last_plan", "last_candidates", "_rankings", "_patches"}
 
 
 # -- discount-bug end to end in Docker, without the [baseline] recipe -----------------------------
@@ -296,9 +306,30 @@ def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
                 and x["result"]["data"]["heldout"]["ok"] is False)
     assert s[trap]["result"]["data"]["correctness"] == "plausible"
     patch = max(i for i in range(trap) if tools[i] == "apply_patch")
-    trapped = [l[1:] for l in s[patch]["proposal"]["diff"].splitlines() if l.startswith("+") and not l.startswith("+++")]
+    added = lambda i, sign: {l[1:] for l in s[i]["proposal"]["diff"].splitlines()
+                             if l.startswith(sign) and not l.startswith(sign * 3)}
+    # the trap's own edit: what its patch adds, less the original lines it restores from earlier candidates
+    trapped = added(patch, "+") - set().union(*(added(i, "-") for i in range(patch) if tools[i] == "apply_patch"))
     after = next(i for i in range(trap + 1, len(s)) if tools[i] == "apply_patch")  # the next candidate
-    reverted = [l[1:] for l in s[after]["proposal"]["diff"].splitlines() if l.startswith("-") and not l.startswith("---")]
-    assert set(trapped) <= set(reverted)
+    assert trapped and trapped <= added(after, "-")
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION or (
         rec.status == StopReason.HANDOFF_REQUESTED and "candidate" in s[-1]["proposal"].get("summary", ""))
+
+
+def test_replaying_a_view_ranks_once_however_many_patches_it_holds(textbits, runs_dir, monkeypatch):
+    import repair_agent.choosers.search.chooser as chooser_module
+
+    rec = run_search(textbits / "unfixable.scenario.toml", runs_dir)
+    s = steps(rec)
+    patches = sum(x["proposal"]["tool"] == "apply_patch" for x in s)
+    assert patches >= 3
+    calls = []
+    real = chooser_module.rank_candidates
+    monkeypatch.setattr(chooser_module, "rank_candidates", lambda *a, **k: calls.append(1) or real(*a, **k))
+    chooser = SearchChooser(0)
+    last = shown_view(rec, len(s))
+    stop = chooser.choose(last)
+    # every past patch identified, and the same hand-off as in the run, from one ranking
+    assert stop.model_dump() == s[-1]["proposal"] and len(calls) == 1
+    chooser.choose(last)
+    assert len(calls) == 1   # and none again for the same evidence

@@ -50,6 +50,7 @@ GRANTS_MAX = 5
 SECTION_CAP = 3000      # target tests + acceptance + constraints; authorization with its grants
 SMALL_SECTION_CAP = 1500  # conditions; unknowns
 DIFF_CAP = 8000         # the current diff
+LOCALIZATION_CAP = 1200  # the spectrum's most suspicious lines
 ACTION_CAP = 400        # an evidence item's action (a patch is in the current diff anyway)
 SUMMARY_CAP = 300
 RECENT_OUTPUT_CAPS = (3500, 1200, 1000, 800, 800)  # newest first: the newest evidence most fully
@@ -114,6 +115,8 @@ def _render_evidence(ev: Evidence, age: int) -> str:
              f"summary: {_cap(ev.summary, SUMMARY_CAP)}"]
     if ev.output:
         parts.append("output:\n" + _cap(ev.output, RECENT_OUTPUT_CAPS[age]))
+    if ev.localization is not None:
+        parts.append(_cap(ev.localization.render(), LOCALIZATION_CAP))
     if ev.raw_error:
         parts.append("error:\n" + _cap(ev.raw_error, ERROR_CAPS[age]))
     return "\n".join(parts)

@@ -1,0 +1,223 @@
+"""The state machine: from the View, the next action (test, localize, apply, check, hand off)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+from ...actions import ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
+from ...state import View
+from .catalogue import Candidate
+from .failure import Failure, _writable, parse_failure
+from .patch import render_patch
+from .ranking import rank_candidates
+
+WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the enclosing def is usually above)
+DEF_WINDOW = 45                        # a read from a `def` line found by search
+MAX_SEARCHES = 3
+STEPS_FOR_A_CANDIDATE = 4              # apply, target test, full suite, check_diff
+WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 25, 10   # around a cluster of suspicious lines (the def is above)
+CLUSTER_SHARE = 0.5                    # lines at least this suspicious, relative to the line read for
+MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
+MAX_SUSPECT_SPAN = 80
+
+
+def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> tuple[int, int]:
+    """The first and last fairly suspicious lines near `line` in `path`: usually the body of one
+    function, whose `def` the read window's margin above then shows."""
+    top = suspicious[(path, line)]
+    near = [n for (p, n), v in suspicious.items()
+            if p == path and v >= top * CLUSTER_SHARE and abs(n - line) <= MAX_SUSPECT_SPAN // 2]
+    return min(near), max(near)
+
+
+@dataclass
+class Plan:
+    """Everything derived from the evidence so far. Rebuilt from the View at every step, so the
+    chooser's decisions are a function of (View, seed) alone and replay from the journal."""
+    failure: Failure | None = None
+    known: dict[str, dict[int, str]] = field(default_factory=dict)
+    reads: list[str] = field(default_factory=list)
+    searches: list[str] = field(default_factory=list)
+    search_hits: list[tuple[str, int]] = field(default_factory=list)
+    tried: list[tuple[Candidate, str]] = field(default_factory=list)   # (candidate, outcome)
+    applied: Candidate | None = None
+    awaiting: str | None = None         # "target" | "full" | "check": the next check for `applied`
+
+    def fingerprint(self, goal_text: str) -> str:
+        """Everything the candidates are computed from (what was parsed, read and found)."""
+        f = self.failure
+        facts = [goal_text, f.message if f else None, f.frames if f else None, f.callees if f else None,
+                 sorted(f.hints) if f else None, repr(f.expected) if f else None, f.assert_lines if f else None,
+                 sorted((p, sorted(lines.items())) for p, lines in self.known.items()), self.search_hits]
+        return hashlib.sha256(json.dumps(facts, default=repr).encode()).hexdigest()
+
+
+class SearchChooser:
+    name = "search"
+
+    def __init__(self, seed: int = 0):
+        self.seed = int(seed)
+        self.last_plan: Plan | None = None
+        self.last_candidates: list[Candidate] = []
+        # Pure caches of derived facts, keyed by everything they are computed from: replaying a
+        # View never re-ranks or re-renders what an earlier step already did.
+        self._rankings: dict[str, list[Candidate]] = {}
+        self._patches: dict[tuple[str, str | None, str], Candidate | None] = {}
+
+    # The single entry point: one proposal from the View.
+    def choose(self, view: View):
+        try:
+            return self._choose(view)
+        except Exception as exc:  # an input this chooser cannot handle: hand over, do not crash the run
+            return Stop(reason=f"search chooser: cannot continue ({type(exc).__name__}: {str(exc)[:300]})",
+                        summary="an observation this chooser could not interpret; the evidence so far is in the journal")
+
+    def _choose(self, view: View):
+        plan = self._replay(view)
+        self.last_plan = plan
+        if plan.failure is None:
+            return RunTargetTest()
+        # A candidate is on the tree: finish checking it.
+        if plan.applied is not None and plan.awaiting:
+            if plan.awaiting == "target" and view.steps_left == 2:
+                # Exactly enough for the full suite (it decides the target condition too) and the scope check.
+                return RunFullSuite()
+            return {"target": RunTargetTest, "full": RunFullSuite, "check": CheckDiff}[plan.awaiting]()
+        candidates = self._ranked(plan, view)
+        self.last_candidates = candidates
+        tried = {c.key for c, _ in plan.tried}
+        untried = [c for c in candidates if c.key not in tried]
+        # Localize further while there is nothing to try and budget to try something later.
+        if not untried and view.steps_left > STEPS_FOR_A_CANDIDATE + 1:
+            step = self._localize(plan, view)
+            if step is not None:
+                return step
+        if not untried:
+            return self._handoff(plan, candidates, "no candidate patch left to try")
+        if view.steps_left < STEPS_FOR_A_CANDIDATE - 1:
+            return self._handoff(plan, candidates, f"{view.steps_left} step(s) left: not enough to try and check "
+                                 "another candidate")
+        return ApplyPatch(diff=render_patch(plan.known, plan.applied, untried[0]))
+
+    # -- localization --------------------------------------------------------------------------
+    def _localize(self, plan: Plan, view: View):
+        f = plan.failure
+        writable = view.authorization.writable
+        # 1. the innermost traceback frames in scope, one window each
+        for path, line in reversed(f.frames):
+            if line not in plan.known.get(path, {}):
+                key = f"{path}:{max(1, line - WINDOW_BEFORE)}"
+                if key not in plan.reads:
+                    return ReadFile(path=path, start_line=max(1, line - WINDOW_BEFORE), end_line=line + WINDOW_AFTER)
+        # 2. the lines the failing tests run and passing tests do not (spectrum), most suspicious first
+        for (path, line), rel_score in sorted(f.suspicious.items(), key=lambda kv: (-kv[1], kv[0])):
+            if rel_score < MIN_SUSPICION:
+                break
+            if line not in plan.known.get(path, {}):
+                lo, hi = _cluster(f.suspicious, path, line)
+                start = max(1, lo - WINDOW_BEFORE_SUSPECT)
+                if f"{path}:{start}" not in plan.reads:
+                    return ReadFile(path=path, start_line=start, end_line=hi + WINDOW_AFTER_SUSPECT)
+        # 3. a `def` found by search
+        for path, line in plan.search_hits:
+            if line not in plan.known.get(path, {}) and f"{path}:{line}" not in plan.reads:
+                return ReadFile(path=path, start_line=line, end_line=line + DEF_WINDOW)
+        # 4. search for the functions the failing assertion calls
+        glob = writable[0] if len(writable) == 1 else None
+        if len(plan.searches) < MAX_SEARCHES:
+            for name in f.callees:
+                for query in (f"def {name}(", f"class {name}"):
+                    if query not in plan.searches:
+                        if query.startswith("class") and any(s.startswith(f"def {name}(") and s in plan.searches
+                                                             for s in plan.searches) and plan.search_hits:
+                            continue
+                        return Search(query=query, path_glob=glob)
+        return None
+
+    # -- candidates ----------------------------------------------------------------------------
+    def _ranked(self, plan: Plan, view: View) -> list[Candidate]:
+        # Candidates depend only on what was read, searched and parsed: one ranking per such state,
+        # however many steps replay it (a pure cache: the answer is the same without it).
+        key = plan.fingerprint(view.goal.text)
+        if key not in self._rankings:
+            self._rankings[key] = rank_candidates(plan.failure, plan.known, plan.search_hits, view.goal.text,
+                                                  self.seed)
+        return self._rankings[key]
+
+    # -- reading the evidence back -------------------------------------------------------------
+    def _replay(self, view: View) -> Plan:
+        plan = Plan()
+        writable = view.authorization.writable
+        for ev in view.evidence:
+            action = json.loads(ev.action)
+            tool = action.get("tool")
+            if tool == "run_target_test" and plan.failure is None:
+                plan.failure = parse_failure(ev, view.goal.text, writable)
+            elif tool == "search":
+                plan.searches.append(action["query"])
+                for line in (ev.output or "").splitlines():
+                    m = re.match(r"^([^:\n]+):(\d+):", line)
+                    if m and _writable(m.group(1), writable) == m.group(1):
+                        hit = (m.group(1), int(m.group(2)))
+                        if hit not in plan.search_hits:
+                            plan.search_hits.append(hit)
+            elif tool == "read_file":
+                start = action.get("start_line") or 1
+                plan.reads.append(f"{action['path']}:{start}")
+                if ev.status == "ok" and "[output capped" not in ev.output:
+                    known = plan.known.setdefault(action["path"], {})
+                    for i, text in enumerate(ev.output.splitlines(keepends=True)):
+                        if plan.applied is None:   # reads happen before any patch; never learn a patched line
+                            known.setdefault(start + i, text if text.endswith("\n") else text + "\n")
+            elif tool == "apply_patch":
+                # Which candidate this was: recompute the ranking as it stood before this step.
+                cand = self._candidate_for(action["diff"], plan, view)
+                if ev.status == "ok" and cand is not None:
+                    plan.applied, plan.awaiting = cand, "target"
+                elif cand is not None:
+                    plan.tried.append((cand, "patch did not apply"))
+            elif tool in ("run_target_test", "run_full_suite", "check_diff") and plan.applied is not None:
+                c = plan.applied
+                passed = ev.status == "ok"
+                if tool == "run_target_test":
+                    if passed:
+                        plan.awaiting = "full"
+                    else:
+                        plan.tried.append((c, "target test still fails")); plan.awaiting = None
+                elif tool == "run_full_suite":
+                    targets_ok = (ev.data or {}).get("targets_ok")
+                    if passed:
+                        plan.awaiting = "check"
+                    else:
+                        plan.tried.append((c, "full suite fails (the target passes: a trap)" if targets_ok
+                                           else "full suite fails")); plan.awaiting = None
+                else:
+                    if not passed:
+                        plan.tried.append((c, "diff out of scope")); plan.awaiting = None
+        return plan
+
+    def _candidate_for(self, diff: str, plan: Plan, view: View) -> Candidate | None:
+        key = (plan.fingerprint(view.goal.text), plan.applied.key if plan.applied else None, diff)
+        if key not in self._patches:
+            self._patches[key] = next((c for c in self._ranked(plan, view)
+                                       if render_patch(plan.known, plan.applied, c) == diff), None)
+        return self._patches[key]
+
+    # -- handing over --------------------------------------------------------------------------
+    def _handoff(self, plan: Plan, candidates: list[Candidate], why: str) -> Stop:
+        f = plan.failure
+        tried = "; ".join(f"{c.label()} -> {outcome}" for c, outcome in plan.tried) or "none"
+        suspects = ", ".join(f"{p}:{l}" for p, l in f.frames) or "no traceback frame inside the writable scope"
+        searched = ", ".join(plan.searches) or "nothing"
+        spectrum = ", ".join(f"{p}:{n} ({v:.2f})" for (p, n), v in sorted(f.suspicious.items(), key=lambda kv: -kv[1])[:5])
+        left = [c for c in candidates if c.key not in {t.key for t, _ in plan.tried}]
+        summary = (f"failure: {f.message or f.exception or 'unknown'}; hints: {sorted(f.hints) or 'none'}. "
+                   f"suspect frames: {suspects}; suspicious lines (spectrum, relative score): {spectrum or 'none'}; "
+                   f"searched: {searched}; read: {', '.join(plan.reads) or 'nothing'}. "
+                   f"candidates tried ({len(plan.tried)}): {tried}. untried candidates: {len(left)}"
+                   + (f" (next: {left[0].label()})" if left else "")
+                   + (f". The working tree still holds the last failed candidate {plan.applied.label()}."
+                      if plan.applied is not None and plan.tried and plan.tried[-1][0] is plan.applied else "."))
+        return Stop(reason=f"search chooser: {why}", summary=summary[:7900])

@@ -1,0 +1,205 @@
+"""What the failing target test says: the frames inside the writable scope, the asserted values,
+the exception, the functions the assertion calls, and hints about the kind of bug."""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifier.spec import glob_match
+
+from ...state import Evidence
+
+# Names called in a failing assertion that are never the code under repair.
+NOT_SUSPECTS = frozenset(dir(__builtins__) if isinstance(__builtins__, dict) else dir(__import__("builtins"))) | {
+    "approx", "raises", "assert", "self", "cls", "pytest", "len", "str", "repr"}
+
+FRAME_RE = re.compile(r"^(?:\s*File \")?(?P<path>[^\s:\"]+\.py)(?:\", line |:)(?P<line>\d+)(?::|,|$)", re.M)
+ASSERT_EQ_RE = re.compile(r"assert (?P<got>.+?) (?P<op>==|!=|is not|is|in|<=|>=|<|>) (?P<exp>.+)$")
+EXC_RE = re.compile(r"\b(?P<exc>[A-Z]\w*(?:Error|Exception)|StopIteration)\b:?\s*(?P<msg>.*)")
+WHERE_CALL_RE = re.compile(r"where .*?=\s*(?:[\w.]+\.)?(?P<name>[A-Za-z_]\w*)\(|bound method (?:\w+\.)*(?P<method>\w+) of")
+CALL_RE = re.compile(r"(?:\.|\b)(?P<name>[A-Za-z_]\w*)\(")
+PERCENT_WORDS = re.compile(r"percent(?![\s-]*(?:escape|encod|sign|decod))|per cent|\bcents?\b|\d\s*%(?=[\s.,;:)]|$)", re.I)
+
+
+@dataclass
+class Failure:
+    """Facts parsed from the first target-test observation."""
+    message: str = ""
+    got: Any = None
+    expected: Any = None
+    have_values: bool = False
+    exception: str = ""
+    exception_message: str = ""
+    frames: list[tuple[str, int]] = field(default_factory=list)        # writable frames, innermost last
+    callees: list[str] = field(default_factory=list)                    # names the failing assertion calls
+    assert_lines: list[str] = field(default_factory=list)               # the `>` lines of test frames
+    hints: set[str] = field(default_factory=set)
+    # Spectrum localization of the observation: (path, line) -> Ochiai score relative to the best line.
+    suspicious: dict[tuple[str, int], float] = field(default_factory=dict)
+    suspicious_complete: bool = False   # every line the failing tests ran is listed
+    # Values the failing tests expect (source text of literals): a candidate never writes one into the code.
+    expected_literals: set[str] = field(default_factory=set)
+
+
+def _literal(text: str) -> tuple[bool, Any]:
+    try:
+        return True, ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False, None
+
+
+def _writable(path: str, writable: tuple[str, ...]) -> str | None:
+    """The repository-relative path of `path` if it is inside the writable scope (absolute container
+    paths such as /workspace/src/x.py are matched by their shortest writable suffix)."""
+    parts = path.strip("/").split("/")
+    for i in range(len(parts)):
+        rel = "/".join(parts[i:])
+        if glob_match(rel, writable) and not rel.startswith(("tests/", "test/")) and "/tests/" not in f"/{rel}":
+            return rel
+    return None
+
+
+def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Failure:
+    out = ev.output or ""
+    f = Failure()
+    for line in out.splitlines():
+        if ": failed: " in line or ": error: " in line:
+            f.message = line.split(": ", 2)[-1] if line.count(": ") >= 2 else line
+            break
+    pytest_part = out.split("--- pytest output", 1)[-1] if "--- pytest output" in out else out
+    for m in FRAME_RE.finditer(pytest_part):
+        rel = _writable(m.group("path"), writable)
+        if rel and (rel, int(m.group("line"))) not in f.frames:
+            f.frames.append((rel, int(m.group("line"))))
+    for line in pytest_part.splitlines():
+        s = line.strip()
+        if s.startswith(">"):
+            f.assert_lines.append(s[1:].strip())
+        if s.startswith("E "):
+            body = s[1:].strip()
+            for wm in WHERE_CALL_RE.finditer(body):
+                f.callees.append(wm.group("name") or wm.group("method"))
+            am = ASSERT_EQ_RE.match(body)
+            if am and not f.have_values and am.group("op") == "==":
+                ok_g, got = _literal(am.group("got"))
+                ok_e, exp = _literal(am.group("exp"))
+                if ok_g and ok_e:
+                    f.got, f.expected, f.have_values = got, exp, True
+            em = EXC_RE.match(body)
+            if em and not f.exception:
+                f.exception, f.exception_message = em.group("exc"), em.group("msg")
+    if not f.exception:
+        em = EXC_RE.search(f.message)
+        if em and not f.message.startswith("assert"):
+            f.exception, f.exception_message = em.group("exc"), em.group("msg")
+    if not f.have_values:
+        am = ASSERT_EQ_RE.search(f.message)
+        if am and am.group("op") == "==":
+            ok_g, got = _literal(am.group("got"))
+            ok_e, exp = _literal(am.group("exp"))
+            f.got, f.expected, f.have_values = got, exp, ok_g and ok_e
+    for line in f.assert_lines:
+        for m in CALL_RE.finditer(line):
+            f.callees.append(m.group("name"))
+    # then calls anywhere in the failing tests' source as the traceback shows it (indented code lines)
+    for line in pytest_part.splitlines():
+        if line.startswith("    ") and not line.strip().startswith(("def ", "E ", "#")):
+            for m in CALL_RE.finditer(line):
+                f.callees.append(m.group("name"))
+    # last resort: functions the goal names (`name(` or a snake_case word)
+    f.callees += re.findall(r"\b([A-Za-z_]\w*)\(", goal_text) + re.findall(r"\b([a-z]+_[a-z_0-9]+)\b", goal_text)
+    f.callees = [c for c in dict.fromkeys(f.callees) if c not in NOT_SUSPECTS and not c.startswith("test")]
+    f.hints = _hints(f, goal_text)
+    loc = ev.localization
+    if loc is not None and loc.lines:
+        best = max(s.score for s in loc.lines) or 1.0
+        for s in loc.lines:
+            rel = _writable(s.path, writable)
+            if rel:
+                f.suspicious.setdefault((rel, s.line), round(s.score / best, 4))
+        f.suspicious_complete = loc.scored_lines <= len(loc.lines)
+    f.expected_literals = _expected_literals(f)
+    return f
+
+
+def _hints(f: Failure, goal_text: str) -> set[str]:
+    hints: set[str] = set()
+    text = f"{goal_text} {f.message} {f.exception_message}"
+    if PERCENT_WORDS.search(text):
+        hints.add("percent")
+    if re.search(r"\bcents?\b", text, re.I):
+        hints.add("cents")
+    if re.search(r"\bNone(Type)?\b", f"{f.exception_message} {f.message}") or f.expected is None and f.have_values:
+        hints.add("none")
+    if f.exception in ("ZeroDivisionError", "IndexError", "StopIteration") or re.search(
+            r"\bempty\b", f"{f.exception_message} {goal_text}", re.I):
+        hints.add("empty")
+    if f.exception == "TypeError" and "NoneType" in f.exception_message:
+        hints.add("none")
+    if re.search(r"off[- ]by[- ]one|inclusive|exclusive|boundary|at least|at most|fits|exactly|last|trailing|end of", goal_text, re.I):
+        hints.add("boundary")
+    if re.search(r"\b(first|last|earliest|latest|smallest|largest|lowest|highest|minimum|maximum|shortest|longest)\b",
+                 goal_text, re.I):
+        hints.add("extreme")
+    if re.search(r"\bdefault\b", goal_text, re.I):
+        hints.add("default")
+    if re.search(r"\border\b|swap|reverse", goal_text, re.I):
+        hints.add("swap")
+    if f.have_values:
+        g, e = f.got, f.expected
+        num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+        if num(g) and num(e):
+            if abs(g - e) == 1:
+                hints.add("boundary")
+            if g == -e and g != 0:
+                hints.add("sign")
+            if e and g and abs(round(g / e, 6)) in (100, 0.01):
+                hints.update({"percent", "div100" if abs(round(g / e, 6)) == 100 else "mul100"})
+            if g != e and (g + e == 0 or g - e == 2 * e or e - g == 2 * g):
+                hints.add("sign")
+        elif isinstance(g, bool) and isinstance(e, bool):
+            hints.add("boolean")
+        elif isinstance(g, (str, list, tuple)) and isinstance(e, (str, list, tuple)):
+            if abs(len(g) - len(e)) == 1 or (isinstance(g, str) and isinstance(e, str)
+                                             and abs(len(g.split()) - len(e.split())) == 1):
+                hints.add("boundary")
+            if sorted(map(repr, g)) == sorted(map(repr, e)) and g != e:
+                hints.add("swap")
+            if (isinstance(g, str) and isinstance(e, str) and re.sub(r"\d+", "#", g) == re.sub(r"\d+", "#", e)
+                    and g != e):
+                hints.add("number")   # same text, another number in it: a counter or constant is off
+            if isinstance(g, str) and isinstance(e, str) and g.lower() == e.lower():
+                hints.add("case")
+            if isinstance(g, str) and isinstance(e, str) and g.strip() == e.strip():
+                hints.add("strip")
+    am = ASSERT_EQ_RE.search(f.message)
+    if am and am.group("op") == "==":
+        g_nums, e_nums = re.findall(r"\d+", am.group("got")), re.findall(r"\d+", am.group("exp"))
+        if len(g_nums) > 1 and sorted(g_nums) == sorted(e_nums) and g_nums != e_nums:
+            hints.add("swap")
+    if (f.exception == "AssertionError" and not f.have_values and not am) or f.expected in (True, False):
+        hints.add("boolean")
+    return hints
+
+
+
+def _expected_literals(f: Failure) -> set[str]:
+    """The values the failing assertions expect (the literal right-hand sides in the tests' source and
+    the parsed expected value), normalized by `ast.literal_eval` + repr."""
+    found: set[str] = set()
+    if f.have_values:
+        found.add(repr(f.expected))
+    for text in f.assert_lines:
+        try:
+            tree = ast.parse(text.strip().removeprefix("assert ").strip() or "0")
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                for side in node.comparators:
+                    ok, value = _literal(ast.unparse(side))
+                    if ok:
+                        found.add(repr(value))
+    return found

@@ -1,0 +1,51 @@
+"""Rendering a candidate as a unified diff against the lines actually read."""
+from __future__ import annotations
+
+import difflib
+import re
+
+from .catalogue import Candidate
+
+
+def _blocks(lines: dict[int, str]) -> list[tuple[int, int]]:
+    """Contiguous runs of known line numbers, as (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for n in sorted(lines):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], n)
+        else:
+            runs.append((n, n))
+    return runs
+
+
+def render_patch(known: dict[str, dict[int, str]], before: Candidate | None, after: Candidate | None) -> str:
+    """One unified diff taking the tree from `before` applied to `after` applied (either may be None:
+    the pristine text). Every hunk is built from lines actually read, so it applies exactly."""
+    parts = []
+    for path in sorted({c.path for c in (before, after) if c is not None}):
+        lines = known[path]
+        hunks, shift_old, shift_new = [], 0, 0
+        for lo, hi in _blocks(lines):
+            orig = [lines[i] for i in range(lo, hi + 1)]
+
+            def with_edit(c: Candidate | None) -> list[str]:
+                if c is None or c.path != path or not lo <= c.line <= hi:
+                    return list(orig)
+                i = c.line - lo
+                return orig[:i] + list(c.new_lines) + orig[i + 1:]
+
+            old, new = with_edit(before), with_edit(after)
+            if old != new:
+                for line in list(difflib.unified_diff(old, new, n=3))[2:]:
+                    m = re.match(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", line)
+                    if m:
+                        a, b = int(m.group(1)), int(m.group(3))
+                        line = (f"@@ -{a + lo - 1 + shift_old},{m.group(2) or 1} "
+                                f"+{b + lo - 1 + shift_new},{m.group(4) or 1} @@\n")
+                    hunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+            shift_old += len(old) - len(orig)
+            shift_new += len(new) - len(orig)
+        if hunks:
+            parts.append(f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n" + "".join(hunks))
+    return "".join(parts)
+

@@ -1,0 +1,161 @@
+"""Ranking: every candidate from the lines read, scored by priors per kind, the failure's hints and
+closeness to a frame; the seed orders only candidates of equal score."""
+from __future__ import annotations
+
+import random
+import re
+
+from .catalogue import Candidate, copies_expected, frame_guards, guard_candidates, line_mutations
+from .failure import Failure
+from .source import _code_lines, _numbers_in, _parses, functions_in
+
+KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
+              "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
+              "variable": -1, "offset": 0}
+HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2},
+              "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
+              "sign": {"arithmetic": 3, "swap": 2}, "swap": {"swap": 4}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
+              "default": {"default": 5, "constant": 1, "boolean": 1},
+              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2}, "case": {"name": 5}, "strip": {"name": 5}}
+
+
+JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
+                "percent": {"percent", "cents"}, "extreme": {"extreme"}}
+
+
+def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
+          params: tuple[str, ...] = (), def_line: int | None = None) -> float:
+    s = KIND_PRIOR.get(c.kind, 0) + c.score
+    for h in failure.hints:
+        s += HINT_BONUS.get(h, {}).get(c.kind, 0)
+    # Run by the failing tests: +2, and up to +2 more the fewer passing tests run it (the spectrum is
+    # sharper about the function than about the line: the line that shows a wrong value is often not
+    # the one that computed it). When the list is complete, a line it lacks never ran in a failing
+    # test (a def line's defaults aside).
+    if failure.suspicious:
+        sus = failure.suspicious.get((c.path, c.line))
+        if sus is None and c.line == def_line:   # a def line runs whenever its body does
+            sus = max((v for (p, n), v in failure.suspicious.items() if p == c.path and n > c.line
+                       and n - c.line < 200), default=None)
+        if sus is not None:
+            s += 2 + 2 * sus
+        elif failure.suspicious_complete and c.kind != "default" and any(p == c.path for p, _ in failure.suspicious):
+            s -= 3
+    if failure.have_values and type(failure.got) is float and type(failure.expected) is int and "/ -> //" in c.what:
+        s += 3   # the values' types say a true division should floor
+    if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
+        s += 3
+    if c.kind in ("offset", "percent") and failure.have_values and not (_number(failure.got) or _number(failure.expected)):
+        s -= 5   # one more, one less, a hundredth: edits of numbers, and the values are not numbers
+    if (c.path, c.line) in frame_lines:
+        s += 3
+    elif any(p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
+        s += 2
+    if c.kind == "percent":
+        name = c.what.split(" ")[0]
+        if ({"percent", "cents"} & failure.hints) and (name.lower() in goal_words
+                                                       or re.search(r"pct|percent|rate|ratio|fraction", name, re.I)):
+            s += 2
+        if name in params:
+            s += 1
+        # percentages become fractions by / 100; cents become units by / 100 and back by * 100
+        if {"div100", "mul100"} & failure.hints:   # the values say which way
+            s += 2 if ("* 100" in c.what) == ("mul100" in failure.hints) else 0
+        else:
+            s += 1 if ("* 100" in c.what) == ("cents" in failure.hints) else 0
+    else:
+        idents = re.findall(r"[a-z_]\w*", line_text.lower())
+        s += min(2, len(goal_words & (set(idents) | {part for i in idents for part in i.split("_") if len(part) > 3})))
+    # kinds that are rarely the bug unless the failure points at them
+    if c.kind in JUSTIFIED_BY and not (JUSTIFIED_BY[c.kind] & failure.hints):
+        s -= 2 if c.kind.endswith("guard") else 1
+    if c.what == "negate the condition":
+        s -= 1   # rarely the whole bug
+    if "(named in the goal)" in c.what and c.kind == "default":
+        s += 2
+    return s
+
+
+
+def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: list[tuple[str, int]],
+                    goal_text: str, seed: int) -> list[Candidate]:
+    """Every candidate from the lines read, best first; ties in a seed-dependent order."""
+    goal_words = set(re.findall(r"[a-z_]\w*", goal_text.lower())) - {"the", "a", "to", "of", "and", "that",
+                                                                      "so", "make", "test", "tests", "its"}
+    frame_lines = set(f.frames)
+    prose = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", goal_text)   # not numbers inside quoted examples
+    goal_numbers = tuple(dict.fromkeys(n for n in _numbers_in(prose) if n <= 1000))[:6]
+    cands: dict[str, Candidate] = {}
+    for path, lines in known.items():
+        fns = functions_in(min(lines), [lines[i] for i in range(min(lines), max(lines) + 1)])
+        # Lines worth mutating: inside a function near a frame, or a searched-for function.
+        spans = []
+        for fn in fns:
+            hit = any(p == path and fn.def_line <= fl <= fn.end_line for p, fl in frame_lines)
+            searched = (path, fn.def_line) in search_hits or fn.name in f.callees
+            suspect = any(p == path and fn.def_line <= sl <= fn.end_line for p, sl in f.suspicious)
+            if hit or searched or suspect:
+                spans.append((fn, hit))
+        # ... and the helpers they call that are in view (one level down)
+        called = {name for fn, _ in spans for n in range(fn.def_line + 1, fn.end_line + 1)
+                  for name in re.findall(r"\b([A-Za-z_]\w*)\(", lines.get(n, ""))}
+        spans += [(fn, False) for fn in fns if fn.name in called and all(fn is not g for g, _ in spans)]
+        if not spans:   # no def in view: the frame's neighbourhood
+            spans = [(None, True)]
+        for fn, hit in spans:
+            lo = fn.def_line if fn else min(lines)
+            hi = fn.end_line if fn else max(lines)
+            code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
+            params = tuple(fn.params) if fn else ()
+            names = scope_names(fn, lines) if fn else ()
+            for n in range(lo, hi + 1):
+                text = lines.get(n)
+                if text is None or n not in code_lines:
+                    continue
+                ok = _parses(text)
+                for kind, what, new in line_mutations(text, goal_numbers, names):
+                    new_line = new if new.endswith("\n") else new + "\n"
+                    if new_line == text or (ok and _parses(new_line) is False):
+                        continue
+                    c = Candidate(path, n, (new_line,), kind, what)
+                    c.score = score(c, f, goal_words, frame_lines, text, params, fn.def_line if fn else None)
+                    cands.setdefault(c.key, c)
+            for fpath, fline in frame_lines:
+                if fpath == path and lo <= fline <= hi:
+                    for c in frame_guards(path, fline, lines, fn, f):
+                        c.score = score(c, f, goal_words, frame_lines, lines[fline], params)
+                        cands.setdefault(c.key, c)
+            if fn is not None:
+                for c in guard_candidates(path, fn, lines, f):
+                    c.score = score(c, f, goal_words, frame_lines, lines[fn.body_line], params)
+                    cands.setdefault(c.key, c)
+    # Never a candidate that writes a value the failing test expects into the code.
+    kept = [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
+    ordered = sorted(kept, key=lambda c: (c.path, c.line, c.kind, c.key))
+    rng = random.Random(seed)
+    tiers: dict[int, list[Candidate]] = {}
+    for c in ordered:
+        tiers.setdefault(int(c.score), []).append(c)
+    out = []
+    for tier in sorted(tiers, reverse=True):
+        group = tiers[tier]
+        rng.shuffle(group)
+        out += group
+    return out
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def scope_names(fn, lines: dict[int, str]) -> tuple[str, ...]:
+    """Parameters and the locals the function assigns (plain, augmented, loop and `with` targets)."""
+    names = list(fn.params)
+    for n in range(fn.body_line, fn.end_line + 1):
+        text = lines.get(n, "")
+        m = re.match(r"^\s*(?:for\s+)?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:[-+*/%]?=(?!=)|\bin\b)", text)
+        if m:
+            names += [x.strip() for x in m.group(1).split(",")]
+        names += re.findall(r"\bas\s+([A-Za-z_]\w*)", text)
+    keywords = {"if", "elif", "while", "return", "yield", "not", "and", "or", "in", "is", "else", "try", "with", "assert"}
+    return tuple(dict.fromkeys(x for x in names if x not in keywords))[:10]

@@ -1,0 +1,187 @@
+"""Reading source text: tokens, statement parses, function extents, numbers in prose, and what a
+failing assertion passes to and expects from a function."""
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+from typing import Any
+
+from .failure import _literal
+
+
+def _tokens(line: str) -> list[tokenize.TokenInfo]:
+    toks = []
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(line).readline):
+            toks.append(t)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return toks
+
+
+def _parses(stmt: str) -> bool | None:
+    """Does the stripped line parse as a statement (a header gets a `pass` body)? None: it is a
+    fragment of a longer statement, so nothing can be said."""
+    s = stmt.strip()
+    if not s or s.startswith("#"):
+        return None
+    variants = [s, s + " pass", s + "\n    pass", "if 1:\n    pass\n" + s + "\n    pass"]
+    if s.startswith(("elif ", "else")):
+        variants.insert(0, "if 1:\n    pass\n" + s + "\n    pass")
+    for v in variants:
+        try:
+            ast.parse(v)
+            return True
+        except SyntaxError:
+            continue
+    return False
+
+
+def _stmt_ast(line: str) -> tuple[ast.AST, int] | None:
+    """The line's AST and the column offset of its stripped text."""
+    s = line.strip()
+    indent = len(line) - len(line.lstrip())
+    for v in (s, s + " pass"):
+        try:
+            return ast.parse(v), indent
+        except SyntaxError:
+            continue
+    return None
+
+
+def _replace_span(line: str, start: int, end: int, text: str) -> str:
+    return line[:start] + text + line[end:]
+
+
+
+@dataclass
+class Function:
+    def_line: int          # 1-based, in the file
+    name: str
+    params: list[str]
+    body_line: int         # first statement after the docstring
+    body_indent: str
+    end_line: int
+
+
+WORD_NUMBERS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
+def _numbers_in(prose: str) -> list[int]:
+    """Integers a goal states in prose: digits, number words, and weeks as days ("one week" -> 7)."""
+    out = []
+    for m in re.finditer(r"(?<![\w.])(\d{1,6}|[a-z]+)(?![\w.])(\s+weeks?\b)?", prose.lower()):
+        word, weeks = m.group(1), m.group(2)
+        n = int(word) if word.isdigit() else WORD_NUMBERS.get(word, 1 if word in ("a", "an") and weeks else None)
+        if n is not None and (word.isdigit() or weeks or word in WORD_NUMBERS):
+            out.append(n * 7 if weeks else n)
+    return out
+
+
+def functions_in(start: int, lines: list[str]) -> list[Function]:
+    """`def`s whose header is inside the window, with their body extent (by indentation)."""
+    found = []
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\((.*)", line)
+        if not m:
+            continue
+        indent = len(m.group(1))
+        header = line
+        j = i
+        while not re.search(r"\)\s*(->[^:]*)?:\s*(#.*)?$", header) and j + 1 < len(lines):
+            j += 1
+            header += lines[j]
+        params = []
+        for p in re.sub(r"\)\s*(->[^:]*)?:\s*(#.*)?$", "", header.split("(", 1)[1]).split(","):
+            name = re.match(r"\s*\**(\w+)", p)
+            if name and name.group(1) not in ("self", "cls") and not p.strip().startswith("*"):
+                params.append(name.group(1))
+        k = j + 1
+        body_line, body_indent, end = None, None, j + 1
+        in_doc = False
+        while k < len(lines):
+            text = lines[k]
+            if text.strip() and len(text) - len(text.lstrip()) <= indent and not in_doc:
+                break
+            stripped = text.strip()
+            if body_line is None and stripped:
+                if in_doc:
+                    if stripped.endswith(('"""', "'''")):
+                        in_doc = False
+                elif stripped.startswith(('"""', "'''", 'r"""')):
+                    q = stripped[:3] if not stripped.startswith("r") else stripped[1:4]
+                    if not (len(stripped) >= 6 and stripped.endswith(q) and stripped.count(q) >= 2):
+                        in_doc = True
+                else:
+                    body_line, body_indent = k, text[:len(text) - len(text.lstrip())]
+            if stripped:
+                end = k
+            k += 1
+        if body_line is not None:
+            found.append(Function(start + i, m.group(2), params, start + body_line, body_indent, start + end))
+    return found
+
+
+def _code_lines(lines: dict[int, str], lo: int, hi: int, known_start: bool) -> set[int]:
+    """Line numbers in [lo, hi] that are code, not inside a triple-quoted string. From a `def` line
+    the string state is known; from an arbitrary window start it is assumed to be code."""
+    out, in_string, quote = set(), False, ""
+    for n in range(lo, hi + 1):
+        text = lines.get(n)
+        if text is None:
+            continue
+        stripped = text.strip()
+        was_in = in_string
+        for q in re.findall(r'"""|\'\'\'', text):
+            if not in_string:
+                in_string, quote = True, q
+            elif q == quote:
+                in_string = False
+        starts_string = stripped.startswith(('"""', "'''", 'r"""', 'f"""'))
+        if not was_in and not starts_string:
+            out.add(n)
+    return out
+
+
+
+_MISSING = object()
+
+
+def _call_args(name: str, assert_lines: list[str]) -> list[Any]:
+    for line in assert_lines:
+        try:
+            tree = ast.parse(line.strip().removeprefix("assert ").strip() or "0")
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and (getattr(node.func, "id", None) == name
+                                               or getattr(node.func, "attr", None) == name):
+                args = []
+                for a in node.args:
+                    ok, v = _literal(ast.unparse(a))
+                    args.append(v if ok else _MISSING)
+                return args
+    return []
+
+
+def _expected_from_assert(name: str, assert_lines: list[str]) -> str | None:
+    for line in assert_lines:
+        try:
+            tree = ast.parse(line.strip())
+        except SyntaxError:
+            continue
+        test = tree.body[0].test if tree.body and isinstance(tree.body[0], ast.Assert) else None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and name in ast.unparse(test.operand):
+            return "False"
+        if isinstance(test, ast.Call) and name in ast.unparse(test.func):
+            return "True"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and len(node.comparators) == 1 and name in ast.unparse(node.left):
+                right = node.comparators[0]
+                if isinstance(node.ops[0], (ast.Eq, ast.Is)) and _literal(ast.unparse(right))[0]:
+                    return ast.unparse(right)
+    return None
+

@@ -1,0 +1,127 @@
+"""The search chooser's catalogue, ranking and the expected-literal rule: pure logic, fast."""
+from __future__ import annotations
+
+from repair_agent.choosers.search import Failure, functions_in, guard_candidates, line_mutations
+from repair_agent.choosers.search.catalogue import copies_expected, documented_returns, frame_guards
+from repair_agent.choosers.search.ranking import rank_candidates, scope_names
+
+SOURCE = '''\
+def is_member(name, members):
+    """Whether ``name`` is one of ``members`` (a bool)."""
+    found = members.get(name)
+    return found.active
+
+
+def label(code):
+    """The label text for ``code``."""
+    parts = code.split("-")
+    return parts[0].title()
+
+
+def total(values, start):
+    acc = start
+    for v in values:
+        acc -= v
+    return acc
+
+
+def answer(x):
+    return 41
+'''
+LINES = {i + 1: text for i, text in enumerate(SOURCE.splitlines(keepends=True))}
+
+
+def _fn(name):
+    return next(f for f in functions_in(1, list(LINES.values())) if f.name == name)
+
+
+def _whats(line: str, names=()) -> set[str]:
+    return {what for _, what, _ in line_mutations(line, (), names)}
+
+
+def test_catalogue_has_augmented_operators_variables_and_offsets():
+    assert {"-= -> +=", "-= -> ="} <= _whats("        acc -= v\n")
+    assert {"*= -> /=", "*= -> +="} <= _whats("    acc *= v\n")
+    # a variable read becomes another variable in scope; the assignment target and calls do not
+    names = scope_names(_fn("total"), LINES)
+    assert names == ("values", "start", "acc", "v")
+    whats = _whats("    acc = start\n", names)
+    assert {"start -> values", "start -> acc", "start -> v"} <= whats and not any(w.startswith("acc ->") for w in whats)
+    assert "v -> acc" in _whats("    return fn(v)\n", names) and "fn -> v" not in _whats("    return fn(v)\n", ("fn", "v"))
+    # a returned or compared subexpression one off
+    assert {"return len(xs) + 1", "return len(xs) - 1"} <= _whats("    return len(xs)\n")
+    assert {"compare with len(xs) - 1", "compare with len(xs) + 1"} <= _whats("    if i < len(xs):\n")
+
+
+def test_guards_return_the_documented_type():
+    f = Failure(exception="AttributeError", exception_message="'NoneType' object has no attribute 'active'",
+                frames=[("src/m.py", 4)], hints={"none"})
+    assert documented_returns(_fn("is_member"), LINES, f)[:2] == ["False", "True"]   # the docstring says bool
+    assert documented_returns(_fn("label"), LINES, f)[0] == "''"
+    guards = frame_guards("src/m.py", 4, LINES, _fn("is_member"), f)
+    best = max(guards, key=lambda c: c.score)
+    assert best.new_lines[:2] == ("    if found is None:\n", "        return False\n")
+    assert not any("return None" in line for c in guards if c.score >= 2 for line in c.new_lines)
+
+
+def test_a_guard_never_returns_the_tests_expected_literal():
+    # The test expects "N/A" for None and 42 elsewhere: no guard or mutation may write either.
+    for expected in ("N/A", 42, [1, 2], "Unknown"):
+        f = Failure(message=f"assert None == {expected!r}", got=None, expected=expected, have_values=True,
+                    exception="AttributeError", exception_message="'NoneType' object has no attribute 'split'",
+                    frames=[("src/m.py", 9)], callees=["label", "answer"], hints={"none"},
+                    assert_lines=[f"assert label(None) == {expected!r}"], expected_literals={repr(expected)})
+        cands = (frame_guards("src/m.py", 9, LINES, _fn("label"), f) + guard_candidates("src/m.py", _fn("label"), LINES, f)
+                 + rank_candidates(f, {"src/m.py": LINES}, [], "label must not fail on None", seed=0))
+        assert any(c.kind.endswith("guard") for c in cands)
+        for c in cands:
+            added = "".join(c.new_lines)
+            assert repr(expected) not in added and str(expected) not in added.replace(LINES[c.line], ""), c.label()
+
+
+def test_a_mutation_that_happens_to_write_the_expected_value_is_dropped():
+    f = Failure(message="assert 41 == 42", got=41, expected=42, have_values=True, callees=["answer"],
+                hints={"boundary"}, assert_lines=["assert answer(1) == 42"], expected_literals={"42"})
+    ranked = rank_candidates(f, {"src/m.py": LINES}, [], "answer must be right", seed=0)
+    assert not any("42" in "".join(c.new_lines) for c in ranked)
+    assert any("return 40" in "".join(c.new_lines) for c in ranked)   # the same mutation the other way stays
+    c41 = next(c for c in ranked if c.line == 21)
+    assert copies_expected(c41.__class__(c41.path, 21, ("    return 42\n",), "constant", "41 -> 42"), LINES[21], f)
+
+
+def test_the_spectrum_moves_candidates_on_suspicious_lines_up():
+    base = dict(message="assert 7 == 3", got=7, expected=3, have_values=True, callees=["total", "label"],
+                assert_lines=["assert total([1, 2], 0) == 3"], expected_literals={"3"})
+    blind = rank_candidates(Failure(**base), {"src/m.py": LINES}, [], "total adds the values", seed=0)
+    seen = rank_candidates(Failure(**base, suspicious={("src/m.py", 16): 1.0, ("src/m.py", 14): 0.5},
+                                   suspicious_complete=True), {"src/m.py": LINES}, [], "total adds the values", seed=0)
+    fix = "        acc += v\n"
+    fix_score = lambda cands: next(c.score for c in cands if c.new_lines == (fix,))
+    # the most suspicious line gains the most; the fix is in the top tier either way here
+    assert fix_score(seen) == fix_score(blind) + 4 and seen[0].score == fix_score(seen)
+    # without the spectrum label()'s slice edit comes third; with it, after everything total() ran
+    assert [c.line for c in blind[:3]] == [16, 16, 10]
+    # label() never ran in the failing test: its candidates fall below every line that did
+    first_label = min(i for i, c in enumerate(seen) if 7 <= c.line <= 10)
+    assert all(c.line in (14, 15, 16, 17) for c in seen[:first_label])
+
+
+def test_an_early_return_is_also_offered_after_the_argument_checks():
+    src = '''\
+def split(line, sep=","):
+    """The fields of ``line``; an empty line has none."""
+    if len(sep) != 1:
+        raise ValueError(
+            "sep must be one character")
+    fields = []
+    return fields
+'''
+    lines = {i + 1: t for i, t in enumerate(src.splitlines(keepends=True))}
+    fn = functions_in(1, list(lines.values()))[0]
+    f = Failure(message="assert [''] == []", got=[""], expected=[], have_values=True, callees=["split"],
+                assert_lines=["assert split('') == []"], hints={"empty"}, expected_literals={"[]"})
+    guards = [c for c in guard_candidates("src/m.py", fn, lines, f) if c.kind == "empty-guard"]
+    best = max(guards, key=lambda c: c.score)
+    # after the check, so `split('', sep='ab')` still raises; the list type the docstring implies
+    assert best.line == 6 and best.new_lines == ("    if not line:\n", "        return []\n", "    fields = []\n")
+    assert {c.line for c in guards} == {3, 6}
