@@ -415,7 +415,8 @@ def cmd_check(args) -> int:
             _err(f"[{len(done)}/{total}] {c.scenario}: {'ok' if c.ok else 'FAIL'} ({c.wall_s:.1f}s)")
 
     with tempfile.TemporaryDirectory(prefix="repair-agent-check-") as state:
-        checks = check_corpus(selection.scenarios, Path(state), workers=args.workers, on_result=progress, **kwargs)
+        checks = check_corpus(selection.scenarios, Path(state), workers=args.workers, on_result=progress,
+                              log=_err, **kwargs)
     checks += [broken_manifest(stem, error) for stem, error in selection.broken.items()]
     if args.json:
         print(json.dumps([c.model_dump() for c in checks], indent=2))
@@ -481,6 +482,11 @@ def cmd_image(args) -> int:
     import docker
 
     from .sandbox.image import ensure_sandbox_image
+
+    if args.scenario or args.list or args.prune:  # scenario environments: sandbox/environment.py
+        from .sandbox.environment import image_command
+        from .scenario import resolve
+        return image_command(args, lambda name: resolve(name, [Path(d) for d in args.scenarios_dir]))
 
     print(ensure_sandbox_image(docker.from_env(), log=print, base_image=args.base_image))
     return 0
@@ -604,6 +610,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     im = sub.add_parser("image", parents=[common], help="build (or find) the sandbox image and print its tag")
     im.add_argument("--base-image")
+    env_mode = im.add_mutually_exclusive_group()
+    env_mode.add_argument("--scenario", metavar="NAME", help="build (or find) this scenario's environment image")
+    env_mode.add_argument("--list", action="store_true", help="list cached environment images")
+    env_mode.add_argument("--prune", action="store_true", help="remove cached environment images")
+    im.add_argument("--json", action="store_true", help="with --list: JSON")
     im.set_defaults(func=cmd_image)
     return p
 
