@@ -298,3 +298,15 @@ def test_failing_install_names_the_package_and_the_log_and_tags_nothing(docker_c
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(tag)
     assert not docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=environment-build"})
+
+
+@pytest.mark.docker
+def test_a_base_image_that_is_not_there_says_what_is(docker_client, sandbox_image, tmp_path):
+    """No silent fallback to another Python: the error lists the images the engine has."""
+    from repair_agent.sandbox.environment import ensure_environment_image
+
+    with pytest.raises(EnvironmentBuildError) as caught:
+        ensure_environment_image(docker_client, EnvironmentSection(base_image="repair-agent-absent/python:0.0"),
+                                 tmp_path, "elsewhere")
+    message = str(caught.value)
+    assert "repair-agent-absent/python:0.0 is not available locally" in message and sandbox_image in message
