@@ -408,8 +408,7 @@ def _runner_guard(config):
     absent = object()
 
     def take_baseline():
-        watched[:] = [(k, d, {n: v for n, v in d.items()
-                              if n not in volatile.get(k, ()) and n not in volatile_everywhere})
+        watched[:] = [(k, d, {n: v for n, v in d.items() if n not in volatile.get(k, ())})
                       for k, d in namespaces().items()]
 
     state = {"reported": set()}
