@@ -68,7 +68,8 @@ def check_corpus(scenarios: Iterable[Scenario], state_dir: Path, *, workers: int
 
 
 def check_scenario(scenario: Scenario, state_dir: Path, *, backend: Literal["docker", "local"] = "docker",
-                   client=None, image: str | None = None) -> CorpusCheck:
+                   client=None, image: str | None = None,
+                   log: Callable[[str], None] = lambda m: None) -> CorpusCheck:
     t0 = time.monotonic()
     result = dict(scenario=scenario.name, repo=(scenario.source_repo or scenario.repo).name, kind=scenario.kind,
                   expected=scenario.expected)
@@ -76,7 +77,17 @@ def check_scenario(scenario: Scenario, state_dir: Path, *, backend: Literal["doc
     with contextlib.ExitStack() as verifiers:  # each closed at the end: no pooled container outlives the check
         def verifier(spec, name: str) -> Verifier:
             return verifiers.enter_context(Verifier(spec, scenario.repo, Path(state_dir) / name, backend=backend,
-                                                    client=client, image=image, heldout=scenario.heldout))
+                                                    client=client, image=image, heldout=scenario.heldout,
+                                                    site_packages=scenario.environment is not None))
+
+        if backend == "docker" and scenario.environment is not None:
+            from .sandbox.environment import EnvironmentBuildError, scenario_image
+
+            try:  # the scenario's own environment, as its runs see it (built once, then cached)
+                image = scenario_image(client, scenario, log=log)
+            except EnvironmentBuildError as exc:
+                return CorpusCheck(**result, ok=False, problems=[f"environment: {exc}"],
+                                   wall_s=round(time.monotonic() - t0, 2))
 
         try:
             return _check(scenario, verifier, result, t0)

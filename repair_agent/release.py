@@ -149,7 +149,8 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str) -
     shutil.rmtree(state_dir, ignore_errors=True)
     # A person's grants widen the diff's scope here too; protected files are still restored before testing.
     verifier = Verifier(scenario.spec, scenario.repo, state_dir, backend=backend, client=client, image=image,
-                        heldout=scenario.heldout, granted=tuple(record.granted_paths))
+                        heldout=scenario.heldout, granted=tuple(record.granted_paths),
+                        site_packages=scenario.environment is not None)
     if verifier.environment_id != environment_id:
         raise ReleaseRefused(f"the run was verified on {environment_id}, and this release would run its checks on "
                              f"{verifier.environment_id}; re-run the scenario here to verify the diff on it")

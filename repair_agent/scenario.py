@@ -10,12 +10,14 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifier.heldout import HeldoutError, HeldoutSpec
 from verifier.spec import AcceptanceSpec, tree_sha256
 
 from .resources import data_path
+from .sandbox.environment import EnvironmentSection
+from .sources import SourceError, SourceSection, fetch_source
 from .state import Budget, BudgetLimits
 
 BUILTIN_DIR = data_path("sandbox_repos")
@@ -75,7 +77,12 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     description: str = ""
-    repo: str
+    # The pristine repository: a directory next to the manifest, or a fetched and verified
+    # `[source]` (a PyPI sdist or a git commit; see sources.py). Exactly one of the two.
+    repo: str | None = None
+    source: SourceSection | None = None
+    # What the project needs to run its tests (see sandbox/environment.py); none: the sandbox image.
+    environment: EnvironmentSection | None = None
     # A unified diff applied to the pristine `repo` to make this scenario's buggy tree, so one
     # repository serves many scenarios. The tree is built once into a content-addressed cache.
     bug_patch: str | None = None
@@ -92,6 +99,12 @@ class Manifest(BaseModel):
     acceptance: AcceptanceSection
     budget: BudgetSection = BudgetSection()
     baseline: BaselineRecipe | None = None
+
+    @model_validator(mode="after")
+    def _one_repo(self) -> "Manifest":
+        if (self.repo is None) == (self.source is None):
+            raise ValueError("give exactly one of repo (a directory) or [source]")
+        return self
 
 
 class Scenario(BaseModel):
@@ -111,6 +124,8 @@ class Scenario(BaseModel):
     kind: str = "unspecified"
     tags: tuple[str, ...] = ()
     expected: Expected = "awaiting_release_confirmation"
+    source: SourceSection | None = None
+    environment: EnvironmentSection | None = None
 
     def summary(self) -> dict:
         return {"name": self.name, "repo": str(self.repo), "repo_name": (self.source_repo or self.repo).name,
@@ -118,7 +133,9 @@ class Scenario(BaseModel):
                 "manifest": str(self.manifest_path), "kind": self.kind, "tags": list(self.tags),
                 "expected": self.expected, "target_tests": list(self.spec.target_tests),
                 "writable": list(self.spec.writable), "max_steps": self.budget.max_steps,
-                "has_reference_fix": self.reference_fix is not None, "has_heldout": self.heldout is not None}
+                "has_reference_fix": self.reference_fix is not None, "has_heldout": self.heldout is not None,
+                "source": self.source.describe() if self.source else None,
+                "environment": self.environment.model_dump(mode="json") if self.environment else None}
 
 
 def load_manifest(path: Path) -> Scenario:
@@ -134,9 +151,15 @@ def load_manifest(path: Path) -> Scenario:
     except ValidationError as exc:
         fields = "; ".join(f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors())
         raise ManifestError(f"{path}: {fields}") from None
-    repo = (path.parent / m.repo).resolve()
-    if not repo.is_dir():
-        raise ManifestError(f"{path}: field 'repo': {repo} is not a directory")
+    if m.source is not None:
+        try:
+            repo = fetch_source(m.source, path.parent, cache_root())
+        except SourceError as exc:
+            raise ManifestError(f"{path}: field 'source': {exc}") from None
+    else:
+        repo = (path.parent / (m.repo or "")).resolve()
+        if not repo.is_dir():
+            raise ManifestError(f"{path}: field 'repo': {repo} is not a directory")
     heldout = (path.parent / m.heldout).resolve() if m.heldout else None
     if heldout:
         try:
@@ -166,7 +189,7 @@ def load_manifest(path: Path) -> Scenario:
                     heldout=heldout, goal=m.goal, spec=spec,
                     budget=Budget(**m.budget.model_dump()),
                     baseline=m.baseline, source_repo=source_repo, kind=m.kind, tags=tuple(m.tags),
-                    expected=m.expected, **extras)
+                    expected=m.expected, source=m.source, environment=m.environment, **extras)
 
 
 def cache_root() -> Path:

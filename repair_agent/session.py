@@ -45,10 +45,12 @@ class Session:
 
     def open(self, granted: tuple[str, ...]) -> None:
         if self.kind == "docker":
-            from .sandbox.image import ensure_sandbox_image
+            from .sandbox.environment import scenario_image
 
             self.client = self.client or docker.from_env()
-            self.image = ensure_sandbox_image(self.client, log=self.log)
+            # The scenario's environment image (or the plain sandbox image): the sandbox and the
+            # verifier's checks run the same one.
+            self.image = scenario_image(self.client, self.scenario, log=self.log)
         # The verifier first: prepare() starts making its fresh check containers in the
         # background, while the workspace is built and the sandbox starts.
         backend: Literal["docker", "local"] = "docker" if self.kind == "docker" else "local"
@@ -56,7 +58,8 @@ class Session:
                                             backend=backend, client=self.client, image=self.image,
                                             heldout=self.scenario.heldout,
                                             cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted,
-                                            labels={"org.repair-agent.run": self.run_id})
+                                            labels={"org.repair-agent.run": self.run_id},
+                                            site_packages=self.scenario.environment is not None)
         verifier.prepare()
         if verifier.cache_note:
             self.log(f"note: {verifier.cache_note}")

@@ -3,11 +3,13 @@
 
     scripts/check_heldout.py                      # every scenario that has a heldout file
     scripts/check_heldout.py textkit-csv-empty-line stockroom-pick-entire-stock
+    scripts/check_heldout.py --scenarios-dir sandbox_repos/real   # the real-project corpus
 
 A held-out file is useful only if the buggy tree fails at least one case and the tree with the
 reference fix passes every case; the exit status is 1 when either does not hold. For a
 scenario built from a pristine repository by a bug patch, the pristine repository is judged
-too (shown, not counted: it should pass unless it carries another bug). Failing cases
+too (shown, not counted: it should pass unless it carries another bug). A scenario with an
+`[environment]` is probed in its environment image (Docker, no network). Failing cases
 are printed with what came back and what was expected, as `python -m verifier.heldout FILE
 TREE` prints them. The probe runs the tree's code in a plain local subprocess: use it on the
 corpus's own trees, not on untrusted code.
@@ -25,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from repair_agent.scenario import (IGNORED_PARTS, ManifestError, Scenario, apply_patch_to_tree,  # noqa: E402
                                    discover, resolve)
-from verifier.heldout import HeldoutResult, HeldoutSpec, run_probe_local  # noqa: E402
+from verifier.heldout import PROBE_SOURCE, HeldoutResult, HeldoutSpec, run_probe_local  # noqa: E402
 
 
 def _failures(label: str, result: HeldoutResult) -> list[str]:
@@ -34,9 +36,61 @@ def _failures(label: str, result: HeldoutResult) -> list[str]:
                     for c in result.cases if not c.ok]
 
 
+class DockerProbe:
+    """The probe in the scenario's environment image (its packages, its editable install), in a
+    hardened container with no network, as the verifier's checks run it; one container per tree."""
+
+    def __init__(self) -> None:
+        import docker
+
+        self.client = docker.from_env()
+        self.guard = Path(tempfile.mkdtemp(prefix="heldout-probe-"))
+        shutil.copyfile(PROBE_SOURCE, self.guard / "ra_probe.py")
+        self.guard.chmod(0o755)
+
+    def __call__(self, scenario: Scenario, spec: HeldoutSpec, tree: Path) -> HeldoutResult:
+        from docker.types import Mount
+
+        from repair_agent.sandbox.environment import scenario_image
+        from verifier.heldout import judge_heldout, parse_probe_output
+        from verifier.isolation import HardenedContainer
+        from verifier.runner import container_user
+
+        image = scenario_image(self.client, scenario, log=lambda m: print(m, file=sys.stderr))
+        mounts = [Mount("/workspace", str(tree), type="bind", read_only=True),
+                  Mount("/verifier/guard", str(self.guard), type="bind", read_only=True)]
+        box = HardenedContainer(self.client, image, mounts=mounts, user=container_user(),
+                                labels={"org.repair-agent.role": "heldout-check"})
+        try:
+            res = box.exec(["python3", "-I", "/verifier/guard/ra_probe.py"], timeout_s=60,
+                           env={"RA_PROBE": json.dumps(spec.request("/workspace")), "HOME": "/tmp"})
+        finally:
+            box.close()
+        data, problem = parse_probe_output(res.stdout.text)
+        return judge_heldout(spec, data, problem if not res.timed_out else "the held-out probe timed out")
+
+
+_docker_probe: DockerProbe | None = None
+
+
+def probe(scenario: Scenario, spec: HeldoutSpec, tree: Path) -> HeldoutResult:
+    """Locally for a scenario without an environment; in its environment image (Docker) otherwise:
+    the host lacks the packages such a project imports."""
+    global _docker_probe
+    if scenario.environment is None:
+        return run_probe_local(spec, tree)
+    if _docker_probe is None:
+        _docker_probe = DockerProbe()
+    # The container's non-root user reads the tree: the copy must be readable by everyone.
+    for p in [tree, *tree.rglob("*")]:
+        if not p.is_symlink():
+            p.chmod(p.stat().st_mode | (0o555 if p.is_dir() else 0o444))
+    return _docker_probe(scenario, spec, tree)
+
+
 def check(scenario: Scenario, verbose: bool) -> bool:
     spec = HeldoutSpec.load(scenario.heldout)
-    buggy = run_probe_local(spec, scenario.repo)
+    buggy = probe(scenario, spec, scenario.repo)
     line = f"{scenario.name}: {len(spec.case)} cases; buggy {buggy.passed}/{buggy.total}"
     details = _failures("buggy", buggy) if verbose else []
     ok = not buggy.ok
@@ -53,14 +107,14 @@ def check(scenario: Scenario, verbose: bool) -> bool:
         except ValueError as exc:
             print(f"{line}  BAD\n    {exc}" + "".join(f"\n{d}" for d in details))
             return False
-        fixed = run_probe_local(spec, fixed_tree)
+        fixed = probe(scenario, spec, fixed_tree)
         line += f"; fixed {fixed.passed}/{fixed.total}"
         details += _failures("fixed", fixed)
         ok = ok and fixed.ok
         if scenario.bug_patch is not None and scenario.source_repo is not None:
             # Informational, not in the exit status: a pristine repository may carry another
             # scenario's bug (discount_shop keeps its percentage bug).
-            pristine = run_probe_local(spec, scenario.source_repo)
+            pristine = probe(scenario, spec, scenario.source_repo)
             line += f"; pristine {pristine.passed}/{pristine.total}"
             details += _failures("pristine", pristine)
     print(f"{line}  {'OK' if ok else 'BAD'}" + "".join(f"\n{d}" for d in details))
@@ -71,12 +125,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help="scenario names or manifest paths (default: all with a heldout file)")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list the cases the buggy tree fails")
+    parser.add_argument("--scenarios-dir", action="append", default=[], type=Path,
+                        help="also this directory of manifests (e.g. sandbox_repos/real); with it and no "
+                        "names, only its scenarios are checked")
     args = parser.parse_args(argv)
     try:
         if args.names:
-            scenarios = [resolve(name) for name in args.names]
+            scenarios = [resolve(name, args.scenarios_dir) for name in args.names]
         else:
-            found, errors = discover()
+            found, errors = discover(args.scenarios_dir)
+            if args.scenarios_dir:
+                roots = {d.resolve() for d in args.scenarios_dir}
+                found = {n: s for n, s in found.items() if s.manifest_path.parent in roots}
             for error in errors:
                 print(f"unusable manifest: {error}", file=sys.stderr)
             scenarios = [s for _, s in sorted(found.items()) if s.heldout is not None]

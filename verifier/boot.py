@@ -339,6 +339,7 @@ def _runner_guard(config):
         audit("ra.record", kind, payload)
 
     import operator
+    import types
 
     # No id(): it is an audit event, and thousands per test would cost seconds. Identity is
     # compared element-wise with operator.is_, which calls no __eq__ a value might override.
@@ -347,11 +348,40 @@ def _runner_guard(config):
     def same_refs(a, b):
         return _len(a) == _len(b) and all(map(_is, a, b))
     value_types = (int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
+    method_type = types.MethodType
     suspect = frozenset(("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__",
                          "__sub__", "__rsub__", "__add__", "__radd__", "__abs__", "__float__", "__int__",
                          "__index__", "__round__", "__len__", "__contains__", "__str__", "__repr__",
                          "__format__", "__instancecheck__", "__subclasscheck__"))
     trusted_dirs = tuple({os.path.dirname(os.__file__) + "/", os.path.dirname(os.path.dirname(pytest.__file__)) + "/"})
+    # Slots a C-defined class got from its own C code (pwd.struct_passwd's __repr__), or a base's
+    # own C method reused (IntFlag's __format__ is int.__format__): the class behaves as that C
+    # code does. A C callable merely stored on a Python class (operator.truth as __eq__) stays
+    # suspect: only a descriptor owned by the class or one of its bases counts.
+    c_slot_types = (type(str.__eq__), type(str.upper))
+
+    def override_source(cls, fn):
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        if code is not None:
+            return code.co_filename
+        if fn is None:  # `__hash__ = None` (implied by defining __eq__): unhashable, nothing to lie with
+            return "<C>"
+        if _type(fn) in c_slot_types and getattr(fn, "__objclass__", None) in type.__dict__["__mro__"].__get__(cls):
+            return "<C>"
+        return "?"
+
+    # Not candidate code either: the protected tests (restored from the verifier's copy) and the
+    # scenario's environment (packages installed in the image, outside the writable places).
+    root = config.get("root", os.getcwd()).rstrip("/") + "/"
+    protected = frozenset(config.get("protected", ()))
+    writable = ("/tmp/", "/dev/shm/", "/var/tmp/")
+
+    def trusted_source(filename):
+        if filename == "<C>" or filename.startswith(trusted_dirs):
+            return True
+        if filename == "?" or not filename.startswith("/") or filename.startswith(writable):
+            return False
+        return filename[len(root):] in protected if filename.startswith(root) else True
 
     def modules():
         return [(n, m) for n, m in list(sys.modules.items())
@@ -371,7 +401,11 @@ def _runner_guard(config):
     # Names pytest itself rebinds while it runs (per test, or on first use).
     volatile = {"module _pytest.assertion.util": {"_config", "_reprcompare", "_assertion_pass"},
                 "class _pytest.python.Function": {"_pytest_diamond_inheritance_warning_shown"},
-                "class _pytest.python.FunctionDefinition": {"_pytest_diamond_inheritance_warning_shown"}}
+                "class _pytest.python.FunctionDefinition": {"_pytest_diamond_inheritance_warning_shown"},
+                "class _pytest.unittest.TestCaseFunction": {"_pytest_diamond_inheritance_warning_shown"}}
+    # The warnings machinery's per-module record of warnings already shown: written into whichever
+    # module a warning is attributed to (a real suite's deprecation warnings land in pytest's).
+    volatile_everywhere = frozenset({"__warningregistry__"})
     # (name, the live namespace, a copy taken before any candidate import, volatile names left out)
     watched: list = []
     absent = object()
@@ -432,7 +466,10 @@ def _runner_guard(config):
             for impl in caller.get_hookimpls():
                 ids[f"hook {name} {getattr(impl, 'plugin_name', '?')}"] = (impl.function,)
         for it in ([item] if item is not None else state.get("items", ())):
-            ids[f"item {it.nodeid}"] = (getattr(it, "obj", None),)
+            # A unittest item's obj is its class's function at collection and a method bound to
+            # a fresh TestCase instance while it runs: the function is what must not change.
+            obj = getattr(it, "obj", None)
+            ids[f"item {it.nodeid}"] = (obj.__func__ if _type(obj) is method_type else obj,)
         return ids
 
     def added_impl_is_foreign(key, session):
@@ -480,8 +517,8 @@ def _runner_guard(config):
                     and live.keys() == before.keys():
                 continue  # the common case, at C speed
             skip = volatile.get(key, ())
-            names = [n for n in set(before) | set(live)
-                     if n not in skip and before.get(n, absent) is not live.get(n, absent)]
+            names = [n for n in set(before) | set(live) if n not in skip and n not in volatile_everywhere
+                     and before.get(n, absent) is not live.get(n, absent)]
             if names:
                 changed.append(f"{key}: {', '.join(_sorted(map(str, names))[:5])}")
         if session is not None and "ids" in state:
@@ -500,12 +537,8 @@ def _runner_guard(config):
         for cls in new:
             known_subclasses.add(addr(cls))
             overrides = [n for n in cls.__dict__ if n in suspect]
-            sources = []
-            for n in overrides:
-                fn = cls.__dict__[n]
-                code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-                sources.append(code.co_filename if code is not None else "?")
-            if overrides and not all(s.startswith(trusted_dirs) for s in sources):
+            sources = [override_source(cls, cls.__dict__[n]) for n in overrides]
+            if overrides and not all(trusted_source(s) for s in sources):
                 lying.append(f"{type.__dict__['__qualname__'].__get__(cls)} overrides {_sorted(overrides)[:6]}")
         for text in changed:
             if text not in state["reported"]:

@@ -99,7 +99,7 @@ class Verifier:
                  backend: Literal["docker", "local"] = "docker", client=None, image: str | None = None,
                  limits: Limits | None = None, heldout: Path | None = None, cache_dir: Path | None = None,
                  granted: tuple[str, ...] = (), labels: dict[str, str] | None = None,
-                 pool_size: int = 2, pool_max_idle_s: float = 300.0):
+                 pool_size: int = 2, pool_max_idle_s: float = 300.0, site_packages: bool = False):
         self.spec, self.pristine, self.state_dir = spec, Path(pristine), Path(state_dir)
         # Paths a person allowed this run to edit. They widen the diff's scope, never the suite:
         # protected files are still restored from the verifier's copy before any test runs.
@@ -110,6 +110,9 @@ class Verifier:
         self.heldout = HeldoutSpec.load(Path(heldout)) if heldout else None
         self.cache_dir = cache_dir
         self.labels = dict(labels or {})  # extra container labels, e.g. the run id cleanup selects by
+        # The held-out probe runs without site-packages (-S) unless the scenario's environment
+        # installed what its code imports there (dependencies, an editable install of the project).
+        self.site_packages = site_packages
         self.cache_note: str | None = None  # why a cached baseline was not trusted, when it was not
         self.snapshot: ProtectedSnapshot | None = None
         self._environment_id: str | None = None
@@ -174,7 +177,7 @@ class Verifier:
         heldout_hash = hashlib.sha256(self.heldout.model_dump_json().encode()).hexdigest() if self.heldout else ""
         setup = "\0".join([self.spec.model_dump_json(), heldout_hash,
                            *(sha256_file(f) for f in GUARD_DIR_FILES.values()),
-                           self.limits.model_dump_json(), container_user()])
+                           self.limits.model_dump_json(), container_user(), str(self.site_packages)])
         self.pool_key = PoolKey(environment_id=self.environment_id,
                                 pristine_tree_sha256=self._snap.tree_sha256,
                                 setup_sha256=hashlib.sha256(setup.encode()).hexdigest())
@@ -344,7 +347,8 @@ class Verifier:
         chooser reads), in a fresh interpreter; the comparison happens here, on plain data."""
         probe = "/verifier/guard/ra_probe.py" if docker else str(self.guard_dir / "ra_probe.py")
         request = json.dumps(self._heldout.request(root))
-        res = runner.exec([python, "-I", "-S", probe], timeout_s=min(60.0, self.spec.test_timeout_s),
+        flags = ["-I"] if self.site_packages else ["-I", "-S"]
+        res = runner.exec([python, *flags, probe], timeout_s=min(60.0, self.spec.test_timeout_s),
                           output_dir=work, env={"RA_PROBE": request, "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
                           workdir=root)
         data, problem = parse_probe_output(_whole(res.stdout))

@@ -145,6 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     im = sub.add_parser("image", parents=[common], help="build (or find) the sandbox image and print its tag")
     im.add_argument("--base-image")
+    env_mode = im.add_mutually_exclusive_group()
+    env_mode.add_argument("--scenario", metavar="NAME", help="build (or find) this scenario's environment image")
+    env_mode.add_argument("--list", action="store_true", help="list cached environment images")
+    env_mode.add_argument("--prune", action="store_true", help="remove cached environment images")
+    im.add_argument("--json", action="store_true", help="with --list: JSON")
     im.set_defaults(func=cmd_image)
     return p
 

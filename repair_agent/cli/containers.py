@@ -1,6 +1,7 @@
 """Commands about the engine: cleanup (leftover containers) and image."""
 from __future__ import annotations
 
+from pathlib import Path
 
 
 def cmd_cleanup(args) -> int:
@@ -20,6 +21,11 @@ def cmd_image(args) -> int:
     import docker
 
     from ..sandbox.image import ensure_sandbox_image
+
+    if args.scenario or args.list or args.prune:  # scenario environments: sandbox/environment.py
+        from ..sandbox.environment import image_command
+        from ..scenario import resolve
+        return image_command(args, lambda name: resolve(name, [Path(d) for d in args.scenarios_dir]))
 
     print(ensure_sandbox_image(docker.from_env(), log=print, base_image=args.base_image))
     return 0

@@ -110,7 +110,8 @@ def cmd_check(args) -> int:
             err(f"[{len(done)}/{total}] {c.scenario}: {'ok' if c.ok else 'FAIL'} ({c.wall_s:.1f}s)")
 
     with tempfile.TemporaryDirectory(prefix="repair-agent-check-") as state:
-        checks = check_corpus(selection.scenarios, Path(state), workers=args.workers, on_result=progress, **kwargs)
+        checks = check_corpus(selection.scenarios, Path(state), workers=args.workers, on_result=progress,
+                              log=err, **kwargs)
     checks += [broken_manifest(stem, error) for stem, error in selection.broken.items()]
     if args.json:
         print(json.dumps([c.model_dump() for c in checks], indent=2))

@@ -1,0 +1,437 @@
+"""Scenario environments: the sandbox image plus what a project needs to run its tests.
+
+A manifest's `[environment]` names pinned packages, a requirements file inside the repository,
+install commands (typically `pip install -e .`) and environment variables. The environment is an
+image layered on the sandbox image, tagged by a content hash of everything that defines it (the
+base image id, the section, the bytes of the files it reads), built once and cached.
+
+The build is a container started from the base image with the network (the only time anything of a
+scenario has it), the pristine tree bind-mounted at /workspace, and the build's own files (a pip
+wheel when the base has no pip, the host's CA bundle, the script) bind-mounted at /ra-build:
+neither lands in the image. Only when every step succeeded is the container committed under the
+tag; a failed build leaves no tag, and its log stays under the cache directory.
+
+An editable install made at /workspace points at whatever is mounted there later: the sandbox's
+workspace, or the verifier's check tree with the candidate diff applied. So the patch is what runs.
+Every container that runs candidate code (the sandbox and the verifier's checks) is started from
+this same image with `network none`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..scenario import Scenario
+
+ENV_REPO = "repair-agent-env"
+ROLE_LABEL = "org.repair-agent.role"
+KEY_LABEL = "org.repair-agent.env-key"
+SCENARIO_LABEL = "org.repair-agent.env-scenario"
+BUILD_ROLE = "environment-build"
+# pip run from its wheel when the base image has none (Debian's python3 ships without pip).
+PIP_VERSION = "24.3.1"
+# Build files that define what an install command does; their bytes are part of the key.
+BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+# Bumped when the build recipe below changes what an image contains.
+RECIPE = "1"
+BUILD_TIMEOUT_S = 1800
+_REQ = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]*\])?\s*===?\s*[A-Za-z0-9.+!*_-]+\s*(;.*)?$")
+
+Log = Callable[[str], None]
+
+
+class EnvironmentBuildError(RuntimeError):
+    """An environment image that cannot be built; the message names the step and the log."""
+
+
+class EnvironmentSection(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Pinned requirement strings, e.g. "text-unidecode==1.3": the key must say what gets installed.
+    packages: tuple[str, ...] = ()
+    # A requirements file inside the repository (its bytes are part of the key).
+    requirements: str | None = None
+    # Shell commands run as root in /workspace (the pristine tree) after the packages, e.g.
+    # "pip install --no-deps -e .". `pip` is on PATH during the build.
+    install: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+    # Another Python image to layer on (it must have python3 on PATH); default: the sandbox's base.
+    base_image: str | None = Field(None, min_length=1)
+
+    @field_validator("packages")
+    @classmethod
+    def _pinned(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for req in value:
+            if not _REQ.match(req.strip()):
+                raise ValueError(f"{req!r} is not a pinned requirement like 'name==1.2.3'")
+        return value
+
+    @field_validator("requirements")
+    @classmethod
+    def _inside(cls, value: str | None) -> str | None:
+        if value is not None and (value.startswith("/") or ".." in value.split("/") or not value.strip()):
+            raise ValueError(f"requirements must be a path inside the repository, got {value!r}")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name) or "\n" in text:
+                raise ValueError(f"env: {name!r} is not a variable name, or its value spans lines")
+        return value
+
+
+class EnvironmentInfo(BaseModel):
+    """One cached environment image, as `repair-agent image --list` shows it."""
+    tag: str
+    image_id: str
+    scenario: str
+    key: str
+    created: str
+    size_mb: float
+
+
+def environment_key(env: EnvironmentSection, base_image_id: str, tree: Path) -> str:
+    """sha256 of what defines the image: base image id, the section, the files it reads."""
+    files: dict[str, str | None] = {}
+    read = ([env.requirements] if env.requirements else []) + (list(BUILD_FILES) if env.install else [])
+    for rel in read:
+        path = tree / rel
+        files[rel] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    record = {"recipe": RECIPE, "base": base_image_id, "environment": env.model_dump(mode="json"), "files": files}
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
+
+
+def environment_tag(key: str) -> str:
+    return f"{ENV_REPO}:{key[:16]}"
+
+
+def scenario_image(client, scenario: "Scenario", *, log: Log = lambda m: None) -> str:
+    """The image a scenario's candidate code runs in: its environment image, or the sandbox image."""
+    from .image import ensure_sandbox_image
+
+    if scenario.environment is None:
+        return ensure_sandbox_image(client, log=log)
+    return ensure_environment_image(client, scenario.environment, scenario.repo, scenario.name, log=log)
+
+
+def ensure_environment_image(client, env: EnvironmentSection, tree: Path, name: str, *,
+                             log: Log = lambda m: None) -> str:
+    """The environment's tag, building it (once) when the engine does not have it."""
+    base = _base_image(client, env, log)
+    base_id = client.images.get(base).id
+    if env.requirements and not (tree / env.requirements).is_file():
+        raise EnvironmentBuildError(f"environment of {name}: requirements file {env.requirements} is not in {tree}")
+    key = environment_key(env, base_id, tree)
+    tag = environment_tag(key)
+    if _present(client, tag):
+        return tag
+    # One build per key at a time, across threads and processes (scenarios often share one).
+    locks = cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with (locks / f"{key[:16]}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _present(client, tag):
+            _build(client, env, tree, name, base, key, tag, log)
+    return tag
+
+
+def _present(client, tag: str) -> bool:
+    import docker.errors
+
+    try:
+        client.images.get(tag)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def _base_image(client, env: EnvironmentSection, log: Log) -> str:
+    from .image import ImageBuildError, ensure_sandbox_image
+
+    if env.base_image is None:
+        return ensure_sandbox_image(client, log=log)
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        client.images.get(env.base_image)
+    except docker.errors.ImageNotFound:
+        log(f"base image {env.base_image} is not present locally; pulling it")
+        try:
+            client.images.pull(env.base_image)
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            # Never a silent fallback: the environment asked for this Python and no other.
+            local = sorted(t for image in client.images.list() for t in image.tags
+                           if "python" in t or t.startswith(("repair-agent-sandbox", "repair-agent-base")))
+            raise EnvironmentBuildError(
+                f"base_image {env.base_image} is not available locally and cannot be pulled "
+                f"({' '.join(str(exc).split())[:200]}); images available locally: {', '.join(local) or 'none'}"
+                " (load one with `docker load`, or leave base_image out to use the sandbox image)") from None
+    try:
+        return ensure_sandbox_image(client, log=log, base_image=env.base_image)
+    except ImageBuildError as exc:
+        raise EnvironmentBuildError(f"the sandbox layer on base_image {env.base_image} failed: {exc}") from None
+
+
+# -- the build -----------------------------------------------------------------------------------
+
+def cache_dir() -> Path:
+    from ..scenario import cache_root
+
+    return cache_root() / "environments"
+
+
+def pip_wheel(log: Log) -> Path:
+    """pip's own wheel in the cache, downloaded once with the host's pip (its index and certificates)."""
+    wheels = cache_dir() / "pip"
+    found = sorted(wheels.glob(f"pip-{PIP_VERSION}-*.whl"))
+    if found:
+        return found[0]
+    wheels.mkdir(parents=True, exist_ok=True)
+    log(f"downloading pip {PIP_VERSION} (run from its wheel in bases without pip)")
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+                           "-d", str(wheels), f"pip=={PIP_VERSION}"], capture_output=True, text=True, timeout=600)
+    found = sorted(wheels.glob(f"pip-{PIP_VERSION}-*.whl"))
+    if proc.returncode or not found:
+        raise EnvironmentBuildError(f"cannot download pip {PIP_VERSION} for the environment build: "
+                                f"{(proc.stderr or proc.stdout).strip()[-500:]}")
+    return found[0]
+
+
+def _ca_bundle() -> Path | None:
+    for var in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
+        if os.environ.get(var) and Path(os.environ[var]).is_file():
+            return Path(os.environ[var])
+    default = Path("/etc/ssl/certs/ca-certificates.crt")
+    return default if default.is_file() else None
+
+
+# Forwarded into the build so its pip asks the same index, through the same proxy, as the host's.
+FORWARDED = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DEFAULT_TIMEOUT",
+             "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+
+
+def build_script(env: EnvironmentSection, has_ca: bool) -> str:
+    """The build's shell script. Each step prints a marker line, so a failure is named by its step."""
+    lines = ["set -eu", "export HOME=/tmp PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore",
+             "export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off PIP_NO_INPUT=1",
+             "export PATH=/ra-build/bin:$PATH"]
+    if has_ca:
+        lines.append("export PIP_CERT=/ra-build/ca.crt SSL_CERT_FILE=/ra-build/ca.crt REQUESTS_CA_BUNDLE=/ra-build/ca.crt")
+    for var in FORWARDED:
+        if os.environ.get(var):
+            lines.append(f"export {var}={shlex.quote(os.environ[var])}")
+    lines += ["python3 -c 'import sys; print(\"ra-step: python\", sys.version.split()[0])'", "cd /workspace"]
+    if env.packages:
+        lines += ["echo 'ra-step: packages'", "pip install " + " ".join(shlex.quote(p) for p in env.packages)]
+    if env.requirements:
+        lines += [f"echo {shlex.quote('ra-step: requirements ' + env.requirements)}",
+                  f"pip install -r {shlex.quote(env.requirements)}"]
+    for command in env.install:
+        lines += [f"echo {shlex.quote('ra-step: install ' + command)}", command]
+    if env.install:
+        lines += ["echo 'ra-step: import check'", "cd / && python3 -I /ra-build/import_check.py"]
+    lines.append("echo 'ra-step: done'")
+    return "\n".join(lines) + "\n"
+
+
+# Run in the build container after the install commands: a package of the tree that imports from
+# anywhere but /workspace was installed as a copy, and a candidate's patch would never run.
+IMPORT_CHECK = r'''
+import importlib.util, os, sys
+root = "/workspace"
+names = set()
+for base in (root, os.path.join(root, "src")):
+    if not os.path.isdir(base):
+        continue
+    for entry in os.listdir(base):
+        path = os.path.join(base, entry)
+        if os.path.isfile(os.path.join(path, "__init__.py")) and entry.isidentifier():
+            names.add(entry)
+names -= {"tests", "test", "testing", "docs", "benchmark", "benchmarks"}
+copies = []
+for name in sorted(names):
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        continue
+    if spec is None:
+        continue
+    where = spec.origin or (list(spec.submodule_search_locations or []) or [""])[0]
+    if where and not os.path.realpath(where).startswith(root + "/"):
+        copies.append(f"{name} -> {where}")
+if copies:
+    print("ra-error: installed as a copy, not from /workspace (use an editable install, pip install -e .): "
+          + "; ".join(copies))
+    sys.exit(3)
+print("ra-step: import check ok:", ", ".join(sorted(names)) or "no package directories")
+'''
+
+
+def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, key: str, tag: str, log: Log) -> None:
+    import docker.errors
+    from docker.types import Mount
+
+    logs = cache_dir() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log_path = logs / f"{key[:16]}-{dt.datetime.now(dt.timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.log"
+    build = Path(tempfile.mkdtemp(prefix="repair-agent-env-"))
+    container = None
+    started = time.monotonic()
+    try:
+        work = build / "workspace"
+        shutil.copytree(tree, work, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
+        ra = build / "ra-build"
+        (ra / "bin").mkdir(parents=True)
+        shutil.copyfile(pip_wheel(log), ra / "pip.whl")
+        ca = _ca_bundle()
+        if ca:
+            shutil.copyfile(ca, ra / "ca.crt")
+        pip = ra / "bin" / "pip"
+        pip.write_text('#!/bin/sh\nif python3 -c "import pip" 2>/dev/null; then exec python3 -m pip "$@"; fi\n'
+                       'exec python3 /ra-build/pip.whl/pip "$@"\n')
+        pip.chmod(0o755)
+        (ra / "build.sh").write_text(build_script(env, ca is not None))
+        (ra / "import_check.py").write_text(IMPORT_CHECK)
+        log(f"building environment {tag} for {name} on {base} (log: {log_path})")
+        container = client.containers.run(
+            base, command=["sh", "/ra-build/build.sh"], user="0:0", working_dir="/workspace", detach=True,
+            mounts=[Mount("/workspace", str(work), type="bind"), Mount("/ra-build", str(ra), type="bind", read_only=True)],
+            labels={ROLE_LABEL: BUILD_ROLE, "org.repair-agent.owner-pid": str(os.getpid())},
+            name=f"repair-agent-envbuild-{key[:12]}-{os.getpid()}")
+        step, lines = "start", []
+        with log_path.open("w") as out:
+            out.write(f"# environment {tag} for {name}\n# base {base}\n# {env.model_dump_json()}\n")
+            for line in _lines(container.logs(stream=True, follow=True)):
+                out.write(line + "\n")
+                out.flush()
+                lines.append(line)
+                if line.startswith("ra-step: "):
+                    step = line.removeprefix("ra-step: ")
+                    log(f"  [{time.monotonic() - started:5.1f}s] {step}")
+        status = container.wait(timeout=BUILD_TIMEOUT_S)
+        code = status.get("StatusCode", -1)
+        if code != 0:
+            raise EnvironmentBuildError(f"environment of {name}: {describe_failure(step, lines, env)} "
+                                    f"(exit {code}); no image was tagged; log: {log_path}")
+        changes = ["USER 10001:10001", "WORKDIR /workspace", 'CMD ["bash"]',
+                   f"LABEL {ROLE_LABEL}=environment {KEY_LABEL}={key} {SCENARIO_LABEL}={json.dumps(name)}"]
+        changes += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.env.items())]
+        repository, _, version = tag.partition(":")
+        container.commit(repository=repository, tag=version, changes=changes)
+        log(f"built {tag} in {time.monotonic() - started:.1f}s")
+    except docker.errors.DockerException as exc:
+        raise EnvironmentBuildError(f"environment of {name}: the engine failed: {exc}; log: {log_path}") from None
+    finally:
+        if container is not None:
+            try:
+                container.remove(force=True, v=True)
+            except docker.errors.DockerException:
+                pass
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def _lines(stream) -> Iterator[str]:
+    buf = b""
+    for chunk in stream:
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield line.decode(errors="replace").rstrip("\r")
+    if buf:
+        yield buf.decode(errors="replace")
+
+
+_FAILED_REQ = (re.compile(r"No matching distribution found for (\S+)"),
+               re.compile(r"Could not find a version that satisfies the requirement (\S+)"),
+               re.compile(r"Failed to build (\S+)"),
+               re.compile(r"Building wheel for (\S+) .*error"),
+               re.compile(r"Invalid requirement: '?([^'\s]+)"))
+
+
+def describe_failure(step: str, lines: list[str], env: EnvironmentSection) -> str:
+    """Which step failed, and the package pip names when it names one."""
+    for line in reversed(lines):
+        if line.startswith("ra-error: "):
+            return line.removeprefix("ra-error: ")
+    for pattern in _FAILED_REQ:
+        for line in lines:
+            m = pattern.search(line)
+            if m:
+                return f"installing {m.group(1).strip(chr(39))} failed at step '{step}'"
+    return f"step '{step}' failed: {' | '.join(lines[-3:])[:400]}"
+
+
+# -- list / prune ----------------------------------------------------------------------------------
+
+def list_environments(client) -> list[EnvironmentInfo]:
+    found = []
+    for image in client.images.list(filters={"label": f"{ROLE_LABEL}=environment"}):
+        labels = image.labels or {}
+        for tag in image.tags or [f"<untagged {image.short_id}>"]:
+            found.append(EnvironmentInfo(tag=tag, image_id=image.id, scenario=labels.get(SCENARIO_LABEL, "?"),
+                                         key=labels.get(KEY_LABEL, "?"), created=image.attrs.get("Created", "")[:19],
+                                         size_mb=round(image.attrs.get("Size", 0) / 1e6, 1)))
+    return sorted(found, key=lambda e: (e.scenario, e.created))
+
+
+def prune_environments(client, log: Log = print) -> int:
+    """Remove every cached environment image (not in use by a container) and leftover build containers."""
+    import docker.errors
+
+    for c in client.containers.list(all=True, filters={"label": f"{ROLE_LABEL}={BUILD_ROLE}"}):
+        c.remove(force=True, v=True)
+    removed = 0
+    for info in list_environments(client):
+        try:
+            client.images.remove(info.tag if not info.tag.startswith("<") else info.image_id)
+            removed += 1
+            log(f"removed {info.tag} ({info.scenario})")
+        except docker.errors.APIError as exc:
+            log(f"kept {info.tag}: {exc.explanation or exc}")
+    return removed
+
+
+def image_command(args, resolve: Callable[[str], "Scenario"]) -> int:
+    """`repair-agent image --scenario NAME | --list | --prune`."""
+    import docker
+
+    client = docker.from_env()
+    if args.list:
+        envs = list_environments(client)
+        if getattr(args, "json", False):
+            print(json.dumps([e.model_dump() for e in envs], indent=2))
+        for e in envs if not getattr(args, "json", False) else []:
+            print(f"{e.tag:<36} {e.scenario:<40} {e.size_mb:>8.1f} MB  {e.created}")
+        if not envs and not getattr(args, "json", False):
+            print("no cached environment images")
+        return 0
+    if args.prune:
+        print(f"removed {prune_environments(client)} environment image(s)")
+        return 0
+    scenario = resolve(args.scenario)
+    t0 = time.monotonic()
+    try:
+        tag = scenario_image(client, scenario, log=lambda m: print(m, file=sys.stderr))
+    except EnvironmentBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(tag)
+    print(f"ready in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+    return 0
