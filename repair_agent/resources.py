@@ -7,6 +7,7 @@ wheel can never disagree about which files they use.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -34,3 +35,11 @@ def data_path(name: str) -> Path:
     raise DataNotFound(f"{name} is missing from this installation of repair-agent (looked in "
                        f"{' and '.join(str(c) for c in candidates)}); install it from the project's "
                        "source tree or a wheel built from it (`pip install .`)")
+
+
+CACHE_ENV = "REPAIR_AGENT_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """Where fetched sources, materialized trees and environment build logs are kept."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "repair-agent")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifier.heldout import HeldoutError, HeldoutSpec
 from verifier.spec import AcceptanceSpec, tree_sha256
 
-from .resources import data_path
+from .resources import CACHE_ENV, cache_root, data_path  # noqa: F401 (CACHE_ENV: where callers look)
 from .sandbox.environment import EnvironmentSection
 from .sources import SourceError, SourceSection, fetch_source
 from .state import Budget, BudgetLimits
@@ -23,7 +23,6 @@ from .state import Budget, BudgetLimits
 BUILTIN_DIR = data_path("sandbox_repos")
 SCENARIO_PATH_ENV = "REPAIR_AGENT_SCENARIO_PATH"
 SUFFIX = ".scenario.toml"
-CACHE_ENV = "REPAIR_AGENT_CACHE_DIR"
 # What a scenario's right outcome is: most must be repairable; some are not, inside the
 # writable scope, and then the honest ending is a handoff, not a forced green.
 Expected = Literal["awaiting_release_confirmation", "handoff_requested"]
@@ -190,10 +189,6 @@ def load_manifest(path: Path) -> Scenario:
                     budget=Budget(**m.budget.model_dump()),
                     baseline=m.baseline, source_repo=source_repo, kind=m.kind, tags=tuple(m.tags),
                     expected=m.expected, source=m.source, environment=m.environment, **extras)
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "repair-agent")
 
 
 def tree_digest(root: Path) -> str:

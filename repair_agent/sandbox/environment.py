@@ -15,6 +15,9 @@ An editable install made at /workspace points at whatever is mounted there later
 workspace, or the verifier's check tree with the candidate diff applied. So the patch is what runs.
 Every container that runs candidate code (the sandbox and the verifier's checks) is started from
 this same image with `network none`.
+
+Kept in one module: the key, the build, the tag and labels, and the listing and pruning of cached
+images are one naming scheme; split, each part would import the others' constants.
 """
 from __future__ import annotations
 
@@ -31,12 +34,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..scenario import Scenario
 
 ENV_REPO = "repair-agent-env"
 ROLE_LABEL = "org.repair-agent.role"
@@ -121,7 +122,14 @@ def environment_tag(key: str) -> str:
     return f"{ENV_REPO}:{key[:16]}"
 
 
-def scenario_image(client, scenario: "Scenario", *, log: Log = lambda m: None) -> str:
+class ScenarioWithEnvironment(Protocol):
+    """What an image is chosen from (a Scenario; a Protocol so this module need not import it)."""
+    name: str
+    repo: Path
+    environment: EnvironmentSection | None
+
+
+def scenario_image(client, scenario: "ScenarioWithEnvironment", *, log: Log = lambda m: None) -> str:
     """The image a scenario's candidate code runs in: its environment image, or the sandbox image."""
     from .image import ensure_sandbox_image
 
@@ -192,7 +200,7 @@ def _base_image(client, env: EnvironmentSection, log: Log) -> str:
 # -- the build -----------------------------------------------------------------------------------
 
 def cache_dir() -> Path:
-    from ..scenario import cache_root
+    from ..resources import cache_root
 
     return cache_root() / "environments"
 
@@ -406,32 +414,3 @@ def prune_environments(client, log: Log = print) -> int:
         except docker.errors.APIError as exc:
             log(f"kept {info.tag}: {exc.explanation or exc}")
     return removed
-
-
-def image_command(args, resolve: Callable[[str], "Scenario"]) -> int:
-    """`repair-agent image --scenario NAME | --list | --prune`."""
-    import docker
-
-    client = docker.from_env()
-    if args.list:
-        envs = list_environments(client)
-        if getattr(args, "json", False):
-            print(json.dumps([e.model_dump() for e in envs], indent=2))
-        for e in envs if not getattr(args, "json", False) else []:
-            print(f"{e.tag:<36} {e.scenario:<40} {e.size_mb:>8.1f} MB  {e.created}")
-        if not envs and not getattr(args, "json", False):
-            print("no cached environment images")
-        return 0
-    if args.prune:
-        print(f"removed {prune_environments(client)} environment image(s)")
-        return 0
-    scenario = resolve(args.scenario)
-    t0 = time.monotonic()
-    try:
-        tag = scenario_image(client, scenario, log=lambda m: print(m, file=sys.stderr))
-    except EnvironmentBuildError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(tag)
-    print(f"ready in {time.monotonic() - t0:.1f}s", file=sys.stderr)
-    return 0
