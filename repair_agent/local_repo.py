@@ -10,8 +10,10 @@ uncommitted) live in RUNS/.cache/local-repos/. `release --confirm` of such a run
 only what the person chose: a branch (git plumbing on a private index: objects and one new ref,
 never the working tree, the index or the checked-out branch), or a patch file.
 
-The environment: the sandbox image. A manifest's `[environment]` section is how a repository's
-dependencies get in; `repo_scenario(environment=...)` passes one through into the manifest it writes.
+The environment comes from the repository's own files (`detect_environment`): a `requirements.txt`
+is installed, and a project with `pyproject.toml`, `setup.py` or `setup.cfg` is installed editable
+at the mount point (its dependencies with it), so the candidate tree is what runs. With neither, or
+with `--environment none`, the plain sandbox image is used.
 """
 from __future__ import annotations
 
@@ -161,13 +163,30 @@ def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
                              skipped=[s for s in skipped if (root / s).is_dir()], pristine_digest=digest)
 
 
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def detect_environment(tree: Path) -> dict | None:
+    """The `[environment]` a repository's own files describe, or None when it needs none."""
+    environment: dict = {}
+    if (tree / "requirements.txt").is_file():
+        environment["requirements"] = "requirements.txt"
+    if any((tree / name).is_file() for name in PROJECT_FILES):
+        # Editable at /workspace, where the candidate tree is mounted: the patch is what runs.
+        environment["install"] = ["pip install -e ."]
+    return environment or None
+
+
 def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: list[str] | None = None,
-                  goal: str | None = None, max_steps: int = 12, environment: dict | None = None) -> Scenario:
-    """A scenario over the user's repository as it is now: its copy, manifest and origin record."""
+                  goal: str | None = None, max_steps: int = 12, environment: dict | None | str = "auto") -> Scenario:
+    """A scenario over the user's repository as it is now: its copy, manifest and origin record.
+    `environment`: "auto" (from the repository's files), None (the plain sandbox image), or a section."""
     if not tests:
         raise LocalRepoError("run --repo needs at least one --test NODEID (a test that fails now)")
     cache = Path(runs_dir).resolve() / ".cache" / "local-repos"
     tree, origin = snapshot(Path(path), cache)
+    if environment == "auto":
+        environment = detect_environment(tree)
     base = re.sub(r"[^a-z0-9_.-]+", "-", Path(origin.path).name.lower()).strip("-._") or "repo"
     name = f"local-{base}"
     writable = writable or ["**"]
@@ -303,6 +322,7 @@ def scenario_from_args(args) -> Scenario:
         raise LocalRepoError(f"give a scenario ({args.scenario}) or --repo, not both")
     try:
         return repo_scenario(Path(args.repo), list(args.test or []), runs_dir=Path(args.runs_dir),
-                             writable=args.writable, goal=args.goal)
+                             writable=args.writable, goal=args.goal,
+                             environment=None if getattr(args, "environment", "auto") == "none" else "auto")
     except ManifestError as exc:  # e.g. a --test that is not a node id: said about the option, not a file
         raise LocalRepoError(f"--repo {args.repo}: {str(exc).split(': ', 1)[-1]}") from None

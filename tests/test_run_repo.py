@@ -180,3 +180,13 @@ def test_run_repo_refuses_what_it_cannot_use(tmp_path):
     assert proc.returncode == 2 and "--test" in proc.stderr
     proc = cli(tmp_path / "runs", "run", "--repo", str(rk.path), "--test", "not-a-node-id")
     assert proc.returncode == 2 and "not a pytest node id" in proc.stderr
+
+
+def test_the_environment_comes_from_the_repository_files(tmp_path):
+    from repair_agent.local_repo import detect_environment
+
+    assert detect_environment(tmp_path) is None  # nothing to install: the plain sandbox image
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='x')\n")
+    assert detect_environment(tmp_path) == {"install": ["pip install -e ."]}
+    (tmp_path / "requirements.txt").write_text("text-unidecode==1.3\n")
+    assert detect_environment(tmp_path) == {"requirements": "requirements.txt", "install": ["pip install -e ."]}
