@@ -125,3 +125,11 @@ def split(line, sep=","):
     # after the check, so `split('', sep='ab')` still raises; the list type the docstring implies
     assert best.line == 6 and best.new_lines == ("    if not line:\n", "        return []\n", "    fields = []\n")
     assert {c.line for c in guards} == {3, 6}
+
+
+def test_two_separate_windows_of_one_file_are_ranked_each_on_its_own():
+    known = {n: t for n, t in LINES.items() if n <= 10 or n >= 13}   # line 11-12 never read
+    f = Failure(message="assert 7 == 3", got=7, expected=3, have_values=True, callees=["total", "label"],
+                assert_lines=["assert total([1, 2], 0) == 3"], expected_literals={"3"})
+    ranked = rank_candidates(f, {"src/m.py": known}, [], "total adds the values", seed=0)
+    assert {"        acc += v\n"} <= {c.new_lines[0] for c in ranked} and any(c.line == 10 for c in ranked)

@@ -7,6 +7,7 @@ import re
 
 from .catalogue import Candidate, copies_expected, frame_guards, guard_candidates, line_mutations
 from .failure import Failure
+from .patch import _blocks
 from .source import _code_lines, _numbers_in, _parses, functions_in
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
@@ -87,7 +88,8 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
     goal_numbers = tuple(dict.fromkeys(n for n in _numbers_in(prose) if n <= 1000))[:6]
     cands: dict[str, Candidate] = {}
     for path, lines in known.items():
-        fns = functions_in(min(lines), [lines[i] for i in range(min(lines), max(lines) + 1)])
+        fns = [fn for lo, hi in _blocks(lines)   # each window read, on its own
+               for fn in functions_in(lo, [lines[i] for i in range(lo, hi + 1)])]
         # Lines worth mutating: inside a function near a frame, or a searched-for function.
         spans = []
         for fn in fns:
