@@ -8,7 +8,10 @@ wheel can never disagree about which files they use.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Callable
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # In a wheel: copied here at build time. In a checkout this directory does not exist.
@@ -43,3 +46,24 @@ CACHE_ENV = "REPAIR_AGENT_CACHE_DIR"
 def cache_root() -> Path:
     """Where fetched sources, materialized trees and environment build logs are kept."""
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "repair-agent")
+
+
+def build_once(target: Path, build: Callable[[Path], None]) -> Path:
+    """`target`, built by `build(path)` the first time: into a private staging directory beside it,
+    then moved into place with one rename, so a directory at `target` is always complete. Concurrent
+    builders race safely: the loser's rename fails onto the winner's directory and its copy goes."""
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".build-"))
+    try:
+        tree = staging / target.name
+        build(tree)
+        try:
+            os.rename(tree, target)
+        except OSError:
+            if not target.is_dir():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

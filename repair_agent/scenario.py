@@ -5,7 +5,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -15,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifier.heldout import HeldoutError, HeldoutSpec
 from verifier.spec import AcceptanceSpec, tree_sha256
 
-from .resources import CACHE_ENV, cache_root, data_path  # noqa: F401 (CACHE_ENV: where callers look)
+from .resources import CACHE_ENV, build_once, cache_root, data_path  # noqa: F401 (CACHE_ENV: where callers look)
 from .sandbox.environment import EnvironmentSection
 from .sources import SourceError, SourceSection, fetch_source
 from .state import Budget, BudgetLimits
@@ -213,22 +212,12 @@ def materialize(source: Path, bug_patch: Path) -> Path:
     key = hashlib.sha256(f"{tree_digest(source)}\0{hashlib.sha256(bug_patch.read_bytes()).hexdigest()}"
                          .encode()).hexdigest()[:16]
     target = cache_root() / "trees" / f"{source.name}-{key}"
-    if target.is_dir():  # only ever created by the atomic rename below, so it is complete
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".build-"))
-    try:
-        tree = staging / source.name
+
+    def build(tree: Path) -> None:
         shutil.copytree(source, tree, ignore=shutil.ignore_patterns(*IGNORED_PARTS))
         apply_patch_to_tree(tree, bug_patch)
-        try:
-            os.rename(tree, target)
-        except OSError:
-            if not target.is_dir():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    return build_once(target, build)
 
 
 def scenario_dirs(extra: list[Path] | None = None) -> list[Path]:

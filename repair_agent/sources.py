@@ -24,13 +24,13 @@ import re
 import shutil
 import subprocess
 import tarfile
-import tempfile
 import urllib.parse
 import zipfile
 from pathlib import Path
 
-import requests
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .resources import build_once
 
 PYPI_URL_ENV = "REPAIR_AGENT_PYPI_URL"  # a PyPI-compatible JSON API (default https://pypi.org/pypi)
 DEFAULT_PYPI_URL = "https://pypi.org/pypi"
@@ -76,24 +76,14 @@ def fetch_source(source: SourceSection, manifest_dir: Path, cache: Path) -> Path
         key, label = f"git\0{location}\0{source.rev}", f"{Path(location.rstrip('/')).name.removesuffix('.git')}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     target = cache / "sources" / digest / label
-    if target.is_dir():  # created only by the rename below: complete
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".fetch-"))
-    try:
-        tree = staging / label
+
+    def fetch(tree: Path) -> None:
         if source.pypi:
             _fetch_sdist(source, cache, tree)
         else:
             _fetch_git(location, source.rev or "", tree)
-        try:
-            os.rename(tree, target)
-        except OSError:
-            if not target.is_dir():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    return build_once(target, fetch)
 
 
 # -- PyPI --------------------------------------------------------------------------------------
@@ -108,6 +98,8 @@ def _session_verify() -> str | bool:
 
 def sdist_url(name: str, version: str) -> tuple[str, str, str]:
     """(url, filename, sha256 PyPI publishes) of a release's sdist."""
+    import requests  # only when something is fetched: most commands never need it
+
     api = os.environ.get(PYPI_URL_ENV, DEFAULT_PYPI_URL).rstrip("/")
     url = f"{api}/{name}/{version}/json"
     try:
@@ -136,6 +128,8 @@ def _pick_sdist(name: str, version: str, files: list[dict], base: str) -> tuple[
 
 
 def _fetch_sdist(source: SourceSection, cache: Path, tree: Path) -> None:
+    import requests  # only when something is fetched: most commands never need it
+
     name, version = _PIN.match(source.pypi or "").groups()  # type: ignore[union-attr]
     url, filename, published = sdist_url(name, version)
     downloads = cache / "downloads"
