@@ -163,15 +163,14 @@ def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
                              skipped=[s for s in skipped if (root / s).is_dir()], pristine_digest=digest)
 
 
-PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
-
-
 def detect_environment(tree: Path) -> dict | None:
     """The `[environment]` a repository's own files describe, or None when it needs none."""
     environment: dict = {}
     if (tree / "requirements.txt").is_file():
         environment["requirements"] = "requirements.txt"
-    if any((tree / name).is_file() for name in PROJECT_FILES):
+    from .sandbox.environment import BUILD_FILES
+
+    if any((tree / name).is_file() for name in BUILD_FILES):
         # Editable at /workspace, where the candidate tree is mounted: the patch is what runs.
         environment["install"] = ["pip install -e ."]
     return environment or None
