@@ -220,6 +220,42 @@ def test_git_source_is_the_commit_without_its_history(tmp_path):
         fetch_source(SourceSection(git="proj", rev="1" * 40), tmp_path, tmp_path / "cache")
 
 
+def test_git_url_source_is_fetched_over_the_git_protocol(tmp_path):
+    """A source named by URL: a real `git daemon` on loopback serves the repository; the commit is
+    fetched by id, and a commit the server does not have is refused."""
+    import socket
+
+    from helpers import wait_until
+
+    served = tmp_path / "served"
+    repo = served / "proj"
+    repo.mkdir(parents=True)
+    run = dict(check=True, capture_output=True, text=True)
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], **run)
+    (repo / "a.py").write_text("A = 1\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], **run)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"],
+                   **run)
+    rev = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], **run).stdout.strip()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = subprocess.Popen(["git", "daemon", "--export-all", f"--base-path={served}", "--reuseaddr",
+                               "--listen=127.0.0.1", f"--port={port}", str(served)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"git://127.0.0.1:{port}/proj"
+        wait_until(lambda: subprocess.run(["git", "ls-remote", url], capture_output=True).returncode == 0, 20,
+                   "git daemon to serve")
+        tree = fetch_source(SourceSection(git=url, rev=rev), tmp_path, tmp_path / "cache")
+        assert (tree / "a.py").read_text() == "A = 1\n" and not (tree / ".git").exists()
+        with pytest.raises(SourceError, match="not in the repository|fetch failed"):
+            fetch_source(SourceSection(git=url, rev="1" * 40), tmp_path, tmp_path / "cache2")
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+
+
 def test_real_corpus_is_pinned_and_tagged():
     """The real-project corpus: every manifest names a PyPI sdist pinned by sha256, and the group
     spans three projects, one with a runtime dependency and one installed into its environment."""
