@@ -165,7 +165,7 @@ def remove_leftover_containers(client, *, owners: list[int] | None = None, run_i
         else [[LABEL, *run_label]]
     removed = kept = 0
     for labels in queries:
-        for c in client.containers.list(all=True, filters={"label": labels}):
+        for c in client.containers.list(all=True, filters={"label": labels}, ignore_removed=True):
             if not include_live and pid_alive(c.labels.get(OWNER_LABEL)):
                 kept += 1  # a run in progress on this machine: not a leftover
                 continue

@@ -16,7 +16,7 @@ _engine: dict = {}
 
 def _managed_containers(client) -> list:
     """Managed containers created by this test process (not by a concurrent run on the machine)."""
-    return client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={os.getpid()}"]})
+    return client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={os.getpid()}"]}, ignore_removed=True)
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ def test_run_discount_bug_json_in_docker(docker_client, sandbox_image, tmp_path)
     import hashlib
 
     assert hashlib.sha256(diff.encode()).hexdigest() == out["diff_sha256"]
-    assert docker_client.containers.list(all=True, filters={"label": f"org.repair-agent.run={out['run_id']}"}) == []
+    assert docker_client.containers.list(all=True, filters={"label": f"org.repair-agent.run={out['run_id']}"}, ignore_removed=True) == []
 
 
 def test_the_verifier_never_imports_the_agent_side():
@@ -78,7 +78,7 @@ def _journaled_steps(runs: Path) -> int:
 def _containers_of(client, pid: int) -> list:
     from verifier.isolation import LABEL, OWNER_LABEL
 
-    return client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={pid}"]})
+    return client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={pid}"]}, ignore_removed=True)
 
 
 @pytest.mark.docker
@@ -125,11 +125,11 @@ def test_cleanup_removes_leftovers_of_dead_runs_but_not_live_ones(docker_client,
     subprocess.run([sys.executable, "-c", crash], check=True, cwd=ROOT, timeout=60)
     live = HardenedContainer(docker_client, sandbox_image, labels={"org.repair-agent.role": "live"})
     try:
-        crashed = docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=crashed"})
+        crashed = docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=crashed"}, ignore_removed=True)
         assert len(crashed) == 1
         proc = subprocess.run([sys.executable, "-m", "repair_agent", "cleanup"], capture_output=True, text=True)
         assert proc.returncode == 0 and "removed" in proc.stdout
-        assert docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=crashed"}) == []
-        assert docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=live"})  # kept
+        assert docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=crashed"}, ignore_removed=True) == []
+        assert docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=live"}, ignore_removed=True)  # kept
     finally:
         live.close()

@@ -333,7 +333,7 @@ def test_failing_install_names_the_package_and_the_log_and_tags_nothing(docker_c
     import docker.errors
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(tag)
-    assert not docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=environment-build"})
+    assert not docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=environment-build"}, ignore_removed=True)
 
 
 @pytest.mark.docker

@@ -42,7 +42,7 @@ class KillsItsSandbox:
             return {"tool": "search", "query": "apply_discount"}
         # Only this test process's sandbox: never another run's on the same engine.
         for c in self.client.containers.list(filters={"label": [LABEL, "org.repair-agent.role=sandbox",
-                                                                f"{OWNER_LABEL}={os.getpid()}"]}):
+                                                                f"{OWNER_LABEL}={os.getpid()}"]}, ignore_removed=True):
             c.kill()
         return {"tool": "read_file", "path": "src/discount_shop/pricing.py"}
 

@@ -43,7 +43,7 @@ def cli(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
 
 
 def assert_no_container_left(client, run_id: str) -> None:
-    left = client.containers.list(all=True, filters={"label": [LABEL, f"{RUN_LABEL}={run_id}"]})
+    left = client.containers.list(all=True, filters={"label": [LABEL, f"{RUN_LABEL}={run_id}"]}, ignore_removed=True)
     assert left == [], [c.name for c in left]
     out = cli("cleanup", "--run", run_id)
     assert out.returncode == 0 and out.stdout.startswith("removed 0 container"), out.stdout + out.stderr
@@ -86,7 +86,7 @@ class FaultAtStep:
 def own_sandbox(client):
     """This test process's sandbox container, found by the run's labels."""
     found = client.containers.list(filters={"label": [LABEL, "org.repair-agent.role=sandbox",
-                                                      f"{OWNER_LABEL}={os.getpid()}"]})
+                                                      f"{OWNER_LABEL}={os.getpid()}"]}, ignore_removed=True)
     assert len(found) == 1, found
     return found[0]
 
@@ -261,7 +261,7 @@ def test_the_engine_socket_going_away_mid_run(docker_client, sandbox_image, shar
     # gone) removes exactly the run's containers; then there is none.
     run_id = run_dir.name
     assert "could not remove this run's sandbox container" in out.stdout
-    left = docker_client.containers.list(all=True, filters={"label": [LABEL, f"{RUN_LABEL}={run_id}"]})
+    left = docker_client.containers.list(all=True, filters={"label": [LABEL, f"{RUN_LABEL}={run_id}"]}, ignore_removed=True)
     assert any(c.labels.get("org.repair-agent.role") != "verifier" for c in left)  # the sandbox
     first = cli("cleanup", "--run", run_id)
     assert first.stdout.startswith(f"removed {len(left)} container"), first.stdout + first.stderr

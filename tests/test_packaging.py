@@ -156,7 +156,7 @@ def test_installed_tool_runs_discount_bug_in_docker_from_another_directory(insta
     assert Path(out["run_dir"]).parent == tmp_path / "runs"
     # The wheel's Dockerfile is the checkout's: the installed tool found the same image, built nothing.
     assert out["image"] == sandbox_image
-    assert docker_client.containers.list(all=True, filters={"label": f"org.repair-agent.run={out['run_id']}"}) == []
+    assert docker_client.containers.list(all=True, filters={"label": f"org.repair-agent.run={out['run_id']}"}, ignore_removed=True) == []
 
 
 def test_a_mistyped_scenarios_dir_is_reported_not_taken_for_an_empty_one(installed):

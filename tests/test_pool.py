@@ -54,7 +54,7 @@ if _sys.argv[0].endswith("ra_probe.py"):  # the held-out probe's process
 def managed(docker_client, **labels) -> list:
     wanted = [LABEL, f"{OWNER_LABEL}={os.getpid()}", "org.repair-agent.role=verifier",
               *(f"{k}={v}" for k, v in labels.items())]
-    return docker_client.containers.list(all=True, filters={"label": wanted})
+    return docker_client.containers.list(all=True, filters={"label": wanted}, ignore_removed=True)
 
 
 def probe_diff() -> str:
@@ -244,16 +244,16 @@ def test_ctrl_c_leaves_no_pooled_container_and_a_crash_leaves_them_to_cleanup(do
 
     child = _child_with_a_full_pool(sandbox_image, cache_dir, tmp_path / "int")
     owned = {"label": [LABEL, f"{OWNER_LABEL}={child.pid}"]}
-    assert len(docker_client.containers.list(all=True, filters=owned)) == 2
+    assert len(docker_client.containers.list(all=True, filters=owned, ignore_removed=True)) == 2
     child.send_signal(signal.SIGINT)  # KeyboardInterrupt: the interpreter exits, the pool closes
     child.wait(60)
-    assert docker_client.containers.list(all=True, filters=owned) == []
+    assert docker_client.containers.list(all=True, filters=owned, ignore_removed=True) == []
 
     child = _child_with_a_full_pool(sandbox_image, cache_dir, tmp_path / "kill")
     owned = {"label": [LABEL, f"{OWNER_LABEL}={child.pid}"]}
     child.kill()  # no close() at all: the owner-pid label is what `repair-agent cleanup` goes by
     child.wait(60)
-    left = docker_client.containers.list(all=True, filters=owned)
+    left = docker_client.containers.list(all=True, filters=owned, ignore_removed=True)
     try:
         assert len(left) == 2 and not _pid_alive(left[0].labels[OWNER_LABEL])
     finally:

@@ -302,7 +302,7 @@ def _cli(*args, env=None, timeout=300):
 def _containers_of(client, pid: int) -> list:
     from verifier.isolation import LABEL, OWNER_LABEL
 
-    return client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={pid}"]})
+    return client.containers.list(all=True, filters={"label": [LABEL, f"{OWNER_LABEL}={pid}"]}, ignore_removed=True)
 
 
 @pytest.mark.docker

@@ -35,7 +35,7 @@ def read_lines(out: Path) -> list[dict]:
 
 def containers_under(client, root: Path) -> list:
     """Managed containers with a mount under `root`: this test's runs, whoever their owner pid is."""
-    return [c for c in client.containers.list(all=True, filters={"label": LABEL})
+    return [c for c in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
             if any(str(m.get("Source", "")).startswith(str(root)) for m in c.attrs.get("Mounts", []))]
 
 

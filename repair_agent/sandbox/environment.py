@@ -403,7 +403,7 @@ def prune_environments(client, log: Log = print) -> int:
     """Remove every cached environment image (not in use by a container) and leftover build containers."""
     import docker.errors
 
-    for c in client.containers.list(all=True, filters={"label": f"{ROLE_LABEL}={BUILD_ROLE}"}):
+    for c in client.containers.list(all=True, filters={"label": f"{ROLE_LABEL}={BUILD_ROLE}"}, ignore_removed=True):
         c.remove(force=True, v=True)
     removed = 0
     for info in list_environments(client):
