@@ -67,7 +67,7 @@ def cmd_run(args) -> int:
                              on_step=on_step, log=log, chooser_spec=args.chooser, early=early)
     finally:
         if early is not None:
-            early.discard()  # taken by the run (then a no-op), or never reached it: removed here
+            early.discard(unused_dir=True)  # taken by the run (then a no-op), or never reached it: removed here
     return _print_outcome(record, args)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import shutil
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -98,14 +99,17 @@ class EarlySandbox:
         self._remove()
         raise self.error or RuntimeError("the early sandbox did not start")
 
-    def discard(self) -> None:
-        """Not taken: remove its container (waits for the start to finish first)."""
+    def discard(self, *, unused_dir: bool = False) -> None:
+        """Not taken: remove its container (waits for the start to finish first). With `unused_dir`,
+        also the run directory, if it holds nothing but what this made (no run ever began in it)."""
         self._thread.join()
         with self._lock:
             if self._done:
                 return
             self._done = True
         self._remove()
+        if unused_dir and self.run_dir.is_dir() and {p.name for p in self.run_dir.iterdir()} <= {"workspace", "outputs"}:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def _remove(self) -> None:
         if self.sandbox is not None:
