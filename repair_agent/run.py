@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import contextlib
-import secrets
 import threading
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from .journal import Journal, JournalWriteError, StopRecord
 from .outputs import write_results
 from .plain import ChooserIdentity, read_identity
 from .records import RunOutcome, RunRecord
+from .sandbox.early import EarlySandbox, new_run_id
 from .scenario import Scenario
 from .session import Session, fallback_run_dir
 from .state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StopReason
@@ -38,27 +38,25 @@ def initial_state(scenario: Scenario, budget: Budget) -> State:
                  authorization=auth, conditions=conditions, diff_sha256=diff_sha256(""))
 
 
-def new_run_id(scenario: str) -> str:
-    return f"{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}-{scenario}-{secrets.token_hex(3)}"
-
-
 def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "docker", runs_dir: Path = Path("runs"),
                 max_steps: int | None = None, deadline_s: float | None = None, reserved_final_steps: int | None = None,
                 max_tokens: int | None = None,
                 on_step: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda m: None,
-                client=None, chooser_spec: str | None = None) -> RunRecord:
+                client=None, chooser_spec: str | None = None, early: EarlySandbox | None = None) -> RunRecord:
+    """`early`: this run's sandbox, begun by the caller before its own imports (its run id becomes
+    this run's); the session takes it, or removes it whichever way the run ends."""
     t0 = time.monotonic()
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     budget = scenario.budget.model_copy(update={k: v for k, v in {
         "max_steps": max_steps, "deadline_s": deadline_s, "reserved_final_steps": reserved_final_steps,
         "max_tokens": max_tokens}.items()
         if v is not None})
-    run_id = new_run_id(scenario.name)
+    run_id = early.run_id if early is not None else new_run_id(scenario.name)
     run_dir = (Path(runs_dir) / run_id).resolve()
     state = initial_state(scenario, budget)
     storage_error = None
     try:
-        run_dir.mkdir(parents=True)
+        run_dir.mkdir(parents=True, exist_ok=early is not None)  # the early sandbox may have made it
         journal = Journal(run_dir / "journal.jsonl")
     except OSError as exc:
         # Nothing can be kept where it belongs: the run does not start (dependency_failure), and its
@@ -67,7 +65,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         run_dir = fallback_run_dir(run_id)
         journal = Journal(run_dir / "journal.jsonl")
         log(f"WARNING: {storage_error}; this run's journal and report go to {run_dir}")
-    session = Session(scenario, run_dir, run_id, sandbox_kind, client, log, runs_dir=Path(runs_dir))
+    session = Session(scenario, run_dir, run_id, sandbox_kind, client, log, runs_dir=Path(runs_dir), early=early)
     # The chooser's name is read once, in setup; nothing later asks the chooser object for it again.
     identity = ChooserIdentity(name=chooser_spec or UNNAMED)
     try:

@@ -251,6 +251,19 @@ def resolve(name_or_path: str, extra: list[Path] | None = None) -> Scenario:
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" or candidate.is_file():
         return load_manifest(candidate)
+    # The scenario discover() would pick (the first usable manifest of that name, in its order),
+    # without validating every other manifest (or fetching their sources) first.
+    for directory in scenario_dirs(extra):
+        for manifest in sorted(Path(directory).glob(f"*{SUFFIX}")) if Path(directory).is_dir() else ():
+            try:
+                named = tomllib.loads(manifest.read_text()).get("name")
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue  # unusable: discover() skips it too
+            if named == name_or_path:
+                try:
+                    return load_manifest(manifest)
+                except ManifestError:
+                    continue
     scenarios, errors = discover(extra)
     if name_or_path not in scenarios:
         broken = "".join(f"\n  unusable manifest: {e}" for e in errors)

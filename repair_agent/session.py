@@ -17,6 +17,7 @@ from verifier import Verifier, diff_sha256
 from .journal import ResumeInfo, SetupRecord
 from .plain import ChooserIdentity
 from .sandbox import DockerSandbox, LocalSandbox, NOT_ISOLATED, create_workspace
+from .sandbox.early import EarlySandbox
 from .scenario import Scenario
 
 
@@ -24,9 +25,13 @@ class Session:
     """One process's hold on a run: engine, image, workspace, verifier and sandbox, and their cleanup."""
 
     def __init__(self, scenario: Scenario, run_dir: Path, run_id: str, sandbox_kind: str, client,
-                 log: Callable[[str], None], *, runs_dir: Path):
+                 log: Callable[[str], None], *, runs_dir: Path, early: EarlySandbox | None = None):
         self.scenario, self.run_dir, self.run_id, self.kind = scenario, run_dir, run_id, sandbox_kind
         self.client, self.log, self.runs_dir = client, log, runs_dir
+        # Begun at the command's start (for this run id and directory): taken by open(), removed by close().
+        self.early = early if early is not None and sandbox_kind == "docker" and early.run_dir == run_dir else None
+        if early is not None and self.early is None:
+            early.discard()
         self.sandbox: DockerSandbox | LocalSandbox | None = None
         self.verifier: Verifier | None = None
         self.image: str | None = None
@@ -44,7 +49,10 @@ class Session:
         return self.sandbox, self.verifier
 
     def open(self, granted: tuple[str, ...]) -> None:
-        if self.kind == "docker":
+        if self.early is not None:
+            self.client = self.early.client  # for the failure's message, should there be one
+            self.client, self.image = self.early.engine()
+        elif self.kind == "docker":
             from .sandbox.environment import scenario_image
 
             self.client = self.client or docker.from_env()
@@ -64,7 +72,10 @@ class Session:
         if verifier.cache_note:
             self.log(f"note: {verifier.cache_note}")
         workspace, tool_out = self.run_dir / "workspace", self.run_dir / "outputs"
-        if self.kind == "docker":
+        if self.early is not None:
+            self.sandbox = sandbox = self.early.take()
+            self.base = sandbox.base_commit
+        elif self.kind == "docker":
             # The sandbox container starts while the workspace is built into its (bind-mounted)
             # directory: nothing runs in the container before the first tool call.
             workspace.mkdir()
@@ -128,6 +139,8 @@ class Session:
         return f"{type(exc).__name__}: {exc}{where}{hint}"
 
     def close(self) -> None:
+        if self.early is not None:
+            self.early.discard()  # begun but never taken (set-up failed before): nothing else holds it
         # Both at once: each waits on the engine to remove containers.
         closing = threading.Thread(target=self.verifier.close) if self.verifier is not None else None
         if closing:

@@ -87,13 +87,12 @@ class Executor:
                        else f"could not read {action.path}")
             return self._from_command(res, status, summary)
         if isinstance(action, ApplyPatch):
-            res = self.sandbox.apply_patch(action.diff)
+            res, new_diff = self.sandbox.apply_patch_and_diff(action.diff)
             status = _command_status(res)
-            if status != "ok":
+            if status != "ok" or new_diff is None:
                 return self._from_command(res, status, "patch did not apply; the working tree is unchanged")
-            new_diff = self.sandbox.diff()
             out = self._from_command(res, status, f"patch applied; diff is now {diff_sha256(new_diff)[:12]}")
-            out.new_diff = new_diff
+            out.output, out.new_diff = "", new_diff  # its stdout is the new diff, kept as new_diff
             return out
         if isinstance(action, (RunTargetTest, RunFullSuite)):
             kind = "target_test" if isinstance(action, RunTargetTest) else "full_suite"

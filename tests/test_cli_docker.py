@@ -133,3 +133,24 @@ def test_cleanup_removes_leftovers_of_dead_runs_but_not_live_ones(docker_client,
         assert docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=live"}, ignore_removed=True)  # kept
     finally:
         live.close()
+
+
+@pytest.mark.docker
+def test_a_run_that_never_starts_removes_the_sandbox_it_began(docker_client, sandbox_image, tmp_path):
+    # The sandbox container is started before the chooser is made: a chooser that cannot be
+    # loaded ends the command, and the container it began must not outlive it.
+    import time
+
+    since = int(time.time()) - 1
+    proc = subprocess.Popen([sys.executable, "-m", "repair_agent", "run", "discount-bug", "--chooser",
+                             "no_such_module_here:make", "--runs-dir", str(tmp_path / "runs")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and "no_such_module_here" in stderr, stderr
+    owner = f"org.repair-agent.owner-pid={proc.pid}"
+    events = docker_client.events(since=since, until=int(time.time()) + 1, decode=True,
+                                  filters={"type": "container", "label": owner})
+    actions = [e["Action"] for e in events]
+    assert "start" in actions and "destroy" in actions, actions  # it had begun, and it is gone
+    assert docker_client.containers.list(all=True, filters={"label": owner}) == []
+    assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []  # no empty run left

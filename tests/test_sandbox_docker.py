@@ -397,6 +397,11 @@ def test_search_read_patch_diff_on_discount_repo(fresh_sandbox):
     assert "ra-incoming" not in diff
     # A patch that does not apply says so.
     assert not sb.apply_patch(fix_diff()).ok
+    # Apply and diff as one command: refused, the tree as it was; applied, the whole new diff.
+    refused, none = sb.apply_patch_and_diff(fix_diff())
+    assert not refused.ok and none is None and sb.diff() == diff
+    applied, after = sb.apply_patch_and_diff("--- /dev/null\n+++ b/NOTES.md\n@@ -0,0 +1 @@\n+why\n")
+    assert applied.ok and after == sb.diff() and "+why" in after and f"+    discounted = {FIX}" in after
 
 
 @pytest.mark.docker

@@ -41,3 +41,17 @@ def test_without_a_baseline_recipe_the_baseline_hands_over(tmp_path):
     proc = cli("run", str(manifest), "--json", "--sandbox", "local", "--runs-dir", str(tmp_path / "runs"))
     out = json.loads(proc.stdout)
     assert proc.returncode == 10 and "no [baseline] recipe" in out["detail"]
+
+
+def test_a_scenario_by_name_is_the_one_the_listing_picks(tmp_path):
+    from repair_agent.scenario import discover, resolve
+
+    manifest = make_user_scenario(tmp_path)
+    # Before it in the listing's order, a broken manifest of the same name (skipped); after it, a
+    # second valid one (the first wins).
+    (tmp_path / "0-broken.scenario.toml").write_text('name = "word-count"\nrepo = "no-such-dir"\n')
+    (tmp_path / "zz-second.scenario.toml").write_text(manifest.read_text().replace('repo = "', 'repo = "./'))
+    found, errors = discover([tmp_path])
+    assert [e.manifest.name for e in errors] == ["0-broken.scenario.toml"]
+    picked = resolve("word-count", [tmp_path]).manifest_path
+    assert picked == found["word-count"].manifest_path and Path(picked).name == manifest.name

@@ -28,16 +28,8 @@ def cmd_scenarios(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from ..choosers import load_chooser
-    from ..run import execute_run
     from ..scenario import ManifestError, resolve
 
-    if getattr(args, "program", False):
-        # What the imports built lives as long as the process: out of the collector's way, so its
-        # passes during the run do not walk it again and again (a tenth of a second or more).
-        import gc
-
-        gc.freeze()
     try:
         if args.repo or not args.scenario:  # the user's own repository, as it is on disk
             from ..local_repo import scenario_from_args
@@ -48,13 +40,34 @@ def cmd_run(args) -> int:
     except ManifestError as exc:
         err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
         return USAGE_ERROR
-    chooser = load_chooser(args.chooser, scenario, seed=args.seed, base_url=args.model_base_url, model=args.model,
-                           models_file=args.models)
     on_step, log = _progress(args.json)
-    record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
-                         max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
-                         max_tokens=args.max_tokens,
-                         on_step=on_step, log=log, chooser_spec=args.chooser)
+    early = None
+    if args.sandbox == "docker" and getattr(scenario, "environment", None) is None:
+        # The engine starts the sandbox container (and the workspace is built) while the rest of
+        # the run is imported and the chooser is made; execute_run takes it, or it is removed here.
+        # (Not when an environment image may first have to be built: that stays interruptible.)
+        from ..sandbox.early import EarlySandbox
+
+        early = EarlySandbox(scenario, Path(args.runs_dir), log=log)
+    try:
+        from ..choosers import load_chooser
+        from ..run import execute_run
+
+        if getattr(args, "program", False):
+            # What the imports built lives as long as the process: out of the collector's way, so its
+            # passes during the run do not walk it again and again (a tenth of a second or more).
+            import gc
+
+            gc.freeze()
+        chooser = load_chooser(args.chooser, scenario, seed=args.seed, base_url=args.model_base_url, model=args.model,
+                               models_file=args.models)
+        record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
+                             max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
+                             max_tokens=args.max_tokens,
+                             on_step=on_step, log=log, chooser_spec=args.chooser, early=early)
+    finally:
+        if early is not None:
+            early.discard(unused_dir=True)  # taken by the run (then a no-op), or never reached it: removed here
     return _print_outcome(record, args)
 
 

@@ -20,6 +20,7 @@ class Sandbox(Protocol):
     def write_file(self, path: str, content: bytes) -> None: ...
     def search(self, query: str, path_glob: str | None = None) -> CommandResult: ...
     def apply_patch(self, diff: str) -> CommandResult: ...
+    def apply_patch_and_diff(self, diff: str) -> tuple[CommandResult, str | None]: ...
     def diff(self) -> str: ...
     def close(self) -> bool:
         """Remove what the sandbox holds; False when that could not be done (the caller says so)."""
@@ -44,6 +45,14 @@ def read_argv(path: str, start_line: int | None, end_line: int | None, line_numb
 
 DIFF_SCRIPT = ("git add -A -- . && git diff --cached --no-color --no-ext-diff --no-renames "
                "--binary --full-index \"$0\"")
+INCOMING = ".git/ra-incoming.diff"  # inside .git: the patch file itself never shows up in the diff
+APPLY_ARGV = ["git", "apply", "--recount", "--whitespace=nowarn", "--verbose", INCOMING]
+# git apply, then (only if it applied) the new diff: one command in the sandbox instead of two. The
+# apply's messages go to stderr, the diff alone to stdout; a failure after the apply exits with
+# DIFF_FAILED, which git apply itself never uses.
+DIFF_FAILED = 97
+APPLY_AND_DIFF_SCRIPT = (f"{' '.join(APPLY_ARGV)} 1>&2 || exit $?; "
+                         f"{{ {DIFF_SCRIPT}; }} || exit {DIFF_FAILED}")
 
 
 # The whole candidate diff must come back: larger than this is refused, never truncated.
@@ -67,10 +76,20 @@ class GitToolsMixin:
         return self.run(search_argv(query, path_glob))
 
     def apply_patch(self, diff: str) -> CommandResult:
-        # Inside .git so the patch file itself never shows up in the diff. Applied with its hunk
-        # headers recounted: exactly the text the scope check parsed (verifier.scope.recount_hunks).
-        self.write_file(".git/ra-incoming.diff", recount_hunks(diff).encode("utf-8", errors="surrogateescape"))
-        return self.run(["git", "apply", "--recount", "--whitespace=nowarn", "--verbose", ".git/ra-incoming.diff"])
+        # Applied with its hunk headers recounted: exactly the text the scope check parsed
+        # (verifier.scope.recount_hunks).
+        self.write_file(INCOMING, recount_hunks(diff).encode("utf-8", errors="surrogateescape"))
+        return self.run(APPLY_ARGV)
+
+    def apply_patch_and_diff(self, diff: str) -> tuple[CommandResult, str | None]:
+        """apply_patch, then diff() if it applied, in one command: (the command, the new diff or None
+        when the patch did not apply). Its stdout is the diff, its stderr the apply's messages."""
+        self.write_file(INCOMING, recount_hunks(diff).encode("utf-8", errors="surrogateescape"))
+        res = self.run(["sh", "-c", APPLY_AND_DIFF_SCRIPT, self.base_commit], output_cap=DIFF_CAP)
+        if res.exit_code == DIFF_FAILED or (res.ok and res.stdout.truncated):
+            raise SandboxError(f"git diff failed (exit {res.exit_code}, truncated={res.stdout.truncated}): "
+                               f"{res.stderr.text[-1000:]}")
+        return res, (res.stdout.text if res.ok else None)
 
     def diff(self) -> str:
         res = self.run(["sh", "-c", DIFF_SCRIPT, self.base_commit], output_cap=DIFF_CAP)
