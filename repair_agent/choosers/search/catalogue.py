@@ -14,7 +14,7 @@ from .source import _MISSING, Function, _call_args, _expected_from_assert, _repl
 COMPARE_SWAPS = {"<": ("<=", ">"), "<=": ("<", ">="), ">": (">=", "<"), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
 BOUNDARY_SWAPS = {("<", "<="), ("<=", "<"), (">", ">="), (">=", ">")}
-ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/",), "%": ("//",),
+ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/", "%"), "%": ("//",),
                # augmented assignments: the operator, or a plain assignment instead of an accumulation
                "+=": ("-=", "*=", "="), "-=": ("+=", "="), "*=": ("/=", "+=", "="), "/=": ("*=", "//="),
                "//=": ("/=",), "%=": ("//=",)}
@@ -22,7 +22,10 @@ NAME_SWAPS = {"and": ("or",), "or": ("and",), "True": ("False",), "False": ("Tru
               "max": ("min",), "any": ("all",), "all": ("any",), "lower": ("upper",), "upper": ("lower",),
               "lstrip": ("strip",), "rstrip": ("strip",), "strip": ("rstrip", "lstrip"),
               "startswith": ("endswith",), "endswith": ("startswith",), "floor": ("ceil",), "ceil": ("floor",),
-              "append": ("extend",), "extend": ("append",)}
+              "append": ("extend",), "extend": ("append",),
+              # attributes only (`heapq.nlargest`, `pattern.match`): the same names as variables are not these
+              "nlargest": ("nsmallest",), "nsmallest": ("nlargest",), "search": ("match",), "match": ("search",)}
+ATTRIBUTE_ONLY = frozenset({"nlargest", "nsmallest", "search", "match"})
 NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum", "Fraction"}
 
 
@@ -88,7 +91,8 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
                     out.append((kind, f"drop {prev.string} 1", code[:cut] + code[c1:]))
                 elif new >= 0:
                     out.append((kind, f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
-        elif t.type == tokenize.NAME and t.string in NAME_SWAPS:
+        elif t.type == tokenize.NAME and t.string in NAME_SWAPS and (
+                t.string not in ATTRIBUTE_ONLY or (k and toks[k - 1].string == ".")):
             for new in NAME_SWAPS[t.string]:
                 kind = ("default" if is_def else "boolean") if t.string in ("True", "False") else (
                     "boolean" if t.string in ("and", "or", "any", "all") else
@@ -190,6 +194,25 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
             right = node.comparators[0]
             for d in ("+ 1", "- 1"):
                 out.append(("offset", f"compare with {text(right)} {d}", _replace_span(code, *span(right), f"{text(right)} {d}")))
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in ("range", "len")):
+            # an argument one off (`cls(major, minor)` -> `cls(major, minor + 1)`, `islice(it, n)` -> `islice(it, n + 1)`)
+            for b in node.args:
+                if isinstance(b, (ast.Name, ast.Attribute, ast.Subscript)) and span(b) and not _is_callable_like(b):
+                    for d in ("+ 1", "- 1"):
+                        out.append(("offset", f"argument {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            # a bound with the wrong sign (`seq[n:]` -> `seq[-n:]`)
+            for b in (node.slice.lower, node.slice.upper):
+                if isinstance(b, ast.Name) and span(b):
+                    out.append(("slice", f"{text(b)} -> -{text(b)}", _replace_span(code, *span(b), f"-{text(b)}")))
+                elif isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.USub) and isinstance(b.operand, ast.Name) and span(b):
+                    out.append(("slice", f"{text(b)} -> {text(b.operand)}", _replace_span(code, *span(b), text(b.operand))))
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Subscript, ast.Attribute)) \
+                and span(node.targets[0]) and span(node.value):
+            # an accumulation written as a plain assignment (`counts[k] = 1` -> `counts[k] += 1`)
+            t0, t1 = span(node.targets[0])
+            v0 = span(node.value)[0]
+            out.append(("arithmetic", "= -> +=", code[:t1] + " += " + code[v0:]))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
             for b in node.args:
                 if not isinstance(b, ast.Constant) and span(b):
@@ -211,6 +234,13 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                             _replace_span(code, *span(operand), f"{operand.id} {op}")))
     return out
 
+
+
+def _is_callable_like(node: ast.AST) -> bool:
+    """A name that is passed as a function or class (`map(str, xs)`), not a number: its offset is noise."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return bool(name) and (name[:1].isupper() or name in ("str", "int", "float", "bool", "len", "list", "dict",
+                                                           "tuple", "set", "repr", "key", "func", "self", "cls"))
 
 
 NEUTRAL_LITERALS = frozenset({"None", "True", "False", "0", "1", "-1", "0.0", "''", '""', "[]", "{}", "()"})

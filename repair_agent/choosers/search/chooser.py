@@ -16,7 +16,7 @@ from .ranking import rank_candidates
 WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the enclosing def is usually above)
 DEF_WINDOW = 45                        # a read from a `def` line found by search
 MAX_SEARCHES = 3
-STEPS_FOR_A_CANDIDATE = 4              # apply, target test, full suite, check_diff
+STEPS_FOR_A_CANDIDATE = 3              # apply, full suite (it runs the target tests too), check_diff
 WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 25, 10   # around a cluster of suspicious lines (the def is above)
 CLUSTER_SHARE = 0.5                    # lines at least this suspicious, relative to the line read for
 MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
@@ -30,6 +30,15 @@ def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> 
     near = [n for (p, n), v in suspicious.items()
             if p == path and v >= top * CLUSTER_SHARE and abs(n - line) <= MAX_SUSPECT_SPAN // 2]
     return min(near), max(near)
+
+
+def _unpatched(applied: Candidate | None, path: str, line: int) -> bool:
+    """Does this line of the tree read the same as the original? Only the candidate on the tree
+    differs from it (each patch reverts the one before): its line, and the lines after a
+    candidate that inserted some."""
+    if applied is None or applied.path != path:
+        return True
+    return line < applied.line or (len(applied.new_lines) == 1 and line != applied.line)
 
 
 @dataclass
@@ -81,10 +90,7 @@ class SearchChooser:
             return RunTargetTest()
         # A candidate is on the tree: finish checking it.
         if plan.applied is not None and plan.awaiting:
-            if plan.awaiting == "target" and view.steps_left == 2:
-                # Exactly enough for the full suite (it decides the target condition too) and the scope check.
-                return RunFullSuite()
-            return {"target": RunTargetTest, "full": RunFullSuite, "check": CheckDiff}[plan.awaiting]()
+            return {"full": RunFullSuite, "check": CheckDiff}[plan.awaiting]()
         candidates = self._ranked(plan, view)
         self.last_candidates = candidates
         tried = {c.key for c, _ in plan.tried}
@@ -169,22 +175,24 @@ class SearchChooser:
                 if ev.status == "ok" and "[output capped" not in ev.output:
                     known = plan.known.setdefault(action["path"], {})
                     for i, text in enumerate(ev.output.splitlines(keepends=True)):
-                        if plan.applied is None:   # reads happen before any patch; never learn a patched line
+                        if _unpatched(plan.applied, action["path"], start + i):   # never learn a patched line
                             known.setdefault(start + i, text if text.endswith("\n") else text + "\n")
+                    if not known:
+                        del plan.known[action["path"]]
             elif tool == "apply_patch":
                 # Which candidate this was: recompute the ranking as it stood before this step.
                 cand = self._candidate_for(action["diff"], plan, view)
                 if ev.status == "ok" and cand is not None:
-                    plan.applied, plan.awaiting = cand, "target"
+                    # Straight to the full suite: it decides the target tests too, so a wrong candidate
+                    # costs two steps and a right one three (a separate target run would add one).
+                    plan.applied, plan.awaiting = cand, "full"
                 elif cand is not None:
                     plan.tried.append((cand, "patch did not apply"))
             elif tool in ("run_target_test", "run_full_suite", "check_diff") and plan.applied is not None:
                 c = plan.applied
                 passed = ev.status == "ok"
                 if tool == "run_target_test":
-                    if passed:
-                        plan.awaiting = "full"
-                    else:
+                    if not passed and plan.awaiting:
                         plan.tried.append((c, "target test still fails")); plan.awaiting = None
                 elif tool == "run_full_suite":
                     targets_ok = (ev.data or {}).get("targets_ok")
@@ -192,6 +200,7 @@ class SearchChooser:
                         plan.awaiting = "check"
                     else:
                         plan.tried.append((c, "full suite fails (the target passes: a trap)" if targets_ok
+                                           else "target test still fails" if targets_ok is False
                                            else "full suite fails")); plan.awaiting = None
                 else:
                     if not passed:
