@@ -69,7 +69,8 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
             for new in COMPARE_SWAPS[t.string]:
                 kind = "boundary" if (t.string, new) in BOUNDARY_SWAPS else "comparison"
                 out.append((kind, f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
-        elif t.type == tokenize.OP and t.string in ARITH_SWAPS and not is_def:
+        elif t.type == tokenize.OP and t.string in ARITH_SWAPS and not is_def and not (
+                t.string == "%" and k and toks[k - 1].type == tokenize.STRING):   # `"%s" % x` formats text
             for new in ARITH_SWAPS[t.string]:
                 out.append(("arithmetic", f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
         elif t.type == tokenize.NUMBER and re.fullmatch(r"\d+", t.string):
@@ -96,7 +97,7 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
             for new in NAME_SWAPS[t.string]:
                 kind = ("default" if is_def else "boolean") if t.string in ("True", "False") else (
                     "boolean" if t.string in ("and", "or", "any", "all") else
-                    "extreme" if t.string in ("min", "max") else "name")
+                    "extreme" if t.string in ("min", "max", "nlargest", "nsmallest") else "name")
                 out.append((kind, f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
         elif t.type == tokenize.NAME and t.string == "not" and not is_def:
             # `not x` -> `x`, `x not in y` -> `x in y`
@@ -162,7 +163,7 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                 if sa and sb:
                     new = code[:sa[0]] + text(b) + code[sa[1]:sb[0]] + text(a) + code[sb[1]:]
                     out.append(("swap", f"swap arguments {text(a)}, {text(b)}", new))
-        if isinstance(node, ast.BinOp):
+        if isinstance(node, ast.BinOp) and not _formats_text(node):
             arith_operands += [node.left, node.right]
             sp = span(node)
             if isinstance(node.op, (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod)) and sp:
@@ -184,7 +185,7 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                     for d in ("+ 1", "- 1"):
                         out.append(("slice", f"{text(b)} -> {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
         if isinstance(node, ast.Return) and node.value is not None and span(node.value) and isinstance(
-                node.value, (ast.Name, ast.Call, ast.BinOp, ast.Subscript, ast.Attribute)):
+                node.value, (ast.Name, ast.Call, ast.BinOp, ast.Subscript, ast.Attribute)) and not _formats_text(node.value):
             for d in ("+ 1", "- 1"):
                 out.append(("offset", f"return {text(node.value)} {d}",
                             _replace_span(code, *span(node.value), f"{text(node.value)} {d}")))
@@ -199,7 +200,7 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
             for b in node.args:
                 if isinstance(b, (ast.Name, ast.Attribute, ast.Subscript)) and span(b) and not _is_callable_like(b):
                     for d in ("+ 1", "- 1"):
-                        out.append(("offset", f"argument {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
+                        out.append(("argument", f"argument {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             # a bound with the wrong sign (`seq[n:]` -> `seq[-n:]`)
             for b in (node.slice.lower, node.slice.upper):
@@ -234,6 +235,14 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                             _replace_span(code, *span(operand), f"{operand.id} {op}")))
     return out
 
+
+
+def _formats_text(node: ast.AST) -> bool:
+    """`"%s(%s)" % (a, b)`, `"a" + b`, `str(x)`: text, not arithmetic."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "repr", "format"):
+        return True
+    return isinstance(node, ast.BinOp) and isinstance(node.left, (ast.Constant, ast.JoinedStr)) and isinstance(
+        getattr(node.left, "value", ""), str)
 
 
 def _is_callable_like(node: ast.AST) -> bool:

@@ -21,6 +21,8 @@ WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 25, 10   # around a cluster of sus
 CLUSTER_SHARE = 0.5                    # lines at least this suspicious, relative to the line read for
 MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
 MAX_SUSPECT_SPAN = 80
+TIED_SUSPICION = 0.9                   # as suspicious as the best line, give or take: read before trying
+MAX_TIED_READS = 2
 
 
 def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> tuple[int, int]:
@@ -95,6 +97,12 @@ class SearchChooser:
         self.last_candidates = candidates
         tried = {c.key for c, _ in plan.tried}
         untried = [c for c in candidates if c.key not in tried]
+        # Before the first candidate, read every place the spectrum ranks as high as the best line
+        # (a wrapper and the function it calls often tie): the right edit may be in the other one.
+        if not plan.tried and plan.applied is None and view.steps_left > 2 * STEPS_FOR_A_CANDIDATE + 1:
+            step = self._read_tied_suspects(plan)
+            if step is not None:
+                return step
         # Localize further while there is nothing to try and budget to try something later.
         if not untried and view.steps_left > STEPS_FOR_A_CANDIDATE + 1:
             step = self._localize(plan, view)
@@ -108,6 +116,20 @@ class SearchChooser:
         return ApplyPatch(diff=render_patch(plan.known, plan.applied, untried[0]))
 
     # -- localization --------------------------------------------------------------------------
+    def _read_tied_suspects(self, plan: Plan):
+        f = plan.failure
+        if len(plan.reads) >= MAX_TIED_READS:
+            return None
+        for (path, line), rel_score in sorted(f.suspicious.items(), key=lambda kv: (-kv[1], kv[0])):
+            if rel_score < TIED_SUSPICION:
+                break
+            if line not in plan.known.get(path, {}):
+                lo, hi = _cluster(f.suspicious, path, line)
+                start = max(1, lo - WINDOW_BEFORE_SUSPECT)
+                if f"{path}:{start}" not in plan.reads:
+                    return ReadFile(path=path, start_line=start, end_line=hi + WINDOW_AFTER_SUSPECT)
+        return None
+
     def _localize(self, plan: Plan, view: View):
         f = plan.failure
         writable = view.authorization.writable
