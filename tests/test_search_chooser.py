@@ -301,10 +301,10 @@ def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
                       runs_dir=runs_dir, max_steps=12)
     s = steps(rec)
     tools = [x["proposal"]["tool"] for x in s]
+    # after a patch the chooser runs the full suite at once: the trap turns the target green and fails there
     trap = next(i for i, x in enumerate(s) if x["proposal"]["tool"] in ("run_target_test", "run_full_suite")
-                and x["result"]["status"] == "failed" and not x["result"]["data"]["failing"]
-                and x["result"]["data"]["heldout"]["ok"] is False)
-    assert s[trap]["result"]["data"]["correctness"] == "plausible"
+                and x["result"]["status"] == "failed" and x["result"]["data"]["heldout"]["ok"] is False
+                and not set(x["result"]["data"]["failing"]) & set(s[0]["result"]["data"]["failing"]))
     patch = max(i for i in range(trap) if tools[i] == "apply_patch")
     added = lambda i, sign: {l[1:] for l in s[i]["proposal"]["diff"].splitlines()
                              if l.startswith(sign) and not l.startswith(sign * 3)}

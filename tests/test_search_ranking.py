@@ -155,6 +155,9 @@ def test_text_formatting_is_not_arithmetic():
     whats = _whats('        return "%s(%s)" % (type(self).__name__, s)\n')
     assert not any(w.startswith(("% ->", "return ", "swap operands")) for w in whats)
     assert "% -> //" in _whats("    return total % size\n")
+    assert "+ -> -" not in _whats('            prerelease = str(token) + ".0"\n')
+    # the arguments of zip, map, ... are iterables, not counts
+    assert not any(w.startswith("argument") for w in _whats("    inposed = concat(zip(seq, itertools.repeat(el)))\n"))
     assert not any(w.startswith("return str(") for w in _whats("    return str(Version.parse(version).bump_major())\n"))
 
 

@@ -26,6 +26,10 @@ NAME_SWAPS = {"and": ("or",), "or": ("and",), "True": ("False",), "False": ("Tru
               # attributes only (`heapq.nlargest`, `pattern.match`): the same names as variables are not these
               "nlargest": ("nsmallest",), "nsmallest": ("nlargest",), "search": ("match",), "match": ("search",)}
 ATTRIBUTE_ONLY = frozenset({"nlargest", "nsmallest", "search", "match"})
+# Calls whose arguments are iterables or arbitrary objects, never counts: no argument offsets there.
+ITERABLE_CALLS = frozenset({"zip", "map", "filter", "sorted", "reversed", "list", "tuple", "set", "frozenset", "iter",
+                            "enumerate", "dict", "any", "all", "sum", "chain", "concat", "repeat", "cycle", "join",
+                            "str", "repr", "print", "isinstance", "getattr", "hasattr", "append", "extend"})
 NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum", "Fraction"}
 
 
@@ -70,7 +74,8 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
                 kind = "boundary" if (t.string, new) in BOUNDARY_SWAPS else "comparison"
                 out.append((kind, f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
         elif t.type == tokenize.OP and t.string in ARITH_SWAPS and not is_def and not (
-                t.string == "%" and k and toks[k - 1].type == tokenize.STRING):   # `"%s" % x` formats text
+                (k and toks[k - 1].type == tokenize.STRING and t.string in ("%", "+", "+="))
+                or (k + 1 < len(toks) and toks[k + 1].type == tokenize.STRING)):   # `"%s" % x`, `x + ".0"`: text
             for new in ARITH_SWAPS[t.string]:
                 out.append(("arithmetic", f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
         elif t.type == tokenize.NUMBER and re.fullmatch(r"\d+", t.string):
@@ -195,7 +200,9 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
             right = node.comparators[0]
             for d in ("+ 1", "- 1"):
                 out.append(("offset", f"compare with {text(right)} {d}", _replace_span(code, *span(right), f"{text(right)} {d}")))
-        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in ("range", "len")):
+        callee = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else (
+            node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else "")
+        if isinstance(node, ast.Call) and callee not in ITERABLE_CALLS and callee not in ("range", "len"):
             # an argument one off (`cls(major, minor)` -> `cls(major, minor + 1)`, `islice(it, n)` -> `islice(it, n + 1)`)
             for b in node.args:
                 if isinstance(b, (ast.Name, ast.Attribute, ast.Subscript)) and span(b) and not _is_callable_like(b):

@@ -110,7 +110,7 @@ class SearchChooser:
                 return step
         if not untried:
             return self._handoff(plan, candidates, "no candidate patch left to try")
-        if view.steps_left < STEPS_FOR_A_CANDIDATE - 1:
+        if view.steps_left < STEPS_FOR_A_CANDIDATE:
             return self._handoff(plan, candidates, f"{view.steps_left} step(s) left: not enough to try and check "
                                  "another candidate")
         return ApplyPatch(diff=render_patch(plan.known, plan.applied, untried[0]))
@@ -118,8 +118,8 @@ class SearchChooser:
     # -- localization --------------------------------------------------------------------------
     def _read_tied_suspects(self, plan: Plan):
         f = plan.failure
-        if len(plan.reads) >= MAX_TIED_READS:
-            return None
+        if len(plan.reads) >= MAX_TIED_READS or any(line not in plan.known.get(path, {}) for path, line in f.frames):
+            return None   # a traceback frame is read first (by the plain localization)
         for (path, line), rel_score in sorted(f.suspicious.items(), key=lambda kv: (-kv[1], kv[0])):
             if rel_score < TIED_SUSPICION:
                 break
