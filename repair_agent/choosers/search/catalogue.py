@@ -190,7 +190,8 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                     for d in ("+ 1", "- 1"):
                         out.append(("slice", f"{text(b)} -> {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
         if isinstance(node, ast.Return) and node.value is not None and span(node.value) and isinstance(
-                node.value, (ast.Name, ast.Call, ast.BinOp, ast.Subscript, ast.Attribute)) and not _formats_text(node.value):
+                node.value, (ast.Name, ast.Call, ast.BinOp, ast.Subscript, ast.Attribute)) and not _formats_text(node.value) \
+                and not _constructs(node.value):   # `return cls(...)`: an object
             for d in ("+ 1", "- 1"):
                 out.append(("offset", f"return {text(node.value)} {d}",
                             _replace_span(code, *span(node.value), f"{text(node.value)} {d}")))
@@ -250,6 +251,13 @@ def _formats_text(node: ast.AST) -> bool:
         return True
     return isinstance(node, ast.BinOp) and isinstance(node.left, (ast.Constant, ast.JoinedStr)) and isinstance(
         getattr(node.left, "value", ""), str)
+
+
+def _constructs(node: ast.AST) -> bool:
+    """`cls(...)`, `Version(...)`: a new object, never a number one off."""
+    name = getattr(node, "func", None)
+    name = name.id if isinstance(name, ast.Name) else name.attr if isinstance(name, ast.Attribute) else ""
+    return name == "cls" or name[:1].isupper()
 
 
 def _is_callable_like(node: ast.AST) -> bool:
