@@ -202,3 +202,15 @@ def test_before_the_first_candidate_every_place_as_suspicious_as_the_best_is_rea
     assert isinstance(step, ReadFile) and step.path == "src/v/version.py" and step.start_line <= 277 <= step.end_line
     plan.reads.append(f"src/v/version.py:{step.start_line}")
     assert SearchChooser(0)._read_tied_suspects(plan) is None   # at most two reads before trying
+
+
+def test_a_window_that_starts_inside_a_docstring_mutates_no_prose():
+    from repair_agent.choosers.search.source import _code_lines
+
+    window = ['        Replace one or more parts of a version.\n', '\n', "        >>> v.replace(major=4)\n",
+              '        """\n', '        if not parts:\n', '            return self\n']
+    lines = {100 + i: t for i, t in enumerate(window)}
+    assert _code_lines(lines, 100, 105, known_start=False) == {104, 105}
+    # a docstring that opens inside the window is still seen as one
+    opened = {1: "def f(x):\n", 2: '    """Doc.\n', 3: "    >>> f(1)\n", 4: '    """\n', 5: "    return x\n"}
+    assert _code_lines(opened, 1, 5, known_start=False) == {1, 5}
