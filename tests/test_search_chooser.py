@@ -218,11 +218,11 @@ def test_localizes_from_the_spectrum_and_without_it_by_searching_the_asserted_ca
                                                            "path_glob": "src/**"}
 
 
-def test_boundary_bug_repaired_and_checked_by_target_then_full_suite(textbits, runs_dir):
+def test_boundary_bug_repaired_and_checked_by_the_full_suite(textbits, runs_dir):
     rec = run_search(textbits / "boundary.scenario.toml", runs_dir)
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION, rec.detail
     tools = [x["proposal"]["tool"] for x in steps(rec)]
-    assert tools[-3:] == ["run_target_test", "run_full_suite", "check_diff"]
+    assert tools[-3:] == ["apply_patch", "run_full_suite", "check_diff"]   # the full suite decides the target too
     diff = (Path(rec.run_dir) / "candidate.diff").read_text()
     assert "+    return age >= 18\n" in diff or "+    return age > 17\n" in diff  # equal for ints
 
@@ -301,10 +301,10 @@ def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
                       runs_dir=runs_dir, max_steps=12)
     s = steps(rec)
     tools = [x["proposal"]["tool"] for x in s]
+    # after a patch the chooser runs the full suite at once: the trap turns the target green and fails there
     trap = next(i for i, x in enumerate(s) if x["proposal"]["tool"] in ("run_target_test", "run_full_suite")
-                and x["result"]["status"] == "failed" and not x["result"]["data"]["failing"]
-                and x["result"]["data"]["heldout"]["ok"] is False)
-    assert s[trap]["result"]["data"]["correctness"] == "plausible"
+                and x["result"]["status"] == "failed" and x["result"]["data"]["heldout"]["ok"] is False
+                and not set(x["result"]["data"]["failing"]) & set(s[0]["result"]["data"]["failing"]))
     patch = max(i for i in range(trap) if tools[i] == "apply_patch")
     added = lambda i, sign: {l[1:] for l in s[i]["proposal"]["diff"].splitlines()
                              if l.startswith(sign) and not l.startswith(sign * 3)}

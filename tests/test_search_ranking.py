@@ -133,3 +133,84 @@ def test_two_separate_windows_of_one_file_are_ranked_each_on_its_own():
                 assert_lines=["assert total([1, 2], 0) == 3"], expected_literals={"3"})
     ranked = rank_candidates(f, {"src/m.py": known}, [], "total adds the values", seed=0)
     assert {"        acc += v\n"} <= {c.new_lines[0] for c in ranked} and any(c.line == 10 for c in ranked)
+
+
+def test_catalogue_offsets_call_arguments_flips_slice_signs_and_accumulates():
+    # a call argument one off (semver's bump_minor), never a class or `self` passed along
+    whats = _whats("        return cls(self._major, self._minor)\n")
+    assert {"argument self._minor + 1", "argument self._major - 1"} <= whats
+    assert not any(w.startswith(("argument cls", "argument self ", "return cls(")) for w in whats)
+    assert "argument n + 1" in _whats("    return last(islice(iterable, n), default=default)\n")
+    # a slice bound with the wrong sign (toolz's tail), both ways
+    assert "n -> -n" in _whats("        return seq[n:]\n") and "-n -> n" in _whats("        return seq[-n:]\n")
+    # an accumulation written as an assignment (toolz's frequencies), a floor division for a remainder
+    assert "= -> +=" in _whats("        d[item] = 1\n")
+    assert "// -> %" in _whats("            yield prev[:len(seq) // n]\n")
+    # k largest / k smallest, on the module's attribute only
+    assert "nsmallest -> nlargest" in _whats("    return tuple(heapq.nsmallest(k, seq, key=key))\n")
+    assert not any("nlargest" in w for w in _whats("    nlargest = 3\n"))
+
+
+def test_text_formatting_is_not_arithmetic():
+    whats = _whats('        return "%s(%s)" % (type(self).__name__, s)\n')
+    assert not any(w.startswith(("% ->", "return ", "swap operands")) for w in whats)
+    assert "% -> //" in _whats("    return total % size\n")
+    assert "+ -> -" not in _whats('            prerelease = str(token) + ".0"\n')
+    # the arguments of zip, map, ... are iterables, not counts
+    assert not any(w.startswith("argument") for w in _whats("    inposed = concat(zip(seq, itertools.repeat(el)))\n"))
+    assert not any(w.startswith("return str(") for w in _whats("    return str(Version.parse(version).bump_major())\n"))
+
+
+def test_a_type_error_under_a_condition_ranks_negating_it_first():
+    src = '''\
+def nth(n, seq):
+    """The nth element in a sequence."""
+    if not isinstance(seq, (tuple, list)):
+        return seq[n]
+    else:
+        return next(itertools.islice(seq, n, None))
+'''
+    lines = {i + 1: t for i, t in enumerate(src.splitlines(keepends=True))}
+    f = Failure(message="TypeError: 'str_ascii_iterator' object is not subscriptable", exception="TypeError",
+                exception_message="'str_ascii_iterator' object is not subscriptable", frames=[("src/it.py", 4)],
+                callees=["nth"], assert_lines=["assert nth(2, iter('ABCDE')) == 'C'"])
+    ranked = rank_candidates(f, {"src/it.py": lines}, [], "nth(n, seq) fails on iterators", seed=0)
+    assert ranked[0].line == 3 and ranked[0].new_lines == ("    if isinstance(seq, (tuple, list)):\n",)
+
+
+def test_reads_after_a_patch_learn_only_unpatched_lines():
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.chooser import _unpatched
+
+    one = Candidate("src/a.py", 10, ("x = 1\n",), "constant", "0 -> 1")
+    guard = Candidate("src/a.py", 10, ("if x is None:\n", "    return 0\n", "y = x\n"), "none-guard", "guard")
+    assert _unpatched(None, "src/a.py", 10) and _unpatched(one, "src/b.py", 10)
+    assert _unpatched(one, "src/a.py", 9) and not _unpatched(one, "src/a.py", 10) and _unpatched(one, "src/a.py", 11)
+    assert _unpatched(guard, "src/a.py", 9) and not _unpatched(guard, "src/a.py", 12)   # lines after it moved
+
+
+def test_before_the_first_candidate_every_place_as_suspicious_as_the_best_is_read():
+    from repair_agent.actions import ReadFile
+    from repair_agent.choosers.search.chooser import Plan, SearchChooser
+
+    # a wrapper and the method it calls tie in the spectrum; only the wrapper was read
+    f = Failure(message="assert '3.0.0' == '4.0.0'", suspicious={("src/v/_deprecated.py", 264): 1.0,
+                ("src/v/version.py", 277): 1.0, ("src/v/version.py", 278): 1.0, ("src/v/version.py", 536): 0.3})
+    plan = Plan(failure=f, known={"src/v/_deprecated.py": {n: "x = 1\n" for n in range(239, 275)}},
+                reads=["src/v/_deprecated.py:239"])
+    step = SearchChooser(0)._read_tied_suspects(plan)
+    assert isinstance(step, ReadFile) and step.path == "src/v/version.py" and step.start_line <= 277 <= step.end_line
+    plan.reads.append(f"src/v/version.py:{step.start_line}")
+    assert SearchChooser(0)._read_tied_suspects(plan) is None   # at most two reads before trying
+
+
+def test_a_window_that_starts_inside_a_docstring_mutates_no_prose():
+    from repair_agent.choosers.search.source import _code_lines
+
+    window = ['        Replace one or more parts of a version.\n', '\n', "        >>> v.replace(major=4)\n",
+              '        """\n', '        if not parts:\n', '            return self\n']
+    lines = {100 + i: t for i, t in enumerate(window)}
+    assert _code_lines(lines, 100, 105, known_start=False) == {104, 105}
+    # a docstring that opens inside the window is still seen as one
+    opened = {1: "def f(x):\n", 2: '    """Doc.\n', 3: "    >>> f(1)\n", 4: '    """\n', 5: "    return x\n"}
+    assert _code_lines(opened, 1, 5, known_start=False) == {1, 5}

@@ -14,7 +14,7 @@ from .source import _MISSING, Function, _call_args, _expected_from_assert, _repl
 COMPARE_SWAPS = {"<": ("<=", ">"), "<=": ("<", ">="), ">": (">=", "<"), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
 BOUNDARY_SWAPS = {("<", "<="), ("<=", "<"), (">", ">="), (">=", ">")}
-ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/",), "%": ("//",),
+ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/", "%"), "%": ("//",),
                # augmented assignments: the operator, or a plain assignment instead of an accumulation
                "+=": ("-=", "*=", "="), "-=": ("+=", "="), "*=": ("/=", "+=", "="), "/=": ("*=", "//="),
                "//=": ("/=",), "%=": ("//=",)}
@@ -22,7 +22,14 @@ NAME_SWAPS = {"and": ("or",), "or": ("and",), "True": ("False",), "False": ("Tru
               "max": ("min",), "any": ("all",), "all": ("any",), "lower": ("upper",), "upper": ("lower",),
               "lstrip": ("strip",), "rstrip": ("strip",), "strip": ("rstrip", "lstrip"),
               "startswith": ("endswith",), "endswith": ("startswith",), "floor": ("ceil",), "ceil": ("floor",),
-              "append": ("extend",), "extend": ("append",)}
+              "append": ("extend",), "extend": ("append",),
+              # attributes only (`heapq.nlargest`, `pattern.match`): the same names as variables are not these
+              "nlargest": ("nsmallest",), "nsmallest": ("nlargest",), "search": ("match",), "match": ("search",)}
+ATTRIBUTE_ONLY = frozenset({"nlargest", "nsmallest", "search", "match"})
+# Calls whose arguments are iterables or arbitrary objects, never counts: no argument offsets there.
+ITERABLE_CALLS = frozenset({"zip", "map", "filter", "sorted", "reversed", "list", "tuple", "set", "frozenset", "iter",
+                            "enumerate", "dict", "any", "all", "sum", "chain", "concat", "repeat", "cycle", "join",
+                            "str", "repr", "print", "isinstance", "getattr", "hasattr", "append", "extend"})
 NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum", "Fraction"}
 
 
@@ -66,7 +73,9 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
             for new in COMPARE_SWAPS[t.string]:
                 kind = "boundary" if (t.string, new) in BOUNDARY_SWAPS else "comparison"
                 out.append((kind, f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
-        elif t.type == tokenize.OP and t.string in ARITH_SWAPS and not is_def:
+        elif t.type == tokenize.OP and t.string in ARITH_SWAPS and not is_def and not (
+                (k and toks[k - 1].type == tokenize.STRING and t.string in ("%", "+", "+="))
+                or (k + 1 < len(toks) and toks[k + 1].type == tokenize.STRING)):   # `"%s" % x`, `x + ".0"`: text
             for new in ARITH_SWAPS[t.string]:
                 out.append(("arithmetic", f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
         elif t.type == tokenize.NUMBER and re.fullmatch(r"\d+", t.string):
@@ -88,11 +97,12 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
                     out.append((kind, f"drop {prev.string} 1", code[:cut] + code[c1:]))
                 elif new >= 0:
                     out.append((kind, f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
-        elif t.type == tokenize.NAME and t.string in NAME_SWAPS:
+        elif t.type == tokenize.NAME and t.string in NAME_SWAPS and (
+                t.string not in ATTRIBUTE_ONLY or (k and toks[k - 1].string == ".")):
             for new in NAME_SWAPS[t.string]:
                 kind = ("default" if is_def else "boolean") if t.string in ("True", "False") else (
                     "boolean" if t.string in ("and", "or", "any", "all") else
-                    "extreme" if t.string in ("min", "max") else "name")
+                    "extreme" if t.string in ("min", "max", "nlargest", "nsmallest") else "name")
                 out.append((kind, f"{t.string} -> {new}", _replace_span(code, c0, c1, new)))
         elif t.type == tokenize.NAME and t.string == "not" and not is_def:
             # `not x` -> `x`, `x not in y` -> `x in y`
@@ -158,7 +168,7 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                 if sa and sb:
                     new = code[:sa[0]] + text(b) + code[sa[1]:sb[0]] + text(a) + code[sb[1]:]
                     out.append(("swap", f"swap arguments {text(a)}, {text(b)}", new))
-        if isinstance(node, ast.BinOp):
+        if isinstance(node, ast.BinOp) and not _formats_text(node):
             arith_operands += [node.left, node.right]
             sp = span(node)
             if isinstance(node.op, (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod)) and sp:
@@ -180,7 +190,8 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                     for d in ("+ 1", "- 1"):
                         out.append(("slice", f"{text(b)} -> {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
         if isinstance(node, ast.Return) and node.value is not None and span(node.value) and isinstance(
-                node.value, (ast.Name, ast.Call, ast.BinOp, ast.Subscript, ast.Attribute)):
+                node.value, (ast.Name, ast.Call, ast.BinOp, ast.Subscript, ast.Attribute)) and not _formats_text(node.value) \
+                and not _constructs(node.value):   # `return cls(...)`: an object
             for d in ("+ 1", "- 1"):
                 out.append(("offset", f"return {text(node.value)} {d}",
                             _replace_span(code, *span(node.value), f"{text(node.value)} {d}")))
@@ -190,6 +201,27 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
             right = node.comparators[0]
             for d in ("+ 1", "- 1"):
                 out.append(("offset", f"compare with {text(right)} {d}", _replace_span(code, *span(right), f"{text(right)} {d}")))
+        callee = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else (
+            node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else "")
+        if isinstance(node, ast.Call) and callee not in ITERABLE_CALLS and callee not in ("range", "len"):
+            # an argument one off (`cls(major, minor)` -> `cls(major, minor + 1)`, `islice(it, n)` -> `islice(it, n + 1)`)
+            for b in node.args:
+                if isinstance(b, (ast.Name, ast.Attribute, ast.Subscript)) and span(b) and not _is_callable_like(b):
+                    for d in ("+ 1", "- 1"):
+                        out.append(("argument", f"argument {text(b)} {d}", _replace_span(code, *span(b), f"{text(b)} {d}")))
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            # a bound with the wrong sign (`seq[n:]` -> `seq[-n:]`)
+            for b in (node.slice.lower, node.slice.upper):
+                if isinstance(b, ast.Name) and span(b):
+                    out.append(("slice", f"{text(b)} -> -{text(b)}", _replace_span(code, *span(b), f"-{text(b)}")))
+                elif isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.USub) and isinstance(b.operand, ast.Name) and span(b):
+                    out.append(("slice", f"{text(b)} -> {text(b.operand)}", _replace_span(code, *span(b), text(b.operand))))
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Subscript, ast.Attribute)) \
+                and span(node.targets[0]) and span(node.value):
+            # an accumulation written as a plain assignment (`counts[k] = 1` -> `counts[k] += 1`)
+            t0, t1 = span(node.targets[0])
+            v0 = span(node.value)[0]
+            out.append(("arithmetic", "= -> +=", code[:t1] + " += " + code[v0:]))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
             for b in node.args:
                 if not isinstance(b, ast.Constant) and span(b):
@@ -211,6 +243,28 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                             _replace_span(code, *span(operand), f"{operand.id} {op}")))
     return out
 
+
+
+def _formats_text(node: ast.AST) -> bool:
+    """`"%s(%s)" % (a, b)`, `"a" + b`, `str(x)`: text, not arithmetic."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "repr", "format"):
+        return True
+    return isinstance(node, ast.BinOp) and isinstance(node.left, (ast.Constant, ast.JoinedStr)) and isinstance(
+        getattr(node.left, "value", ""), str)
+
+
+def _constructs(node: ast.AST) -> bool:
+    """`cls(...)`, `Version(...)`: a new object, never a number one off."""
+    name = getattr(node, "func", None)
+    name = name.id if isinstance(name, ast.Name) else name.attr if isinstance(name, ast.Attribute) else ""
+    return name == "cls" or name[:1].isupper()
+
+
+def _is_callable_like(node: ast.AST) -> bool:
+    """A name that is passed as a function or class (`map(str, xs)`), not a number: its offset is noise."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return bool(name) and (name[:1].isupper() or name in ("str", "int", "float", "bool", "len", "list", "dict",
+                                                           "tuple", "set", "repr", "key", "func", "self", "cls"))
 
 
 NEUTRAL_LITERALS = frozenset({"None", "True", "False", "0", "1", "-1", "0.0", "''", '""', "[]", "{}", "()"})

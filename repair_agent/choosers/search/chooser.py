@@ -16,11 +16,13 @@ from .ranking import rank_candidates
 WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the enclosing def is usually above)
 DEF_WINDOW = 45                        # a read from a `def` line found by search
 MAX_SEARCHES = 3
-STEPS_FOR_A_CANDIDATE = 4              # apply, target test, full suite, check_diff
+STEPS_FOR_A_CANDIDATE = 3              # apply, full suite (it runs the target tests too), check_diff
 WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 25, 10   # around a cluster of suspicious lines (the def is above)
 CLUSTER_SHARE = 0.5                    # lines at least this suspicious, relative to the line read for
 MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
 MAX_SUSPECT_SPAN = 80
+TIED_SUSPICION = 0.9                   # as suspicious as the best line, give or take: read before trying
+MAX_TIED_READS = 2
 
 
 def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> tuple[int, int]:
@@ -30,6 +32,15 @@ def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> 
     near = [n for (p, n), v in suspicious.items()
             if p == path and v >= top * CLUSTER_SHARE and abs(n - line) <= MAX_SUSPECT_SPAN // 2]
     return min(near), max(near)
+
+
+def _unpatched(applied: Candidate | None, path: str, line: int) -> bool:
+    """Does this line of the tree read the same as the original? Only the candidate on the tree
+    differs from it (each patch reverts the one before): its line, and the lines after a
+    candidate that inserted some."""
+    if applied is None or applied.path != path:
+        return True
+    return line < applied.line or (len(applied.new_lines) == 1 and line != applied.line)
 
 
 @dataclass
@@ -81,14 +92,17 @@ class SearchChooser:
             return RunTargetTest()
         # A candidate is on the tree: finish checking it.
         if plan.applied is not None and plan.awaiting:
-            if plan.awaiting == "target" and view.steps_left == 2:
-                # Exactly enough for the full suite (it decides the target condition too) and the scope check.
-                return RunFullSuite()
-            return {"target": RunTargetTest, "full": RunFullSuite, "check": CheckDiff}[plan.awaiting]()
+            return {"full": RunFullSuite, "check": CheckDiff}[plan.awaiting]()
         candidates = self._ranked(plan, view)
         self.last_candidates = candidates
         tried = {c.key for c, _ in plan.tried}
         untried = [c for c in candidates if c.key not in tried]
+        # Before the first candidate, read every place the spectrum ranks as high as the best line
+        # (a wrapper and the function it calls often tie): the right edit may be in the other one.
+        if not plan.tried and plan.applied is None and view.steps_left > 2 * STEPS_FOR_A_CANDIDATE + 1:
+            step = self._read_tied_suspects(plan)
+            if step is not None:
+                return step
         # Localize further while there is nothing to try and budget to try something later.
         if not untried and view.steps_left > STEPS_FOR_A_CANDIDATE + 1:
             step = self._localize(plan, view)
@@ -96,12 +110,26 @@ class SearchChooser:
                 return step
         if not untried:
             return self._handoff(plan, candidates, "no candidate patch left to try")
-        if view.steps_left < STEPS_FOR_A_CANDIDATE - 1:
+        if view.steps_left < STEPS_FOR_A_CANDIDATE:
             return self._handoff(plan, candidates, f"{view.steps_left} step(s) left: not enough to try and check "
                                  "another candidate")
         return ApplyPatch(diff=render_patch(plan.known, plan.applied, untried[0]))
 
     # -- localization --------------------------------------------------------------------------
+    def _read_tied_suspects(self, plan: Plan):
+        f = plan.failure
+        if len(plan.reads) >= MAX_TIED_READS or any(line not in plan.known.get(path, {}) for path, line in f.frames):
+            return None   # a traceback frame is read first (by the plain localization)
+        for (path, line), rel_score in sorted(f.suspicious.items(), key=lambda kv: (-kv[1], kv[0])):
+            if rel_score < TIED_SUSPICION:
+                break
+            if line not in plan.known.get(path, {}):
+                lo, hi = _cluster(f.suspicious, path, line)
+                start = max(1, lo - WINDOW_BEFORE_SUSPECT)
+                if f"{path}:{start}" not in plan.reads:
+                    return ReadFile(path=path, start_line=start, end_line=hi + WINDOW_AFTER_SUSPECT)
+        return None
+
     def _localize(self, plan: Plan, view: View):
         f = plan.failure
         writable = view.authorization.writable
@@ -169,22 +197,24 @@ class SearchChooser:
                 if ev.status == "ok" and "[output capped" not in ev.output:
                     known = plan.known.setdefault(action["path"], {})
                     for i, text in enumerate(ev.output.splitlines(keepends=True)):
-                        if plan.applied is None:   # reads happen before any patch; never learn a patched line
+                        if _unpatched(plan.applied, action["path"], start + i):   # never learn a patched line
                             known.setdefault(start + i, text if text.endswith("\n") else text + "\n")
+                    if not known:
+                        del plan.known[action["path"]]
             elif tool == "apply_patch":
                 # Which candidate this was: recompute the ranking as it stood before this step.
                 cand = self._candidate_for(action["diff"], plan, view)
                 if ev.status == "ok" and cand is not None:
-                    plan.applied, plan.awaiting = cand, "target"
+                    # Straight to the full suite: it decides the target tests too, so a wrong candidate
+                    # costs two steps and a right one three (a separate target run would add one).
+                    plan.applied, plan.awaiting = cand, "full"
                 elif cand is not None:
                     plan.tried.append((cand, "patch did not apply"))
             elif tool in ("run_target_test", "run_full_suite", "check_diff") and plan.applied is not None:
                 c = plan.applied
                 passed = ev.status == "ok"
                 if tool == "run_target_test":
-                    if passed:
-                        plan.awaiting = "full"
-                    else:
+                    if not passed and plan.awaiting:
                         plan.tried.append((c, "target test still fails")); plan.awaiting = None
                 elif tool == "run_full_suite":
                     targets_ok = (ev.data or {}).get("targets_ok")
@@ -192,6 +222,7 @@ class SearchChooser:
                         plan.awaiting = "check"
                     else:
                         plan.tried.append((c, "full suite fails (the target passes: a trap)" if targets_ok
+                                           else "target test still fails" if targets_ok is False
                                            else "full suite fails")); plan.awaiting = None
                 else:
                     if not passed:

@@ -12,12 +12,12 @@ from .source import _code_lines, _numbers_in, _parses, functions_in
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
-              "variable": -1, "offset": 0}
-HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2},
+              "variable": -1, "offset": 0, "argument": -1}
+HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 1},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
               "sign": {"arithmetic": 3, "swap": 2}, "swap": {"swap": 4}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
-              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2}, "case": {"name": 5}, "strip": {"name": 5}}
+              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "case": {"name": 5}, "strip": {"name": 5}}
 
 
 JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
@@ -46,7 +46,8 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 3   # the values' types say a true division should floor
     if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
         s += 3
-    if c.kind in ("offset", "percent") and failure.have_values and not (_number(failure.got) or _number(failure.expected)):
+    if c.kind in ("offset", "argument", "percent") and failure.have_values and not (
+            _number(failure.got) or _number(failure.expected)) and "number" not in failure.hints:   # '3.0.0' vs '4.0.0' is about a number
         s -= 5   # one more, one less, a hundredth: edits of numbers, and the values are not numbers
     if (c.path, c.line) in frame_lines:
         s += 3
@@ -70,7 +71,10 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
     # kinds that are rarely the bug unless the failure points at them
     if c.kind in JUSTIFIED_BY and not (JUSTIFIED_BY[c.kind] & failure.hints):
         s -= 2 if c.kind.endswith("guard") else 1
-    if c.what == "negate the condition":
+    if c.what in ("negate the condition", "drop `not`") and failure.exception in ("TypeError", "AttributeError") and any(
+            p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
+        s += 3   # a value of the wrong type failed right under a condition: the condition let it in
+    elif c.what == "negate the condition":
         s -= 1   # rarely the whole bug
     if "(named in the goal)" in c.what and c.kind == "default":
         s += 2

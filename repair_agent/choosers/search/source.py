@@ -129,11 +129,25 @@ def _code_lines(lines: dict[int, str], lo: int, hi: int, known_start: bool) -> s
     """Line numbers in [lo, hi] that are code, not inside a triple-quoted string. From a `def` line
     the string state is known; from an arbitrary window start it is assumed to be code."""
     out, in_string, quote = set(), False, ""
+    if not known_start:
+        # A window may start inside a docstring: when its first triple quote stands alone on its line
+        # and no header line (`def ...:`) precedes it, that quote closes a string.
+        prev = ""
+        for n in range(lo, hi + 1):
+            stripped = (lines.get(n) or "").strip()
+            if stripped in ('"""', "'''") and not prev.endswith(":"):
+                in_string, quote = True, stripped
+                break
+            if '"""' in stripped or "'''" in stripped:
+                break
+            prev = stripped or prev
     for n in range(lo, hi + 1):
         text = lines.get(n)
         if text is None:
             continue
         stripped = text.strip()
+        if stripped.startswith(">>>"):   # a doctest line, not code of this module
+            continue
         was_in = in_string
         for q in re.findall(r'"""|\'\'\'', text):
             if not in_string:
