@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from repair_agent.choosers.search import Failure, functions_in, guard_candidates, line_mutations
-from repair_agent.choosers.search.catalogue import copies_expected, documented_returns, frame_guards
+from repair_agent.choosers.search.guards import copies_expected, documented_returns, frame_guards
 from repair_agent.choosers.search.ranking import rank_candidates, scope_names
 
 SOURCE = '''\

@@ -10,7 +10,8 @@ candidates or budget, it hands off with what it learned.
 It sees only the View: never the scenario, its reference fix or its `[baseline]` recipe. The seed
 changes only the order in which equally scored candidates are tried.
 """
-from .catalogue import Candidate, frame_guards, guard_candidates, line_mutations
+from .catalogue import Candidate, line_mutations
+from .guards import frame_guards, guard_candidates
 from .chooser import Plan, SearchChooser
 from .failure import Failure, parse_failure
 from .patch import render_patch

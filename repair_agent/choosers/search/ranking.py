@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 import re
 
-from .catalogue import Candidate, copies_expected, frame_guards, guard_candidates, line_mutations
+from .catalogue import Candidate, line_mutations
+from .guards import copies_expected, frame_guards, guard_candidates
 from .failure import Failure
 from .patch import _blocks
 from .source import _code_lines, _numbers_in, _parses, functions_in
