@@ -19,6 +19,7 @@ from repair_agent.journal import StepRecord, evidence_by_id, read_journal, read_
 from repair_agent.run import execute_run
 from repair_agent.scenario import load_manifest, resolve
 from repair_agent.state import StopReason, View
+from verifier.rubric import rubric_from_journal
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -218,11 +219,13 @@ def test_localizes_from_the_spectrum_and_without_it_by_searching_the_asserted_ca
                                                            "path_glob": "src/**"}
 
 
-def test_boundary_bug_repaired_and_checked_by_the_full_suite(textbits, runs_dir):
+def test_boundary_bug_repaired_checked_by_the_full_suite_with_complete_evidence(textbits, runs_dir):
     rec = run_search(textbits / "boundary.scenario.toml", runs_dir)
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION, rec.detail
     tools = [x["proposal"]["tool"] for x in steps(rec)]
-    assert tools[-3:] == ["apply_patch", "run_full_suite", "check_diff"]   # the full suite decides the target too
+    # the full suite decides the candidate; the target test on the final diff completes the evidence
+    assert tools[-4:] == ["apply_patch", "run_full_suite", "run_target_test", "check_diff"]
+    assert rubric_from_journal(Path(rec.run_dir) / "journal.jsonl").complete
     diff = (Path(rec.run_dir) / "candidate.diff").read_text()
     assert "+    return age >= 18\n" in diff or "+    return age > 17\n" in diff  # equal for ints
 

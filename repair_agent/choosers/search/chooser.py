@@ -17,6 +17,9 @@ WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the en
 DEF_WINDOW = 45                        # a read from a `def` line found by search
 MAX_SEARCHES = 3
 STEPS_FOR_A_CANDIDATE = 3              # apply, full suite (it runs the target tests too), check_diff
+# A candidate that passes the full suite is also shown passing its target test on the final diff, so
+# the run's evidence is complete: a right candidate costs four steps.
+STEPS_FOR_A_RIGHT_CANDIDATE = 4
 WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 25, 10   # around a cluster of suspicious lines (the def is above)
 CLUSTER_SHARE = 0.5                    # lines at least this suspicious, relative to the line read for
 MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
@@ -92,7 +95,7 @@ class SearchChooser:
             return RunTargetTest()
         # A candidate is on the tree: finish checking it.
         if plan.applied is not None and plan.awaiting:
-            return {"full": RunFullSuite, "check": CheckDiff}[plan.awaiting]()
+            return {"full": RunFullSuite, "target": RunTargetTest, "check": CheckDiff}[plan.awaiting]()
         candidates = self._ranked(plan, view)
         self.last_candidates = candidates
         tried = {c.key for c, _ in plan.tried}
@@ -110,7 +113,7 @@ class SearchChooser:
                 return step
         if not untried:
             return self._handoff(plan, candidates, "no candidate patch left to try")
-        if view.steps_left < STEPS_FOR_A_CANDIDATE:
+        if view.steps_left < STEPS_FOR_A_RIGHT_CANDIDATE:
             return self._handoff(plan, candidates, f"{view.steps_left} step(s) left: not enough to try and check "
                                  "another candidate")
         return ApplyPatch(diff=render_patch(plan.known, plan.applied, untried[0]))
@@ -216,10 +219,12 @@ class SearchChooser:
                 if tool == "run_target_test":
                     if not passed and plan.awaiting:
                         plan.tried.append((c, "target test still fails")); plan.awaiting = None
+                    elif passed and plan.awaiting == "target":
+                        plan.awaiting = "check"
                 elif tool == "run_full_suite":
                     targets_ok = (ev.data or {}).get("targets_ok")
                     if passed:
-                        plan.awaiting = "check"
+                        plan.awaiting = "target"
                     else:
                         plan.tried.append((c, "full suite fails (the target passes: a trap)" if targets_ok
                                            else "target test still fails" if targets_ok is False
