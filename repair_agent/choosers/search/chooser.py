@@ -123,15 +123,7 @@ class SearchChooser:
         f = plan.failure
         if len(plan.reads) >= MAX_TIED_READS or any(line not in plan.known.get(path, {}) for path, line in f.frames):
             return None   # a traceback frame is read first (by the plain localization)
-        for (path, line), rel_score in sorted(f.suspicious.items(), key=lambda kv: (-kv[1], kv[0])):
-            if rel_score < TIED_SUSPICION:
-                break
-            if line not in plan.known.get(path, {}):
-                lo, hi = _cluster(f.suspicious, path, line)
-                start = max(1, lo - WINDOW_BEFORE_SUSPECT)
-                if f"{path}:{start}" not in plan.reads:
-                    return ReadFile(path=path, start_line=start, end_line=hi + WINDOW_AFTER_SUSPECT)
-        return None
+        return _read_suspects(plan, TIED_SUSPICION)
 
     def _localize(self, plan: Plan, view: View):
         f = plan.failure
@@ -143,14 +135,9 @@ class SearchChooser:
                 if key not in plan.reads:
                     return ReadFile(path=path, start_line=max(1, line - WINDOW_BEFORE), end_line=line + WINDOW_AFTER)
         # 2. the lines the failing tests run and passing tests do not (spectrum), most suspicious first
-        for (path, line), rel_score in sorted(f.suspicious.items(), key=lambda kv: (-kv[1], kv[0])):
-            if rel_score < MIN_SUSPICION:
-                break
-            if line not in plan.known.get(path, {}):
-                lo, hi = _cluster(f.suspicious, path, line)
-                start = max(1, lo - WINDOW_BEFORE_SUSPECT)
-                if f"{path}:{start}" not in plan.reads:
-                    return ReadFile(path=path, start_line=start, end_line=hi + WINDOW_AFTER_SUSPECT)
+        step = _read_suspects(plan, MIN_SUSPICION)
+        if step is not None:
+            return step
         # 3. a `def` found by search
         for path, line in plan.search_hits:
             if line not in plan.known.get(path, {}) and f"{path}:{line}" not in plan.reads:
@@ -257,3 +244,18 @@ class SearchChooser:
                    + (f". The working tree still holds the last failed candidate {plan.applied.label()}."
                       if plan.applied is not None and plan.tried and plan.tried[-1][0] is plan.applied else "."))
         return Stop(reason=f"search chooser: {why}", summary=summary[:7900])
+
+
+def _read_suspects(plan: Plan, min_score: float) -> ReadFile | None:
+    """A window around the most suspicious unread lines of the spectrum scoring at least `min_score`."""
+    f = plan.failure
+    assert f is not None
+    for (path, line), rel_score in sorted(f.suspicious.items(), key=lambda kv: (-kv[1], kv[0])):
+        if rel_score < min_score:
+            break
+        if line not in plan.known.get(path, {}):
+            lo, hi = _cluster(f.suspicious, path, line)
+            start = max(1, lo - WINDOW_BEFORE_SUSPECT)
+            if f"{path}:{start}" not in plan.reads:
+                return ReadFile(path=path, start_line=start, end_line=hi + WINDOW_AFTER_SUSPECT)
+    return None
