@@ -3,12 +3,19 @@ session-end check that no managed container outlives the tests."""
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
 from verifier.isolation import LABEL, OWNER_LABEL
 
 REQUIRE_DOCKER_ENV = "REPAIR_AGENT_REQUIRE_DOCKER"
+
+# A shell starts a background job (`cmd &`) with SIGINT ignored, and an ignored signal stays
+# ignored in every child: the Ctrl-C tests would then interrupt nothing. A handler is reset to
+# the default on exec, so every process the tests start can be interrupted again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Filled by `docker_client`: its presence means container tests actually ran in this session.
 _engine: dict = {}
