@@ -88,3 +88,12 @@ def test_the_rubric_reads_the_last_stop_of_a_resumed_run(tmp_path):
     # Judged on the diff the run ended with, not the first session's empty one.
     assert rubric.final_diff_sha256 == resumed.diff_sha256
     assert rubric.target_passed_on_final_diff and rubric.full_suite_on_final_diff and rubric.scope_check_on_final_diff
+
+
+def test_the_journaled_view_keeps_every_field_of_the_view():
+    """JournaledView lists the View's fields by hand (evidence by id): a field added to View and not
+    here would be silently missing from every journal and from `replay --step N`."""
+    from repair_agent.journal import JournaledView
+    from repair_agent.state import View
+
+    assert set(View.model_fields) - {"evidence"} == set(JournaledView.model_fields) - {"evidence_ids", "evidence"}
