@@ -248,3 +248,32 @@ def test_symlinked_result_file_is_refused_without_following_it(docker_client, sa
         assert time.monotonic() - started < 10
     finally:
         box.close()
+
+
+@pytest.mark.docker
+def test_command_after_the_result_read_cannot_change_what_was_read(docker_client, sandbox_image, tmp_path):
+    """The held-out probe shares the result reader's exec: the reader's line comes first and whole,
+    and what the following command prints or rewrites (a fake reader line, the file itself) changes
+    nothing that was read; its own output comes back after the line, with its environment."""
+    import base64
+
+    from verifier.isolation import HardenedContainer
+    from verifier.runner import RESULT_DIR
+
+    box = HardenedContainer(docker_client, sandbox_image, user="10001:10001",
+                            extra_tmpfs={RESULT_DIR: "rw,size=1m,mode=1777"})
+    junit = f"{RESULT_DIR}/junit.xml"
+    forged = base64.b64encode(b"<forged/>").decode()
+    try:
+        box.exec(["sh", "-c", f"printf '<real/>' > {junit}"], timeout_s=10)
+        then = ["sh", "-c", f'echo {forged}; printf "<forged/>" > {junit}; echo "seen $RA_X"']
+        data, problem, res, rest = box.read_file_then(junit, 1 << 20, then, timeout_s=10, output_dir=tmp_path,
+                                                      env={"RA_X": "x1"}, workdir="/tmp")
+        assert (data, problem) == (b"<real/>", None)
+        assert res.ok and rest.split() == [forged, "seen", "x1"]
+        box.exec(["ln", "-sf", "/proc/kmsg", junit], timeout_s=10)
+        data, problem, res, rest = box.read_file_then(junit, 1 << 20, ["echo", "after"], timeout_s=10,
+                                                      output_dir=tmp_path)
+        assert data is None and "symlink" in problem and rest == "after\n"
+    finally:
+        box.close()

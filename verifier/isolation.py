@@ -52,6 +52,13 @@ class StreamRecord(BaseModel):
     kept_path: str | None = None
     kept_bytes: int = 0
 
+    def whole_bytes(self) -> bytes:
+        """The whole stream as kept on disk (within the keep cap), not the capped head returned inline."""
+        return Path(self.kept_path).read_bytes() if self.kept_path else self.text.encode()
+
+    def whole(self) -> str:
+        return Path(self.kept_path).read_text(errors="replace") if self.kept_path else self.text
+
 
 class CommandResult(BaseModel):
     """What a command did. A timeout or a broken engine is said as such, never as an empty success."""
@@ -177,11 +184,19 @@ def read_capped(path: str, cap: int) -> tuple[bytes | None, str | None]:
 
 
 # What runs in the check container after the tests (no candidate import): read_capped, its answer
-# printed as one line for the host.
+# printed (and flushed) as one line for the host; then, when a command follows the two arguments,
+# that command in this process's place. Whatever the command prints comes after the line, so code
+# it runs cannot change what was read, and a check's next command costs no exec of its own.
 _READER = inspect.getsource(read_capped) + """
-import base64, sys
-data, why = read_capped(sys.argv[1], int(sys.argv[2]))
-print("ERR " + why if why else "ERR missing" if data is None else base64.b64encode(data).decode())
+import base64, os, sys
+try:
+    data, why = read_capped(sys.argv[1], int(sys.argv[2]))
+    line = "ERR " + why if why else "ERR missing" if data is None else base64.b64encode(data).decode()
+except Exception as exc:
+    line = "ERR reader failed: " + type(exc).__name__
+print(line, flush=True)
+if len(sys.argv) > 3:
+    os.execvp(sys.argv[3], sys.argv[3:])
 """
 
 
@@ -307,21 +322,26 @@ class HardenedContainer:
         """One regular file out of the container, read inside it by a fixed stdlib reader after
         every process of the check has ended (the engine's archive API cannot see a tmpfs): never
         a host mount, never a symlink followed, never more than `cap` bytes."""
-        import base64
-
-        res = self.exec(["python3", "-I", "-S", "-c", _READER, path, str(cap)], timeout_s=30.0,
+        res = self.exec(["python3", "-I", "-S", "-c", _READER, path, str(cap)], timeout_s=READ_TIMEOUT_S,
                         output_cap=cap * 4 // 3 + 4096)
-        name = path.rsplit("/", 1)[-1]
-        out = res.stdout.text.strip()
-        if res.timed_out or res.stdout.truncated:
-            return None, f"result file {name} could not be read within bounds"
-        if out.startswith("ERR "):
-            reason = out[4:200]
-            return (None, None) if reason == "missing" else (None, f"result file {name} refused: {reason}")
-        try:
-            return base64.b64decode(out, validate=True), None
-        except ValueError:
-            return None, f"result file {name}: unreadable reader output"
+        if res.stdout.truncated:
+            return None, f"result file {_name(path)} could not be read within bounds"
+        return _reader_answer(path, res.stdout.text.strip() if not res.timed_out else None)
+
+    def read_file_then(self, path: str, cap: int, argv: list[str], *, timeout_s: float, output_dir: Path,
+                       env: dict[str, str] | None = None, workdir: str | None = None
+                       ) -> tuple[bytes | None, str | None, CommandResult, str]:
+        """read_file, then `argv` in the same exec (one engine round trip and one container
+        command fewer): the reader prints its line and only then becomes `argv`. Returns the
+        file's (bytes, problem) as read_file does, `argv`'s result, and its whole stdout after
+        the reader's line. A line cut short (the deadline, the container reset) is not an answer."""
+        res = self.exec(["python3", "-I", "-S", "-c", _READER, path, str(cap), *argv],
+                        timeout_s=READ_TIMEOUT_S + timeout_s, output_dir=output_dir, env=env, workdir=workdir,
+                        output_cap=cap * 4 // 3 + 4096)
+        line, newline, rest = res.stdout.whole_bytes().partition(b"\n")
+        whole_line = newline and len(line) <= cap * 4 // 3 + 4096
+        data, problem = _reader_answer(path, line.decode("ascii", errors="replace").strip() if whole_line else None)
+        return data, problem, res, rest.decode("utf-8", errors="replace")
 
     def _reset_processes(self) -> None:
         import docker.errors
@@ -378,6 +398,29 @@ class HardenedContainer:
             raise interrupted
         # Not removed: the engine is down or refuses; `repair-agent cleanup` removes leftovers by label.
         return removed
+
+
+READ_TIMEOUT_S = 30.0
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _reader_answer(path: str, out: str | None) -> tuple[bytes | None, str | None]:
+    """The reader's one line as (bytes, None), (None, None) for no file, or (None, why not); None
+    for a line that never came whole."""
+    import base64
+
+    if out is None:
+        return None, f"result file {_name(path)} could not be read within bounds"
+    if out.startswith("ERR "):
+        reason = out[4:200]
+        return (None, None) if reason == "missing" else (None, f"result file {_name(path)} refused: {reason}")
+    try:
+        return base64.b64decode(out, validate=True), None
+    except ValueError:
+        return None, f"result file {_name(path)}: unreadable reader output"
 
 
 def _remove_by_name(client, name: str, wait_s: float = 3.0) -> None:

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from .baseline import baseline_cache_path, load_cached_baseline, store_cached_baseline
 from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, parse_probe_output
-from .isolation import SANDBOX_UID, CommandResult, HardenedContainer, Limits, LocalRunner, StreamRecord
+from .isolation import SANDBOX_UID, CommandResult, HardenedContainer, Limits, LocalRunner
 from .judge import Baseline, BaselineError, GuardRecords, Kind, ProcessFacts, guard_doubts, judge, make_baseline
 from .junit import MAX_JUNIT_BYTES, TestCase, parse_junit_bytes, read_result_file
 from .pool import CheckPool, FreshCheck, PoolKey
@@ -40,6 +40,14 @@ RESULT_DIR = "/verifier-out"
 RESULT_DIR_BYTES = 16 * 1024 * 1024  # a tmpfs inside the container: nothing a check writes lands on the host
 PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
 T = TypeVar("T")
+
+
+class ProbeCommand(BaseModel):
+    """How the held-out probe is started in a check's container (or on the host, locally)."""
+
+    argv: list[str]
+    timeout_s: float
+    env: dict[str, str]
 
 
 class ScenarioError(RuntimeError):
@@ -327,7 +335,16 @@ class Verifier:
         extra["guard"] = _guard_records(result)
         # What the host sees for itself, before anything else runs in the container.
         leftover = runner.processes() if docker and not result.timed_out else []
-        if docker:
+        probe = self._probe_command(root, python, docker) if self.heldout is not None and not baseline else None
+        probe_result: tuple[CommandResult, str] | None = None
+        if docker and probe is not None:
+            # The JUnit file is read first, then the reader becomes the held-out probe: one exec,
+            # and still no candidate code runs before the file is read.
+            data, read_problem, res, stdout = runner.read_file_then(junit_path, MAX_JUNIT_BYTES, probe.argv,
+                                                                    timeout_s=probe.timeout_s, output_dir=work,
+                                                                    env=probe.env, workdir=root)
+            probe_result = res, stdout
+        elif docker:
             data, read_problem = runner.read_file(junit_path, MAX_JUNIT_BYTES)
         else:
             data, read_problem = read_result_file(Path(junit_path))
@@ -337,21 +354,25 @@ class Verifier:
         cases, problem = parse_junit_bytes(data) if not read_problem else ([], None)
         if data is None and not read_problem:
             problem = "no JUnit report was written"
-        if self.heldout is not None and not baseline:
-            extra["heldout"] = self._run_heldout(runner, work, root, python, docker)
+        if probe is not None:
+            if probe_result is None:  # the local backend read the file on the host: the probe runs alone
+                res = runner.exec(probe.argv, timeout_s=probe.timeout_s, output_dir=work, env=probe.env, workdir=root)
+                probe_result = res, res.stdout.whole()
+            extra["heldout"] = self._judge_probe(*probe_result, work)
             extra["heldout_file"] = str(work / "heldout.json")
         return cases, problem, result, extra
 
-    def _run_heldout(self, runner, work: Path, root: str, python: str, docker: bool) -> HeldoutResult:
+    def _probe_command(self, root: str, python: str, docker: bool) -> ProbeCommand:
         """The held-out inputs, after the tests (nothing of this run can be in the pytest output a
-        chooser reads), in a fresh interpreter; the comparison happens here, on plain data."""
+        chooser reads), in a fresh interpreter; the comparison happens on the host, on plain data."""
         probe = "/verifier/guard/ra_probe.py" if docker else str(self.guard_dir / "ra_probe.py")
-        request = json.dumps(self._heldout.request(root))
         flags = ["-I"] if self.site_packages else ["-I", "-S"]
-        res = runner.exec([python, *flags, probe], timeout_s=min(60.0, self.spec.test_timeout_s),
-                          output_dir=work, env={"RA_PROBE": request, "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
-                          workdir=root)
-        data, problem = parse_probe_output(_whole(res.stdout))
+        return ProbeCommand(argv=[python, *flags, probe], timeout_s=min(60.0, self.spec.test_timeout_s),
+                            env={"RA_PROBE": json.dumps(self._heldout.request(root)), "HOME": "/tmp",
+                                 "PYTHONDONTWRITEBYTECODE": "1"})
+
+    def _judge_probe(self, res: CommandResult, stdout: str, work: Path) -> HeldoutResult:
+        data, problem = parse_probe_output(stdout)
         if res.timed_out:
             data, problem = None, "the held-out probe timed out"
         result = judge_heldout(self._heldout, data, problem)
@@ -410,10 +431,5 @@ def _made(value: T | None, why: str) -> T:
     return value
 
 
-def _whole(stream: StreamRecord) -> str:
-    """A whole stream as kept on disk (within the keep cap), not the capped head returned inline."""
-    return Path(stream.kept_path).read_text(errors="replace") if stream.kept_path else stream.text
-
-
 def _guard_records(res: CommandResult) -> GuardRecords:
-    return GuardRecords.parse(_whole(res.stderr))
+    return GuardRecords.parse(res.stderr.whole())
