@@ -6,12 +6,13 @@ is never derived from these.
 """
 from __future__ import annotations
 
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from pydantic import BaseModel, ConfigDict
 
-from .runner import TestVerdict
-from .scope import ScopeVerdict
+if TYPE_CHECKING:  # imported where verdicts are read: the agent's state needs Condition without the runner
+    from .runner import TestVerdict
+    from .scope import ScopeVerdict
 
 CONDITIONS = ("target_test", "full_suite", "diff_scope")
 DESCRIPTIONS = {
@@ -37,6 +38,9 @@ class Condition(BaseModel):
 
 def unsatisfied(verdicts: list[tuple[str, Union[TestVerdict, ScopeVerdict]]], current_diff_sha256: str) -> list[Condition]:
     """Each condition is decided by the latest verdict on the current diff that speaks to it."""
+    from .runner import TestVerdict
+    from .scope import ScopeVerdict
+
     out = []
     for name in CONDITIONS:
         decided, stale = None, False

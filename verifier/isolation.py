@@ -28,6 +28,12 @@ OWNER_LABEL = "org.repair-agent.owner-pid"  # lets cleanup tell a live run's con
 SANDBOX_UID = 10001
 
 
+def container_user() -> str:
+    """A non-root uid for containers; the host's own uid when the host is not root."""
+    uid = os.getuid()
+    return f"{SANDBOX_UID}:{SANDBOX_UID}" if uid == 0 else f"{uid}:{os.getgid()}"
+
+
 class Limits(BaseModel):
     """Resource limits for one container or local process tree."""
 

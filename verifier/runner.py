@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from .baseline import baseline_cache_path, load_cached_baseline, store_cached_baseline
 from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, parse_probe_output
-from .isolation import SANDBOX_UID, CommandResult, HardenedContainer, Limits, LocalRunner
+from .isolation import CommandResult, HardenedContainer, Limits, LocalRunner, container_user
 from .judge import Baseline, BaselineError, GuardRecords, Kind, ProcessFacts, guard_doubts, judge, make_baseline
 from .junit import MAX_JUNIT_BYTES, TestCase, parse_junit_bytes, read_result_file
 from .pool import CheckPool, FreshCheck, PoolKey
@@ -92,12 +92,6 @@ class TestVerdict(BaseModel):
             extra = f", {self.heldout.summary}" if self.heldout is not None else ""
             return f"{self.kind}: {self.passed}/{self.collected} passed{extra}"
         return f"{self.kind}: FAILED ({'; '.join(self.problems[:3])})"
-
-
-def container_user() -> str:
-    """A non-root uid for containers; the host's own uid when the host is not root."""
-    uid = os.getuid()
-    return f"{SANDBOX_UID}:{SANDBOX_UID}" if uid == 0 else f"{uid}:{os.getgid()}"
 
 
 class Verifier:

@@ -10,7 +10,6 @@ import sys
 
 from pydantic import ValidationError
 
-from ..journal import JournalError
 from ..state import EXIT_CODES
 from .common import USAGE_ERROR, RunsDirAction, err
 from .containers import cmd_cleanup, cmd_image
@@ -164,12 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         # damaged data, not a mistyped command.
         err(f"a stored record does not read as its schema says: {exc}")
         return 1
-    except JournalError as exc:
-        err(str(exc))
-        return 1
     except (ValueError, FileNotFoundError) as exc:  # manifests, plug-ins, run ids: a clear message
         err(str(exc))
-        return USAGE_ERROR
+        # A damaged journal is damaged data, not a usage error. (Not imported up front: a run's
+        # command reaches its sandbox's start sooner; a journal error means the module was loaded.)
+        journal = sys.modules.get("repair_agent.journal")
+        return 1 if journal is not None and isinstance(exc, journal.JournalError) else USAGE_ERROR
     except KeyboardInterrupt:
         err("interrupted; containers of this run were removed")
         return 130

@@ -50,6 +50,10 @@ def cmd_run(args) -> int:
 
         early = EarlySandbox(scenario, Path(args.runs_dir), log=log)
     try:
+        if early is not None:
+            # The imports below wait until the container is asked for: they then run while the
+            # engine starts it, instead of slowing the thread that asks for it.
+            early.wait_requested()
         from ..choosers import load_chooser
         from ..run import execute_run
 

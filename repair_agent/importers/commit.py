@@ -19,9 +19,8 @@ from typing import Callable, Literal
 import git
 from unidiff import PatchSet
 
-from verifier.isolation import HardenedContainer, Limits, LocalRunner
+from verifier.isolation import HardenedContainer, Limits, LocalRunner, container_user
 from verifier.junit import MAX_JUNIT_BYTES, parse_junit_bytes, read_result_file
-from verifier.runner import container_user
 from verifier.spec import glob_match, nodeid_to_junit_key
 
 from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,

@@ -6,8 +6,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from verifier.isolation import CommandResult, EngineFailure, HardenedContainer, Limits
-from verifier.runner import container_user
+from verifier.isolation import CommandResult, EngineFailure, HardenedContainer, Limits, container_user
 
 from .base import GitToolsMixin, SandboxError
 

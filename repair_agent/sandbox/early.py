@@ -79,6 +79,12 @@ class EarlySandbox:
         finally:
             self._image_known.set()
 
+    def wait_requested(self) -> None:
+        """Until the container's creation is asked of the engine (or the start failed): the
+        caller's own imports, held back until then, no longer compete with this thread's for the
+        interpreter, and run while the engine starts the container."""
+        self._image_known.wait()
+
     def engine(self) -> tuple[object, str]:
         """The client and the image, as soon as they are known (the container may still be starting);
         the failure if there are none."""
