@@ -405,6 +405,26 @@ def test_search_read_patch_diff_on_discount_repo(fresh_sandbox):
 
 
 @pytest.mark.docker
+def test_patch_larger_than_one_environment_string_is_written_through_the_engine(fresh_sandbox):
+    """A small patch rides in the apply command's environment; one too large for that is written
+    through the engine first. Both apply exactly, bytes and all, and neither file shows in the diff."""
+    from repair_agent.sandbox.base import PATCH_ENV_MAX
+
+    sb = fresh_sandbox
+    lines = [f"line {i} {'x' * 60} \u00e9" for i in range(PATCH_ENV_MAX // 50)]
+    large = "--- /dev/null\n+++ b/BIG.md\n@@ -0,0 +1 @@\n" + "".join(f"+{line}\n" for line in lines)
+    assert len(large.encode()) * 4 // 3 > PATCH_ENV_MAX
+    applied, after = sb.apply_patch_and_diff(large)
+    assert applied.ok, applied.stderr.text
+    assert sb.run(["cat", "BIG.md"]).stdout.true_bytes == len("".join(f"{line}\n" for line in lines).encode())
+    small = "--- /dev/null\n+++ b/SMALL.md\n@@ -0,0 +1 @@\n+caf\u00e9 'quoted' $HOME `x`\n"
+    applied, after = sb.apply_patch_and_diff(small)
+    assert applied.ok, applied.stderr.text
+    assert sb.run(["cat", "SMALL.md"]).stdout.text == "caf\u00e9 'quoted' $HOME `x`\n"
+    assert "ra-incoming" not in after and "+++ b/BIG.md" in after and "+++ b/SMALL.md" in after
+
+
+@pytest.mark.docker
 def test_write_file_owned_by_container_uid(fresh_sandbox):
     sb = fresh_sandbox
     sb.write_file("NOTES.txt", b"hello\n")

@@ -14,7 +14,8 @@ class Sandbox(Protocol):
     isolated: bool
     workspace: Path  # host path of the workspace (kept in the run directory for review)
 
-    def run(self, argv: list[str], *, timeout_s: float = ..., output_cap: int | None = None) -> CommandResult: ...
+    def run(self, argv: list[str], *, timeout_s: float = ..., output_cap: int | None = None,
+            env: dict[str, str] | None = None) -> CommandResult: ...
     def read_file(self, path: str, start_line: int | None = None, end_line: int | None = None,
                   line_numbers: bool = False) -> CommandResult: ...
     def write_file(self, path: str, content: bytes) -> None: ...
@@ -55,6 +56,12 @@ APPLY_AND_DIFF_SCRIPT = (f"{' '.join(APPLY_ARGV)} 1>&2 || exit $?; "
                          f"{{ {DIFF_SCRIPT}; }} || exit {DIFF_FAILED}")
 
 
+# A patch small enough for one environment string (the kernel's limit is 128 KiB) travels in the
+# command's environment, base64-encoded, and the command writes it: no separate trip through the
+# engine's archive API before the apply.
+PATCH_ENV_MAX = 96 * 1024
+PATCH_FROM_ENV = f'printf %s "$RA_PATCH" | base64 -d > {INCOMING} || exit 96; '
+
 # The whole candidate diff must come back: larger than this is refused, never truncated.
 DIFF_CAP = 4 * 1024 * 1024
 
@@ -64,7 +71,8 @@ class SandboxError(RuntimeError):
 
 
 class GitToolsMixin:
-    """The tool commands both sandboxes share; each sandbox supplies `run` and `write_file`."""
+    """The tool commands both sandboxes share; each sandbox supplies `run` and `write_file` (and may
+    replace `incoming`)."""
 
     base_commit: str
 
@@ -75,17 +83,23 @@ class GitToolsMixin:
     def search(self, query: str, path_glob: str | None = None) -> CommandResult:
         return self.run(search_argv(query, path_glob))
 
+    def incoming(self, patch: bytes) -> tuple[str, dict[str, str]]:
+        """Put `patch` at INCOMING, or say how the command does: (a shell prefix that writes it,
+        that prefix's environment). Here: written before the command, nothing to add."""
+        self.write_file(INCOMING, patch)
+        return "", {}
+
     def apply_patch(self, diff: str) -> CommandResult:
         # Applied with its hunk headers recounted: exactly the text the scope check parsed
         # (verifier.scope.recount_hunks).
-        self.write_file(INCOMING, recount_hunks(diff).encode("utf-8", errors="surrogateescape"))
-        return self.run(APPLY_ARGV)
+        prefix, env = self.incoming(recount_hunks(diff).encode("utf-8", errors="surrogateescape"))
+        return self.run(["sh", "-c", prefix + " ".join(APPLY_ARGV)] if prefix else APPLY_ARGV, env=env)
 
     def apply_patch_and_diff(self, diff: str) -> tuple[CommandResult, str | None]:
         """apply_patch, then diff() if it applied, in one command: (the command, the new diff or None
         when the patch did not apply). Its stdout is the diff, its stderr the apply's messages."""
-        self.write_file(INCOMING, recount_hunks(diff).encode("utf-8", errors="surrogateescape"))
-        res = self.run(["sh", "-c", APPLY_AND_DIFF_SCRIPT, self.base_commit], output_cap=DIFF_CAP)
+        prefix, env = self.incoming(recount_hunks(diff).encode("utf-8", errors="surrogateescape"))
+        res = self.run(["sh", "-c", prefix + APPLY_AND_DIFF_SCRIPT, self.base_commit], output_cap=DIFF_CAP, env=env)
         if res.exit_code == DIFF_FAILED or (res.ok and res.stdout.truncated):
             raise SandboxError(f"git diff failed (exit {res.exit_code}, truncated={res.stdout.truncated}): "
                                f"{res.stderr.text[-1000:]}")

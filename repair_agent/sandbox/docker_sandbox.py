@@ -1,6 +1,7 @@
 """DockerSandbox: the workspace bind-mounted into one long-lived hardened container."""
 from __future__ import annotations
 
+import base64
 import io
 import tarfile
 import time
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from verifier.isolation import CommandResult, EngineFailure, HardenedContainer, Limits, container_user
 
-from .base import GitToolsMixin, SandboxError
+from .base import PATCH_ENV_MAX, PATCH_FROM_ENV, GitToolsMixin, SandboxError
 
 TOOL_TIMEOUT_S = 30.0
 
@@ -28,8 +29,18 @@ class DockerSandbox(GitToolsMixin):
             labels={"org.repair-agent.role": "sandbox", "org.repair-agent.run": run_id})
         self.limits = self.container.limits
 
-    def run(self, argv: list[str], *, timeout_s: float = TOOL_TIMEOUT_S, output_cap: int | None = None) -> CommandResult:
-        return self.container.exec(argv, timeout_s=timeout_s, output_dir=self.output_dir, output_cap=output_cap)
+    def run(self, argv: list[str], *, timeout_s: float = TOOL_TIMEOUT_S, output_cap: int | None = None,
+            env: dict[str, str] | None = None) -> CommandResult:
+        return self.container.exec(argv, timeout_s=timeout_s, output_dir=self.output_dir, output_cap=output_cap,
+                                   env=env)
+
+    def incoming(self, patch: bytes) -> tuple[str, dict[str, str]]:
+        """A patch rides in the apply command's own environment when it fits (written inside the
+        container, as the sandbox uid, where the command runs); a larger one goes through write_file."""
+        encoded = base64.b64encode(patch).decode()
+        if len(encoded) > PATCH_ENV_MAX:
+            return super().incoming(patch)
+        return PATCH_FROM_ENV, {"RA_PATCH": encoded}
 
     def write_file(self, path: str, content: bytes) -> None:
         # put_archive writes through the engine into the mount, owned by the sandbox uid:
