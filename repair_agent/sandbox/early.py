@@ -59,18 +59,20 @@ class EarlySandbox:
 
             # The workspace is built while the engine starts the container (bind-mounted: the
             # container sees it as it is filled; nothing runs in it before the first tool call).
+            # Begun once the image is known: until then it would only compete with this thread.
             builder = threading.Thread(target=build, name="early-workspace", daemon=True)
-            builder.start()
             try:
                 try:
                     self.client = client = docker.from_env()
                     self.image = scenario_image(client, scenario, log=log)
                 finally:
                     self._image_known.set()
+                builder.start()
                 self.sandbox = DockerSandbox(client, self.image, workspace, "", run_id=self.run_id,
                                              output_dir=self.run_dir / "outputs")
             finally:
-                builder.join()
+                if builder.ident is not None:
+                    builder.join()
             if isinstance(built[0], BaseException):
                 raise built[0]
             self.base = self.sandbox.base_commit = built[0]
