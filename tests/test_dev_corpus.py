@@ -1,0 +1,48 @@
+"""The development corpus (sandbox_repos/dev): real-library bugs for tuning a chooser, kept apart
+from the real-project corpus it is judged on. Read as plain TOML: loading a manifest would fetch
+its sdist."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from repair_agent.scenario import SCENARIO_PATH_ENV, discover
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = ROOT / "sandbox_repos" / "dev"
+REAL = ROOT / "sandbox_repos" / "real"
+
+
+def _manifests(directory: Path) -> dict[str, dict]:
+    return {p.name: tomllib.loads(p.read_text()) for p in sorted(directory.glob("*.scenario.toml"))}
+
+
+def _changed(diff: str, sign: str) -> list[str]:
+    return [line[1:] for line in diff.splitlines() if line.startswith(sign) and not line.startswith(sign * 3)]
+
+
+def test_dev_corpus_is_pinned_tagged_and_one_statement_per_bug():
+    manifests = _manifests(DEV)
+    assert len(manifests) >= 12
+    projects = set()
+    for name, raw in manifests.items():
+        assert "repo" not in raw and raw["source"]["pypi"].count("==") == 1 and len(raw["source"]["sha256"]) == 64, name
+        project = next(t for t in raw["tags"] if t.startswith("project:"))
+        projects.add(project)
+        assert "corpus:dev" in raw["tags"] and "corpus:real" not in raw["tags"], name
+        assert (DEV / raw["heldout"]).is_file() and raw["acceptance"]["target_tests"], name
+        bug, fix = (DEV / raw["bug_patch"]).read_text(), (DEV / raw["reference_fix"]).read_text()
+        assert bug.count("\n@@ ") == 1 and len(_changed(bug, "-")) <= 2, name  # one hunk, one or two lines
+        assert _changed(bug, "+") == _changed(fix, "-") and _changed(bug, "-") == _changed(fix, "+"), name
+    assert len(projects) >= 3, projects
+
+
+def test_dev_corpus_shares_no_project_with_the_real_corpus_and_is_not_discovered_by_default(monkeypatch):
+    def projects(directory: Path) -> set[str]:
+        return {t for raw in _manifests(directory).values() for t in raw["tags"] if t.startswith("project:")}
+
+    assert projects(DEV) and not projects(DEV) & projects(REAL)
+    monkeypatch.delenv(SCENARIO_PATH_ENV, raising=False)
+    found, _ = discover()
+    dev_names = {raw["name"] for raw in _manifests(DEV).values()}
+    assert found and not dev_names & set(found)
