@@ -214,3 +214,46 @@ def test_a_window_that_starts_inside_a_docstring_mutates_no_prose():
     # a docstring that opens inside the window is still seen as one
     opened = {1: "def f(x):\n", 2: '    """Doc.\n', 3: "    >>> f(1)\n", 4: '    """\n', 5: "    return x\n"}
     assert _code_lines(opened, 1, 5, known_start=False) == {1, 5}
+
+
+def _edits(line: str) -> dict[str, str]:
+    return {what: new.rstrip("\n") for _, what, new in line_mutations(line)}
+
+
+def test_single_statement_taxonomy_edits():
+    # same function, fewer arguments: the last positional argument, or one keyword argument
+    assert _edits("    parts = text.split(',', 2)\n")["drop the argument 2 of split()"] == "    parts = text.split(',')"
+    assert _edits("    return open(p, mode='rb')\n")["drop mode='rb' of open()"] == "    return open(p)"
+    # same function, more arguments: a builtin's documented optional argument
+    assert _edits("    value = int(token)\n")["int(token) -> int(token, 16)"] == "    value = int(token, 16)"
+    # a power of ten one order of magnitude off
+    assert _edits("    cents = amount * 10\n")["10 -> 100"] == "    cents = amount * 100"
+    # a normalizing call missing from, or extra on, a compared value
+    assert _edits("    if key in RESERVED:\n")["key -> key.lower()"] == "    if key.lower() in RESERVED:"
+    assert _edits("    return name.strip() == other\n")["name.strip() -> name"] == "    return name == other"
+    # the branches of a conditional expression swapped, or one off
+    edits = _edits("    size = small if compact else large\n")
+    assert edits["swap the branches of `small if compact else large`"] == "    size = large if compact else small"
+    assert "large -> large + 1 (a branch of a conditional)" in edits
+    # a regular expression's class escape or quantifier inverted, only inside a pattern
+    edits = _edits("    WORD = re.compile(r'\\w+\\s')\n")
+    assert edits["\\s -> \\S in the pattern"] == "    WORD = re.compile(r'\\w+\\S')"
+    assert edits["quantifier + -> * in the pattern"] == "    WORD = re.compile(r'\\w*\\s')"
+    assert not any("pattern" in w for w in _edits("    a, b = text.split('+')\n"))
+    # a less specific condition
+    assert _edits("    if ready and not closed:\n")["`ready and not closed` -> `ready`"] == "    if ready:"
+    # a deleted call or transformation; never an assignment whose name nothing else defines
+    assert _edits("    text = text.strip()\n")["delete `text = text.strip()`"] == "    pass"
+    assert not any(w.startswith("delete") for w in _edits("    total = compute(a)\n"))
+
+
+def test_module_constants_used_by_a_suspect_function_are_mutated():
+    source = ("import re\n", "SEP = re.compile(r'\\s+')\n", "OTHER = re.compile(r'\\d')\n", "\n",
+              "def words(text):\n", "    return SEP.split(text)\n")
+    lines = {i + 1: t for i, t in enumerate(source)}
+    f = Failure(message="assert ['a b'] == ['a', 'b']", suspicious={("m.py", 6): 1.0}, suspicious_complete=True)
+    cands = rank_candidates(f, {"m.py": lines}, [], "split words", seed=0)
+    on_constants = {c.line for c in cands if c.line in (2, 3)}
+    assert on_constants == {2}   # the pattern the suspect function uses, not the one it does not
+    best_on_pattern = max(c.score for c in cands if c.line == 2)
+    assert best_on_pattern >= max(c.score for c in cands if c.line == 6) - 3   # it inherits the user's suspicion

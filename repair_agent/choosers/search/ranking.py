@@ -15,12 +15,13 @@ KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, 
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
               "variable": -1, "offset": 0, "argument": -1,
               # the single-statement taxonomy's kinds (see single_statement.py)
-              "arguments": 0, "numeral": 0, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2}
+              "arguments": 0, "numeral": 0, "scale": 2, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2}
 HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 1},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
               "sign": {"arithmetic": 3, "swap": 2}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
-              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "case": {"name": 5, "normalize": 5}, "strip": {"name": 5, "normalize": 5},
+              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "separators": {"regex": 4, "arguments": 2, "normalize": 1},
+              "case": {"name": 5, "normalize": 5}, "strip": {"name": 5, "normalize": 5},
               "swap": {"swap": 4, "branches": 3}}
 
 
@@ -46,8 +47,8 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         if sus is None and c.line == def_line:   # a def line runs whenever its body does
             sus = max((v for (p, n), v in failure.suspicious.items() if p == c.path and n > c.line
                        and n - c.line < 200), default=None)
-        if sus is None:
-            sus = proxy
+        if proxy is not None:
+            sus = max(sus or 0.0, proxy)
         if sus is not None:
             s += 2 + 2 * sus
         elif failure.suspicious_complete and c.kind != "default" and any(p == c.path for p, _ in failure.suspicious):
@@ -86,6 +87,15 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 3   # a value of the wrong type failed right under a condition: the condition let it in
     elif c.what == "negate the condition":
         s -= 1   # rarely the whole bug
+    if c.kind == "constant" and (m := re.match(r"(10+) -> ", c.what)) and re.search(rf"[%/*]\s*{m.group(1)}\b", line_text):
+        s -= 1   # a power of ten that scales or wraps a value is off by an order of magnitude, not by one
+    if c.kind == "constant" and (m := re.match(r"(\d+) -> ", c.what)) and re.search(
+            rf"[(\[{{]\s*(?:\d+\s*,\s*)*{m.group(1)}\s*(?:,\s*\d+\s*)*,?\s*[)\]}}]", line_text) and re.search(
+            r"[(\[{]\s*\d+\s*,\s*\d+", line_text):
+        s -= 1   # one member of a literal table of numbers is rarely off by one
+    if c.kind == "arguments" and (m := re.search(r", (16|8|2)\)$", c.what)):
+        word = {"16": r"hex", "8": r"oct", "2": r"\bbin"}[m.group(1)]
+        s += 3 if re.search(word, line_text, re.I) else -1   # the base the surrounding names say
     if "(named in the goal)" in c.what and c.kind == "default":
         s += 2
     return s
@@ -130,6 +140,9 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
             if m:
                 proxies[n] = max((v for (p, ln), v in f.suspicious.items()
                                   if p == path and re.search(rf"\b{m.group(1)}\b", lines.get(ln, ""))), default=None)
+        # a handler that ran in the failing tests: the statement of its `try` body raised
+        for n, v in _failed_try_bodies(lines, path, f.suspicious).items():
+            proxies[n] = max(v, proxies.get(n) or 0.0)
         for fn, hit, lo, hi in targets:
             code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
             params = tuple(fn.params) if fn else ()
@@ -145,7 +158,7 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
                         continue
                     c = Candidate(path, n, (new_line,), kind, what)
                     c.score = score(c, f, goal_words, frame_lines, text, params, fn.def_line if fn else None,
-                                    proxies.get(n) if fn is None else None)
+                                    proxies.get(n))
                     cands.setdefault(c.key, c)
             for fpath, fline in frame_lines:
                 if fpath == path and lo <= fline <= hi:
@@ -168,6 +181,24 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
         group = tiers[tier]
         rng.shuffle(group)
         out += group
+    return out
+
+
+def _failed_try_bodies(lines: dict[int, str], path: str, suspicious: dict[tuple[str, int], float]) -> dict[int, float]:
+    """The lines of a `try` body whose `except` handler's body is suspicious, with its suspicion."""
+    out: dict[int, float] = {}
+    for n in sorted(lines):
+        m = re.match(r"^(\s*)except\b", lines[n])
+        if not m:
+            continue
+        sus = max((suspicious.get((path, k), 0.0) for k in range(n, n + 3)), default=0.0)
+        if not sus:
+            continue
+        k = n - 1
+        while k in lines and not re.match(rf"^{m.group(1)}try\s*:", lines[k]) and k > n - 30:
+            if lines[k].strip():
+                out[k] = sus
+            k -= 1
     return out
 
 

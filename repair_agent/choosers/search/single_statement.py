@@ -47,6 +47,9 @@ def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
     def text(node: ast.AST) -> str:
         return s[node.col_offset:node.end_col_offset]
 
+    # a power of ten that scales or wraps a value (`n % 10`, `x * 100`)
+    scales = {id(b.right): True for b in ast.walk(tree)
+              if isinstance(b, ast.BinOp) and isinstance(b.op, (ast.Mod, ast.FloorDiv, ast.Div, ast.Mult))}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and span(node):
             out += _fewer_args(code, node, span, text)
@@ -57,7 +60,10 @@ def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
                 and str(node.value) == "1" + "0" * (len(str(node.value)) - 1):
             n = node.value
             for new in (n * 10, n // 10):
-                out.append(("numeral", f"{n} -> {new}", _replace_span(code, *span(node), str(new))))
+                if new == 1 and scales.get(id(node)):
+                    continue   # `x % 1`, `x * 1`: degenerate, never the intended scale
+                out.append(("scale" if scales.get(id(node)) else "numeral", f"{n} -> {new}",
+                            _replace_span(code, *span(node), str(new))))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
                 node.ops[0], (ast.In, ast.NotIn, ast.Eq, ast.NotEq)) and span(node.left):
             out += _normalize(code, node.left, span, text)
