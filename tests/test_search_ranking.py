@@ -257,3 +257,51 @@ def test_module_constants_used_by_a_suspect_function_are_mutated():
     assert on_constants == {2}   # the pattern the suspect function uses, not the one it does not
     best_on_pattern = max(c.score for c in cands if c.line == 2)
     assert best_on_pattern >= max(c.score for c in cands if c.line == 6) - 3   # it inherits the user's suspicion
+
+
+def _target_observation(output: str):
+    from repair_agent.state import Evidence
+    return Evidence(id="E1", step=1, tool="run_target_test", status="failed", source="sandbox",
+                    started_at="2026-01-01T00:00:00+00:00", duration_s=0.1, summary="target fails", output=output,
+                    diff_sha256="0" * 64, fingerprint="f", result_sha256="r", action='{"tool": "run_target_test"}')
+
+
+def test_colour_codes_and_unittest_messages_are_read_as_values():
+    from repair_agent.choosers.search import parse_failure
+    output = ("--- pytest output (failures) ---\n"
+              "    def test_join(self):\n"
+              ">       self.assertEqual(join_words(['a', 'b']), 'a b')\n"
+              "\x1b[1m\x1b[31mE       AssertionError: 'a,b' != 'a b'\x1b[0m\n")
+    f = parse_failure(_target_observation(output), "join words", ("pkg/**",))
+    assert f.have_values and (f.got, f.expected) == ("a,b", "a b")
+    assert "separators" in f.hints and "boundary" not in f.hints   # only punctuation differs, not a length
+    assert "join_words" in f.callees
+
+
+def test_a_recased_input_in_the_failing_assertion_hints_at_case_handling():
+    from repair_agent.choosers.search import parse_failure
+    output = ("--- pytest output (failures) ---\n"
+              ">       assert lookup(word.title()) == 'x'\n"
+              "E       AssertionError: assert 'y' == 'x'\n")
+    assert "case" in parse_failure(_target_observation(output), "lookup", ("pkg/**",)).hints
+
+
+def test_ranking_rules_for_scales_bases_tables_and_failed_try_bodies():
+    from repair_agent.choosers.search.ranking import _failed_try_bodies, score
+    from repair_agent.choosers.search.catalogue import Candidate
+
+    def s(line, kind, what):
+        return score(Candidate("m.py", 1, (line,), kind, what), Failure(), set(), set(), line)
+
+    wrap = "    if n % 10 in (3, 4, 5):\n"
+    assert "10 -> 100" in _whats(wrap) and "10 -> 1" not in _whats(wrap)   # `n % 1` is never meant
+    assert s(wrap, "scale", "10 -> 100") > s(wrap, "constant", "10 -> 9")
+    assert s(wrap, "scale", "10 -> 100") > s(wrap, "constant", "4 -> 5")   # one member of a table
+    hexa = "    code = int(HEX_RE.match(s).group(1))\n"
+    base16 = next(w for w in _whats(hexa) if w.endswith(", 16)"))
+    base8 = next(w for w in _whats(hexa) if w.endswith(", 8)"))
+    assert s(hexa, "arguments", base16) > s(hexa, "arguments", base8)
+    lines = {1: "def f(s):\n", 2: "    try:\n", 3: "        v = int(s)\n", 4: "    except ValueError:\n",
+             5: "        pass\n", 6: "    return s\n"}
+    assert _failed_try_bodies(lines, "m.py", {("m.py", 5): 1.0}) == {3: 1.0}
+    assert _failed_try_bodies(lines, "m.py", {("m.py", 6): 1.0}) == {}

@@ -191,7 +191,10 @@ def _failed_try_bodies(lines: dict[int, str], path: str, suspicious: dict[tuple[
         m = re.match(r"^(\s*)except\b", lines[n])
         if not m:
             continue
-        sus = max((suspicious.get((path, k), 0.0) for k in range(n, n + 3)), default=0.0)
+        body = [n]
+        while body[-1] + 1 in lines and (len(lines[body[-1] + 1]) - len(lines[body[-1] + 1].lstrip())) > len(m.group(1)):
+            body.append(body[-1] + 1)
+        sus = max(suspicious.get((path, k), 0.0) for k in body)
         if not sus:
             continue
         k = n - 1
