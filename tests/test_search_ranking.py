@@ -305,3 +305,12 @@ def test_ranking_rules_for_scales_bases_tables_and_failed_try_bodies():
              5: "        pass\n", 6: "    return s\n"}
     assert _failed_try_bodies(lines, "m.py", {("m.py", 5): 1.0}) == {3: 1.0}
     assert _failed_try_bodies(lines, "m.py", {("m.py", 6): 1.0}) == {}
+
+
+def test_a_key_of_a_table_written_over_lines_is_not_a_likely_off_by_one():
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.ranking import score
+    key, wrap = '        3: "rd",\n', "    return table.get(n % 10)\n"
+    key_score = score(Candidate("m.py", 1, (key,), "constant", "3 -> 2"), Failure(), set(), set(), key)
+    scale_score = score(Candidate("m.py", 2, (wrap,), "scale", "10 -> 100"), Failure(), set(), set(), wrap)
+    assert scale_score > key_score

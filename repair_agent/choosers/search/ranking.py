@@ -89,10 +89,10 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s -= 1   # rarely the whole bug
     if c.kind == "constant" and (m := re.match(r"(10+) -> ", c.what)) and re.search(rf"[%/*]\s*{m.group(1)}\b", line_text):
         s -= 1   # a power of ten that scales or wraps a value is off by an order of magnitude, not by one
-    if c.kind == "constant" and (m := re.match(r"(\d+) -> ", c.what)) and re.search(
+    if c.kind == "constant" and (m := re.match(r"(\d+) -> ", c.what)) and (re.search(
             rf"[(\[{{]\s*(?:\d+\s*,\s*)*{m.group(1)}\s*(?:,\s*\d+\s*)*,?\s*[)\]}}]", line_text) and re.search(
-            r"[(\[{]\s*\d+\s*,\s*\d+", line_text):
-        s -= 1   # one member of a literal table of numbers is rarely off by one
+            r"[(\[{]\s*\d+\s*,\s*\d+", line_text) or re.match(rf"\s*{m.group(1)}\s*:", line_text)):
+        s -= 1   # one member of a literal table of numbers (or one key of a table written over lines) is rarely off by one
     if c.kind == "arguments" and (m := re.search(r", (16|8|2)\)$", c.what)):
         word = {"16": r"hex", "8": r"oct", "2": r"\bbin"}[m.group(1)]
         s += 3 if re.search(word, line_text, re.I) else -1   # the base the surrounding names say
