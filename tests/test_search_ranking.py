@@ -214,3 +214,103 @@ def test_a_window_that_starts_inside_a_docstring_mutates_no_prose():
     # a docstring that opens inside the window is still seen as one
     opened = {1: "def f(x):\n", 2: '    """Doc.\n', 3: "    >>> f(1)\n", 4: '    """\n', 5: "    return x\n"}
     assert _code_lines(opened, 1, 5, known_start=False) == {1, 5}
+
+
+def _edits(line: str) -> dict[str, str]:
+    return {what: new.rstrip("\n") for _, what, new in line_mutations(line)}
+
+
+def test_single_statement_taxonomy_edits():
+    # same function, fewer arguments: the last positional argument, or one keyword argument
+    assert _edits("    parts = text.split(',', 2)\n")["drop the argument 2 of split()"] == "    parts = text.split(',')"
+    assert _edits("    return open(p, mode='rb')\n")["drop mode='rb' of open()"] == "    return open(p)"
+    # same function, more arguments: a builtin's documented optional argument
+    assert _edits("    value = int(token)\n")["int(token) -> int(token, 16)"] == "    value = int(token, 16)"
+    # a power of ten one order of magnitude off
+    assert _edits("    cents = amount * 10\n")["10 -> 100"] == "    cents = amount * 100"
+    # a normalizing call missing from, or extra on, a compared value
+    assert _edits("    if key in RESERVED:\n")["key -> key.lower()"] == "    if key.lower() in RESERVED:"
+    assert _edits("    return name.strip() == other\n")["name.strip() -> name"] == "    return name == other"
+    # the branches of a conditional expression swapped, or one off
+    edits = _edits("    size = small if compact else large\n")
+    assert edits["swap the branches of `small if compact else large`"] == "    size = large if compact else small"
+    assert "large -> large + 1 (a branch of a conditional)" in edits
+    # a regular expression's class escape or quantifier inverted, only inside a pattern
+    edits = _edits("    WORD = re.compile(r'\\w+\\s')\n")
+    assert edits["\\s -> \\S in the pattern"] == "    WORD = re.compile(r'\\w+\\S')"
+    assert edits["quantifier + -> * in the pattern"] == "    WORD = re.compile(r'\\w*\\s')"
+    assert not any("pattern" in w for w in _edits("    a, b = text.split('+')\n"))
+    # a less specific condition
+    assert _edits("    if ready and not closed:\n")["`ready and not closed` -> `ready`"] == "    if ready:"
+    # a deleted call or transformation; never an assignment whose name nothing else defines
+    assert _edits("    text = text.strip()\n")["delete `text = text.strip()`"] == "    pass"
+    assert not any(w.startswith("delete") for w in _edits("    total = compute(a)\n"))
+
+
+def test_module_constants_used_by_a_suspect_function_are_mutated():
+    source = ("import re\n", "SEP = re.compile(r'\\s+')\n", "OTHER = re.compile(r'\\d')\n", "\n",
+              "def words(text):\n", "    return SEP.split(text)\n")
+    lines = {i + 1: t for i, t in enumerate(source)}
+    f = Failure(message="assert ['a b'] == ['a', 'b']", suspicious={("m.py", 6): 1.0}, suspicious_complete=True)
+    cands = rank_candidates(f, {"m.py": lines}, [], "split words", seed=0)
+    on_constants = {c.line for c in cands if c.line in (2, 3)}
+    assert on_constants == {2}   # the pattern the suspect function uses, not the one it does not
+    best_on_pattern = max(c.score for c in cands if c.line == 2)
+    assert best_on_pattern >= max(c.score for c in cands if c.line == 6) - 3   # it inherits the user's suspicion
+
+
+def _target_observation(output: str):
+    from repair_agent.state import Evidence
+    return Evidence(id="E1", step=1, tool="run_target_test", status="failed", source="sandbox",
+                    started_at="2026-01-01T00:00:00+00:00", duration_s=0.1, summary="target fails", output=output,
+                    diff_sha256="0" * 64, fingerprint="f", result_sha256="r", action='{"tool": "run_target_test"}')
+
+
+def test_colour_codes_and_unittest_messages_are_read_as_values():
+    from repair_agent.choosers.search import parse_failure
+    output = ("--- pytest output (failures) ---\n"
+              "    def test_join(self):\n"
+              ">       self.assertEqual(join_words(['a', 'b']), 'a b')\n"
+              "\x1b[1m\x1b[31mE       AssertionError: 'a,b' != 'a b'\x1b[0m\n")
+    f = parse_failure(_target_observation(output), "join words", ("pkg/**",))
+    assert f.have_values and (f.got, f.expected) == ("a,b", "a b")
+    assert "separators" in f.hints and "boundary" not in f.hints   # only punctuation differs, not a length
+    assert "join_words" in f.callees
+
+
+def test_a_recased_input_in_the_failing_assertion_hints_at_case_handling():
+    from repair_agent.choosers.search import parse_failure
+    output = ("--- pytest output (failures) ---\n"
+              ">       assert lookup(word.title()) == 'x'\n"
+              "E       AssertionError: assert 'y' == 'x'\n")
+    assert "case" in parse_failure(_target_observation(output), "lookup", ("pkg/**",)).hints
+
+
+def test_ranking_rules_for_scales_bases_tables_and_failed_try_bodies():
+    from repair_agent.choosers.search.ranking import _failed_try_bodies, score
+    from repair_agent.choosers.search.catalogue import Candidate
+
+    def s(line, kind, what):
+        return score(Candidate("m.py", 1, (line,), kind, what), Failure(), set(), set(), line)
+
+    wrap = "    if n % 10 in (3, 4, 5):\n"
+    assert "10 -> 100" in _whats(wrap) and "10 -> 1" not in _whats(wrap)   # `n % 1` is never meant
+    assert s(wrap, "scale", "10 -> 100") > s(wrap, "constant", "10 -> 9")
+    assert s(wrap, "scale", "10 -> 100") > s(wrap, "constant", "4 -> 5")   # one member of a table
+    hexa = "    code = int(HEX_RE.match(s).group(1))\n"
+    base16 = next(w for w in _whats(hexa) if w.endswith(", 16)"))
+    base8 = next(w for w in _whats(hexa) if w.endswith(", 8)"))
+    assert s(hexa, "arguments", base16) > s(hexa, "arguments", base8)
+    lines = {1: "def f(s):\n", 2: "    try:\n", 3: "        v = int(s)\n", 4: "    except ValueError:\n",
+             5: "        pass\n", 6: "    return s\n"}
+    assert _failed_try_bodies(lines, "m.py", {("m.py", 5): 1.0}) == {3: 1.0}
+    assert _failed_try_bodies(lines, "m.py", {("m.py", 6): 1.0}) == {}
+
+
+def test_a_key_of_a_table_written_over_lines_is_not_a_likely_off_by_one():
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.ranking import score
+    key, wrap = '        3: "rd",\n', "    return table.get(n % 10)\n"
+    key_score = score(Candidate("m.py", 1, (key,), "constant", "3 -> 2"), Failure(), set(), set(), key)
+    scale_score = score(Candidate("m.py", 2, (wrap,), "scale", "10 -> 100"), Failure(), set(), set(), wrap)
+    assert scale_score > key_score

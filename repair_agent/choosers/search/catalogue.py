@@ -7,6 +7,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 
+from .single_statement import single_statement_edits
 from .source import _replace_span, _stmt_ast, _tokens
 
 COMPARE_SWAPS = {"<": ("<=", ">"), "<=": ("<", ">="), ">": (">=", "<"), ">=": (">", "<="),
@@ -119,6 +120,7 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
     if not is_def:
         out += _ast_mutations(code)
         out += _variable_swaps(code, toks, names)
+        out += single_statement_edits(code)
     return out
 
 

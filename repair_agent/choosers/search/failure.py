@@ -61,8 +61,14 @@ def _writable(path: str, writable: tuple[str, ...]) -> str | None:
     return None
 
 
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# unittest's assertEqual message: `first != second` (by convention the value, then the expectation)
+UNITTEST_NE_RE = re.compile(r"^(?:AssertionError: )?(?P<got>.+?) != (?P<exp>.+)$")
+RECASED_INPUT_RE = re.compile(r"\.(?:capitalize|upper|title|swapcase)\(\)")
+
+
 def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Failure:
-    out = ev.output or ""
+    out = ANSI_RE.sub("", ev.output or "")   # a project may force colour on (`--color=yes` in its config)
     f = Failure()
     for line in out.splitlines():
         if ": failed: " in line or ": error: " in line:
@@ -85,6 +91,12 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
             if am and not f.have_values and am.group("op") == "==":
                 ok_g, got = _literal(am.group("got"))
                 ok_e, exp = _literal(am.group("exp"))
+                if ok_g and ok_e:
+                    f.got, f.expected, f.have_values = got, exp, True
+            um = UNITTEST_NE_RE.match(body) if not am else None
+            if um and not f.have_values:
+                ok_g, got = _literal(um.group("got"))
+                ok_e, exp = _literal(um.group("exp"))
                 if ok_g and ok_e:
                     f.got, f.expected, f.have_values = got, exp, True
             em = EXC_RE.match(body)
@@ -143,6 +155,8 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
     if re.search(r"\b(first|last|earliest|latest|smallest|largest|lowest|highest|minimum|maximum|shortest|longest)\b",
                  goal_text, re.I):
         hints.add("extreme")
+    if any(RECASED_INPUT_RE.search(line) for line in f.assert_lines):
+        hints.add("case")   # the failing assertion feeds a re-cased input: case handling is suspect
     if re.search(r"\bdefault\b", goal_text, re.I):
         hints.add("default")
     if re.search(r"\border\b|swap|reverse", goal_text, re.I):
@@ -162,8 +176,11 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         elif isinstance(g, bool) and isinstance(e, bool):
             hints.add("boolean")
         elif isinstance(g, (str, list, tuple)) and isinstance(e, (str, list, tuple)):
-            if abs(len(g) - len(e)) == 1 or (isinstance(g, str) and isinstance(e, str)
-                                             and abs(len(g.split()) - len(e.split())) == 1):
+            separators = isinstance(g, str) and isinstance(e, str) and g != e and _alnum(g) == _alnum(e)
+            if separators:
+                hints.add("separators")   # only punctuation or spacing differs: a pattern or a replacement
+            elif abs(len(g) - len(e)) == 1 or (isinstance(g, str) and isinstance(e, str)
+                                               and abs(len(g.split()) - len(e.split())) == 1):
                 hints.add("boundary")
             if sorted(map(repr, g)) == sorted(map(repr, e)) and g != e:
                 hints.add("swap")
@@ -183,6 +200,10 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         hints.add("boolean")
     return hints
 
+
+
+def _alnum(text: str) -> str:
+    return "".join(ch for ch in text if ch.isalnum())
 
 
 def _expected_literals(f: Failure) -> set[str]:

@@ -13,20 +13,28 @@ from .source import _code_lines, _numbers_in, _parses, functions_in
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
-              "variable": -1, "offset": 0, "argument": -1}
+              "variable": -1, "offset": 0, "argument": -1,
+              # the single-statement taxonomy's kinds (see single_statement.py)
+              "arguments": 0, "numeral": 0, "scale": 2, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2}
 HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 1},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
-              "sign": {"arithmetic": 3, "swap": 2}, "swap": {"swap": 4}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
+              "sign": {"arithmetic": 3, "swap": 2}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
-              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "case": {"name": 5}, "strip": {"name": 5}}
+              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "separators": {"regex": 4, "arguments": 2, "normalize": 1},
+              "case": {"name": 5, "normalize": 5}, "strip": {"name": 5, "normalize": 5},
+              "swap": {"swap": 4, "branches": 3}}
 
+
+MODULE_CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]+)\s*(?::[^=]+)?=(?!=)")
 
 JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
                 "percent": {"percent", "cents"}, "extreme": {"extreme"}}
 
 
 def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
-          params: tuple[str, ...] = (), def_line: int | None = None) -> float:
+          params: tuple[str, ...] = (), def_line: int | None = None, proxy: float | None = None) -> float:
+    """`proxy`: the suspicion a line that never runs inside a test inherits (a module constant
+    takes that of the lines that use it)."""
     s = KIND_PRIOR.get(c.kind, 0) + c.score
     for h in failure.hints:
         s += HINT_BONUS.get(h, {}).get(c.kind, 0)
@@ -39,6 +47,8 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         if sus is None and c.line == def_line:   # a def line runs whenever its body does
             sus = max((v for (p, n), v in failure.suspicious.items() if p == c.path and n > c.line
                        and n - c.line < 200), default=None)
+        if proxy is not None:
+            sus = max(sus or 0.0, proxy)
         if sus is not None:
             s += 2 + 2 * sus
         elif failure.suspicious_complete and c.kind != "default" and any(p == c.path for p, _ in failure.suspicious):
@@ -77,6 +87,15 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 3   # a value of the wrong type failed right under a condition: the condition let it in
     elif c.what == "negate the condition":
         s -= 1   # rarely the whole bug
+    if c.kind == "constant" and (m := re.match(r"(10+) -> ", c.what)) and re.search(rf"[%/*]\s*{m.group(1)}\b", line_text):
+        s -= 1   # a power of ten that scales or wraps a value is off by an order of magnitude, not by one
+    if c.kind == "constant" and (m := re.match(r"(\d+) -> ", c.what)) and (re.search(
+            rf"[(\[{{]\s*(?:\d+\s*,\s*)*{m.group(1)}\s*(?:,\s*\d+\s*)*,?\s*[)\]}}]", line_text) and re.search(
+            r"[(\[{]\s*\d+\s*,\s*\d+", line_text) or re.match(rf"\s*{m.group(1)}\s*:", line_text)):
+        s -= 1   # one member of a literal table of numbers (or one key of a table written over lines) is rarely off by one
+    if c.kind == "arguments" and (m := re.search(r", (16|8|2)\)$", c.what)):
+        word = {"16": r"hex", "8": r"oct", "2": r"\bbin"}[m.group(1)]
+        s += 3 if re.search(word, line_text, re.I) else -1   # the base the surrounding names say
     if "(named in the goal)" in c.what and c.kind == "default":
         s += 2
     return s
@@ -109,9 +128,22 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
         spans += [(fn, False) for fn in fns if fn.name in called and all(fn is not g for g, _ in spans)]
         if not spans:   # no def in view: the frame's neighbourhood
             spans = [(None, True)]
-        for fn, hit in spans:
-            lo = fn.def_line if fn else min(lines)
-            hi = fn.end_line if fn else max(lines)
+        targets = [(fn, hit, fn.def_line if fn else min(lines), fn.end_line if fn else max(lines)) for fn, hit in spans]
+        # ... and the module constants they use (a pattern, a table, a limit), when in view
+        used = {name for fn, _ in spans if fn for n in range(fn.def_line, fn.end_line + 1)
+                for name in re.findall(r"\b([A-Z][A-Z0-9_]+)\b", lines.get(n, ""))}
+        targets += [(None, False, n, n) for n in sorted(lines) if (m := MODULE_CONSTANT.match(lines[n])) and m.group(1) in used]
+        # a constant runs at import, never inside a test: it is as suspicious as the lines that use it
+        proxies: dict[int, float | None] = {}
+        for fn, _, n, _ in targets:
+            m = MODULE_CONSTANT.match(lines.get(n, "")) if fn is None else None
+            if m:
+                proxies[n] = max((v for (p, ln), v in f.suspicious.items()
+                                  if p == path and re.search(rf"\b{m.group(1)}\b", lines.get(ln, ""))), default=None)
+        # a handler that ran in the failing tests: the statement of its `try` body raised
+        for n, v in _failed_try_bodies(lines, path, f.suspicious).items():
+            proxies[n] = max(v, proxies.get(n) or 0.0)
+        for fn, hit, lo, hi in targets:
             code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
             params = tuple(fn.params) if fn else ()
             names = scope_names(fn, lines) if fn else ()
@@ -125,7 +157,8 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
                     if new_line == text or (ok and _parses(new_line) is False):
                         continue
                     c = Candidate(path, n, (new_line,), kind, what)
-                    c.score = score(c, f, goal_words, frame_lines, text, params, fn.def_line if fn else None)
+                    c.score = score(c, f, goal_words, frame_lines, text, params, fn.def_line if fn else None,
+                                    proxies.get(n))
                     cands.setdefault(c.key, c)
             for fpath, fline in frame_lines:
                 if fpath == path and lo <= fline <= hi:
@@ -148,6 +181,27 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
         group = tiers[tier]
         rng.shuffle(group)
         out += group
+    return out
+
+
+def _failed_try_bodies(lines: dict[int, str], path: str, suspicious: dict[tuple[str, int], float]) -> dict[int, float]:
+    """The lines of a `try` body whose `except` handler's body is suspicious, with its suspicion."""
+    out: dict[int, float] = {}
+    for n in sorted(lines):
+        m = re.match(r"^(\s*)except\b", lines[n])
+        if not m:
+            continue
+        body = [n]
+        while body[-1] + 1 in lines and (len(lines[body[-1] + 1]) - len(lines[body[-1] + 1].lstrip())) > len(m.group(1)):
+            body.append(body[-1] + 1)
+        sus = max(suspicious.get((path, k), 0.0) for k in body)
+        if not sus:
+            continue
+        k = n - 1
+        while k in lines and not re.match(rf"^{m.group(1)}try\s*:", lines[k]) and k > n - 30:
+            if lines[k].strip():
+                out[k] = sus
+            k -= 1
     return out
 
 

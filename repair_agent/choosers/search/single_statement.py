@@ -1,0 +1,164 @@
+"""Edits from the published taxonomy of single-statement bugs (ManySStuBs4J, Karampatsis & Sutton,
+MSR 2020), adapted to Python: the kinds of one-line fix real projects' histories show most often and
+the operator catalogue did not already cover.
+
+- same function, fewer arguments: the last positional argument or a keyword argument dropped
+  (`s.replace(a, b, 1)` -> `s.replace(a, b)`);
+- same function, more arguments: the documented optional argument of a few builtins
+  (`int(s)` -> `int(s, 16)`, `round(x)` -> `round(x, 2)`);
+- change numeral: a power of ten one order of magnitude off (`% 10` -> `% 100`);
+- a missing or extra normalizing call on a compared value (`w in WORDS` -> `w.lower() in WORDS`);
+- swapped branches of a conditional expression (`a if c else b` -> `b if c else a`);
+- an expression one off where it is returned or assigned from a conditional expression
+  (`None if n is None else n` -> `... else n + 1`);
+- a regular expression's character class or quantifier inverted (`\\D` -> `\\d`, `+` -> `*`);
+- a less or more specific condition: one operand of `and`/`or` dropped;
+- a statement deleted (a call, or a transformation of a value, that should not run).
+
+Each function takes one source line and returns (kind, what, new line) triples, like the catalogue."""
+from __future__ import annotations
+
+import ast
+import re
+
+from .source import _replace_span, _stmt_ast
+
+# Builtins whose optional argument is a well-known fix: the argument and the values it usually takes.
+MORE_ARGS = {"int": ("16", "8", "2"), "round": ("2",), "split": (), "float": ()}
+# Normalizing calls whose absence (or presence) on a compared value is a common bug.
+NORMALIZERS = ("lower", "strip")
+REGEX_CALLS = frozenset({"compile", "sub", "subn", "match", "fullmatch", "search", "findall", "finditer", "split"})
+CLASS_ESCAPES = "dDwWsSbB"
+
+
+def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
+    parsed = _stmt_ast(code)
+    if parsed is None:
+        return []
+    tree, indent = parsed
+    s = code.strip()
+    out: list[tuple[str, str, str]] = []
+
+    def span(node: ast.AST) -> tuple[int, int] | None:
+        if getattr(node, "lineno", 1) != 1 or getattr(node, "end_lineno", 1) != 1:
+            return None
+        return indent + node.col_offset, indent + node.end_col_offset
+
+    def text(node: ast.AST) -> str:
+        return s[node.col_offset:node.end_col_offset]
+
+    # a power of ten that scales or wraps a value (`n % 10`, `x * 100`)
+    scales = {id(b.right): True for b in ast.walk(tree)
+              if isinstance(b, ast.BinOp) and isinstance(b.op, (ast.Mod, ast.FloorDiv, ast.Div, ast.Mult))}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and span(node):
+            out += _fewer_args(code, node, span, text)
+            out += _more_args(code, node, span, text)
+            if _callee(node) in REGEX_CALLS:
+                out += _regex_edits(code, node, span)
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 10 and span(node) \
+                and str(node.value) == "1" + "0" * (len(str(node.value)) - 1):
+            n = node.value
+            for new in (n * 10, n // 10):
+                if new == 1 and scales.get(id(node)):
+                    continue   # `x % 1`, `x * 1`: degenerate, never the intended scale
+                out.append(("scale" if scales.get(id(node)) else "numeral", f"{n} -> {new}",
+                            _replace_span(code, *span(node), str(new))))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
+                node.ops[0], (ast.In, ast.NotIn, ast.Eq, ast.NotEq)) and span(node.left):
+            out += _normalize(code, node.left, span, text)
+        if isinstance(node, ast.IfExp) and span(node.body) and span(node.orelse):
+            (b0, b1), (o0, o1) = span(node.body), span(node.orelse)
+            out.append(("branches", f"swap the branches of `{text(node)}`",
+                        code[:b0] + text(node.orelse) + code[b1:o0] + text(node.body) + code[o1:]))
+            for branch in (node.body, node.orelse):
+                if isinstance(branch, (ast.Name, ast.Attribute, ast.Subscript)) and span(branch):
+                    for d in ("+ 1", "- 1"):
+                        out.append(("offset", f"{text(branch)} -> {text(branch)} {d} (a branch of a conditional)",
+                                    _replace_span(code, *span(branch), f"{text(branch)} {d}")))
+        if isinstance(node, ast.BoolOp) and len(node.values) == 2 and span(node):
+            for keep in node.values:
+                if span(keep):
+                    out.append(("condition", f"`{text(node)}` -> `{text(keep)}`",
+                                _replace_span(code, *span(node), text(keep))))
+    top = tree.body[0] if isinstance(tree, ast.Module) and tree.body else None
+    # a call whose effect should not happen, or a transformation of a value (`text = f(text)`): deleting
+    # either leaves every name defined
+    transforms = isinstance(top, ast.Assign) and len(top.targets) == 1 and isinstance(top.targets[0], ast.Name) and any(
+        isinstance(n, ast.Name) and n.id == top.targets[0].id for n in ast.walk(top.value))
+    if (isinstance(top, ast.Expr) or transforms) and isinstance(getattr(top, "value", None), ast.Call) \
+            and not s.endswith((",", "(", "[", "{", "\\")):
+        out.append(("delete", f"delete `{s[:60]}`", code[:indent] + "pass"))   # `pass`: the block stays valid
+    return out
+
+
+def _callee(node: ast.Call) -> str:
+    f = node.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def _fewer_args(code, node: ast.Call, span, text) -> list[tuple[str, str, str]]:
+    out = []
+    args = node.args
+    if len(args) >= 2 and not any(isinstance(a, ast.Starred) for a in args) and span(args[-1]) and span(args[-2]):
+        cut0, cut1 = span(args[-2])[1], span(args[-1])[1]
+        out.append(("arguments", f"drop the argument {text(args[-1])} of {_callee(node)}()", code[:cut0] + code[cut1:]))
+    for k, kw in enumerate(node.keywords):
+        if kw.arg is None or not span(kw.value):
+            continue
+        v0, v1 = span(kw.value)
+        start = code.rfind(kw.arg, 0, v0)
+        if k == 0 and not args:   # the first argument: drop it and the comma after it
+            nxt = code.find(",", v1)
+            stop = nxt + 1 if nxt >= 0 and nxt < span(node)[1] - 1 else v1
+            new = code[:start] + code[stop:].lstrip(" ") if stop != v1 else code[:start] + code[v1:]
+        else:
+            before = code.rfind(",", 0, start)
+            new = code[:before] + code[v1:]
+        out.append(("arguments", f"drop {kw.arg}={text(kw.value)} of {_callee(node)}()", new))
+    return out
+
+
+def _more_args(code, node: ast.Call, span, text) -> list[tuple[str, str, str]]:
+    name = node.func.id if isinstance(node.func, ast.Name) else ""
+    if name not in MORE_ARGS or len(node.args) != 1 or node.keywords or not span(node.args[0]):
+        return []
+    end = span(node.args[0])[1]
+    return [("arguments", f"{name}({text(node.args[0])}) -> {name}({text(node.args[0])}, {extra})",
+             code[:end] + f", {extra}" + code[end:]) for extra in MORE_ARGS[name]]
+
+
+def _normalize(code, operand: ast.AST, span, text) -> list[tuple[str, str, str]]:
+    """`w in WORDS` -> `w.lower() in WORDS`; `w.lower() in WORDS` -> `w in WORDS`."""
+    if isinstance(operand, ast.Call) and isinstance(operand.func, ast.Attribute) and operand.func.attr in NORMALIZERS \
+            and not operand.args and span(operand.func.value):
+        inner = text(operand.func.value)
+        return [("normalize", f"{text(operand)} -> {inner}", _replace_span(code, *span(operand), inner))]
+    if not isinstance(operand, (ast.Name, ast.Attribute, ast.Subscript)):
+        return []
+    return [("normalize", f"{text(operand)} -> {text(operand)}.{m}()",
+             _replace_span(code, *span(operand), f"{text(operand)}.{m}()")) for m in NORMALIZERS]
+
+
+def _regex_edits(code, node: ast.Call, span) -> list[tuple[str, str, str]]:
+    """Inside the pattern literal: one class escape's case flipped, one `+`/`*` quantifier swapped."""
+    pattern = node.args[0] if node.args else None
+    if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str) and span(pattern)):
+        return []
+    p0, p1 = span(pattern)
+    literal = code[p0:p1]
+    on_re = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "re"
+    if not (on_re or literal[:1] in "rR" or _callee(node) == "compile"):
+        return []   # `text.split("+")`: a plain string method, not a pattern
+    out = []
+    for m in re.finditer(r"(?<!\\)((?:\\\\)*)\\([%s])" % CLASS_ESCAPES, literal):
+        at = m.end() - 1
+        flipped = literal[:at] + literal[at].swapcase() + literal[at + 1:]
+        out.append(("regex", f"\\{literal[at]} -> \\{literal[at].swapcase()} in the pattern",
+                    code[:p0] + flipped + code[p1:]))
+    for m in re.finditer(r"(?<!\\)[+*]", literal):
+        at = m.start()
+        new = "*" if literal[at] == "+" else "+"
+        out.append(("regex", f"quantifier {literal[at]} -> {new} in the pattern",
+                    code[:p0] + literal[:at] + new + literal[at + 1:] + code[p1:]))
+    return out
