@@ -79,6 +79,27 @@ def _no_leaked_containers():
                 f"(now removed): " + "; ".join(names), pytrace=False)
 
 
+# scripts/test runs the suite on two workers (pytest-xdist, `--dist loadfile`): each worker is its
+# own session (its own engine client, leak check and pristine-suite cache), and each test module
+# runs whole on one worker, so a module-scoped fixture (a run, a verifier, a built wheel) is built
+# once, as without workers. The Ctrl-C tests (named test_ctrl_c_*) are one more such unit: they run
+# one after another on one worker, never at the same time as each other.
+INTERRUPT_TESTS = "::test_ctrl_c_"
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent without it
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndInterrupts(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "interrupts" if INTERRUPT_TESTS in nodeid else super()._split_scope(nodeid)
+
+    return ModulesAndInterrupts(config, log)
+
+
 @pytest.fixture(scope="session")
 def baseline_cache(tmp_path_factory):
     """One runs/.cache for the session: the pristine suites' test ids, keyed by tree, image and
