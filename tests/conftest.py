@@ -82,8 +82,8 @@ def _no_leaked_containers():
 # scripts/test runs the suite on two workers (pytest-xdist, `--dist loadfile`): each worker is its
 # own session (its own engine client, leak check and pristine-suite cache), and each test module
 # runs whole on one worker, so a module-scoped fixture (a run, a verifier, a built wheel) is built
-# once, as without workers. The Ctrl-C tests (named test_ctrl_c_*) are one more such unit: they run
-# one after another on one worker, never at the same time as each other.
+# once, as without workers. The modules with Ctrl-C tests (named test_ctrl_c_*) run together on one
+# worker, one after another: no two Ctrl-C tests ever run at the same time.
 INTERRUPT_TESTS = "::test_ctrl_c_"
 
 
@@ -94,8 +94,14 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadFileScheduling
 
     class ModulesAndInterrupts(LoadFileScheduling):
+        interrupt_modules: set[str] | None = None
+
         def _split_scope(self, nodeid: str) -> str:
-            return "interrupts" if INTERRUPT_TESTS in nodeid else super()._split_scope(nodeid)
+            module = super()._split_scope(nodeid)
+            if self.interrupt_modules is None:  # the collection is complete when the units are made
+                self.interrupt_modules = {super(ModulesAndInterrupts, self)._split_scope(n)
+                                          for n in self.collection or () if INTERRUPT_TESTS in n}
+            return "interrupts" if module in self.interrupt_modules else module
 
     return ModulesAndInterrupts(config, log)
 
