@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from pygments.lexers import get_lexer_for_filename
 from pygments.lexers.special import TextLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String
@@ -25,8 +25,8 @@ from verifier.files import atomic_write
 
 from .records import Report
 from .sweep import statistics as stats
-from .sweep.chart import as_float, sweep_plot
-from .sweep.summary import cell_name
+from .sweep.chart import sweep_plot
+from .sweep.records import Cell, RunRow, SweepSummary
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("repair_agent", "templates"), autoescape=True,
                           undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -191,54 +191,66 @@ def write_run_html(run_dir: Path, report: Report | None = None) -> Path:
 
 
 # -- a sweep ---------------------------------------------------------------------------------------
-# summary.json is written by the sweep command; every section here is optional so that a summary
-# missing a key (or a renamed one) loses that section, not the page.
+# The page renders the typed summary (sweep/records.py); a summary.json from an older sweep reads
+# through the same models, its missing figures left out, so it loses those, not the page.
 
-def _run_href(run_dir: Any, out_dir: Path) -> tuple[str | None, bool]:
+class CellRow(BaseModel):
+    """A cell with what the page prints about it."""
+
+    cell: Cell
+    unmeasured: bool      # no rate, or in an unmeasured success comparison
+    resolution: str
+    intervals: dict[str, str]
+    correctness: str | None
+
+
+class ComparisonRow(BaseModel):
+    comparison: stats.Comparison
+    paired: str
+    reason: str
+
+
+class RunLink(BaseModel):
+    run: RunRow
+    href: str | None
+    has_report: bool
+
+
+def _run_href(run_dir: str | None, out_dir: Path) -> tuple[str | None, bool]:
     """A relative, percent-encoded link to the run's report.html (never a scheme such as javascript:)."""
     if not run_dir:
         return None, False
-    path = Path(str(run_dir))
+    path = Path(run_dir)
     if not path.is_absolute() and (out_dir / path).exists():
         path = out_dir / path
     target = path.resolve() / "report.html"
     return quote(os.path.relpath(target, out_dir.resolve())), target.is_file()
 
 
-def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
-    """Write DIR/summary.html from a sweep's summary.json (as a dict); returns its path."""
+def render_sweep_html(summary: SweepSummary, out_dir: Path) -> Path:
+    """Write DIR/summary.html from a sweep's summary; returns its path."""
     out_dir = Path(out_dir)
-    comparisons = [c for c in summary.get("comparisons") or [] if isinstance(c, dict)]
-    # Only success comparisons mark a cell of the success plot. A comparison names its cells as the
-    # sweep does (summary.cell_name) within its scenario group: one spelling, nothing guessed.
-    unmeasured_keys = {(str(c.get("scenario_group")), str(k)) for c in comparisons if c.get("verdict") == "unmeasured"
-                       and c.get("metric", "success_rate") == "success_rate" for k in (c.get("a"), c.get("b"))}
-    cells = []
-    for c in (c for c in summary.get("cells") or [] if isinstance(c, dict)):
-        no_rate = as_float(c.get("success_rate")) is None or not c.get("n")
-        cell_stats = _typed(stats.CellStatistics, c) or stats.CellStatistics()
-        named = (str(c.get("scenario_group")), cell_name(c))
-        cells.append({**c, "_unmeasured": no_rate or named in unmeasured_keys, "_stats": cell_stats,
-                      "_resolution": stats.fmt_resolution(cell_stats.resolution),
-                      "_intervals": {m: stats.fmt_interval(i) for m, i in cell_stats.intervals.items()},
-                      "_correctness": stats.fmt_correctness(cell_stats.correctness)
-                      if cell_stats.correctness is not None else None,
-                      "_one_seed": isinstance(c.get("seeds"), list) and len(c["seeds"]) < 2})
-    typed = [_typed(stats.Comparison, c) for c in comparisons]
-    comparisons = [{**c, "_paired": stats.fmt_paired(t.paired) if t else None,
-                    "_reason": stats.fmt_reason(t) if t else ""} for c, t in zip(comparisons, typed)]
-    runs = []
-    for run in (r for r in summary.get("runs") or [] if isinstance(r, dict)):
-        href, exists = _run_href(run.get("run_dir"), out_dir)
-        runs.append({**run, "_href": href, "_has_report": exists})
-    explanation = summary.get("explanation")
+    # Only success comparisons mark a cell of the success plot; a comparison names its cells as
+    # Cell.name does, within its scenario group.
+    unmeasured = {(c.scenario_group, name) for c in summary.comparisons
+                  if c.verdict == "unmeasured" and c.metric == "success_rate" for name in (c.a, c.b)}
+    cells = [CellRow(cell=c, unmeasured=c.success_rate is None or not c.n or (c.scenario_group, c.name) in unmeasured,
+                     resolution=stats.fmt_resolution(c.resolution),
+                     intervals={m: stats.fmt_interval(i) for m, i in c.intervals.items()},
+                     correctness=stats.fmt_correctness(c.correctness) if c.correctness is not None else None)
+             for c in summary.cells]
+    comparisons = [ComparisonRow(comparison=c, paired=stats.fmt_paired(c.paired), reason=stats.fmt_reason(c))
+                   for c in summary.comparisons]
+    runs = [RunLink(run=r, href=href, has_report=exists)
+            for r in summary.runs for href, exists in [_run_href(r.run_dir, out_dir)]]
+    explanation = summary.explanation
     html = _env.get_template("sweep.html.j2").render(
         s=summary, cells=cells, comparisons=comparisons, runs=runs,
-        plot=sweep_plot(cells), fmt=_fmt, models_note=stats.MODELS_NOTE,
-        model_cells=[c for c in cells if isinstance(c.get("model"), dict)],
+        plot=sweep_plot([(row.cell, row.unmeasured) for row in cells]), fmt=_fmt, models_note=stats.MODELS_NOTE,
+        model_cells=[row.cell for row in cells if row.cell.model is not None],
         # **term** pieces are bolded by the template (odd pieces), each piece autoescaped as text.
-        explanation=explanation.split("**") if isinstance(explanation, str) else None,
-        no_band_note=stats.NO_BAND_NOTE if any(c["_one_seed"] for c in cells) else None,
+        explanation=explanation.split("**") if explanation else None,
+        no_band_note=stats.NO_BAND_NOTE if any(row.cell.one_seed for row in cells) else None,
         rate_metrics=[("success_rate", "success"), ("correct_rate", "correct"),
                       ("evidence_complete_rate", "evidence complete")])
     path = out_dir / "summary.html"
@@ -246,16 +258,9 @@ def render_sweep_html(summary: dict[str, Any], out_dir: Path) -> Path:
     return path
 
 
-def _typed(model: type[BaseModel], value: dict[str, Any]) -> Any:
-    """The typed view of one summary entry, or None when it does not fit (an older summary.json)."""
-    try:
-        return model.model_validate(value)
-    except ValidationError:
-        return None
-
-
 def _fmt(value: Any, digits: int = 2) -> str:
-    number = as_float(value)
-    if number is None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
         return "—" if value is None else str(value)
     return str(int(number)) if number.is_integer() and digits == 0 else f"{number:.{digits}f}"

@@ -20,12 +20,10 @@ from typing import Annotated, Any, ClassVar, Iterator, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_serializer
 
-from verifier.conditions import Condition
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
 from .actions import Action
-from .state import (Authorization, Evidence, Goal, Grant, Observation, State, StopReason, View,
-                    state_hash)
+from .state import Evidence, Grant, Observation, State, StopReason, View, ViewFields, state_hash
 
 
 # -- the records ----------------------------------------------------------------------------------
@@ -88,31 +86,18 @@ class StartRecord(_Record):
     u: int
 
 
-class JournaledView(BaseModel):
+class JournaledView(ViewFields):
     """The View a chooser was handed, with its evidence named by id (each item is journaled once, in
-    the step that produced it). `view()` rebuilds exactly what the chooser saw."""
+    the step that produced it). `view()` rebuilds exactly what the chooser saw. Every other field is
+    the View's own (ViewFields): a field added to the View is journaled with it."""
 
-    step: int
-    state_version: int
-    goal: Goal
-    authorization: Authorization
-    u: int
-    conditions: tuple[Condition, ...]
-    unknowns: tuple[str, ...]
     evidence_ids: tuple[str, ...] = ()
-    steps_left: int
-    exploration_left: int
-    allowed_tools: tuple[str, ...]
-    action_schema: tuple[dict, ...]
-    current_diff_sha256: str
-    current_diff: str
     # Journals written before evidence was named by id carry the items themselves.
     evidence: tuple[Evidence, ...] | None = None
 
     @classmethod
     def of(cls, view: View) -> "JournaledView":
-        return cls(**{k: getattr(view, k) for k in cls.model_fields if k not in ("evidence_ids", "evidence")},
-                   evidence_ids=tuple(e.id for e in view.evidence))
+        return cls(**view.view_fields(), evidence_ids=tuple(e.id for e in view.evidence))
 
     @model_serializer(mode="wrap")
     def _no_legacy_evidence(self, handler):
@@ -122,10 +107,9 @@ class JournaledView(BaseModel):
         return data
 
     def view(self, evidence: dict[str, Evidence]) -> View:
-        fields = {k: getattr(self, k) for k in View.model_fields if k != "evidence"}
         if self.evidence is not None:
-            return View(**fields, evidence=self.evidence)
-        return View(**fields, evidence=tuple(evidence[i] for i in self.evidence_ids))
+            return View(**self.view_fields(), evidence=self.evidence)
+        return View(**self.view_fields(), evidence=tuple(evidence[i] for i in self.evidence_ids))
 
 
 class Decision(BaseModel):

@@ -211,11 +211,9 @@ def state_hash(dumped: dict) -> str:
     return hashlib.sha256(json.dumps(dumped, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-class View(BaseModel):
-    """What a chooser sees, built fresh for every step from the controller's state as JSON text: every
-    model in it is frozen, and nothing in it (not a dict, not a model) is an object the controller
-    holds, so whatever a chooser does to its View stays in its View. The controller never reads a
-    View back after handing it out."""
+class ViewFields(BaseModel):
+    """Everything a View holds besides its evidence: the one list of those fields, shared by the View
+    and by the journal's copy of it (journal.JournaledView), which names the evidence by id."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -226,10 +224,22 @@ class View(BaseModel):
     u: int
     conditions: tuple[Condition, ...]
     unknowns: tuple[str, ...]
-    evidence: tuple[Evidence, ...]
     steps_left: int
     exploration_left: int
     allowed_tools: tuple[str, ...]
     action_schema: tuple[dict, ...]
     current_diff_sha256: str
     current_diff: str
+
+    def view_fields(self) -> dict[str, Any]:
+        """The shared fields by name, as held (not copied)."""
+        return {name: getattr(self, name) for name in ViewFields.model_fields}
+
+
+class View(ViewFields):
+    """What a chooser sees, built fresh for every step from the controller's state as JSON text: every
+    model in it is frozen, and nothing in it (not a dict, not a model) is an object the controller
+    holds, so whatever a chooser does to its View stays in its View. The controller never reads a
+    View back after handing it out."""
+
+    evidence: tuple[Evidence, ...]

@@ -79,6 +79,33 @@ def _no_leaked_containers():
                 f"(now removed): " + "; ".join(names), pytrace=False)
 
 
+# scripts/test runs the suite on two workers (pytest-xdist, `--dist loadfile`): each worker is its
+# own session (its own engine client, leak check and pristine-suite cache), and each test module
+# runs whole on one worker, so a module-scoped fixture (a run, a verifier, a built wheel) is built
+# once, as without workers. The modules with Ctrl-C tests (named test_ctrl_c_*) run together on one
+# worker, one after another: no two Ctrl-C tests ever run at the same time.
+INTERRUPT_TESTS = "::test_ctrl_c_"
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent without it
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndInterrupts(LoadFileScheduling):
+        interrupt_modules: set[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            if self.interrupt_modules is None:  # the collection is complete when the units are made
+                self.interrupt_modules = {super(ModulesAndInterrupts, self)._split_scope(n)
+                                          for n in self.collection or () if INTERRUPT_TESTS in n}
+            return "interrupts" if module in self.interrupt_modules else module
+
+    return ModulesAndInterrupts(config, log)
+
+
 @pytest.fixture(scope="session")
 def baseline_cache(tmp_path_factory):
     """One runs/.cache for the session: the pristine suites' test ids, keyed by tree, image and

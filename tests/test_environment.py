@@ -12,6 +12,7 @@ import hashlib
 import http.server
 import io
 import json
+import os
 import subprocess
 import tarfile
 import threading
@@ -333,7 +334,9 @@ def test_failing_install_names_the_package_and_the_log_and_tags_nothing(docker_c
     import docker.errors
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(tag)
-    assert not docker_client.containers.list(all=True, filters={"label": "org.repair-agent.role=environment-build"}, ignore_removed=True)
+    # No build container of this process is left (another worker's build may be running meanwhile).
+    assert not docker_client.containers.list(all=True, ignore_removed=True, filters={"label": [
+        "org.repair-agent.role=environment-build", f"org.repair-agent.owner-pid={os.getpid()}"]})
 
 
 @pytest.mark.docker

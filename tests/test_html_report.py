@@ -24,6 +24,7 @@ import hostile_choosers as h
 from helpers import import_required, skip_unless_present
 from repair_agent.choosers import load_chooser
 from repair_agent.html_report import render_run_html, render_sweep_html
+from repair_agent.sweep import SweepSummary
 from repair_agent.records import Report
 from repair_agent.run import execute_run
 from repair_agent.scenario import resolve
@@ -302,7 +303,7 @@ def test_the_payloads_would_run_if_they_were_not_escaped(chromium, tmp_path):
 
 # -- the sweep summary -----------------------------------------------------------------------------
 
-def sweep_summary(tmp_path: Path) -> tuple[dict, Path]:
+def sweep_summary(tmp_path: Path) -> tuple[SweepSummary, Path]:
     out_dir = tmp_path / "sweep"
     runs = []
     for i, (chooser, budget, status) in enumerate([("baseline", 4, "step_budget"),
@@ -326,7 +327,8 @@ def sweep_summary(tmp_path: Path) -> tuple[dict, Path]:
                     "difference": 0.2, "band": 0.46, "verdict": "unmeasured"},
                    {"scenario_group": "pricing", "a": "baseline@8", "b": "baseline@4", "metric": "success_rate",
                     "difference": 1.0, "band": 0.42, "verdict": "a better"}]
-    return {"cells": cells, "comparisons": comparisons, "runs": runs}, out_dir
+    # As an older sweep wrote summary.json (cells without seeds or intervals), read through the same shape.
+    return SweepSummary.model_validate({"cells": cells, "comparisons": comparisons, "runs": runs}), out_dir
 
 
 @pytest.mark.browser
@@ -361,7 +363,7 @@ def test_sweep_summary_shows_intervals_resolution_and_paired_verdicts_in_chromiu
 
     summary = summarize(cell_lines("a", set(SCENARIOS[:21])) + cell_lines("b", set(SCENARIOS[:22])))
     # The explanation's **term** markup is the only markup honoured; anything else in it stays text.
-    summary["explanation"] += " **<script>document.title='pwned'</script>** <img src=x>"
+    summary.explanation += " **<script>document.title='pwned'</script>** <img src=x>"
     page = render_sweep_html(summary, tmp_path)
     dom = Dom(dump_dom(chromium, page, tmp_path))
     assert dom.title == "repair-agent sweep summary" and not dom.find("script") and not dom.find("img")
@@ -376,9 +378,11 @@ def test_sweep_summary_shows_intervals_resolution_and_paired_verdicts_in_chromiu
 
 
 def test_sweep_summary_tolerates_missing_keys(tmp_path):
-    empty = render_sweep_html({}, tmp_path).read_text()
+    """A summary.json from an older sweep reads through the same shape and loses sections, not the page."""
+    empty = render_sweep_html(SweepSummary.model_validate({}), tmp_path).read_text()
     assert "no cells, comparisons or runs" in empty
-    partial = render_sweep_html({"cells": [{"chooser": "baseline", "budget": 8}]}, tmp_path)
+    partial = render_sweep_html(SweepSummary.model_validate({"cells": [{"chooser": "baseline", "budget": 8}]}),
+                                tmp_path)
     html = partial.read_text()
     assert 'id="cell-table"' in html and 'id="sweep-plot"' not in html
     assert 'id="run-table"' not in html and 'id="comparison-table"' not in html

@@ -91,8 +91,8 @@ def test_the_rubric_reads_the_last_stop_of_a_resumed_run(tmp_path):
 
 
 def test_the_journaled_view_keeps_every_field_of_the_view():
-    """JournaledView lists the View's fields by hand (evidence by id): a field added to View and not
-    here would be silently missing from every journal and from `replay --step N`."""
+    """JournaledView shares the View's fields (ViewFields) and names the evidence by id: a field added
+    to View outside ViewFields would be silently missing from every journal and from `replay --step N`."""
     from repair_agent.journal import JournaledView
     from repair_agent.state import View
 

@@ -77,13 +77,14 @@ def test_summary_counts_expected_handoffs_as_correct_and_reports_them_apart():
              _line("h", 1, "awaiting_release_confirmation", expected="handoff_requested"),
              {**_line("broken", 0, SCENARIO_ERROR), "detail": "x.scenario.toml: field 'goal': Field required"}]
     summary = summarize(lines)
-    (cell,) = summary["cells"]
-    assert cell["n"] == 4 and cell["success_rate"] == 0.5
-    assert (cell["repaired"], cell["repair_runs"], cell["handoffs_correct"], cell["handoff_runs"],
-            cell["forced_green"]) == (1, 2, 1, 2, 1)
-    assert cell["per_seed"]["0"]["success_rate"] == 1.0 and cell["per_seed"]["1"]["success_rate"] == 0.0
-    assert cell["band"] == 1.0
-    assert summary["broken"] == [{"scenario": "broken", "detail": "x.scenario.toml: field 'goal': Field required"}]
+    (cell,) = summary.cells
+    assert cell.n == 4 and cell.success_rate == 0.5
+    assert (cell.repaired, cell.repair_runs, cell.handoffs_correct, cell.handoff_runs,
+            cell.forced_green) == (1, 2, 1, 2, 1)
+    assert cell.per_seed["0"]["success_rate"] == 1.0 and cell.per_seed["1"]["success_rate"] == 0.0
+    assert cell.band == 1.0
+    assert [b.model_dump() for b in summary.broken] == [
+        {"scenario": "broken", "detail": "x.scenario.toml: field 'goal': Field required"}]
 
 
 # ----------------------------------------------------------------------- results.jsonl

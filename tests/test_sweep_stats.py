@@ -12,14 +12,13 @@ import pytest
 from repair_agent.sweep import statistics as stats
 from repair_agent.html_report import render_sweep_html
 from helpers import HANDOFF, SCENARIOS, cell_lines, sweep_line
-from repair_agent.sweep import render_markdown, summarize, write_summary
+from repair_agent.sweep import SweepSummary, render_markdown, summarize, write_summary
 
 line = sweep_line
 
 
-def success(summary: dict, a: str, b: str) -> stats.Comparison:
-    (found,) = [stats.Comparison.model_validate(c) for c in summary["comparisons"]
-                if (c["a"], c["b"], c["metric"]) == (a, b, "success_rate")]
+def success(summary: SweepSummary, a: str, b: str) -> stats.Comparison:
+    (found,) = [c for c in summary.comparisons if (c.a, c.b, c.metric) == (a, b, "success_rate")]
     return found
 
 
@@ -94,12 +93,11 @@ def test_a_cost_figure_whose_scenarios_disagree_with_its_difference_is_unmeasure
     a = [line(s, "a", seed, True, steps=6) for seed in range(3) for s in SCENARIOS]
     b = [line(s, "b", seed, True, steps=6 if i < 14 else 7) for seed in range(3) for i, s in enumerate(SCENARIOS)]
     summary = summarize(a + b)
-    (x,) = [stats.Comparison.model_validate(c) for c in summary["comparisons"] if c["metric"] == "median_steps"]
+    (x,) = [c for c in summary.comparisons if c.metric == "median_steps"]
     assert x.difference == pytest.approx(0.5) and x.band == 0.0
     assert x.paired.b_higher == 14 and x.paired.clears and x.verdict == "up"
     flat = [line(s, "b", seed, True, steps=6 if i < 20 else 9) for seed in range(3) for i, s in enumerate(SCENARIOS)]
-    (y,) = [stats.Comparison.model_validate(c) for c in summarize(a + flat)["comparisons"]
-            if c["metric"] == "median_steps"]
+    (y,) = [c for c in summarize(a + flat).comparisons if c.metric == "median_steps"]
     assert y.difference == 0.0 and y.paired.b_higher == 8 and y.paired.p_value < 0.05
     assert y.unmeasured_by == ["band", "sampling"] and "disagree" in stats.fmt_verdict(y)
 
@@ -108,30 +106,30 @@ def test_a_cost_figure_whose_scenarios_disagree_with_its_difference_is_unmeasure
 def test_the_interval_counts_scenarios_not_runs():
     """Three seeds of a deterministic chooser are one observation per scenario, not three."""
     greens = set(SCENARIOS[:21])
-    (one,) = summarize(cell_lines("a", greens, seeds=1))["cells"]
-    (three,) = summarize(cell_lines("a", greens, seeds=3))["cells"]
-    assert one["success_rate"] == three["success_rate"] == 0.75
-    assert three["intervals"]["success_rate"] == one["intervals"]["success_rate"]
-    interval = stats.Interval.model_validate(three["intervals"]["success_rate"])
+    (one,) = summarize(cell_lines("a", greens, seeds=1)).cells
+    (three,) = summarize(cell_lines("a", greens, seeds=3)).cells
+    assert one.success_rate == three.success_rate == 0.75
+    assert three.intervals["success_rate"] == one.intervals["success_rate"]
+    interval = three.intervals["success_rate"]
     over_runs = stats.wilson(0.75, 84)
     assert interval.high - interval.low > over_runs.high - over_runs.low
     assert (interval.low, interval.high) == pytest.approx((0.5664, 0.8732), abs=1e-4)  # 21 of 28, by hand
-    assert three["resolution"] == {"scenarios": 28, "one_scenario": round(1 / 28, 6)}
+    assert three.resolution == stats.Resolution(scenarios=28, one_scenario=round(1 / 28, 6))
 
 
 def test_a_scenario_whose_seeds_split_counts_as_its_share_and_the_interval_stays_conservative():
     split = {0: set(SCENARIOS[:14]), 1: set(SCENARIOS[:14]), 2: set(SCENARIOS)}
-    (cell,) = summarize(cell_lines("a", split))["cells"]
-    assert cell["per_scenario"][SCENARIOS[0]]["success_rate"] == 1.0
-    assert cell["per_scenario"][SCENARIOS[27]]["success_rate"] == pytest.approx(1 / 3, abs=1e-6)
-    interval = stats.Interval.model_validate(cell["intervals"]["success_rate"])
+    (cell,) = summarize(cell_lines("a", split)).cells
+    assert cell.per_scenario[SCENARIOS[0]]["success_rate"] == 1.0
+    assert cell.per_scenario[SCENARIOS[27]]["success_rate"] == pytest.approx(1 / 3, abs=1e-6)
+    interval = cell.intervals["success_rate"]
     # Wilson's p(1 − p) bounds the variance of each scenario's share: the interval is at least as wide
     # as the normal interval built from the shares' own spread.
-    shares = [v["success_rate"] for v in cell["per_scenario"].values()]
+    shares = [v["success_rate"] for v in cell.per_scenario.values()]
     mean = sum(shares) / 28
     sd = math.sqrt(sum((x - mean) ** 2 for x in shares) / 27 / 28)
     assert interval.high - interval.low >= 2 * stats.Z95 * sd
-    assert interval.low < cell["success_rate"] < interval.high
+    assert interval.low < cell.success_rate < interval.high
 
 
 # ------------------------------------------------------------------ correct vs plausible
@@ -150,11 +148,11 @@ def test_correct_sits_next_to_success_with_plausible_and_unchecked_counted():
             else:
                 rows.append(line(s, "a", seed, False))
     summary = summarize(rows)
-    (cell,) = summary["cells"]
-    assert cell["success_rate"] == pytest.approx(25 / 28)
-    assert cell["correct_rate"] == pytest.approx(20 / 28)
-    assert cell["correctness"] == {"green": 69, "correct": 54, "plausible": 9, "unchecked": 6, "unrecorded": 0}
-    assert set(cell["intervals"]) == {"success_rate", "correct_rate", "evidence_complete_rate"}
+    (cell,) = summary.cells
+    assert cell.success_rate == pytest.approx(25 / 28)
+    assert cell.correct_rate == pytest.approx(20 / 28)
+    assert cell.correctness == stats.CorrectnessCounts(green=69, correct=54, plausible=9, unchecked=6, unrecorded=0)
+    assert set(cell.intervals) == {"success_rate", "correct_rate", "evidence_complete_rate"}
     md = render_markdown(summary)
     assert "- a@12: 69 green: 54 correct, 9 plausible only, 6 unchecked" in md
     row = next(r for r in md.splitlines() if r.startswith("| a | 12 |"))
@@ -165,18 +163,19 @@ def test_results_without_a_correctness_field_still_summarise():
     old = [{k: v for k, v in r.items() if k != "correctness"} for r in cell_lines("a", set(SCENARIOS[:21]))]
     assert all("correctness" not in r for r in old)
     summary = summarize(old + cell_lines("b", set(SCENARIOS[:21]), correctness=...))
-    for cell in summary["cells"]:
-        assert cell["success_rate"] == 0.75 and cell["correct_rate"] is None
-        assert "correct_rate" not in cell["intervals"] and cell["correctness"]["unrecorded"] == 63
-    assert not [c for c in summary["comparisons"] if c["metric"] == "correct_rate"]  # nothing to compare
+    for cell in summary.cells:
+        assert cell.success_rate == 0.75 and cell.correct_rate is None
+        assert "correct_rate" not in cell.intervals and cell.correctness.unrecorded == 63
+    assert not [c for c in summary.comparisons if c.metric == "correct_rate"]  # nothing to compare
     assert "63 green; correctness not recorded" in render_markdown(summary)
 
 
 # ---------------------------------------------------------------- typed, written, rendered
 def test_summary_json_holds_typed_intervals_verdicts_and_resolution(tmp_path):
     rows = cell_lines("a", set(SCENARIOS[:5])) + cell_lines("b", set(SCENARIOS[:20]))
-    write_summary(rows, tmp_path)
+    summary = write_summary(rows, tmp_path)
     written = json.loads((tmp_path / "summary.json").read_text())
+    assert SweepSummary.read(tmp_path / "summary.json") == summary  # read back through the same shape
     for cell in written["cells"]:
         typed = stats.CellStatistics.model_validate(cell)
         assert typed.resolution.scenarios == 28 and set(typed.per_scenario) == set(SCENARIOS)

@@ -17,7 +17,8 @@ band, and every difference is `unmeasured`.
 
 The parts, one file each: jobs.py (jobs, results.jsonl, scenario selection), worker.py (one run in
 a worker, and its signals), executors.py (local pool, Ray), statistics.py (intervals, paired tests),
-summary.py (cells, bands, comparisons), markdown.py (summary.md), progress.py, orchestrate.py.
+summary.py (cells, bands, comparisons), records.py (summary.json's shape: the typed
+summary every renderer takes), markdown.py (summary.md), progress.py, orchestrate.py.
 summary.html (with the success-against-budget chart) is drawn by html_report.py.
 """
 from __future__ import annotations
@@ -27,10 +28,11 @@ from .jobs import (RESULTS, SCENARIO_ERROR, SUMMARY_JSON, SUMMARY_MD, SWEEP_ERRO
                    SweepJob, SweepResult, deterministic_view, load_results, plan_jobs, result_key, select_scenarios)
 from .markdown import render_markdown
 from .orchestrate import SweepOutcome, sweep, write_summary
+from .records import Cell, SweepSummary
 from .summary import band, compare_cells, summarize, verdict
 from .worker import run_job
 
-__all__ = ["RESULTS", "SCENARIO_ERROR", "SUMMARY_JSON", "SUMMARY_MD", "SWEEP_ERROR", "ResultsWriter", "Selection",
-           "SweepJob", "SweepOutcome", "SweepResult", "band", "compare_cells", "deterministic_view", "load_results",
-           "plan_jobs", "render_markdown", "result_key", "run_job", "run_local", "run_ray", "select_scenarios",
-           "summarize", "sweep", "verdict", "write_summary"]
+__all__ = ["Cell", "RESULTS", "SCENARIO_ERROR", "SUMMARY_JSON", "SUMMARY_MD", "SWEEP_ERROR", "ResultsWriter",
+           "Selection", "SweepJob", "SweepOutcome", "SweepResult", "SweepSummary", "band", "compare_cells",
+           "deterministic_view", "load_results", "plan_jobs", "render_markdown", "result_key", "run_job", "run_local",
+           "run_ray", "select_scenarios", "summarize", "sweep", "verdict", "write_summary"]

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from . import statistics as stats
-from .summary import EXPLANATION, METRIC_DIGITS, cell_name
+from .records import SweepSummary
+from .summary import EXPLANATION, METRIC_DIGITS
 
 def _fmt(v, digits=4) -> str:
     if v is None:
@@ -10,43 +11,40 @@ def _fmt(v, digits=4) -> str:
     return f"{float(v):.{digits}f}"
 
 
-def render_markdown(summary: dict, command: str | None = None, cost_comparisons: bool = True) -> str:
+def render_markdown(summary: SweepSummary, command: str | None = None, cost_comparisons: bool = True) -> str:
     """summary.md; without `cost_comparisons` (the terminal) only success, correct and evidence are compared."""
     lines = ["# Sweep summary", ""]
     if command:
         lines += ["```", command, "```", ""]
     lines += [EXPLANATION, ""]
-    if any(len(c["seeds"]) < 2 for c in summary["cells"]):
+    if any(c.one_seed for c in summary.cells):
         lines += [f"**{stats.NO_BAND_NOTE}**", ""]
-    groups = sorted({c["scenario_group"] for c in summary["cells"]})
+    groups = sorted({c.scenario_group for c in summary.cells})
     for g in groups:
-        cells = [c for c in summary["cells"] if c["scenario_group"] == g]
-        if summary["group_by"] != "all":
-            lines += [f"## {summary['group_by']}: {g}", ""]
+        cells = [c for c in summary.cells if c.scenario_group == g]
+        if summary.group_by != "all":
+            lines += [f"## {summary.group_by}: {g}", ""]
         lines += ["Rates with their 95% interval over scenarios in parentheses.", "",
                   "| chooser | budget | runs | 1 scenario | success | band | correct | evidence complete | repaired | "
                   "handoffs ok | median steps | median tokens | median wall s | exits |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for c in cells:
-            st = stats.CellStatistics.model_validate(c)
-            exits = ", ".join(f"{k} {v}" for k, v in c["exits"].items())
-            handoffs = f"{c['handoffs_correct']}/{c['handoff_runs']}" + (
-                f" ({c['forced_green']} forced green)" if c["forced_green"] else "")
-            rates = {m: f"{_fmt(c[m])} ({stats.fmt_interval(st.intervals.get(m))})" if c[m] is not None else "—"
-                     for m in stats.RATE_METRICS}
-            lines.append(f"| {c['chooser']} | {c['budget']} | {c['n']} | {stats.fmt_resolution(st.resolution)} | "
-                         f"{rates['success_rate']} | {_fmt(c['band'])} | {rates['correct_rate']} | "
-                         f"{rates['evidence_complete_rate']} | {c['repaired']}/{c['repair_runs']} | {handoffs} | "
-                         f"{_fmt(c['median_steps'], 1)} | {_fmt(c['median_tokens'], 0)} | "
-                         f"{_fmt(c['median_wall_s'], 2)} | {exits} |")
+            exits = ", ".join(f"{k} {v}" for k, v in c.exits.items())
+            handoffs = f"{c.handoffs_correct}/{c.handoff_runs}" + (
+                f" ({c.forced_green} forced green)" if c.forced_green else "")
+            rates = {m: f"{_fmt(v)} ({stats.fmt_interval(c.intervals.get(m))})" if (v := c.figure(m)) is not None
+                     else "—" for m in stats.RATE_METRICS}
+            lines.append(f"| {c.chooser} | {c.budget} | {c.n} | {stats.fmt_resolution(c.resolution)} | "
+                         f"{rates['success_rate']} | {_fmt(c.band)} | {rates['correct_rate']} | "
+                         f"{rates['evidence_complete_rate']} | {c.repaired}/{c.repair_runs} | {handoffs} | "
+                         f"{_fmt(c.median_steps, 1)} | {_fmt(c.median_tokens, 0)} | "
+                         f"{_fmt(c.median_wall_s, 2)} | {exits} |")
         lines.append("")
         lines += ["Green runs by their held-out checks:", ""]
-        lines += [f"- {cell_name(c)}: {stats.fmt_correctness(stats.CellStatistics.model_validate(c).correctness)}"
-                  for c in cells] + [""]
+        lines += [f"- {c.name}: {stats.fmt_correctness(c.correctness)}" for c in cells] + [""]
         for title, metrics in (("Success, correct and evidence", stats.RATE_METRICS),
                                ("Cost", ("median_steps", "median_tokens", "median_wall_s"))):
-            comps = [stats.Comparison.model_validate(x) for x in summary["comparisons"]
-                     if x["scenario_group"] == g and x["metric"] in metrics]
+            comps = [x for x in summary.comparisons if x.scenario_group == g and x.metric in metrics]
             if not comps or title == "Cost" and not cost_comparisons:
                 continue
             lines += [f"{title}: neighbouring budgets of one chooser, and choosers at one budget. The paired test "
@@ -64,41 +62,41 @@ def render_markdown(summary: dict, command: str | None = None, cost_comparisons:
                              f"{stats.fmt_verdict(x)} |")
             lines.append("")
     lines += render_models(summary)
-    if summary.get("infrastructure_failures"):
+    if summary.infrastructure_failures:
         lines += ["## Infrastructure failures (not counted)", "",
                   "The model endpoint failed after its retries: these runs are in no success rate; running the same "
                   "sweep into the same directory runs exactly these again.", ""]
-        lines += [f"- `{x['scenario']}` {x['chooser']} budget {x['budget']} seed {x['seed']}: {x['detail'][:300]}"
-                  for x in summary["infrastructure_failures"]] + [""]
-    if summary["broken"]:
+        lines += [f"- `{x.scenario}` {x.chooser} budget {x.budget} seed {x.seed}: {x.detail[:300]}"
+                  for x in summary.infrastructure_failures] + [""]
+    if summary.broken:
         lines += ["## Broken scenarios (no run happened)", ""]
-        lines += [f"- `{b['scenario']}`: {b['detail']}" for b in summary["broken"]] + [""]
-    if summary["never_started"]:
+        lines += [f"- `{b.scenario}`: {b.detail}" for b in summary.broken] + [""]
+    if summary.never_started:
         lines += ["## Scenarios whose runs stopped before the first step (dependency_failure)", ""]
-        lines += [f"- `{b['scenario']}`: {b['detail'][:300]}" for b in summary["never_started"]] + [""]
+        lines += [f"- `{b.scenario}`: {b.detail[:300]}" for b in summary.never_started] + [""]
     lines += ["The success-against-budget chart (each cell's band and 95% interval) is in summary.html.", ""]
     return "\n".join(lines)
 
 
-def render_models(summary: dict) -> list[str]:
+def render_models(summary: SweepSummary) -> list[str]:
     """One row per model (chooser) and budget: success, evidence, tokens, money and time."""
     from ..report import describe_model
 
-    cells = [c for c in summary.get("cells") or [] if c.get("model")]
+    cells = [c for c in summary.cells if c.model]
     if not cells:
         return []
-    grouped = summary.get("group_by", "all") != "all"
+    grouped = summary.group_by != "all"
     lines = ["## Models", "", f"- {stats.MODELS_NOTE}", "",
              ("| group " if grouped else "") + "| chooser | model | budget | runs | success | band | evidence complete | "
              "prompt tokens | completion tokens | cost | median step s | requests | infra failures |",
              ("|---" if grouped else "") + "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for c in cells:
-        lines.append(("| " + str(c["scenario_group"]) + " " if grouped else "")
-                     + f"| {c['chooser']} | {describe_model(c['model'])} | {c['budget']} | {c['n']} | "
-                     f"{_fmt(c['success_rate'])} | {_fmt(c['band'])} | {_fmt(c['evidence_complete_rate'])} | "
-                     f"{_fmt(c.get('prompt_tokens'), 0)} | {_fmt(c.get('completion_tokens'), 0)} | "
-                     f"{_fmt(c.get('cost'), 4)} | {_fmt(c.get('median_step_latency_s'), 3)} | {c.get('requests', 0)} | "
-                     f"{c.get('infrastructure_failures', 0)} |")
+        lines.append((f"| {c.scenario_group} " if grouped else "")
+                     + f"| {c.chooser} | {describe_model(c.model)} | {c.budget} | {c.n} | "
+                     f"{_fmt(c.success_rate)} | {_fmt(c.band)} | {_fmt(c.evidence_complete_rate)} | "
+                     f"{_fmt(c.prompt_tokens, 0)} | {_fmt(c.completion_tokens, 0)} | "
+                     f"{_fmt(c.cost, 4)} | {_fmt(c.median_step_latency_s, 3)} | {c.requests} | "
+                     f"{c.infrastructure_failures} |")
     return lines + [""]
 
 

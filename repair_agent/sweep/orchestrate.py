@@ -2,7 +2,6 @@
 summary written from the results (summary.json, summary.md, summary.html)."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 from pathlib import Path
@@ -15,7 +14,9 @@ from .executors import run_local, run_ray
 from .jobs import RESULTS, RETRIED_ON_RESUME, SUMMARY_JSON, SUMMARY_MD, ResultsWriter, SweepJob, load_results, result_key
 from .markdown import render_markdown
 from .progress import Progress
+from .records import SweepSummary
 from .summary import summarize
+
 
 class SweepOutcome(BaseModel):
     out_dir: str
@@ -23,7 +24,7 @@ class SweepOutcome(BaseModel):
     skipped: int
     ran: int
     interrupted: bool
-    summary: dict
+    summary: SweepSummary
 
 
 def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, executor: str = "local",
@@ -74,12 +75,13 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def write_summary(results: list[dict], out_dir: Path, *, group_by: str = "all", command: str | None = None) -> dict:
+def write_summary(results: list[dict], out_dir: Path, *, group_by: str = "all",
+                  command: str | None = None) -> SweepSummary:
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     results = sorted(results, key=result_key)
     summary = summarize(results, group_by=group_by)
-    summary["command"] = command
-    atomic_write(out_dir / SUMMARY_JSON, json.dumps(summary, indent=2))
+    summary.command = command
+    atomic_write(out_dir / SUMMARY_JSON, summary.to_json())  # read back with SweepSummary.read
     atomic_write(out_dir / SUMMARY_MD, render_markdown(summary, command))
     # summary.html: the same figures, the success-against-budget chart, each run's report linked.
     from ..html_report import render_sweep_html

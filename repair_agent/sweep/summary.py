@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 from . import statistics as stats
 from .jobs import SCENARIO_ERROR
+from .records import Cell, InfrastructureFailure, RunRow, ScenarioProblem, SweepSummary
 
 METRICS = ("success_rate", "correct_rate", "evidence_complete_rate", "median_steps", "median_tokens", "median_wall_s")
 METRIC_DIGITS = {"success_rate": 4, "correct_rate": 4, "evidence_complete_rate": 4, "median_steps": 1,
@@ -92,7 +93,7 @@ def _groups(run: dict, group_by: str) -> list[str]:
     return [str(value)]
 
 
-def summarize(results: list[dict], group_by: str = "all") -> dict:
+def summarize(results: list[dict], group_by: str = "all") -> SweepSummary:
     """Per (scenario group, chooser, budget): figures, bands, exits; comparisons between
     neighbouring budgets of one chooser and between choosers at one budget."""
     # An endpoint failure is not the model's repair failure: out of every denominator, listed apart.
@@ -116,33 +117,31 @@ def summarize(results: list[dict], group_by: str = "all") -> dict:
         for item in ("target_failed_before_patch", "target_passed_on_final_diff", "full_suite_on_final_diff",
                      "scope_check_on_final_diff"):
             rubric_items[item] = sum(bool((r.get("rubric") or {}).get(item)) for r in runs) / len(runs)
-        cells.append({
-            "scenario_group": group, "chooser": chooser, "budget": budget, "n": len(runs), "seeds": seeds,
-            "scenarios": len({r["scenario"] for r in runs}),
+        cells.append(Cell(
+            scenario_group=group, chooser=chooser, budget=budget, n=len(runs), seeds=seeds,
+            scenarios=len({r["scenario"] for r in runs}),
             **figures,
-            "band": band(v["success_rate"] for v in per_seed.values()),
-            "bands": {m: band(v[m] for v in per_seed.values()) for m in METRICS},
-            "per_seed": {str(s): v for s, v in per_seed.items()},
-            "repaired": sum(r["status"] == "awaiting_release_confirmation" for r in repair), "repair_runs": len(repair),
-            "handoffs_correct": sum(r["status"] == "handoff_requested" for r in handoff), "handoff_runs": len(handoff),
-            "forced_green": sum(r["status"] == "awaiting_release_confirmation" for r in handoff),
-            "evidence": rubric_items,
-            "exits": dict(sorted(Counter(r["status"] for r in runs).items())),
-            **stats.cell_statistics(runs, figures).model_dump(),
+            band=band(v["success_rate"] for v in per_seed.values()),
+            bands={m: band(v[m] for v in per_seed.values()) for m in METRICS},
+            per_seed={str(s): v for s, v in per_seed.items()},
+            repaired=sum(r["status"] == "awaiting_release_confirmation" for r in repair), repair_runs=len(repair),
+            handoffs_correct=sum(r["status"] == "handoff_requested" for r in handoff), handoff_runs=len(handoff),
+            forced_green=sum(r["status"] == "awaiting_release_confirmation" for r in handoff),
+            evidence=rubric_items,
+            exits=dict(sorted(Counter(r["status"] for r in runs).items())),
+            **dict(stats.cell_statistics(runs, figures)),
             **model_figures(runs),
-            "infrastructure_failures": sum(1 for r in infrastructure if r["chooser"] == chooser
-                                           and r["budget"] == budget and group in _groups(r, group_by)),
-        })
-    return {"group_by": group_by, "cells": cells, "comparisons": compare_cells(cells),
-            "runs": [{k: r.get(k) for k in ("scenario", "kind", "chooser", "budget", "seed", "status", "correct",
-                                            "steps", "tokens", "cost", "infrastructure_failure", "wall_s", "run_dir")}
-                     for r in results],
-            "infrastructure_failures": [{k: r.get(k) for k in ("scenario", "chooser", "budget", "seed", "detail",
-                                                               "run_dir")} for r in infrastructure],
-            "broken": [{"scenario": s, "detail": d} for s, d in broken],
-            "never_started": [{"scenario": s, "detail": d} for s, d in never_started],
-            "band_definition": BAND_DEFINITION, "success_definition": SUCCESS_DEFINITION, "explanation": EXPLANATION,
-            "seeds_per_cell": max((len(c["seeds"]) for c in cells), default=0)}
+            infrastructure_failures=sum(1 for r in infrastructure if r["chooser"] == chooser
+                                        and r["budget"] == budget and group in _groups(r, group_by)),
+        ))
+    return SweepSummary(
+        group_by=group_by, cells=cells, comparisons=compare_cells(cells),
+        runs=[RunRow.model_validate(r) for r in results],
+        infrastructure_failures=[InfrastructureFailure.model_validate(r) for r in infrastructure],
+        broken=[ScenarioProblem(scenario=s, detail=d) for s, d in broken],
+        never_started=[ScenarioProblem(scenario=s, detail=d) for s, d in never_started],
+        band_definition=BAND_DEFINITION, success_definition=SUCCESS_DEFINITION, explanation=EXPLANATION,
+        seeds_per_cell=max((len(c.seeds or ()) for c in cells), default=0))
 
 
 BAND_DEFINITION = ("band = max − min over seeds of the cell's per-seed figure (the run-to-run spread); a difference "
@@ -169,31 +168,27 @@ EXPLANATION = (
     "reads **unmeasured**, naming the check it failed.")
 
 
-def compare_cells(cells: list[dict]) -> list[dict]:
-    by_key = {(c["scenario_group"], c["chooser"], c["budget"]): c for c in cells}
+def compare_cells(cells: list[Cell]) -> list[stats.Comparison]:
+    by_key = {(c.scenario_group, c.chooser, c.budget): c for c in cells}
     pairs = []
-    groups = sorted({c["scenario_group"] for c in cells})
+    groups = sorted({c.scenario_group for c in cells})
     for g in groups:
-        choosers = sorted({c["chooser"] for c in cells if c["scenario_group"] == g})
+        choosers = sorted({c.chooser for c in cells if c.scenario_group == g})
         for ch in choosers:
-            budgets = sorted(c["budget"] for c in cells if c["scenario_group"] == g and c["chooser"] == ch)
+            budgets = sorted(c.budget for c in cells if c.scenario_group == g and c.chooser == ch)
             pairs += [(by_key[(g, ch, a)], by_key[(g, ch, b)], "budget") for a, b in zip(budgets, budgets[1:])]
-        for budget in sorted({c["budget"] for c in cells if c["scenario_group"] == g}):
+        for budget in sorted({c.budget for c in cells if c.scenario_group == g}):
             here = [by_key[(g, ch, budget)] for ch in choosers if (g, ch, budget) in by_key]
             pairs += [(a, b, "chooser") for a, b in itertools.combinations(here, 2)]
     out = []
     for a, b, axis in pairs:
         for metric in METRICS:
-            if a[metric] is None and b[metric] is None:
+            a_value, b_value = a.figure(metric), b.figure(metric)
+            if a_value is None and b_value is None:
                 continue  # e.g. `correct` on results written before it was recorded: nothing to compare
             out.append(stats.judge(
-                scenario_group=a["scenario_group"], axis=axis, a=cell_name(a), b=cell_name(b), metric=metric,
-                a_value=a[metric], b_value=b[metric],
-                band_check=verdict(a[metric], b[metric], a["bands"][metric], b["bands"][metric]),
-                a_scenarios=a.get("per_scenario") or {}, b_scenarios=b.get("per_scenario") or {}).model_dump())
+                scenario_group=a.scenario_group, axis=axis, a=a.name, b=b.name, metric=metric,
+                a_value=a_value, b_value=b_value,
+                band_check=verdict(a_value, b_value, a.bands.get(metric), b.bands.get(metric)),
+                a_scenarios=a.per_scenario, b_scenarios=b.per_scenario))
     return out
-
-
-def cell_name(c: dict) -> str:
-    """How a comparison names a cell within its scenario group (summary.html matches on it)."""
-    return f"{c.get('chooser')}@{c.get('budget')}"
