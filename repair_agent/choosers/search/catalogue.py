@@ -8,7 +8,7 @@ import tokenize
 from dataclasses import dataclass
 
 from .single_statement import single_statement_edits
-from .source import _replace_span, _stmt_ast, _tokens
+from .source import StatementText, _replace_span, _stmt_ast, _tokens
 
 COMPARE_SWAPS = {"<": ("<=", ">"), "<=": ("<", ">="), ">": (">=", "<"), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
@@ -151,14 +151,8 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
     tree, indent = parsed
     out: list[tuple[str, str, str]] = []
     s = code.strip()
-
-    def span(node: ast.AST) -> tuple[int, int] | None:
-        if getattr(node, "lineno", 1) != 1 or getattr(node, "end_lineno", 1) != 1:
-            return None
-        return indent + node.col_offset, indent + node.end_col_offset
-
-    def text(node: ast.AST) -> str:
-        return s[node.col_offset:node.end_col_offset]
+    stmt = StatementText(code, indent)
+    span, text = stmt.span, stmt.text
 
     arith_operands: list[ast.AST] = []
     for node in ast.walk(tree):

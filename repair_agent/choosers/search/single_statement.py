@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .source import _replace_span, _stmt_ast
+from .source import StatementText, _replace_span, _stmt_ast
 
 # Builtins whose optional argument is a well-known fix: the argument and the values it usually takes.
 MORE_ARGS = {"int": ("16", "8", "2"), "round": ("2",), "split": (), "float": ()}
@@ -38,14 +38,8 @@ def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
     tree, indent = parsed
     s = code.strip()
     out: list[tuple[str, str, str]] = []
-
-    def span(node: ast.AST) -> tuple[int, int] | None:
-        if getattr(node, "lineno", 1) != 1 or getattr(node, "end_lineno", 1) != 1:
-            return None
-        return indent + node.col_offset, indent + node.end_col_offset
-
-    def text(node: ast.AST) -> str:
-        return s[node.col_offset:node.end_col_offset]
+    stmt = StatementText(code, indent)
+    span, text = stmt.span, stmt.text
 
     # a power of ten that scales or wraps a value (`n % 10`, `x * 100`)
     scales = {id(b.right): True for b in ast.walk(tree)

@@ -52,6 +52,21 @@ def _stmt_ast(line: str) -> tuple[ast.AST, int] | None:
     return None
 
 
+@dataclass
+class StatementText:
+    """One line parsed as a statement: where each of its one-line nodes sits in the line, and its text."""
+    code: str
+    indent: int
+
+    def span(self, node: ast.AST) -> tuple[int, int] | None:
+        if getattr(node, "lineno", 1) != 1 or getattr(node, "end_lineno", 1) != 1:
+            return None
+        return self.indent + node.col_offset, self.indent + node.end_col_offset   # type: ignore[attr-defined]
+
+    def text(self, node: ast.AST) -> str:
+        return self.code.strip()[node.col_offset:node.end_col_offset]   # type: ignore[attr-defined]
+
+
 def _replace_span(line: str, start: int, end: int, text: str) -> str:
     return line[:start] + text + line[end:]
 
