@@ -9,8 +9,9 @@ so a run's command reaches its sandbox's start sooner.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .conditions import CONDITIONS, Condition, u_count, unsatisfied
@@ -35,11 +36,4 @@ __all__ = [
     "diff_sha256", "glob_match", "u_count", "unsatisfied",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, globals(), _MODULE_OF)

@@ -5,8 +5,9 @@ sandboxes (and through them the verifier's runner), so a run reaches its sandbox
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from verifier.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .base import Sandbox, SandboxError
@@ -18,11 +19,4 @@ _MODULE_OF = {"Sandbox": "base", "SandboxError": "base", "DockerSandbox": "docke
               "NOT_ISOLATED": "local_sandbox", "LocalSandbox": "local_sandbox", "create_workspace": "workspace"}
 __all__ = ["DockerSandbox", "LocalSandbox", "NOT_ISOLATED", "Sandbox", "SandboxError", "create_workspace"]
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, globals(), _MODULE_OF)

@@ -24,7 +24,7 @@ import re
 from .source import StatementText, _replace_span, _stmt_ast
 
 # Builtins whose optional argument is a well-known fix: the argument and the values it usually takes.
-MORE_ARGS = {"int": ("16", "8", "2"), "round": ("2",), "split": (), "float": ()}
+MORE_ARGS = {"int": ("16", "8", "2"), "round": ("2",)}
 # Normalizing calls whose absence (or presence) on a compared value is a common bug.
 NORMALIZERS = ("lower", "strip")
 REGEX_CALLS = frozenset({"compile", "sub", "subn", "match", "fullmatch", "search", "findall", "finditer", "split"})
