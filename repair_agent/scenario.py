@@ -14,14 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifier.heldout import HeldoutError, HeldoutSpec
 from verifier.spec import AcceptanceSpec, tree_sha256
 
-from .resources import CACHE_ENV, build_once, cache_root, data_path  # noqa: F401 (CACHE_ENV: where callers look)
+from .resources import CACHE_ENV, build_once, cache_root  # noqa: F401 (CACHE_ENV: where callers look)
+from .scenario_files import BUILTIN_DIR, SCENARIO_PATH_ENV, SUFFIX, manifests_named, scenario_dirs  # noqa: F401
 from .sandbox.environment import EnvironmentSection
 from .sources import SourceError, SourceSection, fetch_source
 from .state import Budget, BudgetLimits
 
-BUILTIN_DIR = data_path("sandbox_repos")
-SCENARIO_PATH_ENV = "REPAIR_AGENT_SCENARIO_PATH"
-SUFFIX = ".scenario.toml"
 # What a scenario's right outcome is: most must be repairable; some are not, inside the
 # writable scope, and then the honest ending is a handoff, not a forced green.
 Expected = Literal["awaiting_release_confirmation", "handoff_requested"]
@@ -220,12 +218,6 @@ def materialize(source: Path, bug_patch: Path) -> Path:
     return build_once(target, build)
 
 
-def scenario_dirs(extra: list[Path] | None = None) -> list[Path]:
-    dirs = [BUILTIN_DIR]
-    dirs += [Path(p) for p in os.environ.get(SCENARIO_PATH_ENV, "").split(os.pathsep) if p]
-    return dirs + list(extra or [])
-
-
 def discover(extra: list[Path] | None = None) -> tuple[dict[str, Scenario], list[ManifestError]]:
     """Every usable scenario, and the errors of the manifests that are not: one broken manifest
     must not hide the others."""
@@ -253,17 +245,11 @@ def resolve(name_or_path: str, extra: list[Path] | None = None) -> Scenario:
         return load_manifest(candidate)
     # The scenario discover() would pick (the first usable manifest of that name, in its order),
     # without validating every other manifest (or fetching their sources) first.
-    for directory in scenario_dirs(extra):
-        for manifest in sorted(Path(directory).glob(f"*{SUFFIX}")) if Path(directory).is_dir() else ():
-            try:
-                named = tomllib.loads(manifest.read_text()).get("name")
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue  # unusable: discover() skips it too
-            if named == name_or_path:
-                try:
-                    return load_manifest(manifest)
-                except ManifestError:
-                    continue
+    for manifest, _ in manifests_named(name_or_path, extra):
+        try:
+            return load_manifest(manifest)
+        except ManifestError:
+            continue
     scenarios, errors = discover(extra)
     if name_or_path not in scenarios:
         broken = "".join(f"\n  unusable manifest: {e}" for e in errors)

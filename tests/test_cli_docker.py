@@ -154,3 +154,30 @@ def test_a_run_that_never_starts_removes_the_sandbox_it_began(docker_client, san
     assert "start" in actions and "destroy" in actions, actions  # it had begun, and it is gone
     assert docker_client.containers.list(all=True, filters={"label": owner}) == []
     assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []  # no empty run left
+
+
+@pytest.mark.docker
+def test_a_manifest_refused_after_its_sandbox_began_leaves_no_container(docker_client, sandbox_image, tmp_path):
+    # A scenario named on the command line has its container asked for before its manifest is
+    # validated; a manifest that then fails validation ends the command with the usage error, its
+    # raw text kept, and the container that had begun removed.
+    import time
+
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "half-written.scenario.toml").write_text('name = "half-written"\nrepo = "nowhere"\n')  # no goal
+    since = int(time.time()) - 1
+    proc = subprocess.Popen([sys.executable, "-m", "repair_agent", "run", str(scenarios / "half-written.scenario.toml"),
+                             "--runs-dir", str(tmp_path / "runs")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and "half-written" in stderr, stderr
+    owner = f"org.repair-agent.owner-pid={proc.pid}"
+    events = docker_client.events(since=since, until=int(time.time()) + 1, decode=True,
+                                  filters={"type": "container", "label": owner})
+    actions = [e["Action"] for e in events]
+    assert "create" in actions and "destroy" in actions, actions
+    assert docker_client.containers.list(all=True, filters={"label": owner}) == []
+    kept = [p.name for p in (tmp_path / "runs").iterdir()]
+    assert len(kept) == 1 and "invalid-manifest" in kept[0], kept  # only the refused manifest's record
+    assert "nowhere" in (tmp_path / "runs" / kept[0] / "journal.jsonl").read_text()

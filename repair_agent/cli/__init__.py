@@ -8,9 +8,7 @@ import argparse
 import os
 import sys
 
-from pydantic import ValidationError
-
-from ..state import EXIT_CODES
+from ..stops import EXIT_CODES
 from .common import USAGE_ERROR, RunsDirAction, err
 from .containers import cmd_cleanup, cmd_image
 from .importing import register as register_import
@@ -153,17 +151,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _is_validation_error(exc: BaseException) -> bool:
+    # pydantic is not imported up front (a run's command reaches its sandbox's start sooner); an
+    # error of pydantic's means pydantic was loaded.
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(exc, pydantic.ValidationError)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.program = argv is None  # the process itself, not a caller in a longer-lived process
     try:
         return args.func(args)
-    except ValidationError as exc:
-        # A stored record (run.json, a journal line, a summary) that does not fit its schema is
-        # damaged data, not a mistyped command.
-        err(f"a stored record does not read as its schema says: {exc}")
-        return 1
     except (ValueError, FileNotFoundError) as exc:  # manifests, plug-ins, run ids: a clear message
+        if _is_validation_error(exc):
+            # A stored record (run.json, a journal line, a summary) that does not fit its schema is
+            # damaged data, not a mistyped command.
+            err(f"a stored record does not read as its schema says: {exc}")
+            return 1
         err(str(exc))
         # A damaged journal is damaged data, not a usage error. (Not imported up front: a run's
         # command reaches its sandbox's start sooner; a journal error means the module was loaded.)

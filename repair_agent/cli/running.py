@@ -28,32 +28,30 @@ def cmd_scenarios(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from ..scenario import ManifestError, resolve
-
-    try:
-        if args.repo or not args.scenario:  # the user's own repository, as it is on disk
-            from ..local_repo import scenario_from_args
-
-            scenario = scenario_from_args(args)
-        else:
-            scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
-    except ManifestError as exc:
-        err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
-        return USAGE_ERROR
     on_step, log = _progress(args.json)
     early = None
-    if args.sandbox == "docker" and getattr(scenario, "environment", None) is None:
-        # The engine starts the sandbox container (and the workspace is built) while the rest of
-        # the run is imported and the chooser is made; execute_run takes it, or it is removed here.
-        # (Not when an environment image may first have to be built: that stays interruptible.)
-        from ..sandbox.early import EarlySandbox
-
-        early = EarlySandbox(scenario, Path(args.runs_dir), log=log)
+    if args.sandbox == "docker" and args.scenario and not args.repo:
+        early = _begin_sandbox(args, log)
     try:
         if early is not None:
             # The imports below wait until the container is asked for: they then run while the
             # engine starts it, instead of slowing the thread that asks for it.
             early.wait_requested()
+        from ..scenario import ManifestError, resolve
+
+        try:
+            if args.repo or not args.scenario:  # the user's own repository, as it is on disk
+                from ..local_repo import scenario_from_args
+
+                scenario = scenario_from_args(args)
+            else:
+                scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
+            if early is not None and not early.provide(scenario):
+                early.discard(unused_dir=True)
+                early = None
+        except ManifestError as exc:
+            err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
+            return USAGE_ERROR
         from ..choosers import load_chooser
         from ..run import execute_run
 
@@ -73,6 +71,20 @@ def cmd_run(args) -> int:
         if early is not None:
             early.discard(unused_dir=True)  # taken by the run (then a no-op), or never reached it: removed here
     return _print_outcome(record, args)
+
+
+def _begin_sandbox(args, log):
+    """The engine starts the sandbox container (and the workspace is then built) while the manifest
+    is validated, the rest of the run imported and the chooser made; execute_run takes it, or
+    cmd_run removes it. None where the manifest names its own environment image, whose first build
+    must stay interruptible, or cannot be found or read (resolving it then says why)."""
+    from ..scenario_files import first_manifest
+    from ..sandbox.early import EarlySandbox
+
+    found = first_manifest(args.scenario, [Path(d) for d in args.scenarios_dir])
+    if found is None or "environment" in found[1] or not isinstance(found[1].get("name"), str):
+        return None
+    return EarlySandbox(found[1]["name"], Path(args.runs_dir), log=log)
 
 
 def _progress(quiet: bool):

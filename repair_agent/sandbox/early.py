@@ -25,8 +25,8 @@ class EarlySandbox:
     and nobody took is removed either way. What went wrong is raised by `take`, on the session's
     thread, as the same failure its own set-up would have met."""
 
-    def __init__(self, scenario: Scenario, runs_dir: Path, *, log: Callable[[str], None] = lambda m: None):
-        self.run_id = new_run_id(scenario.name)
+    def __init__(self, name: str, runs_dir: Path, *, log: Callable[[str], None] = lambda m: None):
+        self.run_id = new_run_id(name)
         self.run_dir = (Path(runs_dir) / self.run_id).resolve()
         self.client = None
         self.image: str | None = None
@@ -36,15 +36,28 @@ class EarlySandbox:
         self._done = False
         self._lock = threading.Lock()
         self._image_known = threading.Event()
-        self._thread = threading.Thread(target=self._start, args=(scenario, log), name="early-sandbox", daemon=True)
+        # The scenario arrives once its manifest is validated, which runs while the engine starts
+        # the container; None when it will not come (an unusable manifest: the sandbox is discarded).
+        self._scenario: Scenario | None = None
+        self._scenario_known = threading.Event()
+        self._thread = threading.Thread(target=self._start, args=(log,), name="early-sandbox", daemon=True)
         self._thread.start()
 
-    def _start(self, scenario: Scenario, log: Callable[[str], None]) -> None:
+    def provide(self, scenario: Scenario) -> bool:
+        """The validated scenario whose repository the workspace is built from; False (and nothing
+        provided) for one with its own environment image, which is not the image started here."""
+        if scenario.environment is not None:
+            return False
+        self._scenario = scenario
+        self._scenario_known.set()
+        return True
+
+    def _start(self, log: Callable[[str], None]) -> None:
         try:
             import docker
 
             from .docker_sandbox import DockerSandbox
-            from .environment import scenario_image
+            from .image import ensure_sandbox_image
             from .workspace import create_workspace
 
             workspace = self.run_dir / "workspace"
@@ -53,7 +66,10 @@ class EarlySandbox:
 
             def build() -> None:
                 try:
-                    built.append(create_workspace(scenario.repo, workspace, for_container=True))
+                    self._scenario_known.wait()
+                    if self._scenario is None:
+                        raise RuntimeError("the early sandbox's scenario was not provided")
+                    built.append(create_workspace(self._scenario.repo, workspace, for_container=True))
                 except BaseException as exc:
                     built.append(exc)
 
@@ -64,7 +80,7 @@ class EarlySandbox:
             try:
                 try:
                     self.client = client = docker.from_env()
-                    self.image = scenario_image(client, scenario, log=log)
+                    self.image = ensure_sandbox_image(client, log=log)
                 finally:
                     self._image_known.set()
                 builder.start()
@@ -97,6 +113,7 @@ class EarlySandbox:
 
     def take(self) -> DockerSandbox:
         """The started sandbox, its workspace built; or the failure (its container removed first)."""
+        self._scenario_known.set()  # provided by now, or never: then the failure says so
         self._thread.join()
         with self._lock:
             if self._done:
@@ -110,6 +127,7 @@ class EarlySandbox:
     def discard(self, *, unused_dir: bool = False) -> None:
         """Not taken: remove its container (waits for the start to finish first). With `unused_dir`,
         also the run directory, if it holds nothing but what this made (no run ever began in it)."""
+        self._scenario_known.set()  # a scenario never provided will not be: the start ends
         self._thread.join()
         with self._lock:
             if self._done:
