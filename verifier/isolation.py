@@ -341,9 +341,14 @@ class HardenedContainer:
         command fewer): the reader prints its line and only then becomes `argv`. Returns the
         file's (bytes, problem) as read_file does, `argv`'s result, and its whole stdout after
         the reader's line. A line cut short (the deadline, the container reset) is not an answer."""
-        res = self.exec(["python3", "-I", "-S", "-c", _READER, path, str(cap), *argv],
-                        timeout_s=READ_TIMEOUT_S + timeout_s, output_dir=output_dir, env=env, workdir=workdir,
-                        output_cap=cap * 4 // 3 + 4096)
+        # `argv` keeps its own deadline (the reader becomes `timeout`, which runs it): a command
+        # that hangs costs its own timeout, not the reader's too.
+        res = self.exec(["python3", "-I", "-S", "-c", _READER, path, str(cap), *_deadline_argv(argv, timeout_s, self.limits)],
+                        timeout_s=READ_TIMEOUT_S + timeout_s + self.limits.kill_grace_s, output_dir=output_dir,
+                        env=env, workdir=workdir, output_cap=cap * 4 // 3 + 4096)
+        if not res.timed_out and _timed_out(res.exit_code, res.duration_s, timeout_s):
+            self._reset_processes()  # as exec does after its deadline: nothing the command began lives on
+            res = res.model_copy(update={"timed_out": True})
         line, newline, rest = res.stdout.whole_bytes().partition(b"\n")
         whole_line = newline and len(line) <= cap * 4 // 3 + 4096
         data, problem = _reader_answer(path, line.decode("ascii", errors="replace").strip() if whole_line else None)
