@@ -135,24 +135,32 @@ def test_cleanup_removes_leftovers_of_dead_runs_but_not_live_ones(docker_client,
         live.close()
 
 
+def _run_and_watch_the_engine(docker_client, tmp_path, *run_args: str) -> tuple[str, list[str], list]:
+    """`repair-agent run ...` that must end with the usage error: its stderr, the engine's actions on
+    the containers the process owned, and those still there."""
+    import time
+
+    since = int(time.time()) - 1
+    proc = subprocess.Popen([sys.executable, "-m", "repair_agent", "run", *run_args, "--runs-dir",
+                             str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 2, stderr
+    owner = f"org.repair-agent.owner-pid={proc.pid}"
+    events = docker_client.events(since=since, until=int(time.time()) + 1, decode=True,
+                                  filters={"type": "container", "label": owner})
+    return stderr, [e["Action"] for e in events], docker_client.containers.list(all=True, filters={"label": owner})
+
+
 @pytest.mark.docker
 def test_a_run_that_never_starts_removes_the_sandbox_it_began(docker_client, sandbox_image, tmp_path):
     # The sandbox container is started before the chooser is made: a chooser that cannot be
     # loaded ends the command, and the container it began must not outlive it.
-    import time
-
-    since = int(time.time()) - 1
-    proc = subprocess.Popen([sys.executable, "-m", "repair_agent", "run", "discount-bug", "--chooser",
-                             "no_such_module_here:make", "--runs-dir", str(tmp_path / "runs")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    _, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 2 and "no_such_module_here" in stderr, stderr
-    owner = f"org.repair-agent.owner-pid={proc.pid}"
-    events = docker_client.events(since=since, until=int(time.time()) + 1, decode=True,
-                                  filters={"type": "container", "label": owner})
-    actions = [e["Action"] for e in events]
+    stderr, actions, left = _run_and_watch_the_engine(docker_client, tmp_path, "discount-bug", "--chooser",
+                                                      "no_such_module_here:make")
+    assert "no_such_module_here" in stderr, stderr
     assert "start" in actions and "destroy" in actions, actions  # it had begun, and it is gone
-    assert docker_client.containers.list(all=True, filters={"label": owner}) == []
+    assert left == []
     assert not (tmp_path / "runs").exists() or list((tmp_path / "runs").iterdir()) == []  # no empty run left
 
 
@@ -161,23 +169,14 @@ def test_a_manifest_refused_after_its_sandbox_began_leaves_no_container(docker_c
     # A scenario named on the command line has its container asked for before its manifest is
     # validated; a manifest that then fails validation ends the command with the usage error, its
     # raw text kept, and the container that had begun removed.
-    import time
-
     scenarios = tmp_path / "scenarios"
     scenarios.mkdir()
     (scenarios / "half-written.scenario.toml").write_text('name = "half-written"\nrepo = "nowhere"\n')  # no goal
-    since = int(time.time()) - 1
-    proc = subprocess.Popen([sys.executable, "-m", "repair_agent", "run", str(scenarios / "half-written.scenario.toml"),
-                             "--runs-dir", str(tmp_path / "runs")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    _, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 2 and "half-written" in stderr, stderr
-    owner = f"org.repair-agent.owner-pid={proc.pid}"
-    events = docker_client.events(since=since, until=int(time.time()) + 1, decode=True,
-                                  filters={"type": "container", "label": owner})
-    actions = [e["Action"] for e in events]
+    stderr, actions, left = _run_and_watch_the_engine(docker_client, tmp_path,
+                                                      str(scenarios / "half-written.scenario.toml"))
+    assert "half-written" in stderr, stderr
     assert "create" in actions and "destroy" in actions, actions
-    assert docker_client.containers.list(all=True, filters={"label": owner}) == []
+    assert left == []
     kept = [p.name for p in (tmp_path / "runs").iterdir()]
     assert len(kept) == 1 and "invalid-manifest" in kept[0], kept  # only the refused manifest's record
     assert "nowhere" in (tmp_path / "runs" / kept[0] / "journal.jsonl").read_text()
