@@ -338,6 +338,7 @@ def _runner_guard(config):
     def emit(kind, **payload):
         audit("ra.record", kind, payload)
 
+    import itertools
     import operator
     import types
 
@@ -410,9 +411,29 @@ def _runner_guard(config):
     watched: list = []
     absent = object()
 
+    # The namespaces pytest never rebinds, flattened once: a check compares all of them in a few
+    # C-speed passes (hundreds of namespaces per test were a Python loop, ~2 ms a test), and only a
+    # difference there sends it through the per-namespace comparison that names what changed.
+    steady: dict = {}
+    # Module namespaces are dicts, class namespaces mappingproxies: both C types whose methods no
+    # code under test can replace.
+    values_of, chained = operator.methodcaller("values"), itertools.chain.from_iterable
+
     def take_baseline():
         watched[:] = [(k, d, {n: v for n, v in d.items() if n not in volatile.get(k, ())})
                       for k, d in namespaces().items()]
+        kept = [(d, before) for k, d, before in watched if k not in volatile]
+        steady["live"] = [d for d, _ in kept]
+        steady["lens"] = [_len(before) for _, before in kept]
+        steady["keys"] = [n for _, before in kept for n in before]
+        steady["values"] = [v for _, before in kept for v in before.values()]
+        steady["volatile"] = [w for w in watched if w[0] in volatile]
+
+    def steady_unchanged():
+        live = steady.get("live", ())
+        return (list(map(_len, live)) == steady["lens"]
+                and all(map(_is, chained(map(iter, live)), steady["keys"]))
+                and all(map(_is, chained(map(values_of, live)), steady["values"])))
 
     state = {"reported": set()}
     # object.__hash__ is the object's address (unique among live objects, and these stay alive with
@@ -512,7 +533,7 @@ def _runner_guard(config):
 
     def check(where, session, item=None):
         changed = []
-        for key, live, before in watched:
+        for key, live, before in (steady["volatile"] if steady and steady_unchanged() else watched):
             if key not in volatile and _len(live) == _len(before) and all(map(_is, live.values(), before.values())) \
                     and live.keys() == before.keys():
                 continue  # the common case, at C speed
