@@ -14,7 +14,7 @@ from .containers import cmd_cleanup, cmd_image
 from .importing import register as register_import
 from .running import add_repo_arguments, cmd_grant, cmd_resume, cmd_run, cmd_scenarios
 from .runs import cmd_release, cmd_replay, cmd_runs, cmd_show
-from .sweeps import add_check_parser, cmd_sweep
+from .sweeps import add_check_parser, cmd_compare, cmd_sweep
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", default="sweeps/latest", help="output directory; re-running into it resumes")
     sw.add_argument("--json", action="store_true", help="print the summary as JSON")
     sw.set_defaults(func=cmd_sweep)
+
+    cp = sub.add_parser("compare", parents=[common], help="compare two sweeps of the same scenarios, cell by cell "
+                        "(before and after a change)")
+    cp.add_argument("a", help="the first sweep: its output directory or its summary.json")
+    cp.add_argument("b", help="the second sweep")
+    cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cp.set_defaults(func=cmd_compare)
 
     c = sub.add_parser("cleanup", parents=[common], help="remove leftover containers of this project")
     c.add_argument("--all", action="store_true", help="also remove containers of runs still in progress")

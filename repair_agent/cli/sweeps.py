@@ -58,6 +58,25 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from ..sweep.compare import compare_sweeps, read_summary, render_comparison
+
+    summaries = []
+    for where in (args.a, args.b):
+        path = Path(where)
+        if not (path / "summary.json" if path.is_dir() else path).is_file():
+            err(f"{where}: not a sweep's output directory or summary.json")
+            return USAGE_ERROR
+        summaries.append(read_summary(path))
+    a_label, b_label = (Path(p).resolve().name if Path(p).is_dir() else Path(p).resolve().parent.name
+                        for p in (args.a, args.b))
+    if a_label == b_label:
+        a_label, b_label = "a", "b"
+    comparison = compare_sweeps(*summaries, a_label=a_label, b_label=b_label)
+    print(comparison.model_dump_json(indent=2) if args.json else render_comparison(comparison))
+    return 0
+
+
 def _check_selection(args):
     """The scenarios `check` looks at: the NAMEs/GLOBs given; else those of --scenarios-dir when
     given (a user validating their own); else every built-in one. Broken manifests are included."""
