@@ -109,6 +109,37 @@ def fresh_sandbox(docker_client, sandbox_image, runs_dir):
     sb.close()
 
 
+# ---------------------------------------------------------------------- exec output
+@pytest.mark.docker
+def test_every_exec_output_arrives_while_another_thread_holds_the_interpreter(sandbox):
+    # A run's process has busy threads (the workspace builder, the report's warm-up) while it waits
+    # for the engine. When the engine's answer and a command's first output reach the socket before
+    # the waiting thread reads the answer, docker-py's own exec stream skipped that output: a
+    # search printed its match and the chooser saw "0 matching lines". A spinning thread and a long
+    # switch interval make that moment common (docker-py's stream lost about half of such outputs);
+    # every output must still arrive whole.
+    stop = threading.Event()
+
+    def spin() -> None:
+        x = 0
+        while not stop.is_set():
+            for i in range(20_000):
+                x += i
+
+    interval = sys.getswitchinterval()
+    spinner = threading.Thread(target=spin, daemon=True)
+    sys.setswitchinterval(0.1)
+    spinner.start()
+    try:
+        outputs = [sandbox.run(["echo", f"line {i}"]).stdout.text for i in range(12)]
+    finally:
+        stop.set()
+        spinner.join()
+        sys.setswitchinterval(interval)
+    lost = [i for i, text in enumerate(outputs) if text != f"line {i}\n"]
+    assert lost == [], f"{len(lost)} of 12 outputs lost or cut: {lost}"
+
+
 # ----------------------------------------------------------------------------- network
 
 

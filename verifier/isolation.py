@@ -279,7 +279,7 @@ class HardenedContainer:
         try:
             exec_id = api.exec_create(self.container.id, full_argv, environment=env or {},
                                       workdir=workdir or self.workdir)["Id"]
-            stream = api.exec_start(exec_id, stream=True, demux=True)
+            stream = _frames(api.exec_start(exec_id, socket=True))
         except (docker.errors.DockerException, OSError) as exc:
             raise EngineFailure(f"exec failed to start in {self.container.short_id}: {exc}") from exc
 
@@ -451,6 +451,31 @@ def _remove_by_name(client, name: str, wait_s: float = 3.0) -> None:
         if time.monotonic() >= deadline:
             return
         time.sleep(0.25)
+
+
+def _frames(sock) -> Iterator[tuple[bytes | None, bytes | None]]:
+    """An exec's output as (stdout, stderr) chunks, read through the HTTP response's own buffer.
+
+    docker-py reads an exec's frames from the socket under the response's buffered reader, so the
+    frames that arrived together with the response's headers are skipped: now and then an exec's
+    output is empty though the command printed it (docker/docker-py#2042 and #3332; seen here as a
+    search that matched nothing, when another thread held the interpreter while the headers came).
+    The same multiplexed stream (an 8-byte header: the stream, three zero bytes, the payload's
+    big-endian size; then the payload) read through that buffer loses nothing."""
+    response = sock._response  # kept on the socket by docker-py for this connection's lifetime
+    reader = response.raw._fp.fp
+    try:
+        while True:
+            header = reader.read(8)
+            if len(header) < 8:
+                return
+            size = int.from_bytes(header[4:8], "big")
+            payload = reader.read(size) if size else b""
+            yield (payload, None) if header[0] == 1 else (None, payload)
+            if len(payload) < size:
+                return
+    finally:
+        response.close()
 
 
 def _drain(stream: Iterator, out: StreamCapture, err: StreamCapture) -> None:
