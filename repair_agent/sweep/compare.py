@@ -109,8 +109,8 @@ def render_comparison(comparison: SweepComparison) -> str:
             digits = METRIC_DIGITS.get(x.metric, 4)
             scale = stats.in_scenarios(x.difference, x.paired.resolution if x.paired else None)
             lines.append(f"| {pair.scenario_group}: {pair.chooser}@{pair.budget} | {x.metric} | "
-                         f"{_fmt(x.a_value, digits)} | {_fmt(x.b_value, digits)} | {_signed(x.difference, digits)}"
-                         f"{f' ({scale})' if scale else ''} | {_fmt(x.band, digits)} | {stats.fmt_paired(x.paired)} "
+                         f"{stats.fmt_number(x.a_value, digits)} | {stats.fmt_number(x.b_value, digits)} | {stats.fmt_signed(x.difference, digits)}"
+                         f"{f' ({scale})' if scale else ''} | {stats.fmt_number(x.band, digits)} | {stats.fmt_paired(x.paired)} "
                          f"| {stats.fmt_verdict(x)} |")
     lines.append("")
     for pair in comparison.pairs:
@@ -132,11 +132,3 @@ def render_comparison(comparison: SweepComparison) -> str:
     if not comparison.pairs:
         lines += ["The two sweeps share no cell (scenario group, chooser and budget).", ""]
     return "\n".join(lines)
-
-
-def _fmt(v: float | None, digits: int) -> str:
-    return "—" if v is None else f"{float(v):.{digits}f}"
-
-
-def _signed(v: float | None, digits: int) -> str:
-    return "—" if v is None else f"{v:+.{digits}f}"

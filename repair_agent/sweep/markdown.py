@@ -5,10 +5,7 @@ from . import statistics as stats
 from .records import SweepSummary
 from .summary import EXPLANATION, METRIC_DIGITS
 
-def _fmt(v, digits=4) -> str:
-    if v is None:
-        return "—"
-    return f"{float(v):.{digits}f}"
+_fmt, _signed = stats.fmt_number, stats.fmt_signed
 
 
 def render_markdown(summary: SweepSummary, command: str | None = None, cost_comparisons: bool = True) -> str:
@@ -98,7 +95,3 @@ def render_models(summary: SweepSummary) -> list[str]:
                      f"{_fmt(c.cost, 4)} | {_fmt(c.median_step_latency_s, 3)} | {c.requests} | "
                      f"{c.infrastructure_failures} |")
     return lines + [""]
-
-
-def _signed(v, digits) -> str:
-    return "—" if v is None else f"{v:+.{digits}f}"

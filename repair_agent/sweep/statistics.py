@@ -262,6 +262,14 @@ def judge(*, scenario_group: str, axis: str | None, a: str, b: str, metric: str,
 
 
 # ------------------------------------------------------------------------------ the words
+def fmt_number(v: float | None, digits: int = 4) -> str:
+    return "—" if v is None else f"{float(v):.{digits}f}"
+
+
+def fmt_signed(v: float | None, digits: int = 4) -> str:
+    return "—" if v is None else f"{v:+.{digits}f}"
+
+
 def fmt_interval(interval: Interval | None, digits: int = 2) -> str:
     return "—" if interval is None else f"{interval.low:.{digits}f}–{interval.high:.{digits}f}"
 
