@@ -94,7 +94,7 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
                 if new == 0 and binary:   # `x - 1` -> `x`, not `x - 0`
                     cut = toks[k - 2].end[1]
                     out.append((kind, f"drop {prev.string} 1", code[:cut] + code[c1:]))
-                elif new >= 0:
+                elif new > 0 or (new == 0 and not (prev is not None and prev.string == "-")):   # never `x[-0]`
                     out.append((kind, f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
         elif t.type == tokenize.NAME and t.string in NAME_SWAPS and (
                 t.string not in ATTRIBUTE_ONLY or (k and toks[k - 1].string == ".")):

@@ -24,17 +24,27 @@ WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 25, 10   # around a cluster of sus
 CLUSTER_SHARE = 0.5                    # lines at least this suspicious, relative to the line read for
 MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
 MAX_SUSPECT_SPAN = 80
+CLUSTER_GAP = 25                       # suspicious lines this close belong to one stretch of code
 TIED_SUSPICION = 0.9                   # as suspicious as the best line, give or take: read before trying
 MAX_TIED_READS = 2
 
 
 def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> tuple[int, int]:
     """The first and last fairly suspicious lines near `line` in `path`: usually the body of one
-    function, whose `def` the read window's margin above then shows."""
+    function, whose `def` the read window's margin above then shows. The cluster grows along a chain
+    of such lines no more than CLUSTER_GAP apart (one function's body runs in one stretch), within
+    MAX_SUSPECT_SPAN around `line`."""
     top = suspicious[(path, line)]
-    near = [n for (p, n), v in suspicious.items()
-            if p == path and v >= top * CLUSTER_SHARE and abs(n - line) <= MAX_SUSPECT_SPAN // 2]
-    return min(near), max(near)
+    near = sorted(n for (p, n), v in suspicious.items()
+                  if p == path and v >= top * CLUSTER_SHARE and abs(n - line) <= MAX_SUSPECT_SPAN)
+    lo = hi = line
+    for n in near:                      # forwards from `line`
+        if hi < n <= hi + CLUSTER_GAP and n - lo <= MAX_SUSPECT_SPAN:
+            hi = n
+    for n in reversed(near):            # and backwards
+        if hi - MAX_SUSPECT_SPAN <= n < lo and n >= lo - CLUSTER_GAP:
+            lo = n
+    return lo, hi
 
 
 def _unpatched(applied: Candidate | None, path: str, line: int) -> bool:
@@ -64,6 +74,7 @@ class Plan:
         f = self.failure
         facts = [goal_text, f.message if f else None, f.frames if f else None, f.callees if f else None,
                  sorted(f.hints) if f else None, repr(f.expected) if f else None, f.assert_lines if f else None,
+                 f.not_raised if f else None, f.exception_messages if f else None,
                  sorted((p, sorted(lines.items())) for p, lines in self.known.items()), self.search_hits]
         return hashlib.sha256(json.dumps(facts, default=repr).encode()).hexdigest()
 
@@ -255,7 +266,10 @@ def _read_suspects(plan: Plan, min_score: float) -> ReadFile | None:
             break
         if line not in plan.known.get(path, {}):
             lo, hi = _cluster(f.suspicious, path, line)
-            start = max(1, lo - WINDOW_BEFORE_SUSPECT)
+            start, end = max(1, lo - WINDOW_BEFORE_SUSPECT), hi + WINDOW_AFTER_SUSPECT
+            known = plan.known.get(path, {})
+            while start in known and start < line:   # the lines already read are not read again: the
+                start, end = start + 1, end + 1       # window moves on, as long as it was
             if f"{path}:{start}" not in plan.reads:
-                return ReadFile(path=path, start_line=start, end_line=hi + WINDOW_AFTER_SUSPECT)
+                return ReadFile(path=path, start_line=start, end_line=end)
     return None

@@ -1,0 +1,147 @@
+"""Edits that need more than one line: what the statements around a line say it lacks.
+
+- a value written without the call its sibling branch applies (`x = default` beside `x = func(v)`
+  in the other branch of the same `if`: `x = func(default)`);
+- a counter a loop tests but never updates (`if maxsplit == 1:` inside a loop that never changes
+  `maxsplit`): the update inserted at the end of the block that tests it;
+- a missing precondition check when a test expects an exception that is not raised ("DID NOT
+  RAISE ValueError"), bounded by the range the goal states (`0..59`): `if not 0 <= int(v) <= 59:
+  raise ValueError(...)`, before a line that converts `v` (Defects4J's and Pan et al.'s most common
+  fix patterns: an added precondition and an added throw).
+
+Each takes a function's lines as read and returns Candidates; the ranking scores them.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+from .catalogue import Candidate
+from .source import Function, _stmt_ast
+
+LOOP_RE = re.compile(r"^(\s*)(?:async\s+)?(for|while)\b.*:\s*(#.*)?$")
+COUNTER_TEST_RE = re.compile(r"\b([a-z_]\w*)\s*(?:==|!=|<=|>=|<|>)\s*-?\d+\b")
+ASSIGNED_RE = r"^\s*{name}\s*(?:[-+*/%]?=(?!=))"
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _block_end(lines: dict[int, str], start: int, indent: int, stop: int) -> int:
+    """The last line of the run of statements at `indent` (and their bodies) that `start` is part of."""
+    end = start
+    for n in range(start + 1, stop + 1):
+        text = lines.get(n)
+        if text is None:
+            break
+        if not text.strip() or text.strip().startswith("#"):
+            continue
+        if _indent(text) < indent:
+            break
+        end = n
+    return end
+
+
+def sibling_wraps(path: str, fn: Function, lines: dict[int, str]) -> list[Candidate]:
+    """`x = v` where a sibling branch (same target, same indentation, a few lines away) writes
+    `x = f(w)`: `x = f(v)`."""
+    out = []
+    stmts = {n: _assignment(lines.get(n, "")) for n in range(fn.body_line, fn.end_line + 1)}
+    for n, here in stmts.items():
+        if here is None or isinstance(here[1], ast.Call):
+            continue
+        target, value = here
+        for m in range(max(fn.body_line, n - 6), min(fn.end_line, n + 6) + 1):
+            there = stmts.get(m)
+            if m == n or there is None or there[0] != target or _indent(lines[m]) != _indent(lines[n]):
+                continue
+            call = there[1]
+            if not (isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords):
+                continue
+            func = ast.unparse(call.func)
+            text = lines[n]
+            new = f"{text[:_indent(text)]}{target} = {func}({ast.unparse(value)})\n"
+            out.append(Candidate(path, n, (new,), "wrap", f"`{target} = {ast.unparse(value)}` -> "
+                                 f"`{target} = {func}(...)` as in the sibling branch (line {m})"))
+            break
+    return out
+
+
+def _assignment(text: str) -> tuple[str, ast.expr] | None:
+    parsed = _stmt_ast(text)
+    if parsed is None or not text.strip() or text.rstrip().endswith((":", ",", "(", "[", "{", "\\")):
+        return None
+    top = parsed[0].body[0] if isinstance(parsed[0], ast.Module) and parsed[0].body else None
+    if isinstance(top, ast.Assign) and len(top.targets) == 1:
+        return ast.unparse(top.targets[0]), top.value
+    return None
+
+
+def counter_updates(path: str, fn: Function, lines: dict[int, str]) -> list[Candidate]:
+    """A name a loop compares with a number but never assigns inside the loop: the loop's test cannot
+    change, so its update is missing. Inserted (`-= 1`, then `+= 1`) at the end of the block that
+    holds the test."""
+    out = []
+    for n in range(fn.body_line, fn.end_line + 1):
+        loop = LOOP_RE.match(lines.get(n, ""))
+        if not loop:
+            continue
+        body_end = _block_end(lines, n + 1, _indent(lines[n]) + 1, fn.end_line)
+        body = range(n, body_end + 1)
+        for k in body:
+            text = lines.get(k, "")
+            for m in COUNTER_TEST_RE.finditer(text.split("#")[0]):
+                name = m.group(1)
+                if name in ("len", "not", "and", "or", "in", "is") or any(
+                        re.match(ASSIGNED_RE.format(name=re.escape(name)), lines.get(j, "")) for j in body):
+                    continue
+                if k == n:   # tested by the loop's own header: update at the end of its body
+                    site, indent = body_end, lines.get(n + 1, "")[:_indent(lines.get(n + 1, ""))]
+                else:
+                    indent = text[:_indent(text)]
+                    site = _block_end(lines, k, _indent(text), body_end)
+                for op in ("-=", "+="):
+                    new = f"{indent}{name} {op} 1\n"
+                    c = Candidate(path, site, (lines[site], new), "counter",
+                                  f"insert `{name} {op} 1` (the loop tests {name} but never updates it)")
+                    c.score = -0.5 if op == "+=" else 0.0   # a budget counted down to a small bound is the usual form
+                    out.append(c)
+    return out
+
+
+RANGE_IN_PROSE = re.compile(r"(?<![\w.])(-?\d+)\s*(?:\.\.\.?|–|to)\s*(-?\d+)(?![\w.])")
+
+
+def stated_range(goal_text: str) -> tuple[int, int] | None:
+    """The first integer range the goal states (`0..59`, `1 to 12`)."""
+    m = RANGE_IN_PROSE.search(goal_text)
+    if not m or int(m.group(1)) >= int(m.group(2)):
+        return None
+    return int(m.group(1)), int(m.group(2))
+
+
+def raising_guards(path: str, fn: Function, lines: dict[int, str], not_raised: str, goal_text: str,
+                   suspicious: set[int]) -> list[Candidate]:
+    """`if not LO <= int(v) <= HI: raise E(...)` before a line the failing tests ran that converts `v`,
+    when a test expected E (`not_raised`) and the goal states the range."""
+    bounds = stated_range(goal_text)
+    if not not_raised or not bounds:
+        return []
+    lo, hi = bounds
+    out = []
+    seen: set[str] = set()
+    for n in range(fn.body_line, fn.end_line + 1):
+        text = lines.get(n, "")
+        if n not in suspicious or text.lstrip().startswith(("elif ", "else", "except", "finally", "def ")):
+            continue
+        for conv, name in re.findall(r"\b(int|float)\(\s*([A-Za-z_]\w*)\s*\)", text):
+            if name in seen:
+                continue
+            seen.add(name)
+            ind = text[:_indent(text)]
+            guard = (f"{ind}if not {lo} <= {conv}({name}) <= {hi}:\n",
+                     f"{ind}    raise {not_raised}(\"{name} must be in {lo}..{hi}\")\n", text)
+            out.append(Candidate(path, n, guard, "raise-guard",
+                                 f"raise {not_raised} unless {lo} <= {conv}({name}) <= {hi}"))
+    return out
