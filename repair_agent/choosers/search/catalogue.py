@@ -254,8 +254,15 @@ def _constructs(node: ast.AST) -> bool:
     return name == "cls" or name[:1].isupper()
 
 
+# Names that by convention hold a collection, a text or a function, never a count (Python's own
+# documentation names parameters so: `iterable`, `seq`, `pred`...).
+NOT_A_NUMBER = re.compile(r"^(?:iterables?|it|seq|sequence|items|string|text|data|obj|func|pred|predicate|key|"
+                          r"callback|mapping|values|args|kwargs|self|cls|[a-z]+_(?:list|dict|set|iter|func|str))$")
+
+
 def _is_callable_like(node: ast.AST) -> bool:
-    """A name that is passed as a function or class (`map(str, xs)`), not a number: its offset is noise."""
+    """A name that is passed as a function or class (`map(str, xs)`), or holds a collection or a text
+    (`islice(iterable, n)`), not a number: its offset is noise."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return bool(name) and (name[:1].isupper() or name in ("str", "int", "float", "bool", "len", "list", "dict",
-                                                           "tuple", "set", "repr", "key", "func", "self", "cls"))
+    return bool(name) and (name[:1].isupper() or bool(NOT_A_NUMBER.match(name)) or name in (
+        "str", "int", "float", "bool", "len", "list", "dict", "tuple", "set", "repr"))

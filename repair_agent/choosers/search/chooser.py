@@ -1,6 +1,7 @@
 """The state machine: from the View, the next action (test, localize, apply, check, hand off)."""
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -65,6 +66,7 @@ class Plan:
     reads: list[str] = field(default_factory=list)
     searches: list[str] = field(default_factory=list)
     search_hits: list[tuple[str, int]] = field(default_factory=list)
+    hits_by_query: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)   # (path, line, text)
     tried: list[tuple[Candidate, str]] = field(default_factory=list)   # (candidate, outcome)
     applied: Candidate | None = None
     awaiting: str | None = None         # "target" | "full" | "check": the next check for `applied`
@@ -111,10 +113,11 @@ class SearchChooser:
         self.last_candidates = candidates
         tried = {c.key for c, _ in plan.tried}
         untried = [c for c in candidates if c.key not in tried]
-        # Before the first candidate, read every place the spectrum ranks as high as the best line
-        # (a wrapper and the function it calls often tie): the right edit may be in the other one.
+        # Before the first candidate: the code of a pattern the failure quotes, when one of its ranges
+        # stops one short of a character of the input it rejected; then every place the spectrum
+        # ranks as high as the best line (a wrapper and the function it calls often tie).
         if not plan.tried and plan.applied is None and view.steps_left > 2 * STEPS_FOR_A_CANDIDATE + 1:
-            step = self._read_tied_suspects(plan)
+            step = _find_quoted_pattern(plan, view.authorization.writable) or self._read_tied_suspects(plan)
             if step is not None:
                 return step
         # Localize further while there is nothing to try and budget to try something later.
@@ -190,6 +193,7 @@ class SearchChooser:
                     m = re.match(r"^([^:\n]+):(\d+):", line)
                     if m and _writable(m.group(1), writable) == m.group(1):
                         hit = (m.group(1), int(m.group(2)))
+                        plan.hits_by_query.setdefault(action["query"], []).append((*hit, line[m.end():]))
                         if hit not in plan.search_hits:
                             plan.search_hits.append(hit)
             elif tool == "read_file":
@@ -255,6 +259,31 @@ class SearchChooser:
                    + (f". The working tree still holds the last failed candidate {plan.applied.label()}."
                       if plan.applied is not None and plan.tried and plan.tried[-1][0] is plan.applied else "."))
         return Stop(reason=f"search chooser: {why}", summary=summary[:7900])
+
+
+QUOTED_HIT_BEFORE, QUOTED_HIT_AFTER = 20, 15
+
+
+def _find_quoted_pattern(plan: Plan, writable: tuple[str, ...]) -> Search | ReadFile | None:
+    """Search for the character class the failure's quoted pattern gets wrong, then read its first hit."""
+    f = plan.failure
+    assert f is not None
+    for query, pattern in list(zip(f.short_ranges, f.quoted_patterns))[:1]:
+        if query not in plan.searches:
+            return Search(query=query, path_glob=writable[0] if len(writable) == 1 else None)
+        # the hit that shares most of the quoted pattern's text (a table entry `"[0-6]"` shares only the class)
+        hits = sorted(plan.hits_by_query.get(query, []), key=lambda h: -_shared(h[2], pattern))
+        for path, line, _ in hits[:1]:
+            start = max(1, line - QUOTED_HIT_BEFORE)
+            if line not in plan.known.get(path, {}) and f"{path}:{start}" not in plan.reads:
+                return ReadFile(path=path, start_line=start, end_line=line + QUOTED_HIT_AFTER)
+    return None
+
+
+def _shared(a: str, b: str) -> int:
+    """The length of the longest text both hold."""
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    return m.size
 
 
 def _read_suspects(plan: Plan, min_score: float) -> ReadFile | None:

@@ -57,7 +57,8 @@ def sibling_wraps(path: str, fn: Function, lines: dict[int, str]) -> list[Candid
             if m == n or there is None or there[0] != target or _indent(lines[m]) != _indent(lines[n]):
                 continue
             call = there[1]
-            if not (isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords):
+            if not (isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords
+                    and not isinstance(call.args[0], ast.Constant) and _two_way(lines, min(m, n), max(m, n))):
                 continue
             func = ast.unparse(call.func)
             text = lines[n]
@@ -66,6 +67,13 @@ def sibling_wraps(path: str, fn: Function, lines: dict[int, str]) -> list[Candid
                                  f"`{target} = {func}(...)` as in the sibling branch (line {m})"))
             break
     return out
+
+
+def _two_way(lines: dict[int, str], a: int, b: int) -> bool:
+    """Are lines a < b the two branches of one `if ...: / else:` (not two arms of an `elif` chain)?"""
+    between = [lines.get(k, "").strip() for k in range(a + 1, b)]
+    return any(t.startswith("else") for t in between) and not any(t.startswith("elif ") for t in between) and \
+        not any(lines.get(k, "").strip().startswith("elif ") for k in range(max(1, a - 12), a))
 
 
 def _assignment(text: str) -> tuple[str, ast.expr] | None:

@@ -45,6 +45,10 @@ class Failure:
     exception_messages: list[str] = field(default_factory=list)
     # The exception a failing test expected and did not get (pytest's "DID NOT RAISE ValueError").
     not_raised: str = ""
+    # Character classes of a pattern the failure quotes whose range stops one short of a character of
+    # an input it quotes (`[0-6]` and '12345670'): the text to search the code for.
+    short_ranges: list[str] = field(default_factory=list)
+    quoted_patterns: list[str] = field(default_factory=list)   # the patterns those classes were found in
 
 
 def _literal(text: str) -> tuple[bool, Any]:
@@ -137,6 +141,7 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
     nr = DID_NOT_RAISE_RE.search(out)
     if nr:
         f.not_raised = nr.group(1)
+    f.short_ranges, f.quoted_patterns = short_ranges([f.message, *f.exception_messages])
     f.hints = _hints(f, goal_text)
     loc = ev.localization
     if loc is not None and loc.lines:
@@ -216,6 +221,32 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         hints.add("boolean")
     return hints
 
+
+
+QUOTED_RE = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+CLASS_RE = re.compile(r"(?<!\\)\[(?!\^)([^\]]*)\]")
+
+
+def short_ranges(texts: list[str]) -> tuple[list[str], list[str]]:
+    """`[0-6]` when a failure quotes a pattern with that class and an input holding '7' (or '/'):
+    a range one short at either end rejects the input (a common regular-expression bug). Also the
+    patterns they were found in."""
+    out: list[str] = []
+    found_in: list[str] = []
+    for text in texts:
+        quoted = [a or b for a, b in QUOTED_RE.findall(text or "")]
+        patterns = [q for q in quoted if CLASS_RE.search(q) and re.search(r"\w-\w", q)]
+        inputs = [q for q in quoted if q not in patterns]
+        for pattern in patterns:
+            for m in CLASS_RE.finditer(pattern):
+                members = m.group(1)
+                for lo, hi in re.findall(r"(\w)-(\w)", members):
+                    beyond = {chr(ord(hi) + 1), chr(ord(lo) - 1)}
+                    near = {ch for ch in beyond if ch.isalnum() and ch.isdigit() == hi.isdigit()}
+                    if any(ch in q and ch not in members for q in inputs for ch in near) and m.group(0) not in out:
+                        out.append(m.group(0))
+                        found_in.append(pattern)
+    return out, found_in
 
 
 def _alnum(text: str) -> str:

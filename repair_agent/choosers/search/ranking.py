@@ -69,6 +69,9 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
     if c.kind == "none-guard" and "none" in failure.hints and not frame_lines:
         s -= HINT_BONUS["none"]["none-guard"]   # None reached the test's own code: the function returned it, no
         # guard inside it raised; an early `return None`-like guard is the symptom, not the cure
+    if c.kind == "regex" and (m := re.match(r"range (\[(\w)-(\w)\]) -> \[(\w)-(\w)\]", c.what)) and \
+            m.group(1) in failure.short_ranges and (m.group(4) < m.group(2) or m.group(5) > m.group(3)):
+        s += 6   # widening the range the failure's quoted pattern gets wrong
     if _direction(c, failure) > 0:
         s += 1   # a one-off value: the edit that moves it the way the test expects
     if (c.path, c.line) in frame_lines:
@@ -118,6 +121,7 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
     """Every candidate from the lines read, best first; ties in a seed-dependent order."""
     goal_words = set(re.findall(r"[a-z_]\w*", goal_text.lower())) - {"the", "a", "to", "of", "and", "that",
                                                                       "so", "make", "test", "tests", "its"}
+    goal_words |= {w[:-1] for w in goal_words if w.endswith("s") and not w.endswith("ss") and len(w) > 4}   # plurals
     frame_lines = set(f.frames)
     prose = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", goal_text)   # not numbers inside quoted examples
     goal_numbers = tuple(dict.fromkeys(n for n in _numbers_in(prose) if n <= 1000))[:6]
@@ -140,6 +144,13 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
         if not spans:   # no def in view: the frame's neighbourhood
             spans = [(None, True)]
         targets = [(fn, hit, fn.def_line if fn else min(lines), fn.end_line if fn else max(lines)) for fn, hit in spans]
+        # ... and a window read inside a long function whose `def` it does not show, when the failing
+        # tests ran a line of it or a search found one there
+        if any(fn is not None for fn, _ in spans):
+            pointed = {n for p, n in f.suspicious if p == path} | {n for p, n in search_hits if p == path}
+            for lo, hi in _blocks(lines):
+                if not any(fn.def_line <= hi and lo <= fn.end_line for fn in fns) and any(lo <= n <= hi for n in pointed):
+                    targets.append((None, False, lo, hi))
         # ... and the module constants they use (a pattern, a table, a limit), when in view
         used = {name for fn, _ in spans if fn for n in range(fn.def_line, fn.end_line + 1)
                 for name in re.findall(r"\b([A-Z][A-Z0-9_]+)\b", lines.get(n, ""))}
