@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from .single_statement import single_statement_edits
 from .source import StatementText, _replace_span, _stmt_ast, _tokens
 
-COMPARE_SWAPS = {"<": ("<=", ">"), "<=": ("<", ">="), ">": (">=", "<"), ">=": (">", "<="),
+COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
 BOUNDARY_SWAPS = {("<", "<="), ("<=", "<"), (">", ">="), (">=", ">")}
 ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/", "%"), "%": ("//",),

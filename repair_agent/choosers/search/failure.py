@@ -76,7 +76,9 @@ UNITTEST_NE_RE = re.compile(r"^(?:AssertionError: )?(?:(?:Lists|Tuples|Sequences
 # `must be ... 0 <= x`, `must be non-negative`: a value computed out of the bounds a callee states
 BOUNDS_BROKEN_RE = re.compile(r"(?:Error|Exception): .*must be .*(?:\d\s*<=?|non-?negative|positive|between|>=?\s*\d)",
                               re.I)
-DID_NOT_RAISE_RE = re.compile(r"DID NOT RAISE <?(?:class )?'?(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Warning))")
+# pytest's `DID NOT RAISE <class 'ValueError'>`, unittest's `ValueError not raised by f`
+DID_NOT_RAISE_RE = re.compile(r"DID NOT RAISE <?(?:class )?'?(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Warning))"
+                              r"|\b([A-Z]\w*(?:Error|Exception|Warning)) not raised\b")
 RECASED_INPUT_RE = re.compile(r"\.(?:capitalize|upper|title|swapcase)\(\)")
 
 
@@ -140,7 +142,7 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
     f.callees = [c for c in dict.fromkeys(f.callees) if c not in NOT_SUSPECTS and not c.startswith("test")]
     nr = DID_NOT_RAISE_RE.search(out)
     if nr:
-        f.not_raised = nr.group(1)
+        f.not_raised = nr.group(1) or nr.group(2)
     f.short_ranges, f.quoted_patterns = short_ranges([f.message, *f.exception_messages])
     f.hints = _hints(f, goal_text)
     loc = ev.localization

@@ -206,7 +206,7 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
                         cands.setdefault(c.key, c)
                 for n in range(scope.body_line, scope.end_line + 1):
                     for c in by_line.get(n, ()):
-                        c.score += context_bonus(c, scope, lines)
+                        c.score += context_bonus(c, scope, lines, f)
     # Never a candidate that writes a value the failing test expects into the code.
     kept = [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
     ordered = sorted(kept, key=lambda c: (c.path, c.line, c.kind, c.key))
@@ -229,10 +229,18 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
 SAME_LINE_PENALTY = 1.0
 
 
-def context_bonus(c: Candidate, fn, lines: dict[int, str]) -> float:
+def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure) -> float:
     """What the function around a candidate's line says about it (each rule names a bug pattern)."""
     text = lines.get(c.line, "")
     bonus = 0.0
+    if f.not_raised and c.kind in ("comparison", "boundary", "boolean", "condition") and text.lstrip().startswith(("if ", "elif ")):
+        nxt = next((lines[k] for k in range(c.line + 1, c.line + 4) if lines.get(k, "").strip()), "")
+        if re.match(rf"^\s*raise\s+(?:[\w.]+\.)?{re.escape(f.not_raised)}\b", nxt):
+            bonus += 3   # the test expected this raise: the condition in front of it let the value through
+            said = re.findall(r"['\"]([^'\"]{6,})['\"]", nxt)
+            if any(text_ in line or line_ in text_ for text_ in said for line in f.assert_lines
+                   for line_ in re.findall(r"['\"]([^'\"]{6,})['\"]", line)):
+                bonus += 2   # ... and it raises with the message the test looks for
     m = re.match(r"^(\w+) -> (\w+)$", c.what)
     if c.kind == "variable" and m and re.match(rf"^\s*{re.escape(m.group(2))}\s*=[^=]", text) and _in_loop(c.line, fn, lines):
         bonus += 4   # `d = result.get(k)` in a loop -> `d = d.get(k)`: a walk that restarts every iteration
