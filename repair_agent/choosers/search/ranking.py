@@ -209,7 +209,12 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
                         c.score += context_bonus(c, scope, lines, f)
     # Never a candidate that writes a value the failing test expects into the code.
     kept = [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
-    ordered = sorted(kept, key=lambda c: (c.path, c.line, c.kind, c.key))
+    return order(kept, seed)
+
+
+def order(cands: list[Candidate], seed: int) -> list[Candidate]:
+    """Best first by score tier; ties in a seed-dependent order."""
+    ordered = sorted(cands, key=lambda c: (c.path, c.line, c.kind, c.key))
     rng = random.Random(seed)
     # Tries on one line fail together: once its two best edits have failed, the line itself is less
     # likely the fault, so each further edit of the same line waits a point more (its order is kept).
