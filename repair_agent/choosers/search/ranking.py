@@ -69,6 +69,8 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
     if c.kind == "none-guard" and "none" in failure.hints and not frame_lines:
         s -= HINT_BONUS["none"]["none-guard"]   # None reached the test's own code: the function returned it, no
         # guard inside it raised; an early `return None`-like guard is the symptom, not the cure
+    if c.what in ("< -> !=", "> -> !="):
+        s -= 1   # an order test that should be an inequality: rarer than a boundary or a flipped order
     if c.kind == "regex" and (m := re.match(r"range (\[(\w)-(\w)\]) -> \[(\w)-(\w)\]", c.what)) and \
             m.group(1) in failure.short_ranges and (m.group(4) < m.group(2) or m.group(5) > m.group(3)):
         s += 6   # widening the range the failure's quoted pattern gets wrong
