@@ -109,6 +109,8 @@ def counter_updates(path: str, fn: Function, lines: dict[int, str]) -> list[Cand
                 else:
                     indent = text[:_indent(text)]
                     site = _block_end(lines, k, _indent(text), body_end)
+                if site not in lines:
+                    continue
                 for op in ("-=", "+="):
                     new = f"{indent}{name} {op} 1\n"
                     c = Candidate(path, site, (lines[site], new), "counter",
