@@ -326,6 +326,7 @@ def test_a_self_assignment_is_offered_its_lost_sign_and_negative_indices_never_b
     edits = _edits("        offset = offset\n")
     assert edits["restore the sign: `offset = -offset`"] == "        offset = -offset"
     assert "restore the sign: `offset = -offset`" not in _edits("        offset = other\n")
+    assert _edits("    return offset\n")["offset -> -offset"] == "    return -offset"
     assert not any(new.endswith("[-0]") for new in _edits("    return items[-1]\n").values())
     assert _edits("    return items[-1]\n")["1 -> 2"] == "    return items[-2]"
 

@@ -18,11 +18,11 @@ KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, 
               # the single-statement taxonomy's kinds (see single_statement.py)
               "arguments": 0, "numeral": 0, "scale": 2, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2,
               # edits read from the statements around a line (see context_edits.py) and a self-assignment's sign
-              "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4}
+              "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4, "negate": -2}
 HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 3,
                                                    "counter": 2},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
-              "sign": {"arithmetic": 3, "swap": 2}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
+              "sign": {"arithmetic": 3, "swap": 2, "negate": 6, "sign": 2}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
               "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "separators": {"regex": 4, "arguments": 2, "normalize": 1},
               "case": {"name": 5, "normalize": 5}, "strip": {"name": 5, "normalize": 5},
@@ -63,7 +63,7 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 3   # the values' types say a true division should floor
     if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
         s += 3
-    if c.kind in ("offset", "argument", "percent") and failure.have_values and not (
+    if c.kind in ("offset", "argument", "percent", "negate") and failure.have_values and not (
             _number(failure.got) or _number(failure.expected)) and "number" not in failure.hints:   # '3.0.0' vs '4.0.0' is about a number
         s -= 5   # one more, one less, a hundredth: edits of numbers, and the values are not numbers
     if c.kind == "none-guard" and "none" in failure.hints and not frame_lines:

@@ -15,7 +15,7 @@ the operator catalogue did not already cover.
 - a less or more specific condition: one operand of `and`/`or` dropped;
 - a statement deleted (a call, or a transformation of a value, that should not run);
 - a lost sign or negation: a self-assignment `x = x` (a statement with no effect, which linters flag)
-  is the remnant of `x = -x` or `x = not x`;
+  is the remnant of `x = -x` or `x = not x`; a returned or assigned name may lack its minus;
 - a character range in a regular expression one off at either end (`[0-6]` -> `[0-7]`), in a pattern
   passed to `re` or written as a raw string.
 
@@ -93,6 +93,9 @@ def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
         name = top.value.id   # `x = x`: no effect; what was meant changed the value
         for new, what in ((f"-{name}", "restore the sign"), (f"not {name}", "restore the negation")):
             out.append(("sign", f"{what}: `{name} = {new}`", _replace_span(code, *span(top.value), new)))
+    elif isinstance(top, (ast.Return, ast.Assign)) and isinstance(top.value, ast.Name) and span(top.value):
+        name = top.value.id   # `return offset` for `return -offset`: a value with the wrong sign
+        out.append(("negate", f"{name} -> -{name}", _replace_span(code, *span(top.value), f"-{name}")))
     # a call whose effect should not happen, or a transformation of a value (`text = f(text)`): deleting
     # either leaves every name defined
     transforms = isinstance(top, ast.Assign) and len(top.targets) == 1 and isinstance(top.targets[0], ast.Name) and any(
