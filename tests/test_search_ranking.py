@@ -551,3 +551,26 @@ def test_a_read_never_repeats_known_lines_and_follows_a_chain_of_suspicious_line
     plan = Plan(failure=f, known={"m.py": {n: "x = 1\n" for n in range(47, 105)}}, reads=["m.py:47"])
     step = _read_suspects(plan, 0.5)
     assert isinstance(step, ReadFile) and step.start_line == 105 and step.end_line >= 124
+
+
+SECTIONS = '''\
+def parse(path, lines):
+    sections = {}
+    for lineno, name in lines:
+        if not name:
+            raise ParseError(path, lineno, "empty section name")
+        sections[name] = lineno
+    return sections
+'''
+
+
+def test_a_duplicate_refused_raises_the_way_the_function_already_raises():
+    from repair_agent.choosers.search.context_edits import raising_guards
+    lines = _lines(SECTIONS)
+    fn = functions_in(1, list(lines.values()))[0]
+    goal = "a duplicate section must raise ParseError"
+    guards = raising_guards("m.py", fn, lines, "ParseError", goal, {6})
+    assert [c.new_lines for c in guards] == [("        if name in sections:\n",
+                                              '            raise ParseError(path, lineno, f"duplicate {name!r}")\n',
+                                              lines[6])]
+    assert guards[0].score > raising_guards("m.py", fn, lines, "ParseError", "a second section", {6})[0].score

@@ -131,27 +131,58 @@ def stated_range(goal_text: str) -> tuple[int, int] | None:
     return int(m.group(1)), int(m.group(2))
 
 
+DUPLICATE_WORDS = re.compile(r"\b(?:duplicate[sd]?|twice|again|already|repeated|more than once)\b", re.I)
+SUBSCRIPT_STORE = re.compile(r"^\s*([A-Za-z_][\w.]*)\[\s*([A-Za-z_][\w.]*)\s*\]\s*=(?!=)")
+
+
 def raising_guards(path: str, fn: Function, lines: dict[int, str], not_raised: str, goal_text: str,
                    suspicious: set[int]) -> list[Candidate]:
-    """`if not LO <= int(v) <= HI: raise E(...)` before a line the failing tests ran that converts `v`,
-    when a test expected E (`not_raised`) and the goal states the range."""
-    bounds = stated_range(goal_text)
-    if not not_raised or not bounds:
+    """When a test expected E (`not_raised`), a precondition raising E before a line the failing tests
+    ran: `if not LO <= int(v) <= HI:` where that line converts `v` and the goal states the range, and
+    `if k in table:` where that line stores `table[k]` (a duplicate refused). E is raised with the
+    arguments of a `raise E(...)` already in the function, when there is one."""
+    if not not_raised:
         return []
-    lo, hi = bounds
+    bounds = stated_range(goal_text)
     out = []
     seen: set[str] = set()
     for n in range(fn.body_line, fn.end_line + 1):
         text = lines.get(n, "")
         if n not in suspicious or text.lstrip().startswith(("elif ", "else", "except", "finally", "def ")):
             continue
-        for conv, name in re.findall(r"\b(int|float)\(\s*([A-Za-z_]\w*)\s*\)", text):
+        ind = text[:_indent(text)]
+        for conv, name in (re.findall(r"\b(int|float)\(\s*([A-Za-z_]\w*)\s*\)", text) if bounds else []):
             if name in seen:
                 continue
             seen.add(name)
-            ind = text[:_indent(text)]
-            guard = (f"{ind}if not {lo} <= {conv}({name}) <= {hi}:\n",
-                     f"{ind}    raise {not_raised}(\"{name} must be in {lo}..{hi}\")\n", text)
+            lo, hi = bounds   # type: ignore[misc]
+            raise_ = _raise_like(not_raised, f"{name} must be in {lo}..{hi}", fn, lines)
+            guard = (f"{ind}if not {lo} <= {conv}({name}) <= {hi}:\n", f"{ind}    {raise_}\n", text)
             out.append(Candidate(path, n, guard, "raise-guard",
                                  f"raise {not_raised} unless {lo} <= {conv}({name}) <= {hi}"))
+        store = SUBSCRIPT_STORE.match(text)
+        if store and f"{store.group(2)} in {store.group(1)}" not in seen:
+            table, key = store.group(1), store.group(2)
+            seen.add(f"{key} in {table}")
+            raise_ = _raise_like(not_raised, f"duplicate {{{key}!r}}", fn, lines, formatted=True)
+            c = Candidate(path, n, (f"{ind}if {key} in {table}:\n", f"{ind}    {raise_}\n", text), "raise-guard",
+                          f"raise {not_raised} when {key} is already in {table}")
+            c.score = 1.0 if DUPLICATE_WORDS.search(goal_text) else -2.0
+            out.append(c)
     return out
+
+
+def _raise_like(exc: str, message: str, fn: Function, lines: dict[int, str], formatted: bool = False) -> str:
+    """`raise E(...)` with the arguments of a one-line `raise E(...)` of the function (its message
+    replaced), so that an exception taking more than a message is built the way the code builds it."""
+    literal = ("f" if formatted else "") + repr(message).replace("'", '"') if '"' not in message else repr(message)
+    for n in range(fn.body_line, fn.end_line + 1):
+        parsed = _stmt_ast(lines.get(n, ""))
+        top = parsed[0].body[0] if parsed and isinstance(parsed[0], ast.Module) and parsed[0].body else None
+        if isinstance(top, ast.Raise) and isinstance(top.exc, ast.Call) and ast.unparse(top.exc.func).split(".")[-1] == exc:
+            args = [ast.unparse(a) for a in top.exc.args]
+            texts = [k for k, a in enumerate(top.exc.args) if isinstance(a, (ast.Constant, ast.JoinedStr))]
+            if texts:
+                args[texts[-1]] = literal
+            return f"raise {ast.unparse(top.exc.func)}({', '.join(args)})"
+    return f"raise {exc}({literal})"
