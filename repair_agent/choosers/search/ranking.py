@@ -219,7 +219,8 @@ def order(cands: list[Candidate], seed: int) -> list[Candidate]:
     ordered = sorted(cands, key=lambda c: (c.path, c.line, c.kind, c.key))
     rng = random.Random(seed)
     # Tries on one line fail together: once its two best edits have failed, the line itself is less
-    # likely the fault, so each further edit of the same line waits a point more (its order is kept).
+    # likely the fault, so each further edit of the same line waits a point more (equal scores still
+    # follow the seed).
     place: dict[tuple[str, int], int] = {}
     tiers: dict[int, list[Candidate]] = {}
     for c in sorted(ordered, key=lambda c: -c.score):
