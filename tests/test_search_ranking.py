@@ -574,3 +574,12 @@ def test_a_duplicate_refused_raises_the_way_the_function_already_raises():
                                               '            raise ParseError(path, lineno, f"duplicate {name!r}")\n',
                                               lines[6])]
     assert guards[0].score > raising_guards("m.py", fn, lines, "ParseError", "a second section", {6})[0].score
+
+
+def test_a_window_read_inside_a_long_function_without_its_def_is_mutated():
+    top = {1: "def helper(x):\n", 2: "    return x + 1\n"}
+    inside = {700: '        elif type == "o":\n', 701: '            s = r"(0[oO])?[0-6]+"\n', 702: "        return s\n"}
+    f = Failure(callees=["helper"], suspicious={("m.py", 2): 1.0, ("m.py", 701): 0.6}, short_ranges=["[0-6]"])
+    ranked = rank_candidates(f, {"m.py": {**top, **inside}}, [], "octal digits", seed=0)
+    assert any(c.line == 701 and "[0-7]" in c.new_lines[0] for c in ranked)
+    assert "> -> !=" in _whats("    if len(chunk) > n:\n")   # an order test that should be an inequality
