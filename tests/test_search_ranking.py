@@ -583,3 +583,30 @@ def test_a_window_read_inside_a_long_function_without_its_def_is_mutated():
     ranked = rank_candidates(f, {"m.py": {**top, **inside}}, [], "octal digits", seed=0)
     assert any(c.line == 701 and "[0-7]" in c.new_lines[0] for c in ranked)
     assert "> -> !=" in _whats("    if len(chunk) > n:\n")   # an order test that should be an inequality
+
+
+ARMS = '''\
+def handle(self, type):
+    if type == "d":
+        s = r"\\d+"
+        self.index += 1
+    elif type == "o":
+        s = r"[0-7]+"
+    elif type == "x":
+        s = r"[0-9a-f]+"
+        self.index += 1
+    else:
+        s = type
+        self.index += 1
+    return s
+'''
+
+
+def test_a_statement_every_other_arm_of_an_if_chain_holds_is_inserted_in_the_arm_without_it():
+    from repair_agent.choosers.search.context_edits import sibling_arm_statements
+    lines = _lines(ARMS)
+    fn = functions_in(1, list(lines.values()))[0]
+    copies = sibling_arm_statements("m.py", fn, lines)
+    assert [(c.line, c.new_lines) for c in copies] == [(6, (lines[6], "        self.index += 1\n"))]
+    two_arms = _lines("def f(x):\n    if x:\n        a = 1\n        n += 1\n    else:\n        a = 2\n    return a\n")
+    assert sibling_arm_statements("m.py", functions_in(1, list(two_arms.values()))[0], two_arms) == []

@@ -2,6 +2,8 @@
 
 - a value written without the call its sibling branch applies (`x = default` beside `x = func(v)`
   in the other branch of the same `if`: `x = func(default)`);
+- a statement every other arm of an `if`/`elif` chain ends with, missing from one arm (inserted
+  at that arm's end);
 - a counter a loop tests but never updates (`if maxsplit == 1:` inside a loop that never changes
   `maxsplit`): the update inserted at the end of the block that tests it;
 - a missing precondition check when a test expects an exception that is not raised ("DID NOT
@@ -67,6 +69,56 @@ def sibling_wraps(path: str, fn: Function, lines: dict[int, str]) -> list[Candid
                                  f"`{target} = {func}(...)` as in the sibling branch (line {m})"))
             break
     return out
+
+
+ARM_RE = re.compile(r"^(\s*)(if|elif|else)\b.*:\s*(#.*)?$")
+
+
+def sibling_arm_statements(path: str, fn: Function, lines: dict[int, str]) -> list[Candidate]:
+    """In a chain of `if`/`elif`/`else` arms, a simple statement that at least two other arms and
+    all but one of them hold (`self.count += 1` after each case): inserted at the end of the arm
+    that lacks it."""
+    out = []
+    n = fn.body_line
+    while n <= fn.end_line:
+        head = ARM_RE.match(lines.get(n, ""))
+        if not head or head.group(2) != "if":
+            n += 1
+            continue
+        indent, arms, k = len(head.group(1)), [], n
+        while k <= fn.end_line:   # the arms of this chain: (first, last) body lines
+            m = ARM_RE.match(lines.get(k, ""))
+            if not m or len(m.group(1)) != indent or (arms and m.group(2) == "if"):
+                break
+            last = _block_end(lines, k + 1, indent + 1, fn.end_line)
+            if last <= k or (k + 1) not in lines:
+                break
+            arms.append((k + 1, last))
+            k = last + 1
+            while k <= fn.end_line and not (lines.get(k) or "x").strip():
+                k += 1
+        if len(arms) >= 3:
+            bodies = [{lines[j].strip() for j in range(a, b + 1) if j in lines and _indent(lines[j]) == _indent(lines[a])}
+                      for a, b in arms]
+            for i, (a, b) in enumerate(arms):
+                others = [body for j, body in enumerate(bodies) if j != i]
+                shared = set.intersection(*others) - bodies[i]
+                for stmt in sorted(shared):
+                    if not _simple(stmt) or b not in lines:
+                        continue
+                    new = f"{lines[a][:_indent(lines[a])]}{stmt}\n"
+                    out.append(Candidate(path, b, (lines[b], new), "sibling-copy",
+                                         f"insert `{stmt}` as the other {len(others)} arms of the `if` chain do"))
+        n = max(n + 1, k)
+    return out
+
+
+def _simple(stmt: str) -> bool:
+    """A one-line statement with an effect that is safe to repeat in another arm: an assignment, an
+    augmented assignment or a call (not a return, a raise or a block header)."""
+    parsed = _stmt_ast(stmt)
+    top = parsed[0].body[0] if parsed and isinstance(parsed[0], ast.Module) and len(parsed[0].body) == 1 else None
+    return isinstance(top, (ast.AugAssign, ast.Assign)) or (isinstance(top, ast.Expr) and isinstance(top.value, ast.Call))
 
 
 def _two_way(lines: dict[int, str], a: int, b: int) -> bool:

@@ -6,7 +6,7 @@ import random
 import re
 
 from .catalogue import Candidate, line_mutations
-from .context_edits import counter_updates, raising_guards, sibling_wraps
+from .context_edits import counter_updates, raising_guards, sibling_arm_statements, sibling_wraps
 from .guards import copies_expected, frame_guards, guard_candidates
 from .failure import Failure
 from .patch import _blocks
@@ -18,7 +18,7 @@ KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, 
               # the single-statement taxonomy's kinds (see single_statement.py)
               "arguments": 0, "numeral": 0, "scale": 2, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2,
               # edits read from the statements around a line (see context_edits.py) and a self-assignment's sign
-              "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4, "negate": -2}
+              "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4, "negate": -2, "sibling-copy": 2}
 HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 3,
                                                    "counter": 2},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
@@ -201,6 +201,7 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
             if fn is not None or MODULE_CONSTANT.match(lines.get(lo, "")) is None:
                 ran = {n for p, n in f.suspicious if p == path}
                 for c in (sibling_wraps(path, scope, lines) + counter_updates(path, scope, lines)
+                          + sibling_arm_statements(path, scope, lines)
                           + raising_guards(path, scope, lines, f.not_raised, goal_text, ran)):
                     if c.line in code_lines:
                         c.score = score(c, f, goal_words, frame_lines, lines[c.line], params,
