@@ -610,3 +610,16 @@ def test_a_statement_every_other_arm_of_an_if_chain_holds_is_inserted_in_the_arm
     assert [(c.line, c.new_lines) for c in copies] == [(6, (lines[6], "        self.index += 1\n"))]
     two_arms = _lines("def f(x):\n    if x:\n        a = 1\n        n += 1\n    else:\n        a = 2\n    return a\n")
     assert sibling_arm_statements("m.py", functions_in(1, list(two_arms.values()))[0], two_arms) == []
+
+
+def test_a_duplicate_refused_is_worded_as_the_functions_other_duplicate_check():
+    from repair_agent.choosers.search.context_edits import raising_guards
+    src = ('def parse(path, tokens):\n    data = {}\n    for lineno, section, name in tokens:\n'
+           '        if name is None:\n            data[section] = {}\n        else:\n'
+           '            if name in data[section]:\n                raise ParseError(path, lineno, f"duplicate name {name!r}")\n'
+           '            data[section][name] = 1\n    return data\n')
+    lines = _lines(src)
+    fn = functions_in(1, list(lines.values()))[0]
+    guard = raising_guards("m.py", fn, lines, "ParseError", "a duplicate section must raise", {5})[0]
+    assert guard.new_lines[:2] == ("            if section in data:\n",
+                                   '                raise ParseError(path, lineno, f"duplicate section {section!r}")\n')

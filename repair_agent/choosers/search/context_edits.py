@@ -216,12 +216,24 @@ def raising_guards(path: str, fn: Function, lines: dict[int, str], not_raised: s
         if store and f"{store.group(2)} in {store.group(1)}" not in seen:
             table, key = store.group(1), store.group(2)
             seen.add(f"{key} in {table}")
-            raise_ = _raise_like(not_raised, f"duplicate {{{key}!r}}", fn, lines, formatted=True)
+            raise_ = _sibling_refusal(not_raised, key, fn, lines) or _raise_like(
+                not_raised, f"duplicate {{{key}!r}}", fn, lines, formatted=True)
             c = Candidate(path, n, (f"{ind}if {key} in {table}:\n", f"{ind}    {raise_}\n", text), "raise-guard",
                           f"raise {not_raised} when {key} is already in {table}")
             c.score = 1.0 if DUPLICATE_WORDS.search(goal_text) else -2.0
             out.append(c)
     return out
+
+
+def _sibling_refusal(exc: str, key: str, fn: Function, lines: dict[int, str]) -> str | None:
+    """The raise of a sibling check `if other in ...: raise E(... other ...)` of the function, about
+    `key` instead of `other`: the refusal the code already words for its other duplicates."""
+    for n in range(fn.body_line, fn.end_line):
+        m = re.match(r"^\s*if\s+([A-Za-z_]\w*)\s+in\s+.+:\s*$", lines.get(n, ""))
+        nxt = (lines.get(n + 1) or "").strip()
+        if m and m.group(1) != key and re.match(rf"raise\s+(?:[\w.]+\.)?{re.escape(exc)}\(.*\)$", nxt):
+            return re.sub(rf"\b{re.escape(m.group(1))}\b", key, nxt)
+    return None
 
 
 def _raise_like(exc: str, message: str, fn: Function, lines: dict[int, str], formatted: bool = False) -> str:

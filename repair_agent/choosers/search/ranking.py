@@ -219,14 +219,16 @@ def order(cands: list[Candidate], seed: int) -> list[Candidate]:
     """Best first by score tier; ties in a seed-dependent order."""
     ordered = sorted(cands, key=lambda c: (c.path, c.line, c.kind, c.key))
     rng = random.Random(seed)
-    # Tries on one line fail together: once its two best edits have failed, the line itself is less
-    # likely the fault, so each further edit of the same line waits a point more (equal scores still
-    # follow the seed).
-    place: dict[tuple[str, int], int] = {}
+    # Tries on one line fail together: once its two best scores have failed, the line itself is less
+    # likely the fault, so each edit of the same line below them waits a point more per better score
+    # (equal scores are never held back by each other; the seed orders them).
+    line_scores: dict[tuple[str, int], list[float]] = {}
+    for c in ordered:
+        line_scores.setdefault((c.path, c.line), []).append(c.score)
     tiers: dict[int, list[Candidate]] = {}
-    for c in sorted(ordered, key=lambda c: -c.score):
-        k = place[(c.path, c.line)] = place.get((c.path, c.line), 0) + 1
-        tiers.setdefault(int(c.score - SAME_LINE_PENALTY * max(0, k - 2)), []).append(c)
+    for c in ordered:
+        better = len({v for v in line_scores[(c.path, c.line)] if v > c.score})   # distinct better scores there
+        tiers.setdefault(int(c.score - SAME_LINE_PENALTY * max(0, better - 1)), []).append(c)
     out = []
     for tier in sorted(tiers, reverse=True):
         group = sorted(tiers[tier], key=lambda c: (c.path, c.line, c.kind, c.key))
