@@ -625,3 +625,16 @@ def test_a_duplicate_refused_is_worded_as_the_functions_other_duplicate_check():
     guard = raising_guards("m.py", fn, lines, "ParseError", "a duplicate section must raise", {5})[0]
     assert guard.new_lines[:2] == ("            if section in data:\n",
                                    '                raise ParseError(path, lineno, f"duplicate section {section!r}")\n')
+
+
+def test_a_class_escape_becomes_the_class_the_goal_names_and_unnamed_ranges_wait():
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.ranking import score
+    line = "NUMBERS = re.compile(r'(?<=\\d),(?=\\D)')\n"
+    digits = {"a", "comma", "between", "two", "digits", "should", "vanish"}
+
+    def s(what, words=digits):
+        return score(Candidate("m.py", 1, (line,), "regex", what), Failure(), words, set(), line)
+    assert s("\\D -> \\d in the pattern") == s("\\d -> \\D in the pattern") + 2
+    assert s("\\D -> \\d in the pattern", {"commas"}) == s("\\d -> \\D in the pattern", {"commas"})
+    assert s("range [a-z] -> [a-y] in the pattern") == s("quantifier + -> * in the pattern") - 1

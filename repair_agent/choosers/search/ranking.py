@@ -31,6 +31,8 @@ HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant":
               "range": {"extreme": 5, "boundary": 1}}
 
 
+CLASS_WORDS = {"d": r"\bdigits?\b|\bnumbers?\b", "s": r"\bwhitespace\b|\bspaces?\b", "w": r"\bwords?\b|\bletters?\b",
+               "b": r"\bboundary\b"}
 MODULE_CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]+)\s*(?::[^=]+)?=(?!=)")
 
 JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
@@ -71,9 +73,14 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         # guard inside it raised; an early `return None`-like guard is the symptom, not the cure
     if c.what in ("< -> !=", "> -> !="):
         s -= 1   # an order test that should be an inequality: rarer than a boundary or a flipped order
-    if c.kind == "regex" and (m := re.match(r"range (\[(\w)-(\w)\]) -> \[(\w)-(\w)\]", c.what)) and \
-            m.group(1) in failure.short_ranges and (m.group(4) < m.group(2) or m.group(5) > m.group(3)):
-        s += 6   # widening the range the failure's quoted pattern gets wrong
+    if c.kind == "regex" and (m := re.match(r"range (\[(\w)-(\w)\]) -> \[(\w)-(\w)\]", c.what)):
+        if m.group(1) in failure.short_ranges and (m.group(4) < m.group(2) or m.group(5) > m.group(3)):
+            s += 6   # widening the range the failure's quoted pattern gets wrong
+        else:
+            s -= 1   # otherwise rarer than a class escape or a quantifier
+    if c.kind == "regex" and (m := re.match(r"\\(\w) -> \\(\w) in the pattern", c.what)) and m.group(2).islower() and \
+            re.search(CLASS_WORDS[m.group(2).lower()], " ".join(goal_words)):
+        s += 2   # the escape becomes the class the goal names (`\D` -> `\d` where it speaks of digits)
     if _direction(c, failure) > 0:
         s += 1   # a one-off value: the edit that moves it the way the test expects
     if (c.path, c.line) in frame_lines:
