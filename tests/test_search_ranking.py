@@ -507,6 +507,9 @@ def test_ranking_rules_from_the_failures_values():
     down = score(Candidate("m.py", 1, (line,), "argument", "argument n - 1"), off, set(), set(), line)
     assert up == down + 1   # the edit that moves the value the way the test expects
     assert "argument iterable + 1" not in _whats(line)   # a collection is never offset
+    # the arguments of an exception being raised do not decide whether it is raised
+    assert not any(w.startswith("argument") for w in _whats("        raise Short(sku, quantity, available)\n"))
+    assert "argument quantity + 1" in _whats("        take(sku, quantity, available)\n")
     # None reached the test's own code: a guard inside the function is not the cure
     none = Failure(exception="AttributeError", hints={"none"})
     g = Candidate("m.py", 1, (line,), "none-guard", "guard")

@@ -155,6 +155,7 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
     span, text = stmt.span, stmt.text
 
     arith_operands: list[ast.AST] = []
+    raises = isinstance(tree, ast.Module) and bool(tree.body) and isinstance(tree.body[0], ast.Raise)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args):
             for a, b in zip(node.args, node.args[1:4]):
@@ -197,8 +198,9 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                 out.append(("offset", f"compare with {text(right)} {d}", _replace_span(code, *span(right), f"{text(right)} {d}")))
         callee = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else (
             node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else "")
-        if isinstance(node, ast.Call) and callee not in ITERABLE_CALLS and callee not in ("range", "len"):
-            # an argument one off (`cls(major, minor)` -> `cls(major, minor + 1)`, `islice(it, n)` -> `islice(it, n + 1)`)
+        if isinstance(node, ast.Call) and callee not in ITERABLE_CALLS and callee not in ("range", "len") and not raises:
+            # an argument one off (`cls(major, minor)` -> `cls(major, minor + 1)`, `islice(it, n)` -> `islice(it, n + 1)`);
+            # never of an exception being raised: its arguments do not decide whether it is raised
             for b in node.args:
                 if isinstance(b, (ast.Name, ast.Attribute, ast.Subscript)) and span(b) and not _is_callable_like(b):
                     for d in ("+ 1", "- 1"):
