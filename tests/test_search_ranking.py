@@ -540,11 +540,13 @@ def test_after_two_tries_on_a_line_a_nearly_as_good_edit_elsewhere_comes_first()
     for seed in range(5):
         ranked = order(same + [other], seed)
         # level with line 2's second best (the seed decides), before its third and fourth
-        assert ranked.index(other) in (1, 2) and ranked[3:] == same[2:]
-        assert order(same + [other], seed) == ranked   # a function of the seed
-    assert {order(same + [other], seed).index(other) for seed in range(8)} == {1, 2}
+        whats = [c.what for c in ranked]
+        assert whats.index(other.what) in (1, 2) and whats[3:] == [c.what for c in same[2:]]
+        assert [c.score for c in ranked[3:]] == [9.6 - 1, 9.4 - 2]   # each ranked at its score in the order
+        assert [c.what for c in order(same + [other], seed)] == whats   # a function of the seed
+    assert {[c.what for c in order(same + [other], seed)].index(other.what) for seed in range(8)} == {1, 2}
     tied = [cand(2, f"{k} -> {k + 1}", 10.0) for k in range(4)]
-    assert order(tied + [other], 0)[-1] is other   # equal scores never hold each other back
+    assert order(tied + [other], 0)[-1].what == other.what   # equal scores never hold each other back
 
 
 def test_a_read_never_repeats_known_lines_and_follows_a_chain_of_suspicious_lines():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 
 from .catalogue import Candidate, line_mutations
 from .context_edits import counter_updates, raising_guards, sibling_arm_statements, sibling_wraps
@@ -235,7 +236,8 @@ def order(cands: list[Candidate], seed: int) -> list[Candidate]:
     tiers: dict[int, list[Candidate]] = {}
     for c in ordered:
         better = len({v for v in line_scores[(c.path, c.line)] if v > c.score})   # distinct better scores there
-        tiers.setdefault(int(c.score - SAME_LINE_PENALTY * max(0, better - 1)), []).append(c)
+        placed = replace(c, score=c.score - SAME_LINE_PENALTY * max(0, better - 1))   # its score in the order
+        tiers.setdefault(int(placed.score), []).append(placed)
     out = []
     for tier in sorted(tiers, reverse=True):
         group = sorted(tiers[tier], key=lambda c: (c.path, c.line, c.kind, c.key))
