@@ -22,7 +22,7 @@ from .catalogue import Candidate
 from .source import Function, _stmt_ast
 
 LOOP_RE = re.compile(r"^(\s*)(?:async\s+)?(for|while)\b.*:\s*(#.*)?$")
-COUNTER_TEST_RE = re.compile(r"\b([a-z_]\w*)\s*(?:==|!=|<=|>=|<|>)\s*-?\d+\b")
+COUNTER_TEST_RE = re.compile(r"(?<![\w.])([a-z_]\w*)\s*(?:==|!=|<=|>=|<|>)\s*-?\d+\b")   # a local, not an attribute
 ASSIGNED_RE = r"^\s*{name}\s*(?:[-+*/%]?=(?!=))"
 
 
@@ -203,11 +203,11 @@ def raising_guards(path: str, fn: Function, lines: dict[int, str], not_raised: s
         if n not in suspicious or text.lstrip().startswith(("elif ", "else", "except", "finally", "def ")):
             continue
         ind = text[:_indent(text)]
-        for conv, name in (re.findall(r"\b(int|float)\(\s*([A-Za-z_]\w*)\s*\)", text) if bounds else []):
-            if name in seen:
+        for conv, name in re.findall(r"\b(int|float)\(\s*([A-Za-z_]\w*)\s*\)", text):
+            if bounds is None or name in seen:
                 continue
             seen.add(name)
-            lo, hi = bounds   # type: ignore[misc]
+            lo, hi = bounds
             raise_ = _raise_like(not_raised, f"{name} must be in {lo}..{hi}", fn, lines)
             guard = (f"{ind}if not {lo} <= {conv}({name}) <= {hi}:\n", f"{ind}    {raise_}\n", text)
             out.append(Candidate(path, n, guard, "raise-guard",
