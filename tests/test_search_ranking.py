@@ -314,3 +314,332 @@ def test_a_key_of_a_table_written_over_lines_is_not_a_likely_off_by_one():
     key_score = score(Candidate("m.py", 1, (key,), "constant", "3 -> 2"), Failure(), set(), set(), key)
     scale_score = score(Candidate("m.py", 2, (wrap,), "scale", "10 -> 100"), Failure(), set(), set(), wrap)
     assert scale_score > key_score
+
+
+# -- rules and edits read from how bugs look in general (see docs/search-chooser.md) ------------------
+
+def _lines(src: str) -> dict[int, str]:
+    return {i + 1: t for i, t in enumerate(src.splitlines(keepends=True))}
+
+
+def test_a_self_assignment_is_offered_its_lost_sign_and_negative_indices_never_become_minus_zero():
+    edits = _edits("        offset = offset\n")
+    assert edits["restore the sign: `offset = -offset`"] == "        offset = -offset"
+    assert "restore the sign: `offset = -offset`" not in _edits("        offset = other\n")
+    assert _edits("    return offset\n")["offset -> -offset"] == "    return -offset"
+    assert not any(new.endswith("[-0]") for new in _edits("    return items[-1]\n").values())
+    assert _edits("    return items[-1]\n")["1 -> 2"] == "    return items[-2]"
+
+
+def test_a_character_range_of_a_pattern_is_one_off_at_either_end():
+    raw = _edits('        s = r"(0[oO])?[0-6]+"\n')
+    assert raw["range [0-6] -> [0-7] in the pattern"] == '        s = r"(0[oO])?[0-7]+"'
+    assert "range [0-6] -> [0-5] in the pattern" in raw and "range [0-6] -> [1-6] in the pattern" in raw
+    assert "range [a-y] -> [a-z] in the pattern" in _edits('    m = re.match("[a-y]+", s)\n')
+    assert not any(w.startswith("range") for w in _edits('    label = "[0-6]"\n'))   # plain text, not a pattern
+
+
+def test_a_failure_quoting_a_pattern_that_stops_one_short_of_its_input_names_the_class():
+    from repair_agent.choosers.search.failure import short_ranges
+    message = "AssertionError: 'a 12345670 b' does not match 'a {:o} b' ('a ([-+ ]?(0[oO])?[0-6]+) b')"
+    assert short_ranges([message]) == (["[0-6]"], ["a ([-+ ]?(0[oO])?[0-6]+) b"])
+    assert short_ranges(["AssertionError: 'a 123 b' does not match ('a ([0-6]+) b')"]) == ([], [])
+
+
+def test_the_chooser_searches_for_that_class_and_reads_the_hit_most_like_the_pattern():
+    from repair_agent.actions import ReadFile, Search
+    from repair_agent.choosers.search.chooser import Plan, _find_quoted_pattern
+    f = Failure(short_ranges=["[0-6]"], quoted_patterns=["a ([-+ ]?(0[oO])?[0-6]+) b"])
+    plan = Plan(failure=f)
+    step = _find_quoted_pattern(plan, ("pkg/**",))
+    assert isinstance(step, Search) and step.query == "[0-6]" and step.path_glob == "pkg/**"
+    plan.searches.append("[0-6]")
+    plan.hits_by_query["[0-6]"] = [("pkg/a.py", 305, '    "%w": "[0-6]",'), ("pkg/a.py", 725, '    s = r"(0[oO])?[0-6]+"')]
+    step = _find_quoted_pattern(plan, ("pkg/**",))
+    assert isinstance(step, ReadFile) and step.start_line <= 725 <= step.end_line
+
+
+def test_ranking_widens_the_range_the_failure_names():
+    from repair_agent.choosers.search.ranking import score
+    from repair_agent.choosers.search.catalogue import Candidate
+    f = Failure(short_ranges=["[0-6]"])
+    line = '        s = r"(0[oO])?[0-6]+"\n'
+    wide = score(Candidate("m.py", 1, (line,), "regex", "range [0-6] -> [0-7] in the pattern"), f, set(), set(), line)
+    narrow = score(Candidate("m.py", 1, (line,), "regex", "range [0-6] -> [0-5] in the pattern"), f, set(), set(), line)
+    assert wide >= narrow + 6
+
+
+UPDATE = '''\
+def update(d, k, func, default=None):
+    out = dict(d)
+    if k in d:
+        out[k] = func(d[k])
+    else:
+        out[k] = default
+    return out
+
+
+def kind(t):
+    if t == "o":
+        conv = int_convert(8)
+    elif t == "%":
+        conv = percentage
+    return conv
+'''
+
+
+def test_a_value_written_without_the_call_its_sibling_branch_applies_gets_it():
+    from repair_agent.choosers.search.context_edits import sibling_wraps
+    lines = _lines(UPDATE)
+    fns = {fn.name: fn for fn in functions_in(1, list(lines.values()))}
+    wraps = sibling_wraps("m.py", fns["update"], lines)
+    assert [(c.line, c.new_lines) for c in wraps] == [(6, ("        out[k] = func(default)\n",))]
+    assert sibling_wraps("m.py", fns["kind"], lines) == []   # arms of an elif chain, a constant argument
+
+
+SPLIT = '''\
+def split_at(iterable, pred, maxsplit=-1):
+    if maxsplit == 0:
+        yield list(iterable)
+        return
+    buf = []
+    it = iter(iterable)
+    for item in it:
+        if pred(item):
+            yield buf
+            if maxsplit == 1:
+                yield list(it)
+                return
+            buf = []
+        else:
+            buf.append(item)
+    yield buf
+
+
+def take(n, items):
+    out = []
+    for x in items:
+        if n <= 0:
+            break
+        out.append(x)
+        n -= 1
+    return out
+'''
+
+
+def test_a_counter_a_loop_tests_but_never_updates_gets_its_update_inserted():
+    from repair_agent.choosers.search.context_edits import counter_updates
+    lines = _lines(SPLIT)
+    fns = {fn.name: fn for fn in functions_in(1, list(lines.values()))}
+    ups = counter_updates("m.py", fns["split_at"], lines)
+    assert [(c.line, c.new_lines[1]) for c in ups] == [(13, "            maxsplit -= 1\n"), (13, "            maxsplit += 1\n")]
+    assert ups[0].new_lines[0] == lines[13] and ups[0].score > ups[1].score   # counting down first
+    assert counter_updates("m.py", fns["take"], lines) == []   # it updates n
+
+
+TZ = '''\
+def tz_offset(tz):
+    sign = tz[0]
+    tzh, tzm = tz[1:3], tz[4:6]
+    offset = int(tzm) + int(tzh) * 60
+    return -offset if sign == "-" else offset
+'''
+
+
+def test_a_test_expecting_an_exception_gets_a_raising_guard_bounded_by_the_goals_range():
+    from repair_agent.choosers.search.context_edits import raising_guards
+    from repair_agent.choosers.search.failure import parse_failure
+    lines = _lines(TZ)
+    fn = functions_in(1, list(lines.values()))[0]
+    goal = "tz_offset('+01:60') returns 60 instead of raising ValueError: minutes out of 0..59 are accepted."
+    f = parse_failure(_target_observation("--- pytest output (failures) ---\nE       Failed: DID NOT RAISE "
+                                          "<class 'ValueError'>\n"), goal, ("pkg/**",))
+    assert f.not_raised == "ValueError"
+    guards = raising_guards("m.py", fn, lines, f.not_raised, goal, {4})
+    assert [c.new_lines[:2] for c in guards] == [
+        ("    if not 0 <= int(tzm) <= 59:\n", '        raise ValueError("tzm must be in 0..59")\n'),
+        ("    if not 0 <= int(tzh) <= 59:\n", '        raise ValueError("tzh must be in 0..59")\n')]
+    assert raising_guards("m.py", fn, lines, f.not_raised, "minutes over 59 are accepted", {4}) == []   # no range
+    assert raising_guards("m.py", fn, lines, "", goal, {4}) == []   # no exception expected
+    assert "ValueError" == parse_failure(_target_observation("E   AssertionError: ValueError not raised by f\n"),
+                                         "", ("pkg/**",)).not_raised
+
+
+def test_ranking_rules_from_the_code_around_a_line():
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.ranking import context_bonus
+    src = '''\
+def search(self, string, pos=0, endpos=None):
+    m = self._re.search(string, endpos, pos)
+    am = groups[1].lower()
+    if am == "AM" and h == 12:
+        h = 0
+    for sub in keys:
+        d = result.setdefault(k, {})
+        k = sub
+    if len(chunk) > n:
+        raise ValueError("iterable is not divisible by n.")
+'''
+    lines = _lines(src)
+    fn = functions_in(1, list(lines.values()))[0]
+    f = Failure()
+    bonus = lambda line, kind, what, failure=f: context_bonus(Candidate("m.py", line, (lines[line],), kind, what),
+                                                               fn, lines, failure)
+    # a function passing its own parameters on in another order than it declares them
+    assert bonus(2, "swap", "swap arguments endpos, pos") == 5 and bonus(2, "swap", "swap arguments string, endpos") == 0
+    # a value re-cased one way and compared with literals of the other case
+    assert bonus(3, "name", "lower -> upper") == 5
+    # a walk down a nested structure that restarts every iteration
+    assert bonus(7, "variable", "result -> d") == 4 and bonus(7, "variable", "k -> d") == 4
+    assert bonus(3, "variable", "groups -> am") == 0   # not in a loop
+    # the condition in front of the raise a test expected, which raises the message it looks for
+    expects = Failure(not_raised="ValueError", assert_lines=[
+        'self.assertRaisesRegex(ValueError, "iterable is not divisible by n", f)'])
+    assert bonus(9, "comparison", "> -> !=", expects) == 5 and bonus(9, "comparison", "> -> !=") == 0
+
+
+def test_ranking_rules_from_the_failures_values():
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.ranking import score
+    line = "    return last(islice(iterable, n), default=default)\n"
+    off = Failure(got=0, expected=1, have_values=True, hints={"boundary"})
+    up = score(Candidate("m.py", 1, (line,), "argument", "argument n + 1"), off, set(), set(), line)
+    down = score(Candidate("m.py", 1, (line,), "argument", "argument n - 1"), off, set(), set(), line)
+    assert up == down + 1   # the edit that moves the value the way the test expects
+    assert "argument iterable + 1" not in _whats(line)   # a collection is never offset
+    # the arguments of an exception being raised do not decide whether it is raised
+    assert not any(w.startswith("argument") for w in _whats("        raise Short(sku, quantity, available)\n"))
+    assert "argument quantity + 1" in _whats("        take(sku, quantity, available)\n")
+    # None reached the test's own code: a guard inside the function is not the cure
+    none = Failure(exception="AttributeError", hints={"none"})
+    g = Candidate("m.py", 1, (line,), "none-guard", "guard")
+    assert score(g, none, set(), {("m.py", 1)}, line) - score(g, none, set(), set(), line) == 6 + 3
+    # a callee refused a value out of its stated bounds: a clamp computed it
+    from repair_agent.choosers.search.failure import parse_failure
+    bounded = parse_failure(_target_observation(
+        "E   ValueError: Indices for islice() must be None or an integer: 0 <= x <= sys.maxsize.\n"), "tail", ("m/**",))
+    assert "range" in bounded.hints
+    clamp = "    return islice(it, min(0, size - n), None)\n"
+    assert score(Candidate("m.py", 1, (clamp,), "extreme", "min -> max"), bounded, set(), set(), clamp) > \
+        score(Candidate("m.py", 1, (clamp,), "arithmetic", "- -> +"), bounded, set(), set(), clamp)
+    # unittest's sequence messages give the values
+    lists = parse_failure(_target_observation("E   AssertionError: Lists differ: ['A', 'B'] != ['B']\n"), "", ("m/**",))
+    assert lists.have_values and (lists.got, lists.expected) == (["A", "B"], ["B"])
+
+
+def test_after_two_tries_on_a_line_a_nearly_as_good_edit_elsewhere_comes_first():
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.ranking import order
+
+    def cand(line, what, score):
+        c = Candidate("m.py", line, (f"x = {what}\n",), "constant", what)
+        c.score = score
+        return c
+    same = [cand(2, f"{k} -> {k + 1}", 10.0 - 0.2 * k) for k in range(4)]   # 10, 9.8, 9.6, 9.4
+    other = cand(3, "7 -> 8", 9.0)
+    for seed in range(5):
+        ranked = order(same + [other], seed)
+        # level with line 2's second best (the seed decides), before its third and fourth
+        whats = [c.what for c in ranked]
+        assert whats.index(other.what) in (1, 2) and whats[3:] == [c.what for c in same[2:]]
+        assert [c.score for c in ranked[3:]] == [9.6 - 1, 9.4 - 2]   # each ranked at its score in the order
+        assert [c.what for c in order(same + [other], seed)] == whats   # a function of the seed
+    assert {[c.what for c in order(same + [other], seed)].index(other.what) for seed in range(8)} == {1, 2}
+    tied = [cand(2, f"{k} -> {k + 1}", 10.0) for k in range(4)]
+    assert order(tied + [other], 0)[-1].what == other.what   # equal scores never hold each other back
+
+
+def test_a_read_never_repeats_known_lines_and_follows_a_chain_of_suspicious_lines():
+    from repair_agent.actions import ReadFile
+    from repair_agent.choosers.search.chooser import Plan, _cluster, _read_suspects
+    sus = {("m.py", n): 1.0 for n in (196, 197, 221, 240, 263)} | {("m.py", 400): 1.0}
+    assert _cluster(sus, "m.py", 196) == (196, 263)   # gaps under 25 lines; 400 is another stretch
+    f = Failure(suspicious={("m.py", 72): 1.0, ("m.py", 114): 1.0})
+    plan = Plan(failure=f, known={"m.py": {n: "x = 1\n" for n in range(47, 105)}}, reads=["m.py:47"])
+    step = _read_suspects(plan, 0.5)
+    assert isinstance(step, ReadFile) and step.start_line == 105 and step.end_line >= 124
+
+
+SECTIONS = '''\
+def parse(path, lines):
+    sections = {}
+    for lineno, name in lines:
+        if not name:
+            raise ParseError(path, lineno, "empty section name")
+        sections[name] = lineno
+    return sections
+'''
+
+
+def test_a_duplicate_refused_raises_the_way_the_function_already_raises():
+    from repair_agent.choosers.search.context_edits import raising_guards
+    lines = _lines(SECTIONS)
+    fn = functions_in(1, list(lines.values()))[0]
+    goal = "a duplicate section must raise ParseError"
+    guards = raising_guards("m.py", fn, lines, "ParseError", goal, {6})
+    assert [c.new_lines for c in guards] == [("        if name in sections:\n",
+                                              '            raise ParseError(path, lineno, f"duplicate {name!r}")\n',
+                                              lines[6])]
+    assert guards[0].score > raising_guards("m.py", fn, lines, "ParseError", "a second section", {6})[0].score
+
+
+def test_a_window_read_inside_a_long_function_without_its_def_is_mutated():
+    top = {1: "def helper(x):\n", 2: "    return x + 1\n"}
+    inside = {700: '        elif type == "o":\n', 701: '            s = r"(0[oO])?[0-6]+"\n', 702: "        return s\n"}
+    f = Failure(callees=["helper"], suspicious={("m.py", 2): 1.0, ("m.py", 701): 0.6}, short_ranges=["[0-6]"])
+    ranked = rank_candidates(f, {"m.py": {**top, **inside}}, [], "octal digits", seed=0)
+    assert any(c.line == 701 and "[0-7]" in c.new_lines[0] for c in ranked)
+    assert "> -> !=" in _whats("    if len(chunk) > n:\n")   # an order test that should be an inequality
+
+
+ARMS = '''\
+def handle(self, type):
+    if type == "d":
+        s = r"\\d+"
+        self.index += 1
+    elif type == "o":
+        s = r"[0-7]+"
+    elif type == "x":
+        s = r"[0-9a-f]+"
+        self.index += 1
+    else:
+        s = type
+        self.index += 1
+    return s
+'''
+
+
+def test_a_statement_every_other_arm_of_an_if_chain_holds_is_inserted_in_the_arm_without_it():
+    from repair_agent.choosers.search.context_edits import sibling_arm_statements
+    lines = _lines(ARMS)
+    fn = functions_in(1, list(lines.values()))[0]
+    copies = sibling_arm_statements("m.py", fn, lines)
+    assert [(c.line, c.new_lines) for c in copies] == [(6, (lines[6], "        self.index += 1\n"))]
+    two_arms = _lines("def f(x):\n    if x:\n        a = 1\n        n += 1\n    else:\n        a = 2\n    return a\n")
+    assert sibling_arm_statements("m.py", functions_in(1, list(two_arms.values()))[0], two_arms) == []
+
+
+def test_a_duplicate_refused_is_worded_as_the_functions_other_duplicate_check():
+    from repair_agent.choosers.search.context_edits import raising_guards
+    src = ('def parse(path, tokens):\n    data = {}\n    for lineno, section, name in tokens:\n'
+           '        if name is None:\n            data[section] = {}\n        else:\n'
+           '            if name in data[section]:\n                raise ParseError(path, lineno, f"duplicate name {name!r}")\n'
+           '            data[section][name] = 1\n    return data\n')
+    lines = _lines(src)
+    fn = functions_in(1, list(lines.values()))[0]
+    guard = raising_guards("m.py", fn, lines, "ParseError", "a duplicate section must raise", {5})[0]
+    assert guard.new_lines[:2] == ("            if section in data:\n",
+                                   '                raise ParseError(path, lineno, f"duplicate section {section!r}")\n')
+
+
+def test_a_class_escape_becomes_the_class_the_goal_names_and_unnamed_ranges_wait():
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.ranking import score
+    line = "NUMBERS = re.compile(r'(?<=\\d),(?=\\D)')\n"
+    digits = {"a", "comma", "between", "two", "digits", "should", "vanish"}
+
+    def s(what, words=digits):
+        return score(Candidate("m.py", 1, (line,), "regex", what), Failure(), words, set(), line)
+    assert s("\\D -> \\d in the pattern") == s("\\d -> \\D in the pattern") + 2
+    assert s("\\D -> \\d in the pattern", {"commas"}) == s("\\d -> \\D in the pattern", {"commas"})
+    assert s("range [a-z] -> [a-y] in the pattern") == s("quantifier + -> * in the pattern") - 1

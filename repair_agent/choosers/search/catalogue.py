@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from .single_statement import single_statement_edits
 from .source import StatementText, _replace_span, _stmt_ast, _tokens
 
-COMPARE_SWAPS = {"<": ("<=", ">"), "<=": ("<", ">="), ">": (">=", "<"), ">=": (">", "<="),
+COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
 BOUNDARY_SWAPS = {("<", "<="), ("<=", "<"), (">", ">="), (">=", ">")}
 ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/", "%"), "%": ("//",),
@@ -94,7 +94,7 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
                 if new == 0 and binary:   # `x - 1` -> `x`, not `x - 0`
                     cut = toks[k - 2].end[1]
                     out.append((kind, f"drop {prev.string} 1", code[:cut] + code[c1:]))
-                elif new >= 0:
+                elif new > 0 or (new == 0 and not (prev is not None and prev.string == "-")):   # never `x[-0]`
                     out.append((kind, f"{n} -> {new}", _replace_span(code, c0, c1, str(new))))
         elif t.type == tokenize.NAME and t.string in NAME_SWAPS and (
                 t.string not in ATTRIBUTE_ONLY or (k and toks[k - 1].string == ".")):
@@ -155,6 +155,7 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
     span, text = stmt.span, stmt.text
 
     arith_operands: list[ast.AST] = []
+    raises = isinstance(tree, ast.Module) and bool(tree.body) and isinstance(tree.body[0], ast.Raise)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args):
             for a, b in zip(node.args, node.args[1:4]):
@@ -197,8 +198,9 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                 out.append(("offset", f"compare with {text(right)} {d}", _replace_span(code, *span(right), f"{text(right)} {d}")))
         callee = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else (
             node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else "")
-        if isinstance(node, ast.Call) and callee not in ITERABLE_CALLS and callee not in ("range", "len"):
-            # an argument one off (`cls(major, minor)` -> `cls(major, minor + 1)`, `islice(it, n)` -> `islice(it, n + 1)`)
+        if isinstance(node, ast.Call) and callee not in ITERABLE_CALLS and callee not in ("range", "len") and not raises:
+            # an argument one off (`cls(major, minor)` -> `cls(major, minor + 1)`, `islice(it, n)` -> `islice(it, n + 1)`);
+            # never of an exception being raised: its arguments do not decide whether it is raised
             for b in node.args:
                 if isinstance(b, (ast.Name, ast.Attribute, ast.Subscript)) and span(b) and not _is_callable_like(b):
                     for d in ("+ 1", "- 1"):
@@ -254,8 +256,15 @@ def _constructs(node: ast.AST) -> bool:
     return name == "cls" or name[:1].isupper()
 
 
+# Names that by convention hold a collection, a text or a function, never a count (Python's own
+# documentation names parameters so: `iterable`, `seq`, `pred`...).
+NOT_A_NUMBER = re.compile(r"^(?:iterables?|it|seq|sequence|items|string|text|data|obj|func|pred|predicate|key|"
+                          r"callback|mapping|values|args|kwargs|self|cls|[a-z]+_(?:list|dict|set|iter|func|str))$")
+
+
 def _is_callable_like(node: ast.AST) -> bool:
-    """A name that is passed as a function or class (`map(str, xs)`), not a number: its offset is noise."""
+    """A name that is passed as a function or class (`map(str, xs)`), or holds a collection or a text
+    (`islice(iterable, n)`), not a number: its offset is noise."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return bool(name) and (name[:1].isupper() or name in ("str", "int", "float", "bool", "len", "list", "dict",
-                                                           "tuple", "set", "repr", "key", "func", "self", "cls"))
+    return bool(name) and (name[:1].isupper() or bool(NOT_A_NUMBER.match(name)) or name in (
+        "str", "int", "float", "bool", "len", "list", "dict", "tuple", "set", "repr"))

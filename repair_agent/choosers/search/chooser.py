@@ -1,6 +1,7 @@
 """The state machine: from the View, the next action (test, localize, apply, check, hand off)."""
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -24,17 +25,27 @@ WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 25, 10   # around a cluster of sus
 CLUSTER_SHARE = 0.5                    # lines at least this suspicious, relative to the line read for
 MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
 MAX_SUSPECT_SPAN = 80
+CLUSTER_GAP = 25                       # suspicious lines this close belong to one stretch of code
 TIED_SUSPICION = 0.9                   # as suspicious as the best line, give or take: read before trying
 MAX_TIED_READS = 2
 
 
 def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> tuple[int, int]:
     """The first and last fairly suspicious lines near `line` in `path`: usually the body of one
-    function, whose `def` the read window's margin above then shows."""
+    function, whose `def` the read window's margin above then shows. The cluster grows along a chain
+    of such lines no more than CLUSTER_GAP apart (one function's body runs in one stretch), within
+    MAX_SUSPECT_SPAN around `line`."""
     top = suspicious[(path, line)]
-    near = [n for (p, n), v in suspicious.items()
-            if p == path and v >= top * CLUSTER_SHARE and abs(n - line) <= MAX_SUSPECT_SPAN // 2]
-    return min(near), max(near)
+    near = sorted(n for (p, n), v in suspicious.items()
+                  if p == path and v >= top * CLUSTER_SHARE and abs(n - line) <= MAX_SUSPECT_SPAN)
+    lo = hi = line
+    for n in near:                      # forwards from `line`
+        if hi < n <= hi + CLUSTER_GAP and n - lo <= MAX_SUSPECT_SPAN:
+            hi = n
+    for n in reversed(near):            # and backwards
+        if hi - MAX_SUSPECT_SPAN <= n < lo and n >= lo - CLUSTER_GAP:
+            lo = n
+    return lo, hi
 
 
 def _unpatched(applied: Candidate | None, path: str, line: int) -> bool:
@@ -55,6 +66,7 @@ class Plan:
     reads: list[str] = field(default_factory=list)
     searches: list[str] = field(default_factory=list)
     search_hits: list[tuple[str, int]] = field(default_factory=list)
+    hits_by_query: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)   # (path, line, text)
     tried: list[tuple[Candidate, str]] = field(default_factory=list)   # (candidate, outcome)
     applied: Candidate | None = None
     awaiting: str | None = None         # "target" | "full" | "check": the next check for `applied`
@@ -64,6 +76,7 @@ class Plan:
         f = self.failure
         facts = [goal_text, f.message if f else None, f.frames if f else None, f.callees if f else None,
                  sorted(f.hints) if f else None, repr(f.expected) if f else None, f.assert_lines if f else None,
+                 f.not_raised if f else None, f.exception_messages if f else None,
                  sorted((p, sorted(lines.items())) for p, lines in self.known.items()), self.search_hits]
         return hashlib.sha256(json.dumps(facts, default=repr).encode()).hexdigest()
 
@@ -100,10 +113,11 @@ class SearchChooser:
         self.last_candidates = candidates
         tried = {c.key for c, _ in plan.tried}
         untried = [c for c in candidates if c.key not in tried]
-        # Before the first candidate, read every place the spectrum ranks as high as the best line
-        # (a wrapper and the function it calls often tie): the right edit may be in the other one.
+        # Before the first candidate: the code of a pattern the failure quotes, when one of its ranges
+        # stops one short of a character of the input it rejected; then every place the spectrum
+        # ranks as high as the best line (a wrapper and the function it calls often tie).
         if not plan.tried and plan.applied is None and view.steps_left > 2 * STEPS_FOR_A_CANDIDATE + 1:
-            step = self._read_tied_suspects(plan)
+            step = _find_quoted_pattern(plan, view.authorization.writable) or self._read_tied_suspects(plan)
             if step is not None:
                 return step
         # Localize further while there is nothing to try and budget to try something later.
@@ -179,6 +193,7 @@ class SearchChooser:
                     m = re.match(r"^([^:\n]+):(\d+):", line)
                     if m and _writable(m.group(1), writable) == m.group(1):
                         hit = (m.group(1), int(m.group(2)))
+                        plan.hits_by_query.setdefault(action["query"], []).append((*hit, line[m.end():]))
                         if hit not in plan.search_hits:
                             plan.search_hits.append(hit)
             elif tool == "read_file":
@@ -246,6 +261,31 @@ class SearchChooser:
         return Stop(reason=f"search chooser: {why}", summary=summary[:7900])
 
 
+QUOTED_HIT_BEFORE, QUOTED_HIT_AFTER = 20, 15
+
+
+def _find_quoted_pattern(plan: Plan, writable: tuple[str, ...]) -> Search | ReadFile | None:
+    """Search for the character class the failure's quoted pattern gets wrong, then read its first hit."""
+    f = plan.failure
+    assert f is not None
+    for query, pattern in list(zip(f.short_ranges, f.quoted_patterns))[:1]:
+        if query not in plan.searches:
+            return Search(query=query, path_glob=writable[0] if len(writable) == 1 else None)
+        # the hit that shares most of the quoted pattern's text (a table entry `"[0-6]"` shares only the class)
+        hits = sorted(plan.hits_by_query.get(query, []), key=lambda h: -_shared(h[2], pattern))
+        for path, line, _ in hits[:1]:
+            start = max(1, line - QUOTED_HIT_BEFORE)
+            if line not in plan.known.get(path, {}) and f"{path}:{start}" not in plan.reads:
+                return ReadFile(path=path, start_line=start, end_line=line + QUOTED_HIT_AFTER)
+    return None
+
+
+def _shared(a: str, b: str) -> int:
+    """The length of the longest text both hold."""
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    return m.size
+
+
 def _read_suspects(plan: Plan, min_score: float) -> ReadFile | None:
     """A window around the most suspicious unread lines of the spectrum scoring at least `min_score`."""
     f = plan.failure
@@ -255,7 +295,10 @@ def _read_suspects(plan: Plan, min_score: float) -> ReadFile | None:
             break
         if line not in plan.known.get(path, {}):
             lo, hi = _cluster(f.suspicious, path, line)
-            start = max(1, lo - WINDOW_BEFORE_SUSPECT)
+            start, end = max(1, lo - WINDOW_BEFORE_SUSPECT), hi + WINDOW_AFTER_SUSPECT
+            known = plan.known.get(path, {})
+            while start in known and start < line:   # the lines already read are not read again: the
+                start, end = start + 1, end + 1       # window moves on, as long as it was
             if f"{path}:{start}" not in plan.reads:
-                return ReadFile(path=path, start_line=start, end_line=hi + WINDOW_AFTER_SUSPECT)
+                return ReadFile(path=path, start_line=start, end_line=end)
     return None

@@ -41,6 +41,14 @@ class Failure:
     suspicious_complete: bool = False   # every line the failing tests ran is listed
     # Values the failing tests expect (source text of literals): a candidate never writes one into the code.
     expected_literals: set[str] = field(default_factory=set)
+    # Every exception message the failing tests show (`E   ValueError: ...` lines), not only the first.
+    exception_messages: list[str] = field(default_factory=list)
+    # The exception a failing test expected and did not get (pytest's "DID NOT RAISE ValueError").
+    not_raised: str = ""
+    # Character classes of a pattern the failure quotes whose range stops one short of a character of
+    # an input it quotes (`[0-6]` and '12345670'): the text to search the code for.
+    short_ranges: list[str] = field(default_factory=list)
+    quoted_patterns: list[str] = field(default_factory=list)   # the patterns those classes were found in
 
 
 def _literal(text: str) -> tuple[bool, Any]:
@@ -63,7 +71,14 @@ def _writable(path: str, writable: tuple[str, ...]) -> str | None:
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # unittest's assertEqual message: `first != second` (by convention the value, then the expectation)
-UNITTEST_NE_RE = re.compile(r"^(?:AssertionError: )?(?P<got>.+?) != (?P<exp>.+)$")
+UNITTEST_NE_RE = re.compile(r"^(?:AssertionError: )?(?:(?:Lists|Tuples|Sequences|Sets|Dicts?) differ: )?"
+                            r"(?P<got>.+?) != (?P<exp>.+)$")
+# `must be ... 0 <= x`, `must be non-negative`: a value computed out of the bounds a callee states
+BOUNDS_BROKEN_RE = re.compile(r"(?:Error|Exception): .*must be .*(?:\d\s*<=?|non-?negative|positive|between|>=?\s*\d)",
+                              re.I)
+# pytest's `DID NOT RAISE <class 'ValueError'>`, unittest's `ValueError not raised by f`
+DID_NOT_RAISE_RE = re.compile(r"DID NOT RAISE <?(?:class )?'?(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Warning))"
+                              r"|\b([A-Z]\w*(?:Error|Exception|Warning)) not raised\b")
 RECASED_INPUT_RE = re.compile(r"\.(?:capitalize|upper|title|swapcase)\(\)")
 
 
@@ -102,6 +117,8 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
             em = EXC_RE.match(body)
             if em and not f.exception:
                 f.exception, f.exception_message = em.group("exc"), em.group("msg")
+            if em:
+                f.exception_messages.append(body)
     if not f.exception:
         em = EXC_RE.search(f.message)
         if em and not f.message.startswith("assert"):
@@ -123,6 +140,10 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
     # last resort: functions the goal names (`name(` or a snake_case word)
     f.callees += re.findall(r"\b([A-Za-z_]\w*)\(", goal_text) + re.findall(r"\b([a-z]+_[a-z_0-9]+)\b", goal_text)
     f.callees = [c for c in dict.fromkeys(f.callees) if c not in NOT_SUSPECTS and not c.startswith("test")]
+    nr = DID_NOT_RAISE_RE.search(out)
+    if nr:
+        f.not_raised = nr.group(1) or nr.group(2)
+    f.short_ranges, f.quoted_patterns = short_ranges([f.message, *f.exception_messages])
     f.hints = _hints(f, goal_text)
     loc = ev.localization
     if loc is not None and loc.lines:
@@ -157,6 +178,8 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         hints.add("extreme")
     if any(RECASED_INPUT_RE.search(line) for line in f.assert_lines):
         hints.add("case")   # the failing assertion feeds a re-cased input: case handling is suspect
+    if any(BOUNDS_BROKEN_RE.search(m) for m in f.exception_messages + [f.message]):
+        hints.add("range")   # a callee refused a value out of its bounds: a clamp or a limit computed it
     if re.search(r"\bdefault\b", goal_text, re.I):
         hints.add("default")
     if re.search(r"\border\b|swap|reverse", goal_text, re.I):
@@ -200,6 +223,32 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         hints.add("boolean")
     return hints
 
+
+
+QUOTED_RE = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+CLASS_RE = re.compile(r"(?<!\\)\[(?!\^)([^\]]*)\]")
+
+
+def short_ranges(texts: list[str]) -> tuple[list[str], list[str]]:
+    """`[0-6]` when a failure quotes a pattern with that class and an input holding '7' (or '/'):
+    a range one short at either end rejects the input (a common regular-expression bug). Also the
+    patterns they were found in."""
+    out: list[str] = []
+    found_in: list[str] = []
+    for text in texts:
+        quoted = [a or b for a, b in QUOTED_RE.findall(text or "")]
+        patterns = [q for q in quoted if CLASS_RE.search(q) and re.search(r"\w-\w", q)]
+        inputs = [q for q in quoted if q not in patterns]
+        for pattern in patterns:
+            for m in CLASS_RE.finditer(pattern):
+                members = m.group(1)
+                for lo, hi in re.findall(r"(\w)-(\w)", members):
+                    beyond = {chr(ord(hi) + 1), chr(ord(lo) - 1)}
+                    near = {ch for ch in beyond if ch.isalnum() and ch.isdigit() == hi.isdigit()}
+                    if any(ch in q and ch not in members for q in inputs for ch in near) and m.group(0) not in out:
+                        out.append(m.group(0))
+                        found_in.append(pattern)
+    return out, found_in
 
 
 def _alnum(text: str) -> str:

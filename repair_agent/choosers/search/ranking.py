@@ -4,31 +4,40 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 
 from .catalogue import Candidate, line_mutations
+from .context_edits import counter_updates, raising_guards, sibling_arm_statements, sibling_wraps
 from .guards import copies_expected, frame_guards, guard_candidates
 from .failure import Failure
 from .patch import _blocks
-from .source import _code_lines, _numbers_in, _parses, functions_in
+from .source import Function, _code_lines, _numbers_in, _parses, functions_in
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
               "variable": -1, "offset": 0, "argument": -1,
               # the single-statement taxonomy's kinds (see single_statement.py)
-              "arguments": 0, "numeral": 0, "scale": 2, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2}
-HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 1},
+              "arguments": 0, "numeral": 0, "scale": 2, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2,
+              # edits read from the statements around a line (see context_edits.py) and a self-assignment's sign
+              "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4, "negate": -2, "sibling-copy": 2}
+HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 3,
+                                                   "counter": 2},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
-              "sign": {"arithmetic": 3, "swap": 2}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
+              "sign": {"arithmetic": 3, "swap": 2, "negate": 6, "sign": 2}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
               "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "separators": {"regex": 4, "arguments": 2, "normalize": 1},
               "case": {"name": 5, "normalize": 5}, "strip": {"name": 5, "normalize": 5},
-              "swap": {"swap": 4, "branches": 3}}
+              "swap": {"swap": 4, "branches": 3},
+              # an exception that states the bounds a value broke (`must be ... 0 <= x`): a clamp or a limit
+              "range": {"extreme": 5, "boundary": 1}}
 
 
+CLASS_WORDS = {"d": r"\bdigits?\b|\bnumbers?\b", "s": r"\bwhitespace\b|\bspaces?\b", "w": r"\bwords?\b|\bletters?\b",
+               "b": r"\bboundary\b"}
 MODULE_CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]+)\s*(?::[^=]+)?=(?!=)")
 
 JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap", "sign"}, "name": {"case", "strip"}, "default": {"default"},
-                "percent": {"percent", "cents"}, "extreme": {"extreme"}}
+                "percent": {"percent", "cents"}, "extreme": {"extreme", "range"}}
 
 
 def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
@@ -57,9 +66,24 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 3   # the values' types say a true division should floor
     if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
         s += 3
-    if c.kind in ("offset", "argument", "percent") and failure.have_values and not (
+    if c.kind in ("offset", "argument", "percent", "negate") and failure.have_values and not (
             _number(failure.got) or _number(failure.expected)) and "number" not in failure.hints:   # '3.0.0' vs '4.0.0' is about a number
         s -= 5   # one more, one less, a hundredth: edits of numbers, and the values are not numbers
+    if c.kind == "none-guard" and "none" in failure.hints and not frame_lines:
+        s -= HINT_BONUS["none"]["none-guard"]   # None reached the test's own code: the function returned it, no
+        # guard inside it raised; an early `return None`-like guard is the symptom, not the cure
+    if c.what in ("< -> !=", "> -> !="):
+        s -= 1   # an order test that should be an inequality: rarer than a boundary or a flipped order
+    if c.kind == "regex" and (m := re.match(r"range (\[(\w)-(\w)\]) -> \[(\w)-(\w)\]", c.what)):
+        if m.group(1) in failure.short_ranges and (m.group(4) < m.group(2) or m.group(5) > m.group(3)):
+            s += 6   # widening the range the failure's quoted pattern gets wrong
+        else:
+            s -= 1   # otherwise rarer than a class escape or a quantifier
+    if c.kind == "regex" and (m := re.match(r"\\(\w) -> \\(\w) in the pattern", c.what)) and m.group(2).islower() and \
+            re.search(CLASS_WORDS[m.group(2).lower()], " ".join(goal_words)):
+        s += 2   # the escape becomes the class the goal names (`\D` -> `\d` where it speaks of digits)
+    if _direction(c, failure) > 0:
+        s += 1   # a one-off value: the edit that moves it the way the test expects
     if (c.path, c.line) in frame_lines:
         s += 3
     elif any(p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
@@ -107,6 +131,7 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
     """Every candidate from the lines read, best first; ties in a seed-dependent order."""
     goal_words = set(re.findall(r"[a-z_]\w*", goal_text.lower())) - {"the", "a", "to", "of", "and", "that",
                                                                       "so", "make", "test", "tests", "its"}
+    goal_words |= {w[:-1] for w in goal_words if w.endswith("s") and not w.endswith("ss") and len(w) > 4}   # plurals
     frame_lines = set(f.frames)
     prose = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", goal_text)   # not numbers inside quoted examples
     goal_numbers = tuple(dict.fromkeys(n for n in _numbers_in(prose) if n <= 1000))[:6]
@@ -129,6 +154,13 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
         if not spans:   # no def in view: the frame's neighbourhood
             spans = [(None, True)]
         targets = [(fn, hit, fn.def_line if fn else min(lines), fn.end_line if fn else max(lines)) for fn, hit in spans]
+        # ... and a window read inside a long function whose `def` it does not show, when the failing
+        # tests ran a line of it or a search found one there
+        if any(fn is not None for fn, _ in spans):
+            pointed = {n for p, n in f.suspicious if p == path} | {n for p, n in search_hits if p == path}
+            for lo, hi in _blocks(lines):
+                if not any(fn.def_line <= hi and lo <= fn.end_line for fn in fns) and any(lo <= n <= hi for n in pointed):
+                    targets.append((None, False, lo, hi))
         # ... and the module constants they use (a pattern, a table, a limit), when in view
         used = {name for fn, _ in spans if fn for n in range(fn.def_line, fn.end_line + 1)
                 for name in re.findall(r"\b([A-Z][A-Z0-9_]+)\b", lines.get(n, ""))}
@@ -144,6 +176,7 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
         for n, v in _failed_try_bodies(lines, path, f.suspicious).items():
             proxies[n] = max(v, proxies.get(n) or 0.0)
         for fn, hit, lo, hi in targets:
+            by_line: dict[int, list[Candidate]] = {}
             code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
             params = tuple(fn.params) if fn else ()
             names = scope_names(fn, lines) if fn else ()
@@ -159,7 +192,9 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
                     c = Candidate(path, n, (new_line,), kind, what)
                     c.score = score(c, f, goal_words, frame_lines, text, params, fn.def_line if fn else None,
                                     proxies.get(n))
-                    cands.setdefault(c.key, c)
+                    if c.key not in cands:
+                        cands[c.key] = c
+                        by_line.setdefault(n, []).append(c)
             for fpath, fline in frame_lines:
                 if fpath == path and lo <= fline <= hi:
                     for c in frame_guards(path, fline, lines, fn, f):
@@ -169,19 +204,106 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
                 for c in guard_candidates(path, fn, lines, f):
                     c.score = score(c, f, goal_words, frame_lines, lines[fn.body_line], params)
                     cands.setdefault(c.key, c)
+            # a window without its `def` (a long docstring above): its lines stand for the function
+            scope = fn or Function(lo, "", [], lo, "", hi)
+            if fn is not None or MODULE_CONSTANT.match(lines.get(lo, "")) is None:
+                ran = {n for p, n in f.suspicious if p == path}
+                for c in (sibling_wraps(path, scope, lines) + counter_updates(path, scope, lines)
+                          + sibling_arm_statements(path, scope, lines)
+                          + raising_guards(path, scope, lines, f.not_raised, goal_text, ran)):
+                    if c.line in code_lines:
+                        c.score = score(c, f, goal_words, frame_lines, lines[c.line], params,
+                                        fn.def_line if fn else None, proxies.get(c.line))
+                        cands.setdefault(c.key, c)
+                for n in range(scope.body_line, scope.end_line + 1):
+                    for c in by_line.get(n, ()):
+                        c.score += context_bonus(c, scope, lines, f)
     # Never a candidate that writes a value the failing test expects into the code.
     kept = [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
-    ordered = sorted(kept, key=lambda c: (c.path, c.line, c.kind, c.key))
+    return order(kept, seed)
+
+
+def order(cands: list[Candidate], seed: int) -> list[Candidate]:
+    """Best first by score tier; ties in a seed-dependent order."""
+    ordered = sorted(cands, key=lambda c: (c.path, c.line, c.kind, c.key))
     rng = random.Random(seed)
+    # Tries on one line fail together: once its two best scores have failed, the line itself is less
+    # likely the fault, so each edit of the same line below them waits a point more per better score
+    # (equal scores are never held back by each other; the seed orders them).
+    line_scores: dict[tuple[str, int], list[float]] = {}
+    for c in ordered:
+        line_scores.setdefault((c.path, c.line), []).append(c.score)
     tiers: dict[int, list[Candidate]] = {}
     for c in ordered:
-        tiers.setdefault(int(c.score), []).append(c)
+        better = len({v for v in line_scores[(c.path, c.line)] if v > c.score})   # distinct better scores there
+        placed = replace(c, score=c.score - SAME_LINE_PENALTY * max(0, better - 1))   # its score in the order
+        tiers.setdefault(int(placed.score), []).append(placed)
     out = []
     for tier in sorted(tiers, reverse=True):
-        group = tiers[tier]
+        group = sorted(tiers[tier], key=lambda c: (c.path, c.line, c.kind, c.key))
         rng.shuffle(group)
         out += group
     return out
+
+
+SAME_LINE_PENALTY = 1.0
+
+
+def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure) -> float:
+    """What the function around a candidate's line says about it (each rule names a bug pattern)."""
+    text = lines.get(c.line, "")
+    bonus = 0.0
+    if f.not_raised and c.kind in ("comparison", "boundary", "boolean", "condition") and text.lstrip().startswith(("if ", "elif ")):
+        nxt = next((lines[k] for k in range(c.line + 1, c.line + 4) if lines.get(k, "").strip()), "")
+        if re.match(rf"^\s*raise\s+(?:[\w.]+\.)?{re.escape(f.not_raised)}\b", nxt):
+            bonus += 3   # the test expected this raise: the condition in front of it let the value through
+            said = re.findall(r"['\"]([^'\"]{6,})['\"]", nxt)
+            if any(text_ in line or line_ in text_ for text_ in said for line in f.assert_lines
+                   for line_ in re.findall(r"['\"]([^'\"]{6,})['\"]", line)):
+                bonus += 2   # ... and it raises with the message the test looks for
+    m = re.match(r"^(\w+) -> (\w+)$", c.what)
+    if c.kind == "variable" and m and re.match(rf"^\s*{re.escape(m.group(2))}\s*=[^=]", text) and _in_loop(c.line, fn, lines):
+        bonus += 4   # `d = result.get(k)` in a loop -> `d = d.get(k)`: a walk that restarts every iteration
+    sw = re.match(r"^swap arguments (\w+), (\w+)$", c.what)
+    if c.kind == "swap" and sw and sw.group(1) in fn.params and sw.group(2) in fn.params and \
+            fn.params.index(sw.group(1)) > fn.params.index(sw.group(2)):
+        bonus += 5   # the function passes its own parameters on in another order than it declares them
+    if c.kind == "name" and m and {m.group(1), m.group(2)} == {"lower", "upper"}:
+        bonus += _case_agreement(c.line, m.group(2), fn, lines)
+    return bonus
+
+
+def _in_loop(n: int, fn, lines: dict[int, str]) -> bool:
+    indent = len(lines.get(n, "")) - len(lines.get(n, "").lstrip())
+    for k in range(n - 1, fn.def_line, -1):
+        t = lines.get(k, "")
+        if not t.strip():
+            continue
+        ind = len(t) - len(t.lstrip())
+        if ind < indent:
+            if re.match(r"^\s*(?:async\s+)?(for|while)\b", t):
+                return True
+            indent = ind
+    return False
+
+
+def _case_agreement(n: int, new: str, fn, lines: dict[int, str]) -> float:
+    """`v = v.lower()` compared further down with "AM": a value re-cased one way and compared with
+    literals of the other case never matches. +5 when the edit makes them agree, -2 when it breaks
+    an agreement."""
+    m = re.match(r"^\s*(\w+)\s*=[^=]", lines.get(n, ""))
+    if not m:
+        return 0.0
+    var = m.group(1)
+    cased = []
+    for k in range(n + 1, fn.end_line + 1):
+        for lit in re.findall(rf"\b{re.escape(var)}\s*(?:==|!=|in|not in)\s*[\(\[{{]?\s*(['\"])(.*?)\1", lines.get(k, "")):
+            letters = [ch for ch in lit[1] if ch.isalpha()]
+            if letters and (all(ch.isupper() for ch in letters) or all(ch.islower() for ch in letters)):
+                cased.append("upper" if letters[0].isupper() else "lower")
+    if not cased:
+        return 0.0
+    return 5.0 if all(x == new for x in cased) else -2.0 if all(x != new for x in cased) else 0.0
 
 
 def _failed_try_bodies(lines: dict[int, str], path: str, suspicious: dict[tuple[str, int], float]) -> dict[int, float]:
@@ -203,6 +325,23 @@ def _failed_try_bodies(lines: dict[int, str], path: str, suspicious: dict[tuple[
                 out[k] = sus
             k -= 1
     return out
+
+
+def _direction(c: Candidate, f: Failure) -> int:
+    """+1 when a ±1 edit moves a number the way the failing value must move (expected above the value
+    got: `+ 1`), -1 the other way, 0 when it does not apply. A returned value one off is left out:
+    it would fit the test's number rather than compute it."""
+    if c.kind not in ("argument", "slice", "constant") or not (
+            f.have_values and _number(f.got) and _number(f.expected) and abs(f.got - f.expected) == 1):
+        return 0
+    m = re.match(r"^(\d+) -> (\d+)$", c.what)
+    if m:
+        up = int(m.group(2)) > int(m.group(1))
+    elif c.what.endswith("+ 1") or c.what.endswith("- 1"):
+        up = c.what.endswith("+ 1")
+    else:
+        return 0
+    return 1 if up == (f.expected > f.got) else -1
 
 
 def _number(value) -> bool:

@@ -13,7 +13,11 @@ the operator catalogue did not already cover.
   (`None if n is None else n` -> `... else n + 1`);
 - a regular expression's character class or quantifier inverted (`\\D` -> `\\d`, `+` -> `*`);
 - a less or more specific condition: one operand of `and`/`or` dropped;
-- a statement deleted (a call, or a transformation of a value, that should not run).
+- a statement deleted (a call, or a transformation of a value, that should not run);
+- a lost sign or negation: a self-assignment `x = x` (a statement with no effect, which linters flag)
+  is the remnant of `x = -x` or `x = not x`; a returned or assigned name may lack its minus;
+- a character range in a regular expression one off at either end (`[0-6]` -> `[0-7]`), in a pattern
+  passed to `re` or written as a raw string.
 
 Each function takes one source line and returns (kind, what, new line) triples, like the catalogue."""
 from __future__ import annotations
@@ -44,12 +48,15 @@ def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
     # a power of ten that scales or wraps a value (`n % 10`, `x * 100`)
     scales = {id(b.right): True for b in ast.walk(tree)
               if isinstance(b, ast.BinOp) and isinstance(b.op, (ast.Mod, ast.FloorDiv, ast.Div, ast.Mult))}
+    patterns: set[int] = set()   # pattern literals already given regex edits through their call
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and span(node):
             out += _fewer_args(code, node, span, text)
             out += _more_args(code, node, span, text)
             if _callee(node) in REGEX_CALLS:
                 out += _regex_edits(code, node, span)
+                if node.args:
+                    patterns.add(id(node.args[0]))
         if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 10 and span(node) \
                 and str(node.value) == "1" + "0" * (len(str(node.value)) - 1):
             n = node.value
@@ -75,7 +82,20 @@ def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
                 if span(keep):
                     out.append(("condition", f"`{text(node)}` -> `{text(keep)}`",
                                 _replace_span(code, *span(node), text(keep))))
+    # a raw string literal is, in practice, a regular expression: its character ranges may be one off
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in patterns and span(node) \
+                and code[span(node)[0]:span(node)[0] + 1] in "rR":
+            out += _range_edits(code, *span(node))
     top = tree.body[0] if isinstance(tree, ast.Module) and tree.body else None
+    if isinstance(top, ast.Assign) and len(top.targets) == 1 and isinstance(top.targets[0], ast.Name) \
+            and isinstance(top.value, ast.Name) and top.value.id == top.targets[0].id and span(top.value):
+        name = top.value.id   # `x = x`: no effect; what was meant changed the value
+        for new, what in ((f"-{name}", "restore the sign"), (f"not {name}", "restore the negation")):
+            out.append(("sign", f"{what}: `{name} = {new}`", _replace_span(code, *span(top.value), new)))
+    elif isinstance(top, (ast.Return, ast.Assign)) and isinstance(top.value, ast.Name) and span(top.value):
+        name = top.value.id   # `return offset` for `return -offset`: a value with the wrong sign
+        out.append(("negate", f"{name} -> -{name}", _replace_span(code, *span(top.value), f"-{name}")))
     # a call whose effect should not happen, or a transformation of a value (`text = f(text)`): deleting
     # either leaves every name defined
     transforms = isinstance(top, ast.Assign) and len(top.targets) == 1 and isinstance(top.targets[0], ast.Name) and any(
@@ -155,4 +175,26 @@ def _regex_edits(code, node: ast.Call, span) -> list[tuple[str, str, str]]:
         new = "*" if literal[at] == "+" else "+"
         out.append(("regex", f"quantifier {literal[at]} -> {new} in the pattern",
                     code[:p0] + literal[:at] + new + literal[at + 1:] + code[p1:]))
+    return out + _range_edits(code, p0, p1)
+
+
+RANGE_RE = re.compile(r"(?<!\\)\[\^?[^\]]*?(?<![\\])([0-9A-Za-z])-([0-9A-Za-z])")
+
+
+def _range_edits(code: str, p0: int, p1: int) -> list[tuple[str, str, str]]:
+    """A character range of a pattern literal one off at either end: `[0-6]` -> `[0-7]`, `[a-y]` -> `[a-z]`."""
+    literal, out = code[p0:p1], []
+    for m in RANGE_RE.finditer(literal):
+        lo, hi = m.group(1), m.group(2)
+        if not (lo <= hi and (lo.isdigit() == hi.isdigit()) and (lo.isdigit() or lo.islower() == hi.islower())):
+            continue
+        for at, ch in ((m.start(1), lo), (m.start(2), hi)):
+            for step in (1, -1):
+                new = chr(ord(ch) + step)
+                if not new.isalnum() or (new.isdigit() != ch.isdigit()) or (at == m.start(1) and new > hi) \
+                        or (at == m.start(2) and new < lo):
+                    continue
+                rng = f"{lo}-{hi}".replace(ch, new, 1) if at == m.start(1) else f"{lo}-{new}"
+                out.append(("regex", f"range [{lo}-{hi}] -> [{rng}] in the pattern",
+                            code[:p0] + literal[:at] + new + literal[at + 1:] + code[p1:]))
     return out

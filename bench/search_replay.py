@@ -1,0 +1,221 @@
+"""Where the search chooser ranks a scenario's reference fix, replayed from a run without containers.
+
+    .venv/bin/python bench/search_replay.py RUN_DIR [RUN_DIR ...] [--budget 12] [--seed 0] [--top 8]
+
+Each RUN_DIR is a run of any chooser on a scenario with a `reference_fix` (a sweep's run
+directories will do). From its journal only the first target-test observation (the failure and
+the spectrum localization) and the View's goal and authorization are taken. The search chooser is
+then driven step by step against the scenario's buggy tree on the host: a read or a search is
+answered from the tree as the sandbox would (`sed -n`, `git grep -n -F`), an applied candidate
+counts as right when it turns the file into the reference fix's text, and a wrong one as a failed
+full suite (two steps, as in a run). No test runs, so a candidate that only the full suite would
+refuse, or a plausible-but-wrong one that it would accept, is not told apart: the replay measures
+the ranking, the sweep measures the repairs.
+
+Printed per run: the rank of the right candidate when the first candidate was proposed (or why it
+has none: the line was never read, or no catalogue edit makes it), the best-ranked candidates, and
+whether the replayed run would reach the right candidate within the budget.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from repair_agent.actions import ApplyPatch, ReadFile, Search, Stop  # noqa: E402
+from repair_agent.choosers.search import Candidate, SearchChooser  # noqa: E402
+from repair_agent.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
+from repair_agent.scenario import Scenario, load_manifest  # noqa: E402
+from repair_agent.state import Evidence, View  # noqa: E402
+
+HUNK_RE = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+
+
+def apply_diff(text: str, diff: str) -> str:
+    """`text` (one file) with the hunks of a unified diff applied at their stated lines."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    at = 0
+    hunk: list[str] = []
+    start = None
+
+    def flush() -> None:
+        nonlocal at
+        if start is None:
+            return
+        out.extend(lines[at:start - 1])
+        at = start - 1
+        for h in hunk:
+            if h.startswith(" "):
+                at += 1
+                out.append(lines[at - 1])
+            elif h.startswith("-"):
+                at += 1
+            elif h.startswith("+"):
+                out.append(h[1:])
+    for line in diff.splitlines(keepends=True):
+        m = HUNK_RE.match(line)
+        if m:
+            flush()
+            start, hunk = int(m.group(1)), []
+        elif start is not None and line[:1] in " +-" and not line.startswith(("+++", "---")):
+            hunk.append(line)
+    flush()
+    return "".join(out + lines[at:])
+
+
+def diff_path(diff: str) -> str:
+    m = re.search(r"^\+\+\+ b/(\S+)", diff, re.M)
+    if not m:
+        raise ValueError("no file in the reference fix")
+    return m.group(1)
+
+
+def with_candidate(text: str, c: Candidate) -> str:
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:c.line - 1] + list(c.new_lines) + lines[c.line:])
+
+
+def _evidence(n: int, action, status: str, output: str, data: dict | None = None) -> Evidence:
+    return Evidence(id=f"R{n}", step=n, tool=action.tool, status=status, source="replay",
+                    started_at="2026-01-01T00:00:00+00:00", duration_s=0.0, summary=f"{action.tool} {status}",
+                    output=output, diff_sha256="0" * 64, fingerprint=hashlib.sha256(output.encode()).hexdigest(),
+                    result_sha256="r", data=data or {}, action=action.canonical())
+
+
+def _search(tree: Path, query: str, glob: str | None) -> str:
+    hits = []
+    for p in sorted(tree.rglob("*")):
+        rel = p.relative_to(tree).as_posix()
+        if not p.is_file() or ".git/" in rel or "__pycache__" in rel or (glob and not fnmatch.fnmatch(rel, glob)):
+            continue
+        try:
+            for i, line in enumerate(p.read_text().splitlines(), 1):
+                if query in line:
+                    hits.append(f"{rel}:{i}:{line}")
+        except (UnicodeDecodeError, OSError):
+            continue
+    return "\n".join(hits) + ("\n" if hits else "")
+
+
+def replay(run_dir: Path, budget: int, seed: int, top: int) -> dict:
+    records = read_records(run_dir / "journal.jsonl")
+    setup = json.loads((run_dir / "journal.jsonl").read_text().splitlines()[0])
+    scenario = load_manifest(Path(setup["manifest"]))
+    evidence = evidence_by_id(records)
+    steps = [r for r in records if isinstance(r, StepRecord)]
+    first = next(r for r in steps if r.evidence is not None and r.evidence.tool == "run_target_test")
+    assert first.evidence is not None
+    return simulate(scenario, first.view.view(evidence), first.evidence, budget, seed, top)
+
+
+def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed: int, top: int) -> dict:
+    """The search chooser driven from the first target-test observation `first` (see the module's docstring)."""
+    if scenario.reference_fix is None:
+        raise SystemExit(f"{scenario.name}: no reference fix")
+    fix = scenario.reference_fix.read_text()
+    fix_path = diff_path(fix)
+    tree = Path(scenario.repo)
+    original = (tree / fix_path).read_text()
+    fixed = apply_diff(original, fix)
+    chooser = SearchChooser(seed=seed)
+    evs = [first]
+    used, applied, tried_keys = 1, None, []
+    first_rank: object = None
+    top_list: list[str] = []
+    outcome = "out of budget"
+    while used < budget:
+        fields = {**view0.view_fields(), "steps_left": budget - used, "step": used + 1}
+        view = View(**fields, evidence=tuple(evs))
+        action = chooser.choose(view)
+        if isinstance(action, Stop):
+            outcome = f"hand-off: {action.reason}"
+            break
+        if isinstance(action, ReadFile):
+            path = tree / action.path
+            lines = path.read_text().splitlines(keepends=True) if path.is_file() else []
+            if applied is not None and applied.path == action.path:
+                lines = with_candidate("".join(lines), applied).splitlines(keepends=True)
+            lo, hi = action.start_line or 1, action.end_line or len(lines)
+            evs.append(_evidence(used + 1, action, "ok", "".join(lines[lo - 1:hi])))
+            used += 1
+        elif isinstance(action, Search):
+            evs.append(_evidence(used + 1, action, "ok", _search(tree, action.query, action.path_glob)))
+            used += 1
+        elif isinstance(action, ApplyPatch):
+            plan = chooser.last_plan
+            done = {c.key for c, _ in plan.tried} if plan else set()
+            ranked = chooser.last_candidates
+            cand = next(c for c in ranked if c.key not in done)
+            if first_rank is None:
+                first_rank = _right_rank(ranked, original, fixed, fix_path, plan)
+                top_list = [f"{c.score:5.1f} {c.label()}" for c in ranked[:top]]
+            tried_keys.append(cand.label())
+            if cand.path == fix_path and with_candidate(original, cand) == fixed:
+                outcome = "right candidate tried" if used + 4 <= budget else "right candidate, too few steps"
+                used += 4
+                break
+            evs.append(_evidence(used + 1, action, "ok", ""))
+            full = _run_full()
+            evs.append(_evidence(used + 2, full, "failed", "the full suite fails", {"targets_ok": False}))
+            applied = cand
+            used += 2
+        else:
+            outcome = f"unexpected action {action.tool}"
+            break
+    if first_rank is None:
+        plan = chooser.last_plan
+        first_rank = _right_rank(chooser.last_candidates, original, fixed, fix_path, plan) if plan else "no plan"
+    return {"scenario": scenario.name, "rank": first_rank, "outcome": outcome, "steps": used,
+            "tried": tried_keys, "top": top_list,
+            "reads": [json.loads(e.action).get("path", "") + f":{json.loads(e.action).get('start_line')}-"
+                      f"{json.loads(e.action).get('end_line')}" for e in evs if e.tool == "read_file"]}
+
+
+def _run_full():
+    from repair_agent.actions import RunFullSuite
+    return RunFullSuite()
+
+
+def _right_rank(ranked: list[Candidate], original: str, fixed: str, path: str, plan) -> object:
+    for i, c in enumerate(ranked, 1):
+        if c.path == path and with_candidate(original, c) == fixed:
+            return i
+    old = original.splitlines()
+    new = fixed.splitlines()
+    changed = next((i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)) + 1)
+    known = plan.known.get(path, {}) if plan else {}
+    return f"none of {len(ranked)} (line {changed} {'read' if changed in known else 'not read'})"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--budget", type=int, default=12)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--top", type=int, default=6)
+    p.add_argument("--json", help="also write the rows to this file")
+    args = p.parse_args()
+    rows = []
+    for run in args.runs:
+        row = replay(Path(run), args.budget, args.seed, args.top)
+        rows.append(row)
+        print(f"{row['scenario']:<34} rank {row['rank']!s:<28} {row['outcome']} ({row['steps']} steps)")
+        for t in row["top"]:
+            print(f"      {t}")
+    solved = sum(r["outcome"] == "right candidate tried" for r in rows)
+    print(f"\nright candidate reached within budget {args.budget}: {solved}/{len(rows)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
