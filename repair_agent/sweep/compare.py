@@ -83,16 +83,8 @@ def compare_sweeps(a: SweepSummary, b: SweepSummary, *, a_label: str = "a", b_la
 
 
 def _moves(x: Cell, y: Cell, metric: str) -> ScenarioMoves:
-    moves = ScenarioMoves(metric=metric)
-    for scenario in sorted(x.per_scenario.keys() & y.per_scenario.keys()):
-        before, after = x.per_scenario[scenario].get(metric), y.per_scenario[scenario].get(metric)
-        if before is None or after is None:
-            continue
-        if after > before + stats.EPS:
-            moves.higher.append(scenario)
-        elif after < before - stats.EPS:
-            moves.lower.append(scenario)
-    return moves
+    higher, lower, _ = stats.scenario_moves(x.per_scenario, y.per_scenario, metric)
+    return ScenarioMoves(metric=metric, higher=higher, lower=lower)
 
 
 def render_comparison(comparison: SweepComparison) -> str:

@@ -215,21 +215,30 @@ def cell_statistics(runs: list[dict], rates: dict[str, float | None]) -> CellSta
                           intervals=intervals, correctness=correctness_counts(runs), per_scenario=scenarios)
 
 
-def paired_test(a: dict[str, dict[str, float | None]], b: dict[str, dict[str, float | None]], metric: str,
-                difference: float | None) -> PairedTest:
-    """The sign test of b against a over the scenarios both ran, for one metric."""
-    shared = sorted(set(a) & set(b))
-    higher = lower = 0
+def scenario_moves(a: dict[str, dict[str, float | None]], b: dict[str, dict[str, float | None]],
+                   metric: str) -> tuple[list[str], list[str], int]:
+    """Of the scenarios both ran with a value for `metric`: those where b is higher than a, those
+    where it is lower, and how many were compared."""
+    higher: list[str] = []
+    lower: list[str] = []
     tested = 0
-    for scenario in shared:
+    for scenario in sorted(set(a) & set(b)):
         x, y = a[scenario].get(metric), b[scenario].get(metric)
         if x is None or y is None:
             continue
         tested += 1
         if y > x + EPS:
-            higher += 1
+            higher.append(scenario)
         elif y < x - EPS:
-            lower += 1
+            lower.append(scenario)
+    return higher, lower, tested
+
+
+def paired_test(a: dict[str, dict[str, float | None]], b: dict[str, dict[str, float | None]], metric: str,
+                difference: float | None) -> PairedTest:
+    """The sign test of b against a over the scenarios both ran, for one metric."""
+    higher_names, lower_names, tested = scenario_moves(a, b, metric)
+    higher, lower = len(higher_names), len(lower_names)
     if not tested:
         return PairedTest(scenarios=0, b_higher=0, b_lower=0, p_value=None, clears=False)
     p = sign_test(higher, lower)
