@@ -14,7 +14,7 @@ import pytest
 
 from repair_agent.choosers import load_chooser
 from repair_agent.choosers.search import (Candidate, SearchChooser, functions_in, line_mutations, parse_failure,
-                                          render_patch)
+                                          render_patch, unanchored_end)
 from repair_agent.journal import StepRecord, evidence_by_id, read_journal, read_records
 from repair_agent.run import execute_run
 from repair_agent.scenario import load_manifest, resolve
@@ -184,6 +184,32 @@ def test_render_patch_reverts_the_previous_candidate_and_applies(tmp_path):
     apply(render_patch(known, first, guard))
     text = (tmp_path / "src/textbits.py").read_text()
     assert "return items[:n - 1]" in text and "if text is None:\n        return 0\n    words" in text
+
+
+def test_an_edit_on_the_last_line_read_waits_for_the_line_after_it(tmp_path):
+    """git apply anchors a hunk with no line after its edit to the end of the file: such a patch
+    does not apply, and the candidate would be lost. The chooser reads on first."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/textbits.py").write_text(TEXTBITS)
+    lines = dict(enumerate(TEXTBITS.splitlines(keepends=True), start=1))
+    known = {"src/textbits.py": {n: t for n, t in lines.items() if n <= 9}}   # a window ending on the bug
+    fix = Candidate("src/textbits.py", 9, ("    return items[:n]\n",), "slice", "x")
+
+    def applies(diff: str) -> bool:
+        (tmp_path / "p.diff").write_text(diff)
+        return subprocess.run(["git", "apply", "--recount", "p.diff"], cwd=tmp_path, capture_output=True).returncode == 0
+
+    assert not applies(render_patch(known, None, fix))   # the defect the guard is for
+    assert unanchored_end(known, {}, None, fix) == ("src/textbits.py", 10)
+    assert unanchored_end(known, {}, fix, None) == ("src/textbits.py", 10)   # reverting it too
+    assert unanchored_end(known, {"src/textbits.py": 9}, None, fix) is None   # a window that ends the file
+    above = Candidate("src/textbits.py", 9, ("    n = max(n, 0)\n", lines[9]), "guard", "y")
+    assert unanchored_end(known, {}, None, above) is None   # the read line stays last, as context
+    known["src/textbits.py"].update({n: lines[n] for n in (10, 11)})
+    assert unanchored_end(known, {}, None, fix) is None
+    assert applies(render_patch(known, None, fix))
+    assert "return items[:n]\n" in (tmp_path / "src/textbits.py").read_text()
 
 
 # -- localization on real tool output ------------------------------------------------------------

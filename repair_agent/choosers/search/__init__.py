@@ -14,9 +14,9 @@ from .catalogue import Candidate, line_mutations
 from .guards import frame_guards, guard_candidates
 from .chooser import Plan, SearchChooser
 from .failure import Failure, parse_failure
-from .patch import render_patch
+from .patch import render_patch, unanchored_end
 from .ranking import score
 from .source import Function, functions_in
 
 __all__ = ["Candidate", "Failure", "Function", "Plan", "SearchChooser", "frame_guards", "functions_in",
-           "guard_candidates", "line_mutations", "parse_failure", "render_patch", "score"]
+           "guard_candidates", "line_mutations", "parse_failure", "render_patch", "score", "unanchored_end"]

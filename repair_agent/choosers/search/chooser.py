@@ -11,7 +11,7 @@ from ...actions import ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetT
 from ...state import View
 from .catalogue import Candidate
 from .failure import Failure, _writable, parse_failure
-from .patch import render_patch
+from .patch import render_patch, unanchored_end
 from .ranking import rank_candidates
 
 WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the enclosing def is usually above)
@@ -28,6 +28,7 @@ MAX_SUSPECT_SPAN = 80
 CLUSTER_GAP = 25                       # suspicious lines this close belong to one stretch of code
 TIED_SUSPICION = 0.9                   # as suspicious as the best line, give or take: read before trying
 MAX_TIED_READS = 2
+ANCHOR_READ = 6                        # lines read after a window's last line, so a hunk there applies
 
 
 def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> tuple[int, int]:
@@ -63,6 +64,7 @@ class Plan:
     chooser's decisions are a function of (View, seed) alone and replay from the journal."""
     failure: Failure | None = None
     known: dict[str, dict[int, str]] = field(default_factory=dict)
+    eof: dict[str, int] = field(default_factory=dict)       # path -> its last line, once a read passed it
     reads: list[str] = field(default_factory=list)
     searches: list[str] = field(default_factory=list)
     search_hits: list[tuple[str, int]] = field(default_factory=list)
@@ -130,6 +132,11 @@ class SearchChooser:
         if view.steps_left < STEPS_FOR_A_RIGHT_CANDIDATE:
             return self._handoff(plan, candidates, f"{view.steps_left} step(s) left: not enough to try and check "
                                  "another candidate")
+        gap = unanchored_end(plan.known, plan.eof, plan.applied, untried[0])
+        if gap is not None and f"{gap[0]}:{gap[1]}" not in plan.reads \
+                and view.steps_left > STEPS_FOR_A_RIGHT_CANDIDATE:
+            # the edit is on the last line read: a hunk without a line after it would not apply
+            return ReadFile(path=gap[0], start_line=gap[1], end_line=gap[1] + ANCHOR_READ - 1)
         return ApplyPatch(diff=render_patch(plan.known, plan.applied, untried[0]))
 
     # -- localization --------------------------------------------------------------------------
@@ -201,7 +208,11 @@ class SearchChooser:
                 plan.reads.append(f"{action['path']}:{start}")
                 if ev.status == "ok" and "[output capped" not in ev.output:
                     known = plan.known.setdefault(action["path"], {})
-                    for i, text in enumerate(ev.output.splitlines(keepends=True)):
+                    got = ev.output.splitlines(keepends=True)
+                    end = action.get("end_line")
+                    if end is None or len(got) < end - start + 1:   # the read ran past the file's end
+                        plan.eof[action["path"]] = start + len(got) - 1
+                    for i, text in enumerate(got):
                         if _unpatched(plan.applied, action["path"], start + i):   # never learn a patched line
                             known.setdefault(start + i, text if text.endswith("\n") else text + "\n")
                     if not known:

@@ -18,6 +18,22 @@ def _blocks(lines: dict[int, str]) -> list[tuple[int, int]]:
     return runs
 
 
+def unanchored_end(known: dict[str, dict[int, str]], eof: dict[str, int], before: Candidate | None,
+                   after: Candidate | None) -> tuple[str, int] | None:
+    """The first unread line after a read window whose last line the patch from `before` to `after`
+    changes, unless that window ends the file: `git apply` anchors a hunk with no trailing context
+    to the end of the file, so such a patch would not apply. None when every hunk is anchored."""
+    for c in (before, after):
+        if c is None:
+            continue
+        lines = known.get(c.path, {})
+        for _, hi in _blocks(lines):
+            # an edit that keeps the line last (a statement inserted above it) leaves it as context
+            if c.line == hi and c.new_lines[-1:] != (lines[hi],) and eof.get(c.path) != hi:
+                return c.path, hi + 1
+    return None
+
+
 def render_patch(known: dict[str, dict[int, str]], before: Candidate | None, after: Candidate | None) -> str:
     """One unified diff taking the tree from `before` applied to `after` applied (either may be None:
     the pristine text). Every hunk is built from lines actually read, so it applies exactly."""
