@@ -293,7 +293,7 @@ def test_loader_seed_and_no_scenario(textbits):
     chooser = load_chooser("search", load_manifest(textbits / "slice.scenario.toml"), seed=7)
     assert isinstance(chooser, SearchChooser) and chooser.seed == 7 and chooser.name == "search"
     # the chooser is built from the seed alone: nothing of the scenario (recipe, reference fix) is kept
-    assert set(vars(chooser)) == {"seed", "last_plan", "last_candidates", "_rankings", "_patches"}
+    assert set(vars(chooser)) == {"seed", "last_plan", "last_candidates", "_scored", "_rankings", "_patches"}
 
 
 # -- discount-bug end to end in Docker, without the [baseline] recipe -----------------------------
@@ -353,12 +353,13 @@ def test_replaying_a_view_ranks_once_however_many_patches_it_holds(textbits, run
     patches = sum(x["proposal"]["tool"] == "apply_patch" for x in s)
     assert patches >= 3
     calls = []
-    real = chooser_module.rank_candidates
-    monkeypatch.setattr(chooser_module, "rank_candidates", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = chooser_module.scored_candidates
+    monkeypatch.setattr(chooser_module, "scored_candidates", lambda *a, **k: calls.append(1) or real(*a, **k))
     chooser = SearchChooser(0)
     last = shown_view(rec, len(s))
     stop = chooser.choose(last)
-    # every past patch identified, and the same hand-off as in the run, from one ranking
+    # every past patch identified, and the same hand-off as in the run, from one scoring (what the
+    # failed tries showed only reorders it)
     assert stop.model_dump() == s[-1]["proposal"] and len(calls) == 1
     chooser.choose(last)
     assert len(calls) == 1   # and none again for the same evidence

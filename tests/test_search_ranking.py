@@ -643,3 +643,30 @@ def test_a_class_escape_becomes_the_class_the_goal_names_and_unnamed_ranges_wait
     assert s("\\D -> \\d in the pattern") == s("\\d -> \\D in the pattern") + 2
     assert s("\\D -> \\d in the pattern", {"commas"}) == s("\\d -> \\D in the pattern", {"commas"})
     assert s("range [a-z] -> [a-y] in the pattern") == s("quantifier + -> * in the pattern") - 1
+
+
+def test_what_a_failed_try_did_to_the_failure_reorders_the_edits_of_its_line():
+    from repair_agent.choosers.search.chooser import effect_of
+    before = {"tests.test_m::test_total": "failed: assert 7 == 3"}
+    assert effect_of(before, dict(before)) == "same"
+    assert effect_of(before, {"tests.test_m::test_total": "failed: assert 5 == 3"}) == "changed"
+    assert effect_of(before, {"tests.test_m::test_other": "failed: assert 1 == 2"}) == "passes"
+    # a try that broke the module tells nothing about its line
+    assert effect_of(before, {"tests.test_m::test_total": "failed: NameError: name 'acc2' is not defined"}) is None
+    assert effect_of(before, {f"tests.test_m::t{i}": "failed" for i in range(20)}) is None
+    assert effect_of({}, {}) is None
+
+    f = Failure(message="assert 7 == 3", got=7, expected=3, have_values=True, callees=["total"],
+                assert_lines=["assert total([1, 2], 0) == 3"], expected_literals={"3"},
+                suspicious={("src/m.py", 16): 1.0, ("src/m.py", 14): 1.0}, suspicious_complete=True)
+    plain = rank_candidates(f, {"src/m.py": LINES}, [], "total adds the values", seed=0)
+    line = plain[0].line
+    rank_on = lambda ranked, n: min(i for i, c in enumerate(ranked) if c.line == n and c.key != plain[0].key)
+    same = rank_candidates(f, {"src/m.py": LINES}, [], "total adds the values", 0, {("src/m.py", line): "same"})
+    passes = rank_candidates(f, {"src/m.py": LINES}, [], "total adds the values", 0, {("src/m.py", line): "passes"})
+    assert rank_on(same, line) >= rank_on(plain, line) >= rank_on(passes, line)
+    scores = lambda ranked: {c.key: c.score for c in ranked if c.line == line}
+    assert {k: v - 2 for k, v in scores(plain).items()} == scores(same)
+    assert {k: v + 3 for k, v in scores(plain).items()} == scores(passes)
+    other = next(c.line for c in plain if c.line != line)
+    assert rank_on(same, other) <= rank_on(plain, other)

@@ -12,7 +12,7 @@ from ...state import View
 from .catalogue import Candidate
 from .failure import Failure, _writable, parse_failure
 from .patch import render_patch, unanchored_end
-from .ranking import rank_candidates
+from .ranking import order, scored_candidates
 
 WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the enclosing def is usually above)
 DEF_WINDOW = 45                        # a read from a `def` line found by search
@@ -70,11 +70,15 @@ class Plan:
     search_hits: list[tuple[str, int]] = field(default_factory=list)
     hits_by_query: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)   # (path, line, text)
     tried: list[tuple[Candidate, str]] = field(default_factory=list)   # (candidate, outcome)
+    # What each failed try did to the failing target tests (see `effect_of`), by the line it edited:
+    # a line whose edit changes the failure is on its path, one whose edit changes nothing likely not.
+    effects: dict[tuple[str, int], str] = field(default_factory=dict)
+    initial_failing: dict[str, str] = field(default_factory=dict)   # test -> message, before any patch
     applied: Candidate | None = None
     awaiting: str | None = None         # "target" | "full" | "check": the next check for `applied`
 
     def fingerprint(self, goal_text: str) -> str:
-        """Everything the candidates are computed from (what was parsed, read and found)."""
+        """Everything the candidates' scores are computed from (what was parsed, read and found)."""
         f = self.failure
         facts = [goal_text, f.message if f else None, f.frames if f else None, f.callees if f else None,
                  sorted(f.hints) if f else None, repr(f.expected) if f else None, f.assert_lines if f else None,
@@ -92,7 +96,8 @@ class SearchChooser:
         self.last_candidates: list[Candidate] = []
         # Pure caches of derived facts, keyed by everything they are computed from: replaying a
         # View never re-ranks or re-renders what an earlier step already did.
-        self._rankings: dict[str, list[Candidate]] = {}
+        self._scored: dict[str, list[Candidate]] = {}
+        self._rankings: dict[tuple, list[Candidate]] = {}
         self._patches: dict[tuple[str, str | None, str], Candidate | None] = {}
 
     # The single entry point: one proposal from the View.
@@ -179,11 +184,14 @@ class SearchChooser:
     def _ranked(self, plan: Plan, view: View) -> list[Candidate]:
         # Candidates depend only on what was read, searched and parsed: one ranking per such state,
         # however many steps replay it (a pure cache: the answer is the same without it).
+        # What failed tries showed only reorders them.
         key = plan.fingerprint(view.goal.text)
-        if key not in self._rankings:
-            self._rankings[key] = rank_candidates(plan.failure, plan.known, plan.search_hits, view.goal.text,
-                                                  self.seed)
-        return self._rankings[key]
+        if key not in self._scored:
+            self._scored[key] = scored_candidates(plan.failure, plan.known, plan.search_hits, view.goal.text)
+        order_key = (key, tuple(sorted(plan.effects.items())))
+        if order_key not in self._rankings:
+            self._rankings[order_key] = order(self._scored[key], self.seed, plan.effects)
+        return self._rankings[order_key]
 
     # -- reading the evidence back -------------------------------------------------------------
     def _replay(self, view: View) -> Plan:
@@ -194,6 +202,7 @@ class SearchChooser:
             tool = action.get("tool")
             if tool == "run_target_test" and plan.failure is None:
                 plan.failure = parse_failure(ev, view.goal.text, writable)
+                plan.initial_failing = _failing(ev.data)
             elif tool == "search":
                 plan.searches.append(action["query"])
                 for line in (ev.output or "").splitlines():
@@ -239,6 +248,10 @@ class SearchChooser:
                     if passed:
                         plan.awaiting = "target"
                     else:
+                        effect = effect_of(plan.initial_failing, _failing(ev.data))
+                        if effect is not None:
+                            plan.effects[(c.path, c.line)] = max(effect, plan.effects.get((c.path, c.line), effect),
+                                                                 key=EFFECTS.index)
                         plan.tried.append((c, "full suite fails (the target passes: a trap)" if targets_ok
                                            else "target test still fails" if targets_ok is False
                                            else "full suite fails")); plan.awaiting = None
@@ -270,6 +283,32 @@ class SearchChooser:
                    + (f". The working tree still holds the last failed candidate {plan.applied.label()}."
                       if plan.applied is not None and plan.tried and plan.tried[-1][0] is plan.applied else "."))
         return Stop(reason=f"search chooser: {why}", summary=summary[:7900])
+
+
+# From no sign that the line matters to a target test passing. A line tried more than once keeps
+# its strongest effect.
+EFFECTS = ("same", "changed", "passes")
+BROKEN_MARKERS = ("ImportError", "ModuleNotFoundError", "SyntaxError", "NameError", "collection")
+
+
+def _failing(data: dict | None) -> dict[str, str]:
+    failing = (data or {}).get("failing")
+    return {str(k): str(v) for k, v in failing.items()} if isinstance(failing, dict) else {}
+
+
+def effect_of(before: dict[str, str], after: dict[str, str]) -> str | None:
+    """What a wrong candidate did to the tests that failed before it (mutation-based localization,
+    as in Metallaxis): "passes" when one of them passes now, "changed" when one fails differently,
+    "same" when each fails exactly as before. None when nothing can be told: no failure to compare,
+    or a candidate that broke far more than it touched (an import error fails everything)."""
+    if not before:
+        return None
+    if len(after) > 3 * len(before) + 5 or any(m in msg for msg in after.values() for m in BROKEN_MARKERS
+                                                 if not any(m in old for old in before.values())):
+        return None
+    if any(test not in after for test in before):
+        return "passes"
+    return "changed" if any(after[test] != msg for test, msg in before.items()) else "same"
 
 
 QUOTED_HIT_BEFORE, QUOTED_HIT_AFTER = 20, 15

@@ -127,8 +127,15 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
 
 
 def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: list[tuple[str, int]],
-                    goal_text: str, seed: int) -> list[Candidate]:
-    """Every candidate from the lines read, best first; ties in a seed-dependent order."""
+                    goal_text: str, seed: int, effects: dict[tuple[str, int], str] | None = None) -> list[Candidate]:
+    """Every candidate from the lines read, best first; ties in a seed-dependent order. `effects`:
+    what a failed try on a line did to the failing tests ("same", "changed", "passes")."""
+    return order(scored_candidates(f, known, search_hits, goal_text), seed, effects)
+
+
+def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: list[tuple[str, int]],
+                      goal_text: str) -> list[Candidate]:
+    """Every candidate from the lines read, with its score from the evidence before any try."""
     goal_words = set(re.findall(r"[a-z_]\w*", goal_text.lower())) - {"the", "a", "to", "of", "and", "that",
                                                                       "so", "make", "test", "tests", "its"}
     goal_words |= {w[:-1] for w in goal_words if w.endswith("s") and not w.endswith("ss") and len(w) > 4}   # plurals
@@ -219,12 +226,17 @@ def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: l
                     for c in by_line.get(n, ()):
                         c.score += context_bonus(c, scope, lines, f)
     # Never a candidate that writes a value the failing test expects into the code.
-    kept = [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
-    return order(kept, seed)
+    return [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
 
 
-def order(cands: list[Candidate], seed: int) -> list[Candidate]:
-    """Best first by score tier; ties in a seed-dependent order."""
+# Another edit of a line a failed try showed to matter, or not (mutation-based localization).
+EFFECT_BONUS = {"same": -2, "changed": 2, "passes": 3}
+
+
+def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], str] | None = None) -> list[Candidate]:
+    """Best first by score tier, after what failed tries showed about their lines; ties in a
+    seed-dependent order."""
+    cands = [replace(c, score=c.score + EFFECT_BONUS.get((effects or {}).get((c.path, c.line), ""), 0)) for c in cands]
     ordered = sorted(cands, key=lambda c: (c.path, c.line, c.kind, c.key))
     rng = random.Random(seed)
     # Tries on one line fail together: once its two best scores have failed, the line itself is less
