@@ -648,9 +648,13 @@ def test_a_class_escape_becomes_the_class_the_goal_names_and_unnamed_ranges_wait
 def test_what_a_failed_try_did_to_the_failure_reorders_the_edits_of_its_line():
     from repair_agent.choosers.search.chooser import effect_of
     before = {"tests.test_m::test_total": "failed: assert 7 == 3"}
-    assert effect_of(before, dict(before)) == "same"
-    assert effect_of(before, {"tests.test_m::test_total": "failed: assert 5 == 3"}) == "changed"
-    assert effect_of(before, {"tests.test_m::test_other": "failed: assert 1 == 2"}) == "passes"
+    assert effect_of(before, dict(before)) == -2   # the failure did not move: likely not this line
+    assert effect_of(before, {**before, "tests.test_m::test_other": "failed: assert 1 == 2"}) == -3
+    assert effect_of(before, {"tests.test_m::test_total": "failed: assert 5 == 3"}) == 3   # it moved, nothing else
+    assert effect_of(before, {}) == 4   # every target passes and nothing broke
+    # ... but the more passing tests an edit breaks, the less its line stands out
+    moved_and_broke = {"tests.test_m::test_total": "failed: assert 5 == 3", "tests.test_m::a": "failed", "tests.test_m::b": "failed"}
+    assert -1 < effect_of(before, moved_and_broke) < 2
     # a try that broke the module tells nothing about its line
     assert effect_of(before, {"tests.test_m::test_total": "failed: NameError: name 'acc2' is not defined"}) is None
     assert effect_of(before, {f"tests.test_m::t{i}": "failed" for i in range(20)}) is None
@@ -662,8 +666,8 @@ def test_what_a_failed_try_did_to_the_failure_reorders_the_edits_of_its_line():
     plain = rank_candidates(f, {"src/m.py": LINES}, [], "total adds the values", seed=0)
     line = plain[0].line
     rank_on = lambda ranked, n: min(i for i, c in enumerate(ranked) if c.line == n and c.key != plain[0].key)
-    same = rank_candidates(f, {"src/m.py": LINES}, [], "total adds the values", 0, {("src/m.py", line): "same"})
-    passes = rank_candidates(f, {"src/m.py": LINES}, [], "total adds the values", 0, {("src/m.py", line): "passes"})
+    same = rank_candidates(f, {"src/m.py": LINES}, [], "total adds the values", 0, {("src/m.py", line): -2.0})
+    passes = rank_candidates(f, {"src/m.py": LINES}, [], "total adds the values", 0, {("src/m.py", line): 3.0})
     assert rank_on(same, line) >= rank_on(plain, line) >= rank_on(passes, line)
     scores = lambda ranked: {c.key: c.score for c in ranked if c.line == line}
     assert {k: v - 2 for k, v in scores(plain).items()} == scores(same)

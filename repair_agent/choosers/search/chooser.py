@@ -70,9 +70,10 @@ class Plan:
     search_hits: list[tuple[str, int]] = field(default_factory=list)
     hits_by_query: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)   # (path, line, text)
     tried: list[tuple[Candidate, str]] = field(default_factory=list)   # (candidate, outcome)
-    # What each failed try did to the failing target tests (see `effect_of`), by the line it edited:
-    # a line whose edit changes the failure is on its path, one whose edit changes nothing likely not.
-    effects: dict[tuple[str, int], str] = field(default_factory=dict)
+    # What each failed try showed about the line it edited (see `effect_of`), as a score bonus: a
+    # line whose edit changes only the failure is on its path, one whose edit changes nothing, or
+    # breaks passing tests instead, likely not. A line tried more than once keeps its best.
+    effects: dict[tuple[str, int], float] = field(default_factory=dict)
     initial_failing: dict[str, str] = field(default_factory=dict)   # test -> message, before any patch
     applied: Candidate | None = None
     awaiting: str | None = None         # "target" | "full" | "check": the next check for `applied`
@@ -250,8 +251,7 @@ class SearchChooser:
                     else:
                         effect = effect_of(plan.initial_failing, _failing(ev.data))
                         if effect is not None:
-                            plan.effects[(c.path, c.line)] = max(effect, plan.effects.get((c.path, c.line), effect),
-                                                                 key=EFFECTS.index)
+                            plan.effects[(c.path, c.line)] = max(effect, plan.effects.get((c.path, c.line), effect))
                         plan.tried.append((c, "full suite fails (the target passes: a trap)" if targets_ok
                                            else "target test still fails" if targets_ok is False
                                            else "full suite fails")); plan.awaiting = None
@@ -285,9 +285,6 @@ class SearchChooser:
         return Stop(reason=f"search chooser: {why}", summary=summary[:7900])
 
 
-# From no sign that the line matters to a target test passing. A line tried more than once keeps
-# its strongest effect.
-EFFECTS = ("same", "changed", "passes")
 BROKEN_MARKERS = ("ImportError", "ModuleNotFoundError", "SyntaxError", "NameError", "collection")
 
 
@@ -296,19 +293,24 @@ def _failing(data: dict | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in failing.items()} if isinstance(failing, dict) else {}
 
 
-def effect_of(before: dict[str, str], after: dict[str, str]) -> str | None:
-    """What a wrong candidate did to the tests that failed before it (mutation-based localization,
-    as in Metallaxis): "passes" when one of them passes now, "changed" when one fails differently,
-    "same" when each fails exactly as before. None when nothing can be told: no failure to compare,
-    or a candidate that broke far more than it touched (an import error fails everything)."""
+def effect_of(before: dict[str, str], after: dict[str, str]) -> float | None:
+    """What a wrong candidate says about its line, from the tests that failed before it (`before`)
+    and after it (`after`), as a score bonus (mutation-based localization, as in Metallaxis): the
+    Ochiai of the failing tests it changed (now passing, or failing differently) against the passing
+    tests it broke, from -1 to +3, and +1 more when one of the failing tests passes now; -2 when it
+    changed no failing test, -3 when it broke passing ones instead. None when nothing can be told: no
+    failure to compare, or a candidate that broke everything (an import error)."""
     if not before:
         return None
     if len(after) > 3 * len(before) + 5 or any(m in msg for msg in after.values() for m in BROKEN_MARKERS
                                                  if not any(m in old for old in before.values())):
         return None
-    if any(test not in after for test in before):
-        return "passes"
-    return "changed" if any(after[test] != msg for test, msg in before.items()) else "same"
+    changed = sum(after.get(test) != msg for test, msg in before.items())
+    broke = len(set(after) - set(before))
+    if not changed:
+        return -3.0 if broke else -2.0
+    ochiai = changed / (len(before) * (changed + broke)) ** 0.5
+    return round(4 * ochiai - 1 + (1 if any(test not in after for test in before) else 0), 2)
 
 
 QUOTED_HIT_BEFORE, QUOTED_HIT_AFTER = 20, 15

@@ -127,9 +127,9 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
 
 
 def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: list[tuple[str, int]],
-                    goal_text: str, seed: int, effects: dict[tuple[str, int], str] | None = None) -> list[Candidate]:
+                    goal_text: str, seed: int, effects: dict[tuple[str, int], float] | None = None) -> list[Candidate]:
     """Every candidate from the lines read, best first; ties in a seed-dependent order. `effects`:
-    what a failed try on a line did to the failing tests ("same", "changed", "passes")."""
+    what failed tries showed about their lines, as score bonuses."""
     return order(scored_candidates(f, known, search_hits, goal_text), seed, effects)
 
 
@@ -229,14 +229,11 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
     return [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
 
 
-# Another edit of a line a failed try showed to matter, or not (mutation-based localization).
-EFFECT_BONUS = {"same": -2, "changed": 2, "passes": 3}
 
-
-def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], str] | None = None) -> list[Candidate]:
+def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], float] | None = None) -> list[Candidate]:
     """Best first by score tier, after what failed tries showed about their lines; ties in a
     seed-dependent order."""
-    cands = [replace(c, score=c.score + EFFECT_BONUS.get((effects or {}).get((c.path, c.line), ""), 0)) for c in cands]
+    cands = [replace(c, score=c.score + (effects or {}).get((c.path, c.line), 0.0)) for c in cands]
     ordered = sorted(cands, key=lambda c: (c.path, c.line, c.kind, c.key))
     rng = random.Random(seed)
     # Tries on one line fail together: once its two best scores have failed, the line itself is less
