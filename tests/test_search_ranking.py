@@ -648,14 +648,13 @@ def test_a_class_escape_becomes_the_class_the_goal_names_and_unnamed_ranges_wait
 def test_what_a_failed_try_did_to_the_failure_reorders_the_edits_of_its_line():
     from repair_agent.choosers.search.chooser import effect_of
     before = {"tests.test_m::test_total": "failed: assert 7 == 3"}
-    assert effect_of(before, dict(before)) == -2   # the failure did not move: likely not this line
-    assert effect_of(before, {**before, "tests.test_m::test_other": "failed: assert 1 == 2"}) == -3
-    assert effect_of(before, {"tests.test_m::test_total": "failed: assert 5 == 3"}) == 3   # it moved, nothing else
-    assert effect_of(before, {}) == 4   # every target passes and nothing broke
-    # ... but the more passing tests an edit breaks, the less its line stands out
-    moved_and_broke = {"tests.test_m::test_total": "failed: assert 5 == 3", "tests.test_m::a": "failed", "tests.test_m::b": "failed"}
-    assert -1 < effect_of(before, moved_and_broke) < 2
-    # a try that broke the module tells nothing about its line
+    assert effect_of(before, dict(before)) == -2   # nothing moved: likely not this line
+    assert effect_of(before, {**before, "tests.test_m::test_other": "failed: assert 1 == 2"}) == 0
+    assert effect_of(before, {"tests.test_m::test_total": "failed: assert 5 == 3"}) == 0   # on the path, no more
+    two = {**before, "tests.test_m::test_mean": "failed: assert 2 == 1"}
+    assert effect_of(two, {"tests.test_m::test_mean": "failed: assert 2 == 1"}) == 2   # one target mended
+    assert effect_of(two, {"tests.test_m::test_mean": "failed", "tests.test_m::a": "failed", "tests.test_m::b": "f"}) == 0
+    assert effect_of(before, {}) is None   # a failed suite with no failing test listed: nothing to compare
     assert effect_of(before, {"tests.test_m::test_total": "failed: NameError: name 'acc2' is not defined"}) is None
     assert effect_of(before, {f"tests.test_m::t{i}": "failed" for i in range(20)}) is None
     assert effect_of({}, {}) is None

@@ -295,22 +295,22 @@ def _failing(data: dict | None) -> dict[str, str]:
 
 def effect_of(before: dict[str, str], after: dict[str, str]) -> float | None:
     """What a wrong candidate says about its line, from the tests that failed before it (`before`)
-    and after it (`after`), as a score bonus (mutation-based localization, as in Metallaxis): the
-    Ochiai of the failing tests it changed (now passing, or failing differently) against the passing
-    tests it broke, from -1 to +3, and +1 more when one of the failing tests passes now; -2 when it
-    changed no failing test, -3 when it broke passing ones instead. None when nothing can be told: no
-    failure to compare, or a candidate that broke everything (an import error)."""
-    if not before:
+    and after it (`after`), as a score bonus for the other edits of that line (mutation-based
+    localization, as in Metallaxis, with the one try per line a small budget allows): +2 when one
+    of the failing tests passes now and it broke at most as many as it mended, -2 when it changed
+    nothing at all (each failing test fails as before, no other fails). A changed failure says
+    little on its own (nearly any edit on the failing path changes it): 0. None when nothing can be
+    told: no failure to compare, or a candidate that broke everything (an import error)."""
+    if not before or not after:
         return None
     if len(after) > 3 * len(before) + 5 or any(m in msg for msg in after.values() for m in BROKEN_MARKERS
                                                  if not any(m in old for old in before.values())):
         return None
-    changed = sum(after.get(test) != msg for test, msg in before.items())
+    mended = sum(test not in after for test in before)
     broke = len(set(after) - set(before))
-    if not changed:
-        return -3.0 if broke else -2.0
-    ochiai = changed / (len(before) * (changed + broke)) ** 0.5
-    return round(4 * ochiai - 1 + (1 if any(test not in after for test in before) else 0), 2)
+    if mended:
+        return 2.0 if broke <= mended else 0.0
+    return -2.0 if after == before else 0.0
 
 
 QUOTED_HIT_BEFORE, QUOTED_HIT_AFTER = 20, 15
