@@ -673,3 +673,45 @@ def test_what_a_failed_try_did_to_the_failure_reorders_the_edits_of_its_line():
     assert {k: v + 3 for k, v in scores(plain).items()} == scores(passes)
     other = next(c.line for c in plain if c.line != line)
     assert rank_on(same, other) <= rank_on(plain, other)
+
+
+def _window(src: str) -> dict[int, str]:
+    return dict(enumerate(src.splitlines(keepends=True), start=1))
+
+
+def test_a_function_that_computes_a_value_and_falls_off_its_end_gets_a_return():
+    lines = _window('def humanize(word):\n    """Readable."""\n    word = word.replace("_", " ")\n'
+                    '    word = word.capitalize()\n\n\ndef other():\n    return 1\n')
+    f = Failure(message="assert None == 'Employee salary'", got=None, expected="Employee salary", have_values=True,
+                callees=["humanize"], assert_lines=["assert humanize('employee_salary') == 'Employee salary'"],
+                suspicious={("m.py", 3): 1.0, ("m.py", 4): 1.0}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "humanize returns nothing", seed=0)
+    best = ranked[0]
+    assert best.line == 4 and best.new_lines == (lines[4], "    return word\n"), best.label()
+    # not for a function that returns its value, nor when the test got a value
+    returns = {**lines, 5: "    return word\n"}
+    assert not any(c.kind == "return" for c in rank_candidates(f, {"m.py": returns}, [], "x", seed=0))
+    valued = Failure(message="assert 'a' == 'b'", got="a", expected="b", have_values=True, callees=["humanize"])
+    assert not any(c.kind == "return" for c in rank_candidates(valued, {"m.py": lines}, [], "x", seed=0))
+
+
+def test_an_attribute_init_never_stores_is_stored_and_an_undefined_name_is_defined_as_elsewhere():
+    lines = _window("class Section:\n    def __init__(self, config, name, path):\n        self.config = config\n"
+                    "        self.name = name\n\n    def where(self):\n        return self.path\n")
+    f = Failure(message="AttributeError: 'Section' object has no attribute 'path'", exception="AttributeError",
+                exception_message="'Section' object has no attribute 'path'", frames=[("m.py", 7)], callees=["where"],
+                suspicious={("m.py", 3): 1.0, ("m.py", 4): 1.0, ("m.py", 7): 1.0}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "where fails", seed=0)
+    stored = [c for c in ranked if c.kind == "attribute"]
+    assert [c.new_lines for c in stored] == [(lines[4], "        self.path = path\n")]
+    assert ranked.index(stored[0]) < 3
+
+    lines = _window("def pairs(iterable):\n    iterator = iter(iterable)\n    return zip(iterator, iterator)\n\n\n"
+                    "def firsts(iterable):\n    return [x for x, _ in zip(iterator, iterator)]\n")
+    f = Failure(message="NameError: name 'iterator' is not defined", exception="NameError",
+                exception_message="name 'iterator' is not defined", frames=[("m.py", 7)], callees=["firsts"],
+                suspicious={("m.py", 7): 1.0}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "firsts fails", seed=0)
+    defined = [c for c in ranked if c.kind == "definition"]
+    assert [c.new_lines for c in defined] == [("    iterator = iter(iterable)\n", lines[7])]
+    assert ranked.index(defined[0]) < 3

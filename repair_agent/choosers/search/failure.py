@@ -3,6 +3,7 @@ the exception, the functions the assertion calls, and hints about the kind of bu
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,7 @@ from verifier.spec import glob_match
 from ...state import Evidence
 
 # Names called in a failing assertion that are never the code under repair.
-NOT_SUSPECTS = frozenset(dir(__builtins__) if isinstance(__builtins__, dict) else dir(__import__("builtins"))) | {
+NOT_SUSPECTS = frozenset(dir(builtins)) | {
     "approx", "raises", "assert", "self", "cls", "pytest", "len", "str", "repr"}
 
 FRAME_RE = re.compile(r"^(?:\s*File \")?(?P<path>[^\s:\"]+\.py)(?:\", line |:)(?P<line>\d+)(?::|,|$)", re.M)

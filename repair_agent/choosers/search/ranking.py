@@ -9,6 +9,7 @@ from dataclasses import replace
 from .catalogue import Candidate, line_mutations
 from .context_edits import counter_updates, raising_guards, sibling_arm_statements, sibling_wraps
 from .guards import copies_expected, frame_guards, guard_candidates
+from .missing import missing_statements
 from .failure import Failure
 from .patch import _blocks
 from .source import Function, _code_lines, _numbers_in, _parses, functions_in
@@ -210,6 +211,9 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
             if fn is not None:
                 for c in guard_candidates(path, fn, lines, f):
                     c.score = score(c, f, goal_words, frame_lines, lines[fn.body_line], params)
+                    cands.setdefault(c.key, c)
+                for c in missing_statements(path, fn, lines, f, frame_lines):
+                    c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line)
                     cands.setdefault(c.key, c)
             # a window without its `def` (a long docstring above): its lines stand for the function
             scope = fn or Function(lo, "", [], lo, "", hi)

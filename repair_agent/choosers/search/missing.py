@@ -1,0 +1,130 @@
+"""Statements a function lacks, read from what the failure says is missing: the value it returns
+(the test got None from a function that never returns one), an attribute its `__init__` never set
+(`'Config' object has no attribute 'path'`), a name it never defined (`name 'sigs' is not
+defined`). Forgotten statements are among the commonest real one-line bugs; each rule here adds
+a line only where the failure names what the line must provide."""
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+
+from .catalogue import Candidate
+from .failure import Failure
+from .source import Function
+
+NO_ATTRIBUTE_RE = re.compile(r"object has no attribute '(\w+)'")
+UNDEFINED_RE = re.compile(r"name '(\w+)' is not defined|local variable '(\w+)' referenced before assignment"
+                          r"|cannot access local variable '(\w+)'")
+ASSIGNED_RE = re.compile(r"^(\s*)(\w+)\s*(?::[^=]+)?=(?!=)\s*(.+)$")
+
+
+def _body(fn: Function, lines: dict[int, str]) -> list[tuple[int, str]]:
+    return [(n, lines[n]) for n in range(fn.body_line, fn.end_line + 1) if n in lines]
+
+
+def _top_level(fn: Function, lines: dict[int, str]) -> list[tuple[int, str]]:
+    """The body's statements at its own indentation (not inside a loop or a branch)."""
+    return [(n, t) for n, t in _body(fn, lines) if t.strip() and t[:len(t) - len(t.lstrip())] == fn.body_indent]
+
+
+def _complete(fn: Function, lines: dict[int, str]) -> bool:
+    return all(n in lines for n in range(fn.def_line, fn.end_line + 2))
+
+
+def _after_end(path: str, fn: Function, lines: dict[int, str], stmt: str, kind: str, what: str,
+               score: float) -> Candidate:
+    return Candidate(path, fn.end_line, (lines[fn.end_line], f"{fn.body_indent}{stmt}\n"), kind, what, score)
+
+
+def missing_return(path: str, fn: Function, lines: dict[int, str], failure: Failure) -> list[Candidate]:
+    """`return x` at the end of a function the test got None from, for each name it assigns at its
+    own level (the last one first): the function computes a value and falls off its end."""
+    got_none = (failure.have_values and failure.got is None and failure.expected is not None) or \
+        "'NoneType'" in failure.exception_message
+    top = _top_level(fn, lines)
+    if not got_none or fn.name not in failure.callees or not top or not _complete(fn, lines):
+        return []
+    last = top[-1][1].strip()
+    if last.startswith(("return", "raise", "yield")) or any(re.match(r"\s*(?:yield|return\s+\S)", t) for _, t in _body(fn, lines)):
+        return []   # a generator, or a function that returns its value elsewhere
+    names: list[str] = []
+    for _, text in reversed(top):
+        m = ASSIGNED_RE.match(text)
+        if m and m.group(2) not in names:
+            names.append(m.group(2))
+    names += [p for p in reversed(fn.params) if p not in names]
+    return [_after_end(path, fn, lines, f"return {name}", "return", f"insert `return {name}` at the end of {fn.name}",
+                       4.0 - 0.5 * min(i, 4)) for i, name in enumerate(names[:5])]
+
+
+def missing_attribute(path: str, fn: Function, lines: dict[int, str], failure: Failure) -> list[Candidate]:
+    """`self.a = a` at the end of an `__init__` that takes `a` and never stores it, when an object
+    has no attribute `a`."""
+    if fn.name != "__init__" or not _complete(fn, lines):
+        return []
+    out = []
+    for message in [failure.exception_message, *failure.exception_messages]:
+        m = NO_ATTRIBUTE_RE.search(message)
+        if not m:
+            continue
+        attr = m.group(1)
+        body = "".join(t for _, t in _body(fn, lines))
+        if re.search(rf"\bself\.{attr}\s*(?::[^=]+)?=(?!=)", body):
+            continue
+        value = attr if attr in fn.params else attr.lstrip("_") if attr.lstrip("_") in fn.params else None
+        if value is not None:
+            out.append(_after_end(path, fn, lines, f"self.{attr} = {value}", "attribute",
+                                  f"insert `self.{attr} = {value}` in {fn.name}", 5.0))
+    return list({c.key: c for c in out}.values())
+
+
+def missing_definition(path: str, fn: Function, lines: dict[int, str], failure: Failure,
+                       frame_lines: set[tuple[str, int]]) -> list[Candidate]:
+    """A name the function uses and never defines: the same assignment as another function of the
+    file makes (`iterator = iter(iterable)`), at the top of this one's body, when its parameters
+    hold what the assignment reads."""
+    undefined = {next(g for g in m.groups() if g) for msg in [failure.exception_message, *failure.exception_messages]
+                 for m in UNDEFINED_RE.finditer(msg)}
+    if not undefined or not any(p == path and fn.def_line <= n <= fn.end_line for p, n in frame_lines):
+        return []
+    out = []
+    known_params = set(fn.params) | {"self", "cls"}
+    for name in sorted(undefined):
+        seen: set[str] = set()
+        for n in sorted(lines):
+            m = ASSIGNED_RE.match(lines[n])
+            if not m or m.group(2) != name or fn.def_line <= n <= fn.end_line or m.group(3) in seen:
+                continue
+            value = m.group(3).strip()
+            try:
+                reads = {node.id for node in ast.walk(ast.parse(value, mode="eval")) if isinstance(node, ast.Name)}
+            except SyntaxError:
+                continue
+            if not reads <= known_params | _module_names(lines):
+                continue   # it reads a local of its own function
+            seen.add(m.group(3))
+            out.append(Candidate(path, fn.body_line, (f"{fn.body_indent}{name} = {value}\n", lines[fn.body_line]),
+                                 "definition", f"define {name} = {value} at the top of {fn.name}", 4.0))
+    return out
+
+
+def _module_names(lines: dict[int, str]) -> set[str]:
+    """Names bound at module level in the lines read (imports, constants, functions, classes), and
+    the builtins."""
+    names = set(dir(builtins))
+    for text in lines.values():
+        if text[:1].isspace():
+            continue
+        if m := re.match(r"(?:def|class)\s+(\w+)|(\w+)\s*(?::[^=]+)?=(?!=)", text):
+            names.add(m.group(1) or m.group(2))
+        elif m := re.match(r"(?:from\s+\S+\s+)?import\s+(.+)", text):
+            for part in m.group(1).split(","):
+                names.add(part.split(" as ")[-1].strip().split(".")[0].strip("() "))
+    return names
+
+
+def missing_statements(path: str, fn: Function, lines: dict[int, str], failure: Failure,
+                       frame_lines: set[tuple[str, int]]) -> list[Candidate]:
+    return (missing_return(path, fn, lines, failure) + missing_attribute(path, fn, lines, failure)
+            + missing_definition(path, fn, lines, failure, frame_lines))
