@@ -109,6 +109,8 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
                 ok_e, exp = _literal(am.group("exp"))
                 if ok_g and ok_e:
                     f.got, f.expected, f.have_values = got, exp, True
+                    if _expectation_first(pytest_part, f.assert_lines, am.group("got"), am.group("exp")):
+                        f.got, f.expected = exp, got
             um = UNITTEST_NE_RE.match(body) if not am else None
             if um and not f.have_values:
                 ok_g, got = _literal(um.group("got"))
@@ -130,6 +132,8 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
             ok_g, got = _literal(am.group("got"))
             ok_e, exp = _literal(am.group("exp"))
             f.got, f.expected, f.have_values = got, exp, ok_g and ok_e
+            if f.have_values and _expectation_first(pytest_part, f.assert_lines, am.group("got"), am.group("exp")):
+                f.got, f.expected = exp, got
     for line in f.assert_lines:
         for m in CALL_RE.finditer(line):
             f.callees.append(m.group("name"))
@@ -156,6 +160,24 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
         f.suspicious_complete = loc.scored_lines <= len(loc.lines)
     f.expected_literals = _expected_literals(f)
     return f
+
+
+WHERE_RE = re.compile(r"^E\s+\+\s+where (.+?) = ", re.M)
+
+
+def _expectation_first(pytest_part: str, assert_lines: list[str], left: str, right: str) -> bool:
+    """Is `assert A == B` written with the expectation first (`assert 'sponsor' == singularize(w)`)?
+    pytest's first `where` line names the value a call computed; without one, a literal on the left
+    and a call on the right say so."""
+    where = WHERE_RE.search(pytest_part)
+    if where:
+        value = where.group(1).strip()
+        return value == right.strip() and value != left.strip()
+    for line in assert_lines:
+        m = re.match(r"assert (.+?) == (.+)$", line)
+        if m:
+            return _literal(m.group(1))[0] and "(" in m.group(2) and not _literal(m.group(2))[0]
+    return False
 
 
 def _hints(f: Failure, goal_text: str) -> set[str]:
@@ -257,7 +279,7 @@ def _alnum(text: str) -> str:
 
 
 def _expected_literals(f: Failure) -> set[str]:
-    """The values the failing assertions expect (the literal right-hand sides in the tests' source and
+    """The values the failing assertions expect (the literals they compare with, on either side, and
     the parsed expected value), normalized by `ast.literal_eval` + repr."""
     found: set[str] = set()
     if f.have_values:
@@ -268,8 +290,8 @@ def _expected_literals(f: Failure) -> set[str]:
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Compare):
-                for side in node.comparators:
+            if isinstance(node, ast.Compare):   # a literal on either side: `assert 'x' == f()` too
+                for side in [node.left, *node.comparators]:
                     ok, value = _literal(ast.unparse(side))
                     if ok:
                         found.add(repr(value))

@@ -45,9 +45,8 @@ def missing_return(path: str, fn: Function, lines: dict[int, str], failure: Fail
     top = _top_level(fn, lines)
     if not got_none or fn.name not in failure.callees or not top or not _complete(fn, lines):
         return []
-    last = top[-1][1].strip()
-    if last.startswith(("return", "raise", "yield")) or any(re.match(r"\s*(?:yield|return\s+\S)", t) for _, t in _body(fn, lines)):
-        return []   # a generator, or a function that returns its value elsewhere
+    if top[-1][1].strip().startswith(("return", "raise")) or any(re.search(r"\byield\b", t) for _, t in _body(fn, lines)):
+        return []   # it ends in a return already, or it is a generator
     names: list[str] = []
     for _, text in reversed(top):
         m = ASSIGNED_RE.match(text)

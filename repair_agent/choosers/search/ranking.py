@@ -212,8 +212,11 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 for c in guard_candidates(path, fn, lines, f):
                     c.score = score(c, f, goal_words, frame_lines, lines[fn.body_line], params)
                     cands.setdefault(c.key, c)
+                # an added line never ran: it is as suspicious as the function it completes
+                ran_in_fn = max((v for (p, n), v in f.suspicious.items() if p == path and fn.def_line <= n <= fn.end_line),
+                                default=None)
                 for c in missing_statements(path, fn, lines, f, frame_lines):
-                    c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line)
+                    c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line, ran_in_fn)
                     cands.setdefault(c.key, c)
             # a window without its `def` (a long docstring above): its lines stand for the function
             scope = fn or Function(lo, "", [], lo, "", hi)
