@@ -105,14 +105,18 @@ def _search(tree: Path, query: str, glob: str | None) -> str:
     return "\n".join(hits) + ("\n" if hits else "")
 
 
-def replay(run_dir: Path, budget: int, seed: int, top: int) -> dict:
+def replay(run_dir: Path, budget: int, seed: int, top: int) -> dict | None:
+    """None when the run has no target-test observation to start from (it ended before one)."""
+    if not (run_dir / "journal.jsonl").is_file() or not (run_dir / "journal.jsonl").read_text().strip():
+        return None
     records = read_records(run_dir / "journal.jsonl")
     setup = json.loads((run_dir / "journal.jsonl").read_text().splitlines()[0])
     scenario = load_manifest(Path(setup["manifest"]))
     evidence = evidence_by_id(records)
     steps = [r for r in records if isinstance(r, StepRecord)]
-    first = next(r for r in steps if r.evidence is not None and r.evidence.tool == "run_target_test")
-    assert first.evidence is not None
+    first = next((r for r in steps if r.evidence is not None and r.evidence.tool == "run_target_test"), None)
+    if first is None or first.evidence is None:
+        return None
     return simulate(scenario, first.view.view(evidence), first.evidence, budget, seed, top)
 
 
@@ -206,6 +210,9 @@ def main() -> int:
     rows = []
     for run in args.runs:
         row = replay(Path(run), args.budget, args.seed, args.top)
+        if row is None:
+            print(f"{Path(run).name}: skipped, no target-test observation in its journal")
+            continue
         rows.append(row)
         print(f"{row['scenario']:<34} rank {row['rank']!s:<28} {row['outcome']} ({row['steps']} steps)")
         for t in row["top"]:

@@ -12,6 +12,7 @@ from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
 from .failure import Failure
 from .patch import _blocks
+from .values import separator_swaps
 from .source import Function, _code_lines, _numbers_in, _parses, functions_in
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
@@ -20,13 +21,15 @@ KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, 
               # the single-statement taxonomy's kinds (see single_statement.py)
               "arguments": 0, "numeral": 0, "scale": 2, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2,
               # edits read from the statements around a line (see context_edits.py) and a self-assignment's sign
-              "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4, "negate": -2, "sibling-copy": 2}
+              "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4, "negate": -2, "sibling-copy": 2,
+              # statements the failure says are missing (missing.py), a separator the values differ by (values.py)
+              "return": 0, "attribute": 0, "definition": 0, "separator": 2}
 HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 3,
                                                    "counter": 2},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
               "sign": {"arithmetic": 3, "swap": 2, "negate": 6, "sign": 2}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
               "default": {"default": 5, "constant": 1, "boolean": 1},
-              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "separators": {"regex": 4, "arguments": 2, "normalize": 1},
+              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "separators": {"regex": 4, "arguments": 2, "normalize": 1, "separator": 4},
               "case": {"name": 5, "normalize": 5}, "strip": {"name": 5, "normalize": 5},
               "swap": {"swap": 4, "branches": 3},
               # an exception that states the bounds a value broke (`must be ... 0 <= x`): a clamp or a limit
@@ -169,6 +172,10 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
             for lo, hi in _blocks(lines):
                 if not any(fn.def_line <= hi and lo <= fn.end_line for fn in fns) and any(lo <= n <= hi for n in pointed):
                     targets.append((None, False, lo, hi))
+                # ... or the tail of such a function at the top of a window that goes on to other defs
+                first_def = min((fn.def_line for fn in fns if lo <= fn.def_line <= hi), default=None)
+                if first_def is not None and first_def > lo and any(lo <= n < first_def for n in pointed):
+                    targets.append((None, False, lo, first_def - 1))
         # ... and the module constants they use (a pattern, a table, a limit), when in view
         used = {name for fn, _ in spans if fn for n in range(fn.def_line, fn.end_line + 1)
                 for name in re.findall(r"\b([A-Z][A-Z0-9_]+)\b", lines.get(n, ""))}
@@ -203,6 +210,11 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                     if c.key not in cands:
                         cands[c.key] = c
                         by_line.setdefault(n, []).append(c)
+            for c in separator_swaps(path, lines, lo, hi, f):
+                if c.line in code_lines:
+                    c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line if fn else None,
+                                    proxies.get(c.line))
+                    cands.setdefault(c.key, c)
             for fpath, fline in frame_lines:
                 if fpath == path and lo <= fline <= hi:
                     for c in frame_guards(path, fline, lines, fn, f):

@@ -1,0 +1,60 @@
+"""Edits read from the failing values themselves: when the text a test got differs from the text
+it expected only by one short separator put in another's place (`'pypi other'` for
+`'pypi\\nother'`), the string literal in the code that holds the one becomes the other."""
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import json
+import tokenize
+
+from .catalogue import Candidate
+from .failure import Failure
+
+MAX_SEPARATOR = 3   # longer differences are words, not separators
+
+
+def separator_change(failure: Failure) -> tuple[str, str] | None:
+    """(what the code wrote, what the test expected) when every difference between the got and the
+    expected text is the same short piece of text put in the place of another."""
+    g, e = failure.got, failure.expected
+    if not (failure.have_values and isinstance(g, str) and isinstance(e, str)) or g == e:
+        return None
+    ops = difflib.SequenceMatcher(None, g, e, autojunk=False).get_opcodes()
+    pairs = {(g[i1:i2], e[j1:j2]) for tag, i1, i2, j1, j2 in ops if tag != "equal"}
+    if len(pairs) != 1:
+        return None
+    old, new = pairs.pop()
+    if len(old) > MAX_SEPARATOR or len(new) > MAX_SEPARATOR or (old + new).isalnum():
+        return None
+    return old, new
+
+
+def separator_swaps(path: str, lines: dict[int, str], lo: int, hi: int, failure: Failure) -> list[Candidate]:
+    change = separator_change(failure)
+    if change is None:
+        return []
+    old, new = change
+    out = []
+    for n in range(lo, hi + 1):
+        text = lines.get(n)
+        if text is None:
+            continue
+        try:
+            toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            continue
+        for t in toks:
+            if t.type != tokenize.STRING or t.start[0] != 1 or t.string[:1] not in "'\"":
+                continue
+            try:
+                value = ast.literal_eval(t.string)
+            except (ValueError, SyntaxError):
+                continue
+            if value != old:
+                continue
+            literal = json.dumps(new) if t.string[0] == '"' else "'" + json.dumps(new)[1:-1].replace("'", "\\'") + "'"
+            new_text = text[:t.start[1]] + literal + text[t.end[1]:]
+            out.append(Candidate(path, n, (new_text,), "separator", f"{t.string} -> {literal} (the values differ by it)", 3.0))
+    return out
