@@ -715,3 +715,35 @@ def test_an_attribute_init_never_stores_is_stored_and_an_undefined_name_is_defin
     defined = [c for c in ranked if c.kind == "definition"]
     assert [c.new_lines for c in defined] == [("    iterator = iter(iterable)\n", lines[7])]
     assert ranked.index(defined[0]) < 3
+
+
+def test_a_separator_the_got_and_expected_texts_differ_by_is_swapped_in_its_literal():
+    from repair_agent.choosers.search.values import separator_change
+    # the top of a window that starts inside a function whose `def` is above it
+    lines = {n: t for n, t in _window('def parse(data):\n    out = {}\n    for k, v in data:\n'
+                                      '        out[k] = " ".join(v)\n    return out\n\n\ndef other():\n    return ", "\n').items()
+             if n >= 3}
+    f = Failure(message="assert 'pypi other' == 'pypi\\nother'", got="pypi other", expected="pypi\nother",
+                have_values=True, callees=["parse"], hints={"separators"},
+                suspicious={("m.py", 3): 1.0, ("m.py", 4): 1.0}, suspicious_complete=True)
+    assert separator_change(f) == (" ", "\n")
+    ranked = rank_candidates(f, {"m.py": lines}, [], "values lose their line breaks", seed=0)
+    assert ranked[0].new_lines == ('        out[k] = "\\n".join(v)\n',), ranked[0].label()
+    assert not any(c.line == 9 and c.kind == "separator" for c in ranked)   # `", "` is another literal
+    # words, not separators: nothing to swap
+    assert separator_change(Failure(got="pypi other", expected="pypi thing", have_values=True)) is None
+    assert separator_change(Failure(got="a-b-c", expected="a_b+c", have_values=True)) is None
+
+
+def test_a_wrong_type_points_at_variables_and_endless_recursion_at_the_base_case():
+    from repair_agent.choosers.search.failure import _hints
+    typed = Failure(exception="TypeError", exception_message="expected string or bytes-like object, got 'bool'")
+    assert "type" in _hints(typed, "camelize fails")
+    assert "recursion" in _hints(Failure(exception="RecursionError", exception_message="maximum recursion depth exceeded"), "")
+    lines = _window("def camelize(string, upper=True):\n    if not upper:\n        return string.title()\n"
+                    "    return string[0].lower() + camelize(string)[1:]\n")
+    f = Failure(message="RecursionError: maximum recursion depth exceeded", exception="RecursionError",
+                exception_message="maximum recursion depth exceeded", frames=[("m.py", 4)], callees=["camelize"],
+                hints={"recursion"}, suspicious={("m.py", 2): 1.0, ("m.py", 4): 1.0}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "camelize never returns", seed=0)
+    assert ranked[0].line == 2, ranked[0].label()   # the condition that should end the recursion

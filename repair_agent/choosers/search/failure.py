@@ -194,6 +194,11 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         hints.add("empty")
     if f.exception == "TypeError" and "NoneType" in f.exception_message:
         hints.add("none")
+    elif f.exception == "TypeError" and re.search(r"\bgot '?\w+'?|unsupported operand|object is not (?:iterable|callable|subscriptable)"
+                                                  r"|must be \w+, not|can only concatenate", f.exception_message):
+        hints.add("type")   # a value of the wrong type reached a call: another variable or argument was meant
+    if f.exception == "RecursionError":
+        hints.add("recursion")   # the base case is never taken: its condition, not the recursive line
     if re.search(r"off[- ]by[- ]one|inclusive|exclusive|boundary|at least|at most|fits|exactly|last|trailing|end of", goal_text, re.I):
         hints.add("boundary")
     if re.search(r"\b(first|last|earliest|latest|smallest|largest|lowest|highest|minimum|maximum|shortest|longest)\b",

@@ -32,6 +32,8 @@ HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant":
               "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "separators": {"regex": 4, "arguments": 2, "normalize": 1, "separator": 4},
               "case": {"name": 5, "normalize": 5}, "strip": {"name": 5, "normalize": 5},
               "swap": {"swap": 4, "branches": 3},
+              "type": {"variable": 4, "swap": 3, "arguments": 1},
+              "recursion": {"boolean": 5, "comparison": 4, "boundary": 2, "condition": 3},
               # an exception that states the bounds a value broke (`must be ... 0 <= x`): a clamp or a limit
               "range": {"extreme": 5, "boundary": 1}}
 
