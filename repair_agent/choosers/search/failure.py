@@ -167,16 +167,17 @@ WHERE_RE = re.compile(r"^E\s+\+\s+where (.+?) = ", re.M)
 
 def _expectation_first(pytest_part: str, assert_lines: list[str], left: str, right: str) -> bool:
     """Is `assert A == B` written with the expectation first (`assert 'sponsor' == singularize(w)`)?
-    pytest's first `where` line names the value a call computed; without one, a literal on the left
-    and a call on the right say so."""
+    pytest's first `where` line names the value a call computed; without one, a literal or a name
+    on the left and a call on the right say so."""
     where = WHERE_RE.search(pytest_part)
     if where:
         value = where.group(1).strip()
         return value == right.strip() and value != left.strip()
     for line in assert_lines:
         m = re.match(r"assert (.+?) == (.+)$", line)
-        if m:
-            return _literal(m.group(1))[0] and "(" in m.group(2) and not _literal(m.group(2))[0]
+        if m:   # a value (a literal, a name) on the left, a call computing one on the right
+            left_value = _literal(m.group(1))[0] or re.fullmatch(r"[\w.]+", m.group(1).strip()) is not None
+            return left_value and "(" in m.group(2) and not _literal(m.group(2))[0]
     return False
 
 

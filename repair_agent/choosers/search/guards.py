@@ -66,8 +66,8 @@ def frame_guards(path: str, line_no: int, lines: dict[int, str], fn: Function | 
     indent = text[:len(text) - len(text.lstrip())]
     out = []
     for expr in exprs[:6]:
-        if len(expr) > 60 or not re.match(r"^[\w.()\[\], ]+$", expr):
-            continue
+        if len(expr) > 60 or not re.match(r"^[\w.()\[\], ]+$", expr) or expr in ("self", "cls"):
+            continue   # (an instance or a class is never None nor empty)
         for kind, cond in (("none-guard", f"{expr} is None"), ("empty-guard", f"not {expr}")):
             for rank, ret in enumerate(returns[:2]):
                 c = Candidate(path, line_no, (f"{indent}if {cond}:\n", f"{indent}    return {ret}\n", text),

@@ -74,7 +74,7 @@ def missing_attribute(path: str, fn: Function, lines: dict[int, str], failure: F
         value = attr if attr in fn.params else attr.lstrip("_") if attr.lstrip("_") in fn.params else None
         if value is not None:
             out.append(_after_end(path, fn, lines, f"self.{attr} = {value}", "attribute",
-                                  f"insert `self.{attr} = {value}` in {fn.name}", 5.0))
+                                  f"insert `self.{attr} = {value}` in {fn.name}", 6.0))
     return list({c.key: c for c in out}.values())
 
 
