@@ -747,3 +747,10 @@ def test_a_wrong_type_points_at_variables_and_endless_recursion_at_the_base_case
                 hints={"recursion"}, suspicious={("m.py", 2): 1.0, ("m.py", 4): 1.0}, suspicious_complete=True)
     ranked = rank_candidates(f, {"m.py": lines}, [], "camelize never returns", seed=0)
     assert ranked[0].line == 2, ranked[0].label()   # the condition that should end the recursion
+
+
+def test_the_expressions_inside_an_f_string_are_mutated_like_any_other():
+    line = '        return f"{self.path}:{self.lineno - 1}: {self.msg!r:>10} {{literal}}"\n'
+    edits = {new for kind, what, new in line_mutations(line) if "f-string" in what}
+    assert '        return f"{self.path}:{self.lineno + 1}: {self.msg!r:>10} {{literal}}"' in edits
+    assert all("{{literal}}" in new and "!r:>10" in new for new in edits)   # braces and specs kept

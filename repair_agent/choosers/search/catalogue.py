@@ -51,9 +51,48 @@ class Candidate:
 
 
 def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
-    """(kind, what, new line) for one source line: token-level and AST-level mutations.
+    """(kind, what, new line) for one source line: token-level and AST-level mutations, and the same
+    inside an f-string's replacement fields (`f"{n - 1}"` -> `f"{n + 1}"`).
     `goal_numbers`: integers the goal names; a constant may be replaced by one of them.
     `names`: the variables in scope (parameters and locals); a variable read may become another."""
+    out = _line_mutations(line, goal_numbers, names)
+    code = line.rstrip("\n")
+    for start, end in _fstring_fields(code):
+        expr = code[start:end]
+        for kind, what, new in _line_mutations(expr, goal_numbers, names):
+            if "\n" not in new and not set("'\"{}") & (set(new) - set(expr)):
+                out.append((kind, f"{what} in an f-string", code[:start] + new + code[end:]))
+    return out
+
+
+FSTRING_PREFIX = re.compile(r"^[rR]?[fF][rR]?['\"]")
+
+
+def _fstring_fields(code: str) -> list[tuple[int, int]]:
+    """Where the expressions of the line's f-strings' replacement fields are (start, end): up to a
+    `!` conversion or a `:` format spec outside brackets; `{{` is a brace, not a field."""
+    spans = []
+    for t in _tokens(code + "\n"):
+        if t.type != tokenize.STRING or t.start[0] != 1 or t.end[0] != 1 or not FSTRING_PREFIX.match(t.string):
+            continue
+        text, base, i = t.string, t.start[1], 0
+        while i < len(text):
+            if text.startswith("{{", i) or text.startswith("}}", i):
+                i += 2
+                continue
+            if text[i] == "{":
+                depth, j = 0, i + 1
+                while j < len(text) and not (depth == 0 and text[j] in "}!:"):
+                    depth += (text[j] in "([{") - (text[j] in ")]}")
+                    j += 1
+                if j < len(text) and text[i + 1:j].strip():
+                    spans.append((base + i + 1, base + j))
+                i = j
+            i += 1
+    return spans
+
+
+def _line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     code = line.rstrip("\n")
     if not code.strip() or code.strip().startswith(("#", '"""', "'''")):
