@@ -149,8 +149,9 @@ class SearchChooser:
     # -- localization --------------------------------------------------------------------------
     def _read_tied_suspects(self, plan: Plan):
         f = plan.failure
-        if len(plan.reads) >= MAX_TIED_READS or any(line not in plan.known.get(path, {}) for path, line in f.frames):
-            return None   # a traceback frame is read first (by the plain localization)
+        unread_frame = any(line not in plan.known.get(path, {}) for path, line in f.frames)
+        if len(plan.reads) >= MAX_TIED_READS or (unread_frame and not plan.reads):
+            return None   # a traceback frame is read first (by the plain localization), then the spectrum's best
         return _read_suspects(plan, TIED_SUSPICION)
 
     def _localize(self, plan: Plan, view: View):

@@ -291,6 +291,11 @@ def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure) -> float:
             if any(text_ in line or line_ in text_ for text_ in said for line in f.assert_lines
                    for line_ in re.findall(r"['\"]([^'\"]{6,})['\"]", line)):
                 bonus += 2   # ... and it raises with the message the test looks for
+    # The exception that reached the test was raised by the code itself (`raise KeyError(...)` at a
+    # frame): what let the value get there is the suspect; the raise's own message is not.
+    if f.exception not in ("", "AssertionError") and not f.not_raised and c.kind not in ("delete", "raise-guard"):
+        if any(p == c.path and n == c.line for p, n in f.frames) and text.lstrip().startswith("raise "):
+            bonus -= 3
     m = re.match(r"^(\w+) -> (\w+)$", c.what)
     if c.kind == "variable" and m and re.match(rf"^\s*{re.escape(m.group(2))}\s*=[^=]", text) and _in_loop(c.line, fn, lines):
         bonus += 4   # `d = result.get(k)` in a loop -> `d = d.get(k)`: a walk that restarts every iteration
