@@ -21,10 +21,13 @@ NAME_SWAPS = {"and": ("or",), "or": ("and",), "True": ("False",), "False": ("Tru
               "max": ("min",), "any": ("all",), "all": ("any",), "lower": ("upper",), "upper": ("lower",),
               "lstrip": ("strip",), "rstrip": ("strip",), "strip": ("rstrip", "lstrip"),
               "startswith": ("endswith",), "endswith": ("startswith",), "floor": ("ceil",), "ceil": ("floor",),
-              "append": ("extend",), "extend": ("append",),
+              "append": ("extend",), "extend": ("append",), "isinstance": ("issubclass",), "issubclass": ("isinstance",),
+              "find": ("rfind",), "rfind": ("find",), "index": ("rindex",), "rindex": ("index",),
+              "split": ("rsplit",), "rsplit": ("split",),
               # attributes only (`heapq.nlargest`, `pattern.match`): the same names as variables are not these
               "nlargest": ("nsmallest",), "nsmallest": ("nlargest",), "search": ("match",), "match": ("search",)}
-ATTRIBUTE_ONLY = frozenset({"nlargest", "nsmallest", "search", "match"})
+ATTRIBUTE_ONLY = frozenset({"nlargest", "nsmallest", "search", "match", "find", "rfind", "index", "rindex",
+                            "split", "rsplit"})
 # Calls whose arguments are iterables or arbitrary objects, never counts: no argument offsets there.
 ITERABLE_CALLS = frozenset({"zip", "map", "filter", "sorted", "reversed", "list", "tuple", "set", "frozenset", "iter",
                             "enumerate", "dict", "any", "all", "sum", "chain", "concat", "repeat", "cycle", "join",
