@@ -28,7 +28,6 @@ MAX_SUSPECT_SPAN = 80
 CLUSTER_GAP = 25                       # suspicious lines this close belong to one stretch of code
 TIED_SUSPICION = 0.9                   # as suspicious as the best line, give or take: read before trying
 MAX_TIED_READS = 2
-WHOLE_SPAN = 300                       # suspicious lines this close together are read in one window
 ANCHOR_READ = 6                        # lines read after a window's last line, so a hunk there applies
 
 
@@ -349,12 +348,6 @@ def _read_suspects(plan: Plan, min_score: float) -> ReadFile | None:
             break
         if line not in plan.known.get(path, {}):
             lo, hi = _cluster(f.suspicious, path, line)
-            # every line of the file the failing tests ran fairly often, when one read can hold them:
-            # the fault is often a few lines off the best-scored stretch, in code that ran as much
-            ran = [n for (p, n), v in f.suspicious.items() if p == path and v >= MIN_SUSPICION
-                   and n not in plan.known.get(path, {})]
-            if ran and max(ran) - min(ran) <= WHOLE_SPAN:
-                lo, hi = min(lo, *ran), max(hi, *ran)
             start, end = max(1, lo - WINDOW_BEFORE_SUSPECT), hi + WINDOW_AFTER_SUSPECT
             known = plan.known.get(path, {})
             while start in known and start < line:   # the lines already read are not read again: the
