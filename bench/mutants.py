@@ -42,7 +42,7 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -60,7 +60,7 @@ WEIGHTS: dict[str, int] = {
     "wrong-variable": 12, "wrong-function": 9, "wrong-attribute": 4, "swapped-arguments": 4,
     "comparison-operator": 9, "arithmetic-operator": 5, "augmented-assignment": 3, "boolean-operator": 4,
     "negation": 7, "off-by-one": 10, "wrong-constant": 5, "return-value": 6, "dropped-condition": 3,
-    "missing-statement": 21, "missing-guard": 10,
+    "missing-statement": 24, "missing-guard": 12,
 }
 ADDED_LINE = {"missing-statement", "missing-guard"}
 COMPARE_SWAP = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">", ast.Eq: "!=", ast.NotEq: "==",
@@ -220,7 +220,7 @@ def run_pytest(project: Project, tree: Path, nodeids: list[str] | None, *, trace
     with tempfile.TemporaryDirectory(prefix="mutants-run-") as tmp:
         out = Path(tmp) / "results.json"
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutants_trace",
-                "--tb=short", "-vv", "-W", "ignore", f"--rootdir={tree}"]
+                "--tb=short", "-vv", "--color=no", "-W", "ignore", f"--rootdir={tree}"]
         if maxfail:
             argv.append(f"--maxfail={maxfail}")
         if nodeids is not None:
@@ -339,8 +339,6 @@ class SiteFinder:
 
     def _expression(self, node: ast.AST, fn: str, locals_: list[str], self_attrs: list[str], calls: set[int]) -> None:
         rng = self.rng
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not None:
-            pass
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and _one_line(node.left, node.comparators[0]):
             op = type(node.ops[0])
             line = self.lines[node.lineno - 1]
@@ -381,7 +379,6 @@ class SiteFinder:
                     break
         elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and _one_line(node.test):
             test = node.test
-            line = self.lines[test.lineno - 1]
             if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 self._edit("negation", test.lineno, test.col_offset, test.operand.col_offset, b"", fn, "not removed")
             elif isinstance(test, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
@@ -391,7 +388,6 @@ class SiteFinder:
                 if _one_line(test, keep):
                     self._edit("dropped-condition", test.lineno, test.col_offset, test.end_col_offset,  # type: ignore[arg-type]
                                _segment(self.lines, keep), fn, "one operand of the condition dropped")
-            del line
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             for bound in (node.slice.lower, node.slice.upper):
                 if bound is not None and isinstance(bound, (ast.Name, ast.Attribute, ast.Call)) and _one_line(bound):
@@ -548,7 +544,8 @@ def unified(rel: str, before: str, after: str) -> str:
 
 
 _FRAME = re.compile(r"^(\S+?):(\d+): in (\S+)$")
-_TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/")  # a test's tmp_path: differs from run to run
+# A test's tmp_path (differs from run to run) and terminal colours: not part of a symptom.
+_TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/|\x1b\[[0-9;]*m")
 
 
 def symptom(nodeid: str, result: dict[str, Any]) -> tuple[str, str]:
@@ -579,6 +576,9 @@ class Checker:
 
     def __init__(self, project: Project, pristine: Pristine, max_targets: int, timeout: float):
         self.project, self.pristine, self.max_targets, self.timeout = project, pristine, max_targets, timeout
+        # The cap counts test functions: the cases of one parametrized test are one symptom
+        # (inflection checks each function on dozens), with a bound on the node ids as well.
+        self.max_nodeids = 3 * max_targets
         self.work = Path(tempfile.mkdtemp(prefix=f"mutants-{project.name}-"))
         self.tree = self.work / project.tree.name
         shutil.copytree(project.tree, self.tree, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
@@ -601,7 +601,7 @@ class Checker:
         try:
             path.write_text(after)
             results, wall = run_pytest(self.project, self.tree, selected, timeout=self.timeout,
-                                       maxfail=self.max_targets + 1)
+                                       maxfail=self.max_nodeids + 1)
         finally:
             path.write_text(before)
         if results is None:
@@ -611,13 +611,15 @@ class Checker:
         missing = [n for n in failing if n not in results]
         if missing and len(missing) < len(selected):
             # --maxfail stopped the session: more failed than a scenario may target.
-            return f"more than {self.max_targets} tests fail"
+            return f"more than {self.max_nodeids} tests fail"
         if missing:
             return "the tests do not even run (import or collection broken)"
         if not failing:
             return "no test fails (equivalent or untested)"
-        if len(failing) > self.max_targets or len(failing) > 0.3 * len(self.pristine.passing):
-            return f"{len(failing)} tests fail"
+        functions = {n.split("[")[0] for n in failing}
+        if len(functions) > self.max_targets or len(failing) > self.max_nodeids \
+                or len(failing) > 0.3 * len(self.pristine.passing):
+            return f"{len(functions)} test functions fail"
         return failing, results, wall
 
 
@@ -727,8 +729,11 @@ def make_mutant(project: Project, site: Site, seed: int, number: int, failing: l
     after = mutate_text(before, site)
     signature, goal = symptom(failing[0], results[failing[0]])
     if len(failing) > 1:
-        others = ", ".join(f.split("::", 1)[1] for f in failing[1:])
-        goal += f" Also failing: {others}."
+        cases: dict[str, int] = {}
+        for nodeid in failing[1:]:
+            test = nodeid.split("::", 1)[1].split("[")[0]
+            cases[test] = cases.get(test, 0) + 1
+        goal += " Also failing: " + ", ".join(t + (f" ({n} cases)" if n > 1 else "") for t, n in cases.items()) + "."
     baseline = None
     if len(site.new) == 1 and site.first == site.last:
         search, replace = site.new[0].rstrip("\n"), before.splitlines()[site.first - 1]
@@ -795,7 +800,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="directory for the manifests and bugs/ (made if missing)")
     p.add_argument("--projects", nargs="*", help="project tags (default: every project of the real and dev corpora)")
-    p.add_argument("--max-targets", type=int, default=3, help="most failing tests a kept mutant may have")
+    p.add_argument("--max-targets", type=int, default=3,
+                   help="most failing test functions a kept mutant may have (the cases of a parametrized "
+                        "test count once; at most 3x as many node ids)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds for one mutant's tests")
     p.add_argument("--workers", type=int, default=2, help="projects generated at once")
     args = p.parse_args(argv)
