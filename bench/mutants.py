@@ -244,6 +244,7 @@ class Pristine:
     passing: list[str]                          # tests that pass on the pristine tree, in run order
     coverage: dict[str, dict[int, list[str]]]   # file -> line -> passing tests that ran it
     wall_s: float
+    imported: dict[str, list[int]]              # file -> lines run while the tests were collected
 
 
 def pristine(project: Project, files: list[str]) -> Pristine:
@@ -254,7 +255,7 @@ def pristine(project: Project, files: list[str]) -> Pristine:
     if cached.is_file():
         data = json.loads(cached.read_text())
         return Pristine(data["passing"], {f: {int(k): v for k, v in lines.items()} for f, lines in
-                                          data["coverage"].items()}, data["wall_s"])
+                                          data["coverage"].items()}, data["wall_s"], data["imported"])
     absolute = {str(project.tree / f): f for f in files}
     results, wall = run_pytest(project, project.tree, None, trace=list(absolute), timeout=1800)
     if results is None:
@@ -265,9 +266,13 @@ def pristine(project: Project, files: list[str]) -> Pristine:
         for filename, line in results[nodeid].get("lines", []):
             if filename in absolute:
                 coverage[absolute[filename]].setdefault(line, []).append(nodeid)
+    imported: dict[str, list[int]] = {f: [] for f in files}
+    for filename, line in results.get("::collection", {}).get("lines", []):
+        if filename in absolute:
+            imported[absolute[filename]].append(line)
     cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_text(json.dumps({"passing": passing, "coverage": coverage, "wall_s": wall}))
-    return Pristine(passing, coverage, wall)
+    cached.write_text(json.dumps({"passing": passing, "coverage": coverage, "wall_s": wall, "imported": imported}))
+    return Pristine(passing, coverage, wall, imported)
 
 
 # -- mutation sites ----------------------------------------------------------------------------
@@ -620,18 +625,39 @@ class Checker:
         if len(functions) > self.max_targets or len(failing) > self.max_nodeids \
                 or len(failing) > 0.3 * len(self.pristine.passing):
             return f"{len(functions)} test functions fail"
+        if len(selected) < len(self.pristine.passing):
+            # The whole suite once more, as the corpus check runs it: a test that reached the
+            # line only through state set up for an earlier test (a module-scoped fixture) counts.
+            try:
+                path.write_text(after)
+                everything, _ = run_pytest(self.project, self.tree, None, maxfail=self.max_nodeids + 1,
+                                           timeout=max(self.timeout, 3 * self.pristine.wall_s))
+            finally:
+                path.write_text(before)
+            passing = set(self.pristine.passing)
+            if everything is None:
+                return "timed out or the session broke (whole suite)"
+            others = sorted(n for n, r in everything.items() if n in passing and r["outcome"] == "failed"
+                            and n not in failing)
+            if others:
+                return "other tests fail in the whole suite"
         return failing, results, wall
 
 
 # -- choosing and writing ----------------------------------------------------------------------
 
-def quotas(n: int, available: dict[str, int]) -> dict[str, int]:
-    """n split over the kinds with sites, by weight (largest remainder), capped by what exists."""
+def quotas(n: int, available: dict[str, int], rng: random.Random) -> dict[str, int]:
+    """n split over the kinds with sites, by weight: the whole parts as they are, the remaining
+    slots drawn (seeded) in proportion to the fractions, so that over many projects every kind
+    gets its share, the rare ones too, instead of the same rounding everywhere."""
     kinds = [k for k in WEIGHTS if available.get(k)]
     total = sum(WEIGHTS[k] for k in kinds)
     raw = {k: n * WEIGHTS[k] / total for k in kinds}
     out = {k: int(v) for k, v in raw.items()}
-    for k in sorted(kinds, key=lambda k: (-(raw[k] - out[k]), kinds.index(k)))[:n - sum(out.values())]:
+    fractions = {k: raw[k] - out[k] for k in kinds if raw[k] > out[k]}
+    # Weighted sampling without replacement: the largest u ** (1 / weight) win.
+    keyed = sorted(fractions, key=lambda k: -(rng.random() ** (1 / fractions[k])))
+    for k in keyed[:n - sum(out.values())]:
         out[k] += 1
     return out
 
@@ -646,14 +672,17 @@ def enumerate_sites(project: Project, files: list[str], pristine: Pristine, seed
             continue
         cov = pristine.coverage.get(rel, {})
         taken = project.corpus_lines.get(rel, set())
+        imported = set(pristine.imported.get(rel, []))
         for s in found:
-            if taken & set(range(s.first, s.last + 1)):
+            lines = set(range(s.first, s.last + 1))
+            if taken & lines:
                 continue
             tests: dict[str, None] = {}
-            for line in range(s.first, s.last + 1):
+            for line in lines:
                 tests.update(dict.fromkeys(cov.get(line, [])))
             if tests:
-                s.covered_by = [t for t in pristine.passing if t in tests]
+                # A line run at import time can change what every test sees: all of them run.
+                s.covered_by = list(pristine.passing) if imported & lines else [t for t in pristine.passing if t in tests]
                 sites.append(s)
     return sites
 
@@ -670,7 +699,7 @@ def generate(project: Project, per_project: int, seed: int, *, max_targets: int 
         by_kind.setdefault(s.kind, []).append(s)
     for k in sorted(by_kind):
         rng.shuffle(by_kind[k])
-    want = quotas(per_project, {k: len(v) for k, v in by_kind.items()})
+    want = quotas(per_project, {k: len(v) for k, v in by_kind.items()}, rng)
     checker = Checker(project, base, max_targets, timeout)
     kept: list[Mutant] = []
     dropped: dict[str, int] = {}
@@ -686,10 +715,12 @@ def generate(project: Project, per_project: int, seed: int, *, max_targets: int 
         while len(kept) < per_project and attempts < 12 * per_project:
             open_kinds = [k for k in order if pending.get(k, 0) > 0 and cursor[k] < len(by_kind[k])]
             if not open_kinds:
-                spare = [k for k in sorted(by_kind, key=lambda k: -WEIGHTS[k]) if cursor[k] < len(by_kind[k])]
+                # A kind ran out of sites that fail well: its slot goes to a kind drawn by weight.
+                spare = [k for k in sorted(by_kind) if cursor[k] < len(by_kind[k])]
                 if not spare:
                     break
-                pending[spare[0]] = pending.get(spare[0], 0) + 1
+                pick = rng.choices(spare, weights=[WEIGHTS[k] for k in spare])[0]
+                pending[pick] = pending.get(pick, 0) + 1
                 continue
             for kind in open_kinds:
                 if len(kept) >= per_project:

@@ -18,6 +18,7 @@ import pytest
 _FILES = frozenset(json.loads(os.environ.get("MUTANTS_TRACE") or "[]"))
 _lines: set[tuple[str, int]] = set()
 _results: dict[str, dict[str, Any]] = {}
+COLLECTION = "::collection"
 
 
 def _local(frame, event, arg):  # type: ignore[no-untyped-def]
@@ -49,6 +50,21 @@ def pytest_runtest_protocol(item, nextitem):  # type: ignore[no-untyped-def]
         entry = _results.setdefault(item.nodeid, {"outcome": "passed"})
         if _FILES:
             entry["lines"] = sorted(_lines)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):  # type: ignore[no-untyped-def]
+    # What runs while the test modules are imported (module-level code calling the library)
+    # affects every test: recorded under a key of its own.
+    _lines.clear()
+    if _FILES:
+        sys.settrace(_global)
+    try:
+        yield
+    finally:
+        if _FILES:
+            sys.settrace(None)
+            _results[COLLECTION] = {"outcome": "collection", "lines": sorted(_lines)}
 
 
 def pytest_runtest_logreport(report):  # type: ignore[no-untyped-def]
