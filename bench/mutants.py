@@ -549,8 +549,9 @@ def unified(rel: str, before: str, after: str) -> str:
 
 
 _FRAME = re.compile(r"^(\S+?):(\d+): in (\S+)$")
-# A test's tmp_path (differs from run to run) and terminal colours: not part of a symptom.
-_TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/|\x1b\[[0-9;]*m")
+# A test's tmp_path and an object's address (both differ from run to run) and terminal colours:
+# not part of a symptom.
+_TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/|\x1b\[[0-9;]*m| at 0x[0-9a-f]+")
 
 
 def symptom(nodeid: str, result: dict[str, Any]) -> tuple[str, str]:
@@ -566,8 +567,8 @@ def symptom(nodeid: str, result: dict[str, Any]) -> tuple[str, str]:
             call = lines[i + 1].strip()
             break
     errors = [l[1:].strip() for l in lines if l.startswith("E ")]
-    errors = [e for e in errors if e and not e.startswith(("- ", "+ ", "? ", "Full diff", "Use -v", "...", "At index"))
-              or "where" in e]
+    errors = [e for e in errors if re.search(r"\w", e) and (
+        not e.startswith(("- ", "+ ", "? ", "Full diff", "Use -v", "...", "At index")) or "where" in e)]
     first = next((e for e in errors if e), "") or (result.get("crash") or "the test fails").splitlines()[0]
     signature = _TMP.sub("", first)[:300]
     detail = _TMP.sub("", "; ".join(errors[:3]))[:400] or signature
@@ -625,22 +626,24 @@ class Checker:
         if len(functions) > self.max_targets or len(failing) > self.max_nodeids \
                 or len(failing) > 0.3 * len(self.pristine.passing):
             return f"{len(functions)} test functions fail"
-        if len(selected) < len(self.pristine.passing):
-            # The whole suite once more, as the corpus check runs it: a test that reached the
-            # line only through state set up for an earlier test (a module-scoped fixture) counts.
+        modules = {n.split("::")[0] for n in selected}
+        neighbours = [n for n in self.pristine.passing if n.split("::")[0] in modules]
+        if len(neighbours) > len(selected):
+            # Every test of those modules once more: one that reached the line only through state
+            # set up for an earlier test (a module- or class-scoped fixture) fails there too.
             try:
                 path.write_text(after)
-                everything, _ = run_pytest(self.project, self.tree, None, maxfail=self.max_nodeids + 1,
+                everything, _ = run_pytest(self.project, self.tree, neighbours, maxfail=self.max_nodeids + 1,
                                            timeout=max(self.timeout, 3 * self.pristine.wall_s))
             finally:
                 path.write_text(before)
             passing = set(self.pristine.passing)
             if everything is None:
-                return "timed out or the session broke (whole suite)"
+                return "timed out or the session broke (their modules)"
             others = sorted(n for n, r in everything.items() if n in passing and r["outcome"] == "failed"
                             and n not in failing)
             if others:
-                return "other tests fail in the whole suite"
+                return "other tests of their modules fail"
         return failing, results, wall
 
 
