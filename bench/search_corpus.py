@@ -1,6 +1,7 @@
 """What the search chooser repairs: every scenario of the corpus, one run each, at one budget.
 
     .venv/bin/python bench/search_corpus.py [--budget 12] [--seed 0] [--sandbox local|docker] [--only NAME ...]
+    .venv/bin/python bench/search_corpus.py --scenarios-dir /tmp/mutants --tag corpus:mutants [--chooser baseline]
 
 Each run goes through the normal run path (controller, verifier, journal, report). A scenario
 counts as solved when the run ends the way its manifest expects: `awaiting_release_confirmation`
@@ -31,20 +32,24 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sandbox", choices=["local", "docker"], default="local")
     p.add_argument("--only", nargs="*", help="scenario names (default: all)")
+    p.add_argument("--scenarios-dir", action="append", default=[], type=Path,
+                   help="also read the manifests in this directory (repeatable), as `repair-agent --scenarios-dir`")
+    p.add_argument("--tag", action="append", default=[], help="only the scenarios with every one of these tags")
+    p.add_argument("--chooser", default="search", help="the chooser to run (default: search)")
     p.add_argument("--runs-dir", help="where runs go (default: a temporary directory)")
     p.add_argument("--json", help="also write the rows to this file")
     args = p.parse_args()
-    scenarios, errors = discover()
+    scenarios, errors = discover(args.scenarios_dir)
     for e in errors:
         print(f"skipping an unusable manifest: {e}", file=sys.stderr)
-    names = args.only or sorted(scenarios)
+    names = args.only or sorted(n for n, s in scenarios.items() if set(args.tag) <= set(s.tags))
     runs_dir = Path(args.runs_dir or tempfile.mkdtemp(prefix="search-corpus-"))
     rows = []
     print(f"{'scenario':<30} {'kind':<20} {'expected':<9} {'status':<31} {'steps':>5}  ok")
     for name in names:
         s = scenarios[name]
         t0 = time.monotonic()
-        rec = execute_run(s, load_chooser("search", s, seed=args.seed), sandbox_kind=args.sandbox,
+        rec = execute_run(s, load_chooser(args.chooser, s, seed=args.seed), sandbox_kind=args.sandbox,
                           runs_dir=runs_dir, max_steps=args.budget)
         ok = rec.status.value == s.expected
         rows.append({"scenario": name, "kind": s.kind, "expected": s.expected, "status": rec.status.value,
