@@ -7,11 +7,12 @@ line needs to run only the tests that executed it. Standard library and pytest o
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -35,36 +36,40 @@ def _global(frame, event, arg):  # type: ignore[no-untyped-def]
     return None
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):  # type: ignore[no-untyped-def]
+@contextlib.contextmanager
+def _traced(threads: bool) -> Iterator[None]:
+    """The lines run inside the block, in `_lines` (cleared first); the tracer is always removed."""
     _lines.clear()
     if _FILES:
-        threading.settrace(_global)
+        if threads:
+            threading.settrace(_global)
         sys.settrace(_global)
     try:
         yield
     finally:
         if _FILES:
             sys.settrace(None)
-            threading.settrace(None)  # type: ignore[arg-type]
-        entry = _results.setdefault(item.nodeid, {"outcome": "passed"})
-        if _FILES:
-            entry["lines"] = sorted(_lines)
+            if threads:
+                threading.settrace(None)  # type: ignore[arg-type]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # type: ignore[no-untyped-def]
+    with _traced(threads=True):
+        yield
+    entry = _results.setdefault(item.nodeid, {"outcome": "passed"})
+    if _FILES:
+        entry["lines"] = sorted(_lines)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_collection(session):  # type: ignore[no-untyped-def]
     # What runs while the test modules are imported (module-level code calling the library)
     # affects every test: recorded under a key of its own.
-    _lines.clear()
-    if _FILES:
-        sys.settrace(_global)
-    try:
+    with _traced(threads=False):
         yield
-    finally:
-        if _FILES:
-            sys.settrace(None)
-            _results[COLLECTION] = {"outcome": "collection", "lines": sorted(_lines)}
+    if _FILES:
+        _results[COLLECTION] = {"outcome": "collection", "lines": sorted(_lines)}
 
 
 def pytest_runtest_logreport(report):  # type: ignore[no-untyped-def]
