@@ -105,7 +105,7 @@ def _search(tree: Path, query: str, glob: str | None) -> str:
     return "\n".join(hits) + ("\n" if hits else "")
 
 
-def replay(run_dir: Path, budget: int, seed: int, top: int) -> dict | None:
+def replay(run_dir: Path, budget: int, seed: int, top: int, spectrum_top: int | None = None) -> dict | None:
     """None when the run has no target-test observation to start from (it ended before one)."""
     if not (run_dir / "journal.jsonl").is_file() or not (run_dir / "journal.jsonl").read_text().strip():
         return None
@@ -117,7 +117,11 @@ def replay(run_dir: Path, budget: int, seed: int, top: int) -> dict | None:
     first = next((r for r in steps if r.evidence is not None and r.evidence.tool == "run_target_test"), None)
     if first is None or first.evidence is None:
         return None
-    return simulate(scenario, first.view.view(evidence), first.evidence, budget, seed, top)
+    observed = first.evidence
+    loc = observed.localization
+    if spectrum_top is not None and loc is not None:   # as if the observation had listed fewer lines
+        observed = observed.model_copy(update={"localization": loc.model_copy(update={"lines": loc.lines[:spectrum_top]})})
+    return simulate(scenario, first.view.view(evidence), observed, budget, seed, top)
 
 
 def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed: int, top: int) -> dict:
@@ -206,10 +210,11 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--top", type=int, default=6)
     p.add_argument("--json", help="also write the rows to this file")
+    p.add_argument("--spectrum-top", type=int, help="keep only this many of the observation's suspicious lines")
     args = p.parse_args()
     rows = []
     for run in args.runs:
-        row = replay(Path(run), args.budget, args.seed, args.top)
+        row = replay(Path(run), args.budget, args.seed, args.top, args.spectrum_top)
         if row is None:
             print(f"{Path(run).name}: skipped, no target-test observation in its journal")
             continue
