@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from verifier.spec import glob_match
 
-TOP_N = 400   # every line the failing tests ran, as a rule: a chooser can then tell "never ran" from "not listed"
+TOP_N = 40
 TIMEOUT_S = 60.0
 # Passing tests traced besides the targets: enough to tell the lines apart, few enough to keep the
 # traced run short on a large test file (a fixed number, not a time, so the result is reproducible;
