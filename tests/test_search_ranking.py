@@ -733,6 +733,8 @@ def test_a_separator_the_got_and_expected_texts_differ_by_is_swapped_in_its_lite
     # words, not separators: nothing to swap
     assert separator_change(Failure(got="pypi other", expected="pypi thing", have_values=True)) is None
     assert separator_change(Failure(got="a-b-c", expected="a_b+c", have_values=True)) is None
+    # text inserted where the code wrote nothing ('> one two three' for '> one two\n> three') is no separator
+    assert separator_change(Failure(got="> one two three", expected="> one two\n> three", have_values=True)) is None
 
 
 def test_a_wrong_type_points_at_variables_and_endless_recursion_at_the_base_case():

@@ -26,8 +26,8 @@ def separator_change(failure: Failure) -> tuple[str, str] | None:
     if len(pairs) != 1:
         return None
     old, new = pairs.pop()
-    if len(old) > MAX_SEPARATOR or len(new) > MAX_SEPARATOR or (old + new).isalnum():
-        return None
+    if not old or len(old) > MAX_SEPARATOR or len(new) > MAX_SEPARATOR or (old + new).isalnum():
+        return None   # text inserted where the code wrote nothing is no separator put in another's place
     return old, new
 
 
