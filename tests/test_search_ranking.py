@@ -756,3 +756,14 @@ def test_the_expressions_inside_an_f_string_are_mutated_like_any_other():
     edits = {new for kind, what, new in line_mutations(line) if "f-string" in what}
     assert '        return f"{self.path}:{self.lineno + 1}: {self.msg!r:>10} {{literal}}"' in edits
     assert all("{{literal}}" in new and "!r:>10" in new for new in edits)   # braces and specs kept
+
+
+def test_an_expectation_written_first_is_never_copied_either():
+    from repair_agent.choosers.search.failure import _expected_literals
+    # `assert 42 == answer(1)`: pytest prints `assert 42 == 41` and says which side the call computed
+    f = Failure(message="assert 42 == 41", got=41, expected=42, have_values=True, callees=["answer"],
+                hints={"boundary"}, assert_lines=["assert 42 == answer(1)"])
+    f.expected_literals = _expected_literals(f)
+    assert "42" in f.expected_literals
+    ranked = rank_candidates(f, {"src/m.py": LINES}, [], "answer must be right", seed=0)
+    assert ranked and not any("42" in "".join(c.new_lines) for c in ranked)

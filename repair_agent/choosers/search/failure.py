@@ -105,12 +105,7 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
                 f.callees.append(wm.group("name") or wm.group("method"))
             am = ASSERT_EQ_RE.match(body)
             if am and not f.have_values and am.group("op") == "==":
-                ok_g, got = _literal(am.group("got"))
-                ok_e, exp = _literal(am.group("exp"))
-                if ok_g and ok_e:
-                    f.got, f.expected, f.have_values = got, exp, True
-                    if _expectation_first(pytest_part, f.assert_lines, am.group("got"), am.group("exp")):
-                        f.got, f.expected = exp, got
+                f.have_values, f.got, f.expected = _asserted_values(am, pytest_part, f.assert_lines)
             um = UNITTEST_NE_RE.match(body) if not am else None
             if um and not f.have_values:
                 ok_g, got = _literal(um.group("got"))
@@ -129,11 +124,7 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
     if not f.have_values:
         am = ASSERT_EQ_RE.search(f.message)
         if am and am.group("op") == "==":
-            ok_g, got = _literal(am.group("got"))
-            ok_e, exp = _literal(am.group("exp"))
-            f.got, f.expected, f.have_values = got, exp, ok_g and ok_e
-            if f.have_values and _expectation_first(pytest_part, f.assert_lines, am.group("got"), am.group("exp")):
-                f.got, f.expected = exp, got
+            f.have_values, f.got, f.expected = _asserted_values(am, pytest_part, f.assert_lines)
     for line in f.assert_lines:
         for m in CALL_RE.finditer(line):
             f.callees.append(m.group("name"))
@@ -163,6 +154,18 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
 
 
 WHERE_RE = re.compile(r"^E\s+\+\s+where (.+?) = ", re.M)
+
+
+def _asserted_values(am: re.Match[str], pytest_part: str, assert_lines: list[str]) -> tuple[bool, Any, Any]:
+    """(both sides are literals, the value got, the value expected) of an `assert A == B` message,
+    whichever side the test wrote its expectation on."""
+    ok_a, a = _literal(am.group("got"))
+    ok_b, b = _literal(am.group("exp"))
+    if not (ok_a and ok_b):
+        return False, None, None
+    if _expectation_first(pytest_part, assert_lines, am.group("got"), am.group("exp")):
+        return True, b, a
+    return True, a, b
 
 
 def _expectation_first(pytest_part: str, assert_lines: list[str], left: str, right: str) -> bool:

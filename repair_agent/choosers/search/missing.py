@@ -88,7 +88,7 @@ def missing_definition(path: str, fn: Function, lines: dict[int, str], failure: 
     if not undefined or not any(p == path and fn.def_line <= n <= fn.end_line for p, n in frame_lines):
         return []
     out = []
-    known_params = set(fn.params) | {"self", "cls"}
+    readable = set(fn.params) | {"self", "cls"} | _module_names(lines)
     for name in sorted(undefined):
         seen: set[str] = set()
         for n in sorted(lines):
@@ -100,7 +100,7 @@ def missing_definition(path: str, fn: Function, lines: dict[int, str], failure: 
                 reads = {node.id for node in ast.walk(ast.parse(value, mode="eval")) if isinstance(node, ast.Name)}
             except SyntaxError:
                 continue
-            if not reads <= known_params | _module_names(lines):
+            if not reads <= readable:
                 continue   # it reads a local of its own function
             seen.add(m.group(3))
             out.append(Candidate(path, fn.body_line, (f"{fn.body_indent}{name} = {value}\n", lines[fn.body_line]),

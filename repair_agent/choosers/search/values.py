@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import ast
 import difflib
-import io
 import json
 import tokenize
 
 from .catalogue import Candidate
 from .failure import Failure
+from .source import _tokens
 
 MAX_SEPARATOR = 3   # longer differences are words, not separators
 
@@ -41,11 +41,7 @@ def separator_swaps(path: str, lines: dict[int, str], lo: int, hi: int, failure:
         text = lines.get(n)
         if text is None:
             continue
-        try:
-            toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
-        except (tokenize.TokenError, IndentationError, SyntaxError):
-            continue
-        for t in toks:
+        for t in _tokens(text):
             if t.type != tokenize.STRING or t.start[0] != 1 or t.string[:1] not in "'\"":
                 continue
             try:
