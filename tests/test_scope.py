@@ -146,3 +146,31 @@ def test_a_multi_file_diff_without_diff_lines_survives_recounting(tmp_path):
     assert _apply_as_the_sandbox_does(run, diff).returncode == 0
     assert (root / "src/pkg/two.py").read_text() == "a = 1\nb = 20\nc = 3\n"
     assert (root / "src/pkg/new.py").read_text() == "x = 1\n"
+
+
+def test_diff_reading_from_many_threads_at_once_never_loses_its_directory():
+    # `repair-agent check` judges scenarios on a thread pool. git reads each diff in a scratch
+    # directory made on first use; two threads making it at once once left one of them reading in
+    # a directory already removed, and a good fix read as out of scope.
+    import threading
+
+    from verifier import scope as scope_module
+
+    diff = ("--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,1 +1,1 @@\n-x = 1\n+x = 2\n")
+    failures: list = []
+    for _ in range(20):
+        scope_module._READ_DIR = None
+        start = threading.Barrier(8)
+
+        def read():
+            start.wait()
+            changes, problems = scope_module.git_reading(diff)
+            if changes is None or problems:
+                failures.append(problems)
+
+        threads = [threading.Thread(target=read) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert failures == []

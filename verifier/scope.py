@@ -19,6 +19,7 @@ import posixpath
 import re
 import subprocess
 import tempfile
+import threading
 import unicodedata
 from pathlib import Path
 
@@ -225,15 +226,19 @@ def _folded(patterns: tuple[str, ...]) -> tuple[str, ...]:
 # says which patches create, delete, rename, copy or change a mode, one newline-ended line each.
 
 _READ_DIR: tempfile.TemporaryDirectory | None = None
+_READ_DIR_LOCK = threading.Lock()
 
 
 def _read_dir() -> Path:
     """An empty directory outside any repository (git apply in a repository's subdirectory would
-    prefix the names it reports), removed when the process exits."""
+    prefix the names it reports), removed when the process exits. Made under a lock: `check` reads
+    diffs on a thread pool, and a directory made twice at once is removed under the loser's feet
+    (a TemporaryDirectory cleans up when its last reference goes)."""
     global _READ_DIR
-    if _READ_DIR is None or not Path(_READ_DIR.name).is_dir():
-        _READ_DIR = tempfile.TemporaryDirectory(prefix="repair-agent-diff-read-")
-    return Path(_READ_DIR.name)
+    with _READ_DIR_LOCK:
+        if _READ_DIR is None or not Path(_READ_DIR.name).is_dir():
+            _READ_DIR = tempfile.TemporaryDirectory(prefix="repair-agent-diff-read-")
+        return Path(_READ_DIR.name)
 
 
 def _git_env(cwd: Path) -> dict[str, str]:
