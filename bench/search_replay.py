@@ -19,6 +19,7 @@ whether the replayed run would reach the right candidate within the budget.
 from __future__ import annotations
 
 import argparse
+import ast
 import fnmatch
 import hashlib
 import json
@@ -166,7 +167,7 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
                 first_rank = _right_rank(ranked, original, fixed, fix_path, plan)
                 top_list = [f"{c.score:5.1f} {c.label()}" for c in ranked[:top]]
             tried_keys.append(cand.label())
-            if cand.path == fix_path and with_candidate(original, cand) == fixed:
+            if cand.path == fix_path and same_program(with_candidate(original, cand), fixed):
                 outcome = "right candidate tried" if used + 4 <= budget else "right candidate, too few steps"
                 used += 4
                 break
@@ -192,9 +193,20 @@ def _run_full():
     return RunFullSuite()
 
 
+def same_program(text: str, fixed: str) -> bool:
+    """The same text, or the same syntax tree (a blank line or a comment apart): `git apply` would
+    give a different file, the interpreter the same program."""
+    if text == fixed:
+        return True
+    try:
+        return ast.dump(ast.parse(text)) == ast.dump(ast.parse(fixed))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
 def _right_rank(ranked: list[Candidate], original: str, fixed: str, path: str, plan) -> object:
     for i, c in enumerate(ranked, 1):
-        if c.path == path and with_candidate(original, c) == fixed:
+        if c.path == path and same_program(with_candidate(original, c), fixed):
             return i
     old = original.splitlines()
     new = fixed.splitlines()

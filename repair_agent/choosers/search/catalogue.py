@@ -168,7 +168,7 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[
 
 def _variable_swaps(code: str, toks: list[tokenize.TokenInfo], names: tuple[str, ...]) -> list[tuple[str, str, str]]:
     """A variable read replaced by another variable in scope (`return lo` -> `return hi`)."""
-    out: list[tuple[str, str, str]] = []
+    out = _attribute_base_swaps(code, toks, names)
     if len(names) < 2:
         return out
     first = next((k for k, t in enumerate(toks) if t.type == tokenize.NAME), None)
@@ -184,6 +184,53 @@ def _variable_swaps(code: str, toks: list[tokenize.TokenInfo], names: tuple[str,
             if other != t.string:
                 out.append(("variable", f"{t.string} -> {other}", _replace_span(code, t.start[1], t.end[1], other)))
     return out
+
+
+def _attribute_base_swaps(code: str, toks: list[tokenize.TokenInfo],
+                          names: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """The object of an attribute replaced by `self` or by a parameter that has the same attribute on
+    this line (`self.parts[:len(self.parts)] == ptr.parts` -> `self.parts[:len(ptr.parts)] ...`):
+    the other variable swaps never touch `self`, which is no parameter."""
+    bases = ("self", *names)
+    at: dict[str, set[str]] = {}   # attribute -> the bases it is read from on this line
+    sites = []
+    for k in range(len(toks) - 2):
+        t, dot, attr = toks[k], toks[k + 1], toks[k + 2]
+        if t.type == tokenize.NAME and t.string in bases and dot.string == "." and attr.type == tokenize.NAME \
+                and t.start[0] == 1 and not (k and toks[k - 1].string == "."):
+            at.setdefault(attr.string, set()).add(t.string)
+            sites.append((t, attr.string))
+    out = []
+    for t, attr in sites:
+        others = at[attr] - {t.string}
+        if "self" not in at[attr] | {t.string}:
+            continue   # two parameters: the plain variable swaps cover them
+        for other in sorted(others):
+            out.append(("variable", f"{t.string} -> {other} ({t.string}.{attr})",
+                        _replace_span(code, t.start[1], t.end[1], other)))
+    return out
+
+
+def redundancies(code: str) -> int:
+    """Expressions on the line that compute nothing (`x[:len(x)]`, `a == a`, `n - n`): one is
+    almost always a variable written for another."""
+    parsed = _stmt_ast(code)
+    if parsed is None:
+        return 0
+    count = 0
+    for node in ast.walk(parsed[0]):
+        if isinstance(node, ast.BinOp) and ast.dump(node.left) == ast.dump(node.right) \
+                and isinstance(node.op, (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.BitXor)):
+            count += 1
+        elif isinstance(node, ast.Compare) and len(node.comparators) == 1 and \
+                ast.dump(node.left) == ast.dump(node.comparators[0]) and not isinstance(node.left, ast.Constant):
+            count += 1
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            for bound in (node.slice.lower, node.slice.upper):
+                if isinstance(bound, ast.Call) and getattr(bound.func, "id", None) == "len" and len(bound.args) == 1 \
+                        and ast.dump(bound.args[0]) == ast.dump(node.value):
+                    count += 1
+    return count
 
 
 def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
@@ -232,6 +279,12 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
             for d in ("+ 1", "- 1"):
                 out.append(("offset", f"return {text(node.value)} {d}",
                             _replace_span(code, *span(node.value), f"{text(node.value)} {d}")))
+        if isinstance(node, ast.Return) and node.value is not None and span(node.value) \
+                and (empty := _neutral_text(node.value)) is not None:
+            # a function that returns "nothing" in the wrong form: `return []` where None is documented
+            for other in NEUTRAL_RETURNS.get(empty, ()):
+                out.append(("return-value", f"return {empty} -> return {other}",
+                            _replace_span(code, *span(node.value), other)))
         if isinstance(node, ast.Compare) and len(node.comparators) == 1 and span(node.comparators[0]) and isinstance(
                 node.comparators[0], (ast.Name, ast.Call, ast.Subscript, ast.Attribute)) and isinstance(
                 node.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)):
@@ -281,6 +334,23 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                             _replace_span(code, *span(operand), f"{operand.id} {op}")))
     return out
 
+
+
+# The forms "no result" takes, and the ones each is mistaken for.
+NEUTRAL_RETURNS = {"None": ("[]", "''", "False"), "[]": ("None", "()"), "()": ("None", "[]"), "{}": ("None",),
+                   "''": ("None",), "set()": ("None",)}
+
+
+def _neutral_text(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and (node.value is None or node.value == ""):
+        return "None" if node.value is None else "''"
+    if isinstance(node, (ast.List, ast.Tuple)) and not node.elts:
+        return "[]" if isinstance(node, ast.List) else "()"
+    if isinstance(node, ast.Dict) and not node.keys:
+        return "{}"
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "set" and not node.args:
+        return "set()"
+    return None
 
 
 def _formats_text(node: ast.AST) -> bool:

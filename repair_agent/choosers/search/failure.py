@@ -74,6 +74,9 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # unittest's assertEqual message: `first != second` (by convention the value, then the expectation)
 UNITTEST_NE_RE = re.compile(r"^(?:AssertionError: )?(?:(?:Lists|Tuples|Sequences|Sets|Dicts?) differ: )?"
                             r"(?P<got>.+?) != (?P<exp>.+)$")
+# unittest's assertIsNone / assertTrue / assertFalse messages: `[] is not None`, `0 is not true`
+UNITTEST_IS_RE = re.compile(r"^(?:AssertionError: )?(?P<got>.+?) is not (?P<exp>None|true|false)$")
+UNITTEST_EXPECTED = {"None": None, "true": True, "false": False}
 # `must be ... 0 <= x`, `must be non-negative`: a value computed out of the bounds a callee states
 BOUNDS_BROKEN_RE = re.compile(r"(?:Error|Exception): .*must be .*(?:\d\s*<=?|non-?negative|positive|between|>=?\s*\d)",
                               re.I)
@@ -112,6 +115,11 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
                 ok_e, exp = _literal(um.group("exp"))
                 if ok_g and ok_e:
                     f.got, f.expected, f.have_values = got, exp, True
+            im = UNITTEST_IS_RE.match(body) if not am and not um else None
+            if im and not f.have_values:
+                ok_g, got = _literal(im.group("got"))
+                if ok_g:
+                    f.got, f.expected, f.have_values = got, UNITTEST_EXPECTED[im.group("exp")], True
             em = EXC_RE.match(body)
             if em and not f.exception:
                 f.exception, f.exception_message = em.group("exc"), em.group("msg")

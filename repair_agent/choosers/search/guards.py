@@ -41,7 +41,30 @@ def documented_returns(fn: Function | None, lines: dict[int, str], failure: Fail
     if re.search(r"\btuple\b", said) or failure.have_values and isinstance(failure.expected, tuple):
         out.append("()")
     out.append("None")
+    shape = tuple_shape(fn, lines)
+    if shape:   # every return of the function is a tuple of this length: so is the guard's
+        return [shape]
     return list(dict.fromkeys(out))
+
+
+def tuple_shape(fn: Function | None, lines: dict[int, str]) -> str | None:
+    """`doc, None` for a function whose every return is a pair like `return doc, self.get_part(...)`:
+    the parameters it returns as they are, None for what it computes."""
+    if fn is None:
+        return None
+    shapes = set()
+    keep = set(fn.params)
+    for n in range(fn.body_line, fn.end_line + 1):
+        parsed = _stmt_ast(lines.get(n, "")) if (lines.get(n) or "").lstrip().startswith("return") else None
+        if parsed is None:
+            continue
+        node = parsed[0].body[0] if parsed[0].body else None
+        if not isinstance(node, ast.Return):
+            continue
+        if not isinstance(node.value, ast.Tuple) or any(isinstance(e, ast.Starred) for e in node.value.elts):
+            return None
+        shapes.add(", ".join(e.id if isinstance(e, ast.Name) and e.id in keep else "None" for e in node.value.elts))
+    return shapes.pop() if len(shapes) == 1 else None
 
 
 def frame_guards(path: str, line_no: int, lines: dict[int, str], fn: Function | None,
@@ -65,15 +88,27 @@ def frame_guards(path: str, line_no: int, lines: dict[int, str], fn: Function | 
     returns = documented_returns(fn, lines, failure)
     indent = text[:len(text) - len(text.lstrip())]
     out = []
+    # the same guard at the top of the function, when what it tests exists there (`self.parts`)
+    top = fn.body_line if fn is not None and fn.body_line < line_no and fn.body_line in lines else None
     for expr in exprs[:6]:
-        if len(expr) > 60 or not re.match(r"^[\w.()\[\], ]+$", expr) or expr in ("self", "cls"):
+        if len(expr) > 60 or not re.match(r"^[\w.()\[\], ]+$", expr) or expr in ("self", "cls") or expr[:1].isupper():
             continue   # (an instance or a class is never None nor empty)
+        root = re.match(r"\w+", expr)
+        at_top = top is not None and root is not None and root.group(0) in ("self", "cls", *fn.params) \
+            and "(" not in expr
         for kind, cond in (("none-guard", f"{expr} is None"), ("empty-guard", f"not {expr}")):
             for rank, ret in enumerate(returns[:2]):
                 c = Candidate(path, line_no, (f"{indent}if {cond}:\n", f"{indent}    return {ret}\n", text),
                               kind, f"guard `if {cond}: return {ret}` before the failing line")
                 c.score = 2.0 - rank
                 out.append(c)
+                if at_top:
+                    assert fn is not None and top is not None
+                    ind = fn.body_indent
+                    c = Candidate(path, top, (f"{ind}if {cond}:\n", f"{ind}    return {ret}\n", lines[top]),
+                                  kind, f"guard `if {cond}: return {ret}` at the top of {fn.name}")
+                    c.score = 1.5 - rank
+                    out.append(c)
     return out
 
 

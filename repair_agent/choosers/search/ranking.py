@@ -2,11 +2,12 @@
 closeness to a frame; the seed orders only candidates of equal score."""
 from __future__ import annotations
 
+import ast
 import random
 import re
 from dataclasses import replace
 
-from .catalogue import Candidate, line_mutations
+from .catalogue import Candidate, line_mutations, redundancies
 from .context_edits import counter_updates, raising_guards, sibling_arm_statements, sibling_wraps
 from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
@@ -23,7 +24,7 @@ KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, 
               # edits read from the statements around a line (see context_edits.py) and a self-assignment's sign
               "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4, "negate": -2, "sibling-copy": 2,
               # statements the failure says are missing (missing.py), a separator the values differ by (values.py)
-              "return": 0, "attribute": 0, "definition": 0, "separator": 2}
+              "return": 0, "return-value": -1, "attribute": 0, "definition": 0, "separator": 2}
 HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 3,
                                                    "counter": 2},
               "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
@@ -90,6 +91,12 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 2   # the escape becomes the class the goal names (`\D` -> `\d` where it speaks of digits)
     if _direction(c, failure) > 0:
         s += 1   # a one-off value: the edit that moves it the way the test expects
+    if c.kind == "variable" and len(c.new_lines) == 1 and redundancies(line_text) > redundancies(c.new_lines[0]):
+        s += 3   # the line computed nothing (`x[:len(x)]`): one of its variables was meant to be another
+    if c.kind == "return-value" and failure.have_values:
+        was, now = (_value(x) for x in c.what.removeprefix("return ").split(" -> return "))
+        if now is not _NO_VALUE and _same(now, failure.expected):
+            s += 4 if _same(was, failure.got) else 1   # the test got what this line returns, and wants the other
     if (c.path, c.line) in frame_lines:
         s += 3
     elif any(p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
@@ -377,6 +384,20 @@ def _direction(c: Candidate, f: Failure) -> int:
     else:
         return 0
     return 1 if up == (f.expected > f.got) else -1
+
+
+_NO_VALUE = object()
+
+
+def _value(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return _NO_VALUE
+
+
+def _same(a, b) -> bool:
+    return type(a) is type(b) and a == b
 
 
 def _number(value) -> bool:
