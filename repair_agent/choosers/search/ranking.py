@@ -7,7 +7,7 @@ import random
 import re
 from dataclasses import replace
 
-from .catalogue import Candidate, line_mutations, redundancies
+from .catalogue import Candidate, line_mutations, redundancies, stem_pairs
 from .context_edits import counter_updates, raising_guards, sibling_arm_statements, sibling_wraps
 from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
@@ -93,6 +93,8 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 1   # a one-off value: the edit that moves it the way the test expects
     if c.kind == "variable" and len(c.new_lines) == 1 and redundancies(line_text) > redundancies(c.new_lines[0]):
         s += 3   # the line computed nothing (`x[:len(x)]`): one of its variables was meant to be another
+    if c.kind == "variable" and len(c.new_lines) == 1 and stem_pairs(line_text) < stem_pairs(c.new_lines[0]) > 0:
+        s += 3   # `hi, hi_key = y, x_key`: the values pair up as their targets do
     if c.kind == "return-value" and failure.have_values:
         was, now = (_value(x) for x in c.what.removeprefix("return ").split(" -> return "))
         if now is not _NO_VALUE and _same(now, failure.expected):
@@ -203,7 +205,8 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
             by_line: dict[int, list[Candidate]] = {}
             code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
             params = tuple(fn.params) if fn else ()
-            names = scope_names(fn, lines) if fn else ()
+            # a window without its `def`: the names it assigns (loop variables, locals) are in scope
+            names = scope_names(fn or Function(lo, "", [], lo, "", hi), lines)
             for n in range(lo, hi + 1):
                 text = lines.get(n)
                 if text is None or n not in code_lines:
