@@ -250,3 +250,25 @@ def _raise_like(exc: str, message: str, fn: Function, lines: dict[int, str], for
                 args[texts[-1]] = literal
             return f"raise {ast.unparse(top.exc.func)}({', '.join(args)})"
     return f"raise {exc}({literal})"
+
+
+def unused_params(fn: Function, lines: dict[int, str]) -> list[str]:
+    """Parameters the body never reads, when the whole function was read: a value the code was meant
+    to use (`default` that a `return None` ignores) is a common wrong-variable bug."""
+    body = [lines.get(n) for n in range(fn.body_line, fn.end_line + 1)]
+    if any(t is None for t in body) or not body:
+        return []
+    text = "".join(t for t in body if t is not None)
+    return [p for p in fn.params if not re.search(rf"(?<![\w.]){re.escape(p)}\b", text)]
+
+
+def unused_param_returns(path: str, fn: Function, lines: dict[int, str]) -> list[Candidate]:
+    """`return None` (or another "nothing") -> `return default`, for each parameter the body never reads."""
+    unused = unused_params(fn, lines)
+    out = []
+    for n in range(fn.body_line, fn.end_line + 1):
+        m = re.match(r"^(\s*return\s+)(None|\[\]|\(\)|\{\}|''|\"\")\s*(#.*)?$", lines.get(n, ""))
+        if m:
+            out += [Candidate(path, n, (f"{m.group(1)}{p}\n",), "variable", f"{m.group(2)} -> {p} (a parameter "
+                              "the function never reads)", 3.0) for p in unused]
+    return out

@@ -45,8 +45,9 @@ def missing_return(path: str, fn: Function, lines: dict[int, str], failure: Fail
     top = _top_level(fn, lines)
     if not got_none or fn.name not in failure.callees or not top or not _complete(fn, lines):
         return []
-    if top[-1][1].strip().startswith(("return", "raise")) or any(re.search(r"\byield\b", t) for _, t in _body(fn, lines)):
-        return []   # it ends in a return already, or it is a generator
+    if top[-1][1].strip().startswith(("return", "raise")) or any(re.search(r"\byield\b", t) for _, t in _body(fn, lines)) \
+            or _always_returns(fn, lines):
+        return []   # it ends in a return already (on every branch), or it is a generator
     names: list[str] = []
     for _, text in reversed(top):
         m = ASSIGNED_RE.match(text)
@@ -55,6 +56,35 @@ def missing_return(path: str, fn: Function, lines: dict[int, str], failure: Fail
     names += [p for p in reversed(fn.params) if p not in names]
     return [_after_end(path, fn, lines, f"return {name}", "return", f"insert `return {name}` at the end of {fn.name}",
                        4.0 - 0.5 * min(i, 4)) for i, name in enumerate(names[:5])]
+
+
+def _always_returns(fn: Function, lines: dict[int, str]) -> bool:
+    """Does every path through the function end in a `return` or a `raise` (the arms of a final
+    `if`/`else` or `try`/`except`/`else` included)?"""
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines[n] for n in range(fn.def_line, fn.end_line + 1))))
+    except (SyntaxError, ValueError, KeyError, RecursionError, MemoryError):
+        return False
+    if not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return _ends(tree.body[0].body)
+
+
+def _ends(stmts: list[ast.stmt]) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _ends(last.body) and _ends(last.orelse)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _ends(last.body)
+    if isinstance(last, ast.Try):
+        return all(_ends(h.body) for h in last.handlers) and (_ends(last.orelse) or _ends(last.body)) \
+            or _ends(last.finalbody)
+    return False
 
 
 def missing_attribute(path: str, fn: Function, lines: dict[int, str], failure: Failure) -> list[Candidate]:

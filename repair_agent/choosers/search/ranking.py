@@ -8,7 +8,8 @@ import re
 from dataclasses import replace
 
 from .catalogue import Candidate, line_mutations, redundancies, stem_pairs
-from .context_edits import counter_updates, raising_guards, sibling_arm_statements, sibling_wraps
+from .context_edits import (counter_updates, raising_guards, sibling_arm_statements, sibling_wraps,
+                            unused_param_returns, unused_params)
 from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
 from .failure import Failure
@@ -239,6 +240,10 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 # an added line never ran: it is as suspicious as the function it completes
                 ran_in_fn = max((v for (p, n), v in f.suspicious.items() if p == path and fn.def_line <= n <= fn.end_line),
                                 default=None)
+                for c in unused_param_returns(path, fn, lines):
+                    c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line,
+                                    proxies.get(c.line))
+                    cands.setdefault(c.key, c)
                 for c in missing_statements(path, fn, lines, f, frame_lines):
                     c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line, ran_in_fn)
                     cands.setdefault(c.key, c)
@@ -306,6 +311,10 @@ def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure) -> float:
     if f.exception not in ("", "AssertionError") and not f.not_raised and c.kind not in ("delete", "raise-guard"):
         if any(p == c.path and n == c.line for p, n in f.frames) and text.lstrip().startswith("raise "):
             bonus -= 3
+    unused = unused_params(fn, lines) if fn.name else []
+    if c.kind == "variable" and unused and len(c.new_lines) == 1 and any(
+            re.search(rf"(?<![\w.]){p}\b", c.new_lines[0]) and not re.search(rf"(?<![\w.]){p}\b", text) for p in unused):
+        bonus += 3   # the function takes a value it never uses: this edit uses it
     m = re.match(r"^(\w+) -> (\w+)$", c.what)
     if c.kind == "variable" and m and re.match(rf"^\s*{re.escape(m.group(2))}\s*=[^=]", text) and _in_loop(c.line, fn, lines):
         bonus += 4   # `d = result.get(k)` in a loop -> `d = d.get(k)`: a walk that restarts every iteration

@@ -96,6 +96,24 @@ def _numbers_in(prose: str) -> list[int]:
     return out
 
 
+def _top_level_split(text: str) -> list[str]:
+    """`a: int, f: Callable[[str], T] = None` -> its parameters: commas inside brackets (an
+    annotation's, a default's) do not separate them."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
 def functions_in(start: int, lines: list[str]) -> list[Function]:
     """`def`s whose header is inside the window, with their body extent (by indentation)."""
     found = []
@@ -107,10 +125,14 @@ def functions_in(start: int, lines: list[str]) -> list[Function]:
         header = line
         j = i
         while not re.search(r"\)\s*(->[^:]*)?:\s*(#.*)?$", header) and j + 1 < len(lines):
+            if re.search(r"\)\s*(->[^:]*)?:\s*(\.\.\.|pass)\s*(#.*)?$", header):
+                break   # a stub on one line (`@overload def f(x: int) -> int: ...`): no body below
             j += 1
             header += lines[j]
+        if re.search(r"\)\s*(->[^:]*)?:\s*(\.\.\.|pass)\s*(#.*)?$", header):
+            continue
         params = []
-        for p in re.sub(r"\)\s*(->[^:]*)?:\s*(#.*)?$", "", header.split("(", 1)[1]).split(","):
+        for p in _top_level_split(re.sub(r"\)\s*(->[^:]*)?:\s*(#.*)?$", "", header.split("(", 1)[1])):
             name = re.match(r"\s*\**(\w+)", p)
             if name and name.group(1) not in ("self", "cls") and not p.strip().startswith("*"):
                 params.append(name.group(1))
