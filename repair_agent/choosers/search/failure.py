@@ -238,6 +238,9 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
                 hints.add("sign")
         elif isinstance(g, bool) and isinstance(e, bool):
             hints.add("boolean")
+        elif isinstance(g, (list, tuple)) and isinstance(e, (list, tuple)) and len(g) == len(e) and g != e \
+                and all(num(a) and num(b) and (a == b or a == -b) for a, b in zip(g, e)):
+            hints.add("sign")   # the same numbers, some negated: an operation with its operands swapped
         elif isinstance(g, (str, list, tuple)) and isinstance(e, (str, list, tuple)):
             separators = isinstance(g, str) and isinstance(e, str) and g != e and _alnum(g) == _alnum(e)
             if separators:
