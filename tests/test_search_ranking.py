@@ -767,3 +767,95 @@ def test_an_expectation_written_first_is_never_copied_either():
     assert "42" in f.expected_literals
     ranked = rank_candidates(f, {"src/m.py": LINES}, [], "answer must be right", seed=0)
     assert ranked and not any("42" in "".join(c.new_lines) for c in ranked)
+
+
+# -- rules from the second development corpus (hand-written bugs) -------------------------------
+
+def _top(f: Failure, src: str, goal: str = "it is wrong", path: str = "m.py"):
+    return rank_candidates(f, {path: _window(src)}, [], goal, seed=0)
+
+
+def test_the_object_of_an_attribute_may_be_the_wrong_variable_and_a_line_that_computes_nothing_says_so():
+    src = ("class Pointer:\n    def contains(self, ptr):\n        \"\"\"Whether ptr is a prefix.\"\"\"\n"
+           "        return self.parts[:len(self.parts)] == ptr.parts\n")
+    f = Failure(message="AssertionError: False is not true", got=False, expected=True, have_values=True,
+                hints={"boolean"}, callees=["contains"], suspicious={("m.py", 4): 1.0}, suspicious_complete=True)
+    ranked = _top(f, src)
+    right = [i for i, c in enumerate(ranked) if c.new_lines == ("        return self.parts[:len(ptr.parts)] == ptr.parts\n",)]
+    assert right and right[0] < 3, [c.label() for c in ranked[:5]]
+    slices = [i for i, c in enumerate(ranked) if c.kind == "slice"]
+    assert right[0] < min(slices)   # the redundancy, not the bound, is what the line gets wrong
+    # `self` is never swapped with a name that lacks the attribute, and two plain names are left to the usual swaps
+    assert "self -> ptr (self.parts)" in _whats("        return self.parts == ptr.parts\n", ("ptr",))
+    assert not any("self ->" in w for w in _whats("        return self.parts == ptr\n", ("ptr",)))
+
+
+def test_a_function_returning_nothing_in_the_wrong_form_gets_the_form_the_test_expects():
+    from repair_agent.choosers.search import parse_failure
+    output = ("--- pytest output (failures) ---\n"
+              ">       self.assertIsNone(spec.select([]))\n"
+              "E       AssertionError: [] is not None\n")
+    f = parse_failure(_target_observation(output), "select returns [] when nothing matches", ("pkg/**",))
+    assert f.have_values and (f.got, f.expected) == ([], None)
+    src = ("def select(self, versions):\n    options = list(versions)\n    if options:\n"
+           "        return max(options)\n    return []\n")
+    f.suspicious, f.suspicious_complete = {("m.py", 5): 1.0, ("m.py", 2): 0.8, ("m.py", 3): 0.8}, True
+    assert _top(f, src)[0].new_lines == ("    return None\n",)
+    # assertTrue / assertFalse name their values too
+    t = parse_failure(_target_observation("--- pytest output (failures) ---\nE       AssertionError: True is not false\n"),
+                      "", ("pkg/**",))
+    assert (t.got, t.expected, t.have_values) == (True, False, True)
+
+
+def test_a_guard_returns_the_tuple_the_function_returns_and_may_sit_at_its_top():
+    src = ("class Pointer:\n    def to_last(self, doc):\n        \"\"\"Resolves until the last step.\"\"\"\n\n"
+           "        for part in self.parts[:-1]:\n            doc = self.walk(doc, part)\n\n"
+           "        return doc, self.get_part(doc, self.parts[-1])\n")
+    lines = _window(src)
+    fn = functions_in(1, list(lines.values()))[0]
+    f = Failure(exception="IndexError", exception_message="list index out of range", frames=[("m.py", 8)],
+                hints={"empty", "boundary"})
+    assert documented_returns(fn, lines, f) == ["doc, None"]
+    guards = {(c.line, "".join(c.new_lines[:2])) for c in frame_guards("m.py", 8, lines, fn, f)}
+    assert (5, "        if not self.parts:\n            return doc, None\n") in guards   # at the top of to_last
+    assert (8, "        if not self.parts:\n            return doc, None\n") in guards   # before the failing line
+    assert not any("Pointer" in g for _, g in guards)   # a class is never None nor empty
+
+
+def test_a_parallel_assignment_pairs_its_values_as_its_targets():
+    src = ("def minmax(it, key):\n    lo = hi = next(it)\n    lo_key = hi_key = key(lo)\n    for x, y in pairs(it):\n"
+           "        x_key, y_key = key(x), key(y)\n        if hi_key < x_key:\n            hi, hi_key = y, x_key\n"
+           "    return lo, hi\n")
+    f = Failure(message="assert (1, 1) == (1, 4)", got=(1, 1), expected=(1, 4), have_values=True, callees=["minmax"],
+                suspicious={("m.py", n): 1.0 for n in range(2, 9)}, suspicious_complete=True)
+    variables = [c for c in _top(f, src) if c.kind == "variable"]
+    assert variables[0].new_lines == ("            hi, hi_key = x, x_key\n",), variables[0].label()
+
+
+def test_a_return_of_nothing_may_be_the_parameter_the_function_never_reads():
+    src = ("def get(\n    self,\n    section,\n    name,\n    default: Optional[T] = None,\n"
+           "    convert: Callable[[str], T] = None,\n):\n"
+           "    try:\n        value = self.sections[section][name]\n    except KeyError:\n        return None\n"
+           "    else:\n        if convert is not None:\n            return convert(value)\n        else:\n"
+           "            return value\n")
+    lines = _window(src)
+    assert functions_in(1, list(lines.values()))[0].params == ["section", "name", "default", "convert"]
+    f = Failure(message="assert None == 'x'", got=None, expected="x", have_values=True, callees=["get"],
+                hints={"default", "none"}, suspicious={("m.py", n): 1.0 for n in (8, 9, 10, 11)}, suspicious_complete=True)
+    ranked = _top(f, src, "the default is ignored")
+    assert ("        return default\n",) in [c.new_lines for c in ranked[:3]], [c.label() for c in ranked[:5]]
+    # every branch returns: nothing is inserted at the end
+    assert not any("at the end of get" in c.what for c in ranked)
+
+
+def test_overload_stubs_on_one_line_are_not_functions():
+    src = ("@overload\ndef get(key: str) -> str: ...\n@overload\ndef get(key: str, default: T) -> T: ...\n"
+           "def get(key, default=None):\n    return lookup(key) or default\n")
+    fns = functions_in(1, src.splitlines(keepends=True))
+    assert [(fn.def_line, fn.params, fn.end_line) for fn in fns] == [(5, ["key", "default"], 6)]
+
+
+def test_numbers_that_come_out_negated_hint_at_a_sign():
+    from repair_agent.choosers.search.failure import _hints
+    assert "sign" in _hints(Failure(got=[10, -10, -10], expected=[10, 10, 10], have_values=True), "")
+    assert "sign" not in _hints(Failure(got=[10, 9], expected=[10, 10], have_values=True), "")
