@@ -46,3 +46,21 @@ def test_dev_corpus_shares_no_project_with_the_real_corpus_and_is_not_discovered
     found, _ = discover()
     dev_names = {raw["name"] for raw in _manifests(DEV).values()}
     assert found and not dev_names & set(found)
+
+
+DEV2 = ROOT / "sandbox_repos" / "dev2"
+
+
+def test_second_dev_corpus_is_pinned_tagged_inverse_and_not_discovered_by_default(monkeypatch):
+    manifests = _manifests(DEV2)
+    assert len(manifests) >= 20
+    for name, raw in manifests.items():
+        assert raw["source"]["pypi"].count("==") == 1 and len(raw["source"]["sha256"]) == 64, name
+        assert "corpus:dev2" in raw["tags"] and not {"corpus:dev", "corpus:real"} & set(raw["tags"]), name
+        assert (DEV2 / raw["heldout"]).is_file() and raw["acceptance"]["target_tests"], name
+        bug, fix = (DEV2 / raw["bug_patch"]).read_text(), (DEV2 / raw["reference_fix"]).read_text()
+        assert _changed(bug, "+") == _changed(fix, "-") and _changed(bug, "-") == _changed(fix, "+"), name
+        assert ("[baseline]" in (DEV2 / name).read_text()) == ("fix:one-line" in raw["tags"]), name
+    monkeypatch.delenv(SCENARIO_PATH_ENV, raising=False)
+    found, _ = discover()
+    assert found and not {raw["name"] for raw in manifests.values()} & set(found)
