@@ -211,52 +211,6 @@ def _attribute_base_swaps(code: str, toks: list[tokenize.TokenInfo],
     return out
 
 
-def redundancies(code: str) -> int:
-    """Expressions on the line that compute nothing (`x[:len(x)]`, `a == a`, `n - n`): one is
-    almost always a variable written for another."""
-    parsed = _stmt_ast(code)
-    if parsed is None:
-        return 0
-    count = 0
-    for node in ast.walk(parsed[0]):
-        if isinstance(node, ast.BinOp) and ast.dump(node.left) == ast.dump(node.right) \
-                and isinstance(node.op, (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.BitXor)):
-            count += 1
-        elif isinstance(node, ast.Compare) and len(node.comparators) == 1 and \
-                ast.dump(node.left) == ast.dump(node.comparators[0]) and not isinstance(node.left, ast.Constant):
-            count += 1
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
-            for bound in (node.slice.lower, node.slice.upper):
-                if isinstance(bound, ast.Call) and getattr(bound.func, "id", None) == "len" and len(bound.args) == 1 \
-                        and ast.dump(bound.args[0]) == ast.dump(node.value):
-                    count += 1
-    return count
-
-
-def stem_pairs(code: str) -> int:
-    """Parallel assignments whose values pair up as their targets do, minus those that break it:
-    `hi, hi_key = x, x_key` +1, `hi, hi_key = y, x_key` -1 (targets `t`, `t_key`: values `v`, `v_key`)."""
-    parsed = _stmt_ast(code)
-    if parsed is None:
-        return 0
-    count = 0
-    for node in ast.walk(parsed[0]):
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)
-                and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts)):
-            continue
-        targets = [getattr(e, "id", None) for e in node.targets[0].elts]
-        values = [getattr(e, "id", None) for e in node.value.elts]
-        for i, t in enumerate(targets):
-            for j, u in enumerate(targets):
-                if i != j and t and u and values[i] and values[j] and u.startswith(t) and len(u) > len(t):
-                    suffix = u[len(t):]
-                    if values[j] == values[i] + suffix:
-                        count += 1
-                    elif values[j].endswith(suffix):
-                        count -= 1
-    return count
-
-
 def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
     parsed = _stmt_ast(code)
     if parsed is None:

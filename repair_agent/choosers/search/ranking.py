@@ -2,20 +2,20 @@
 closeness to a frame; the seed orders only candidates of equal score."""
 from __future__ import annotations
 
-import ast
 import random
 import re
 from dataclasses import replace
 
-from .catalogue import Candidate, line_mutations, redundancies, stem_pairs
+from .catalogue import Candidate, line_mutations
 from .context_edits import (counter_updates, raising_guards, sibling_arm_statements, sibling_wraps,
                             unused_param_returns, unused_params)
 from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
+from .smells import smell_bonus
 from .failure import Failure
 from .patch import _blocks
 from .values import separator_swaps
-from .source import Function, _code_lines, _numbers_in, _parses, functions_in
+from .source import Function, _code_lines, _numbers_in, _parses, functions_in, scope_names
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
@@ -92,14 +92,7 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 2   # the escape becomes the class the goal names (`\D` -> `\d` where it speaks of digits)
     if _direction(c, failure) > 0:
         s += 1   # a one-off value: the edit that moves it the way the test expects
-    if c.kind == "variable" and len(c.new_lines) == 1 and redundancies(line_text) > redundancies(c.new_lines[0]):
-        s += 3   # the line computed nothing (`x[:len(x)]`): one of its variables was meant to be another
-    if c.kind == "variable" and len(c.new_lines) == 1 and stem_pairs(line_text) < stem_pairs(c.new_lines[0]) > 0:
-        s += 3   # `hi, hi_key = y, x_key`: the values pair up as their targets do
-    if c.kind == "return-value" and failure.have_values:
-        was, now = (_value(x) for x in c.what.removeprefix("return ").split(" -> return "))
-        if now is not _NO_VALUE and _same(now, failure.expected):
-            s += 4 if _same(was, failure.got) else 1   # the test got what this line returns, and wants the other
+    s += smell_bonus(c, line_text, failure)
     if (c.path, c.line) in frame_lines:
         s += 3
     elif any(p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
@@ -398,32 +391,5 @@ def _direction(c: Candidate, f: Failure) -> int:
     return 1 if up == (f.expected > f.got) else -1
 
 
-_NO_VALUE = object()
-
-
-def _value(text: str):
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return _NO_VALUE
-
-
-def _same(a, b) -> bool:
-    return type(a) is type(b) and a == b
-
-
 def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def scope_names(fn, lines: dict[int, str]) -> tuple[str, ...]:
-    """Parameters and the locals the function assigns (plain, augmented, loop and `with` targets)."""
-    names = list(fn.params)
-    for n in range(fn.body_line, fn.end_line + 1):
-        text = lines.get(n, "")
-        m = re.match(r"^\s*(?:for\s+)?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:[-+*/%]?=(?!=)|\bin\b)", text)
-        if m:
-            names += [x.strip() for x in m.group(1).split(",")]
-        names += re.findall(r"\bas\s+([A-Za-z_]\w*)", text)
-    keywords = {"if", "elif", "while", "return", "yield", "not", "and", "or", "in", "is", "else", "try", "with", "assert"}
-    return tuple(dict.fromkeys(x for x in names if x not in keywords))[:10]

@@ -236,3 +236,15 @@ def _expected_from_assert(name: str, assert_lines: list[str]) -> str | None:
                     return ast.unparse(right)
     return None
 
+
+def scope_names(fn, lines: dict[int, str]) -> tuple[str, ...]:
+    """Parameters and the locals the function assigns (plain, augmented, loop and `with` targets)."""
+    names = list(fn.params)
+    for n in range(fn.body_line, fn.end_line + 1):
+        text = lines.get(n, "")
+        m = re.match(r"^\s*(?:for\s+)?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:[-+*/%]?=(?!=)|\bin\b)", text)
+        if m:
+            names += [x.strip() for x in m.group(1).split(",")]
+        names += re.findall(r"\bas\s+([A-Za-z_]\w*)", text)
+    keywords = {"if", "elif", "while", "return", "yield", "not", "and", "or", "in", "is", "else", "try", "with", "assert"}
+    return tuple(dict.fromkeys(x for x in names if x not in keywords))[:10]
