@@ -258,7 +258,7 @@ def _ast_mutations(code: str) -> list[tuple[str, str, str]]:
                 out.append(("offset", f"return {text(node.value)} {d}",
                             _replace_span(code, *span(node.value), f"{text(node.value)} {d}")))
         if isinstance(node, ast.Return) and node.value is not None and span(node.value) \
-                and (empty := _neutral_text(node.value)) is not None:
+                and (empty := neutral_text(node.value)) is not None:
             # a function that returns "nothing" in the wrong form: `return []` where None is documented
             for other in NEUTRAL_RETURNS.get(empty, ()):
                 out.append(("return-value", f"return {empty} -> return {other}",
@@ -319,7 +319,8 @@ NEUTRAL_RETURNS = {"None": ("[]", "''", "False"), "[]": ("None", "()"), "()": ("
                    "''": ("None",), "set()": ("None",)}
 
 
-def _neutral_text(node: ast.AST) -> str | None:
+def neutral_text(node: ast.AST) -> str | None:
+    """`None`, `[]`, `()`, `{}`, `''`, `set()` as written, for a node that is one of them."""
     if isinstance(node, ast.Constant) and (node.value is None or node.value == ""):
         return "None" if node.value is None else "''"
     if isinstance(node, (ast.List, ast.Tuple)) and not node.elts:

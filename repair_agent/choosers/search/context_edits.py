@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .catalogue import Candidate
+from .catalogue import Candidate, neutral_text
 from .source import Function, _stmt_ast
 
 LOOP_RE = re.compile(r"^(\s*)(?:async\s+)?(for|while)\b.*:\s*(#.*)?$")
@@ -262,13 +262,16 @@ def unused_params(fn: Function, lines: dict[int, str]) -> list[str]:
     return [p for p in fn.params if not re.search(rf"(?<![\w.]){re.escape(p)}\b", text)]
 
 
-def unused_param_returns(path: str, fn: Function, lines: dict[int, str]) -> list[Candidate]:
-    """`return None` (or another "nothing") -> `return default`, for each parameter the body never reads."""
-    unused = unused_params(fn, lines)
+def unused_param_returns(path: str, fn: Function, lines: dict[int, str], unused: list[str]) -> list[Candidate]:
+    """`return None` (or another "nothing") -> `return default`, for each parameter the body never
+    reads (`unused`, from `unused_params`)."""
     out = []
-    for n in range(fn.body_line, fn.end_line + 1):
-        m = re.match(r"^(\s*return\s+)(None|\[\]|\(\)|\{\}|''|\"\")\s*(#.*)?$", lines.get(n, ""))
-        if m:
-            out += [Candidate(path, n, (f"{m.group(1)}{p}\n",), "variable", f"{m.group(2)} -> {p} (a parameter "
+    for n in range(fn.body_line, fn.end_line + 1) if unused else ():
+        text = lines.get(n, "")
+        parsed = _stmt_ast(text) if text.lstrip().startswith("return") else None
+        node = parsed[0].body[0] if parsed and parsed[0].body else None
+        if isinstance(node, ast.Return) and node.value is not None and (empty := neutral_text(node.value)):
+            indent = text[:len(text) - len(text.lstrip())]
+            out += [Candidate(path, n, (f"{indent}return {p}\n",), "variable", f"{empty} -> {p} (a parameter "
                               "the function never reads)", 3.0) for p in unused]
     return out

@@ -201,6 +201,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
             params = tuple(fn.params) if fn else ()
             # a window without its `def`: the names it assigns (loop variables, locals) are in scope
             names = scope_names(fn or Function(lo, "", [], lo, "", hi), lines)
+            unused = unused_params(fn, lines) if fn else []
             for n in range(lo, hi + 1):
                 text = lines.get(n)
                 if text is None or n not in code_lines:
@@ -233,7 +234,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 # an added line never ran: it is as suspicious as the function it completes
                 ran_in_fn = max((v for (p, n), v in f.suspicious.items() if p == path and fn.def_line <= n <= fn.end_line),
                                 default=None)
-                for c in unused_param_returns(path, fn, lines):
+                for c in unused_param_returns(path, fn, lines, unused):
                     c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line,
                                     proxies.get(c.line))
                     cands.setdefault(c.key, c)
@@ -253,7 +254,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                         cands.setdefault(c.key, c)
                 for n in range(scope.body_line, scope.end_line + 1):
                     for c in by_line.get(n, ()):
-                        c.score += context_bonus(c, scope, lines, f)
+                        c.score += context_bonus(c, scope, lines, f, unused)
     # Never a candidate that writes a value the failing test expects into the code.
     return [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
 
@@ -287,8 +288,9 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
 SAME_LINE_PENALTY = 1.0
 
 
-def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure) -> float:
-    """What the function around a candidate's line says about it (each rule names a bug pattern)."""
+def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure, unused: list[str] | tuple[str, ...] = ()) -> float:
+    """What the function around a candidate's line says about it (each rule names a bug pattern).
+    `unused`: the parameters the function never reads (`unused_params`)."""
     text = lines.get(c.line, "")
     bonus = 0.0
     if f.not_raised and c.kind in ("comparison", "boundary", "boolean", "condition") and text.lstrip().startswith(("if ", "elif ")):
@@ -304,7 +306,6 @@ def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure) -> float:
     if f.exception not in ("", "AssertionError") and not f.not_raised and c.kind not in ("delete", "raise-guard"):
         if any(p == c.path and n == c.line for p, n in f.frames) and text.lstrip().startswith("raise "):
             bonus -= 3
-    unused = unused_params(fn, lines) if fn.name else []
     if c.kind == "variable" and unused and len(c.new_lines) == 1 and any(
             re.search(rf"(?<![\w.]){p}\b", c.new_lines[0]) and not re.search(rf"(?<![\w.]){p}\b", text) for p in unused):
         bonus += 3   # the function takes a value it never uses: this edit uses it

@@ -5,6 +5,7 @@ An edit that mends such a line is likelier than its neighbours; `smell_bonus` sa
 from __future__ import annotations
 
 import ast
+import functools
 
 from .catalogue import Candidate
 from .failure import Failure
@@ -25,6 +26,7 @@ def smell_bonus(c: Candidate, line_text: str, failure: Failure) -> float:
     return bonus
 
 
+@functools.lru_cache(maxsize=4096)   # asked for every candidate of a line
 def redundancies(code: str) -> int:
     """Expressions on the line that compute nothing (`x[:len(x)]`, `a == a`, `n - n`): one is
     almost always a variable written for another."""
@@ -47,6 +49,7 @@ def redundancies(code: str) -> int:
     return count
 
 
+@functools.lru_cache(maxsize=4096)
 def stem_pairs(code: str) -> int:
     """Parallel assignments whose values pair up as their targets do, minus those that break it:
     `hi, hi_key = x, x_key` +1, `hi, hi_key = y, x_key` -1 (targets `t`, `t_key`: values `v`, `v_key`)."""

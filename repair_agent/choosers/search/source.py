@@ -114,6 +114,9 @@ def _top_level_split(text: str) -> list[str]:
     return parts
 
 
+STUB_RE = re.compile(r"\)\s*(->[^:]*)?:\s*(\.\.\.|pass)\s*(#.*)?$")   # `def f(x) -> int: ...`
+
+
 def functions_in(start: int, lines: list[str]) -> list[Function]:
     """`def`s whose header is inside the window, with their body extent (by indentation)."""
     found = []
@@ -125,11 +128,11 @@ def functions_in(start: int, lines: list[str]) -> list[Function]:
         header = line
         j = i
         while not re.search(r"\)\s*(->[^:]*)?:\s*(#.*)?$", header) and j + 1 < len(lines):
-            if re.search(r"\)\s*(->[^:]*)?:\s*(\.\.\.|pass)\s*(#.*)?$", header):
+            if STUB_RE.search(header):
                 break   # a stub on one line (`@overload def f(x: int) -> int: ...`): no body below
             j += 1
             header += lines[j]
-        if re.search(r"\)\s*(->[^:]*)?:\s*(\.\.\.|pass)\s*(#.*)?$", header):
+        if STUB_RE.search(header):
             continue
         params = []
         for p in _top_level_split(re.sub(r"\)\s*(->[^:]*)?:\s*(#.*)?$", "", header.split("(", 1)[1])):
