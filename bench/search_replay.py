@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from repair_agent.actions import ApplyPatch, ReadFile, Search, Stop  # noqa: E402
 from repair_agent.choosers.search import Candidate, SearchChooser  # noqa: E402
+from repair_agent.choosers.search.chooser import STEPS_FOR_A_RIGHT_CANDIDATE  # noqa: E402
 from repair_agent.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
 from repair_agent.scenario import Scenario, load_manifest  # noqa: E402
 from repair_agent.state import Evidence, View  # noqa: E402
@@ -168,8 +169,9 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
                 top_list = [f"{c.score:5.1f} {c.label()}" for c in ranked[:top]]
             tried_keys.append(cand.label())
             if cand.path == fix_path and same_program(with_candidate(original, cand), fixed):
-                outcome = "right candidate tried" if used + 4 <= budget else "right candidate, too few steps"
-                used += 4
+                cost = STEPS_FOR_A_RIGHT_CANDIDATE   # apply, full suite, scope check (as the chooser counts)
+                outcome = "right candidate tried" if used + cost <= budget else "right candidate, too few steps"
+                used += cost
                 break
             evs.append(_evidence(used + 1, action, "ok", ""))
             full = _run_full()

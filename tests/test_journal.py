@@ -97,3 +97,22 @@ def test_the_journaled_view_keeps_every_field_of_the_view():
     from repair_agent.state import View
 
     assert set(View.model_fields) - {"evidence"} == set(JournaledView.model_fields) - {"evidence_ids", "evidence"}
+
+
+def test_a_full_suite_whose_targets_pass_on_the_final_diff_counts_as_the_target_passing():
+    from verifier.rubric import rubric_from_records
+
+    def step(tool, status, sha, **data):
+        return {"event": "step", "result": {"tool": tool, "status": status, "diff_sha256": sha, "data": data}}
+
+    def journal(suite_sha, targets_ok):
+        return [step("run_target_test", "failed", "e"), step("apply_patch", "ok", "e"),
+                step("run_full_suite", "ok", suite_sha, targets_ok=targets_ok), step("check_diff", "ok", "d"),
+                {"event": "stop", "diff_sha256": "d"}]
+
+    assert rubric_from_records(journal("d", True)).complete
+    # the pass-to-pass tests pass but the targets do not: no target evidence
+    failing = rubric_from_records(journal("d", False))
+    assert not failing.target_passed_on_final_diff and failing.missing == ["target_passed_on_final_diff"]
+    # a suite run on another diff says nothing about the final one
+    assert not rubric_from_records(journal("older", True)).target_passed_on_final_diff

@@ -249,9 +249,13 @@ def test_boundary_bug_repaired_checked_by_the_full_suite_with_complete_evidence(
     rec = run_search(textbits / "boundary.scenario.toml", runs_dir)
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION, rec.detail
     tools = [x["proposal"]["tool"] for x in steps(rec)]
-    # the full suite decides the candidate; the target test on the final diff completes the evidence
-    assert tools[-4:] == ["apply_patch", "run_full_suite", "run_target_test", "check_diff"]
-    assert rubric_from_journal(Path(rec.run_dir) / "journal.jsonl").complete
+    # the full suite decides the candidate and, with its targets passing, completes the evidence:
+    # no separate target-test run on the final diff
+    assert tools[-3:] == ["apply_patch", "run_full_suite", "check_diff"]
+    suite = steps(rec)[-2]["result"]
+    assert suite["status"] == "ok" and suite["data"]["targets_ok"] is True
+    rubric = rubric_from_journal(Path(rec.run_dir) / "journal.jsonl")
+    assert rubric.complete and rubric.target_passed_on_final_diff
     diff = (Path(rec.run_dir) / "candidate.diff").read_text()
     assert "+    return age >= 18\n" in diff or "+    return age > 17\n" in diff  # equal for ints
 

@@ -10,7 +10,9 @@ the last one is the run's ending.
 The four questions, each answered from step records (`result.tool`, `result.status`,
 `result.diff_sha256`, `result.data`):
   target_failed_before_patch  a target-test run that failed, observed before the first applied patch
-  target_passed_on_final_diff a passing target-test run on the diff the run ended with
+  target_passed_on_final_diff a passing target-test run on the diff the run ended with, or a
+                              full-suite run on it whose verdict has the target tests passing (the
+                              suite runs them under the same guard, as Uₜ's target condition counts)
   full_suite_on_final_diff    a full-suite run (any outcome) on the diff the run ended with
   scope_check_on_final_diff   a scope check (any outcome) on the diff the run ended with
 A run that never patched ends on the empty diff: "final diff" checks then refer to it.
@@ -94,8 +96,9 @@ def rubric_from_records(records: Iterable[dict[str, Any]]) -> EvidenceRubric:
                        len(results))
     failed_before = any(r.tool == "run_target_test" and r.status == "failed" and not r.data.get("apply_error")
                         for r in results[:first_patch])
-    target_passed = any(r.status == "ok" for r in on_final("run_target_test"))
     suite_runs = on_final("run_full_suite")
+    target_passed = any(r.status == "ok" for r in on_final("run_target_test")) \
+        or any(r.data.get("targets_ok") is True for r in suite_runs)
     scope_checks = on_final("check_diff")
     items = {"target_failed_before_patch": failed_before, "target_passed_on_final_diff": target_passed,
              "full_suite_on_final_diff": bool(suite_runs), "scope_check_on_final_diff": bool(scope_checks)}

@@ -18,9 +18,9 @@ WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the en
 DEF_WINDOW = 45                        # a read from a `def` line found by search
 MAX_SEARCHES = 3
 STEPS_FOR_A_CANDIDATE = 3              # apply, full suite (it runs the target tests too), check_diff
-# A candidate that passes the full suite is also shown passing its target test on the final diff, so
-# the run's evidence is complete: a right candidate costs four steps.
-STEPS_FOR_A_RIGHT_CANDIDATE = 4
+# A full suite that passes also shows the target tests passing on that diff (the verifier reports
+# them in its verdict), so no separate target run follows: a right candidate costs three steps.
+STEPS_FOR_A_RIGHT_CANDIDATE = 3
 WINDOW_BEFORE_SUSPECT, WINDOW_AFTER_SUSPECT = 25, 10   # around a cluster of suspicious lines (the def is above)
 CLUSTER_SHARE = 0.5                    # lines at least this suspicious, relative to the line read for
 MIN_SUSPICION = 0.3                    # relative to the best line: below it, searching by name is better
@@ -247,8 +247,10 @@ class SearchChooser:
                         plan.awaiting = "check"
                 elif tool == "run_full_suite":
                     targets_ok = (ev.data or {}).get("targets_ok")
-                    if passed:
-                        plan.awaiting = "target"
+                    if passed and targets_ok is not False:
+                        plan.awaiting = "check"
+                    elif passed:   # the pass-to-pass tests pass, the targets do not: not a repair
+                        plan.tried.append((c, "target test still fails")); plan.awaiting = None
                     else:
                         effect = effect_of(plan.initial_failing, _failing(ev.data))
                         if effect is not None:
