@@ -859,3 +859,28 @@ def test_numbers_that_come_out_negated_hint_at_a_sign():
     from repair_agent.choosers.search.failure import _hints
     assert "sign" in _hints(Failure(got=[10, -10, -10], expected=[10, 10, 10], have_values=True), "")
     assert "sign" not in _hints(Failure(got=[10, 9], expected=[10, 10], have_values=True), "")
+
+
+def test_a_call_may_be_to_a_sibling_function_of_a_similar_name():
+    src = ("def concat(seqs):\n    return chain.from_iterable(seqs)\n\n\ndef concatv(*seqs):\n    return concat(seqs)\n\n\n"
+           "def mapcat(func, seqs):\n    return concatv(map(func, seqs))\n")
+    whats = {w for _, w, _ in line_mutations("    return concatv(map(func, seqs))\n", (), (), ("concat", "concatv", "map"))}
+    assert "concatv() -> concat()" in whats and not any("map()" in w for w in whats if "->" in w and "()" in w)
+    f = Failure(message="assert [['a', 'b']] == ['a', 'b']", got=[["a", "b"]], expected=["a", "b"], have_values=True,
+                callees=["mapcat"], suspicious={("m.py", 10): 1.0, ("m.py", 6): 0.7}, suspicious_complete=True)
+    ranked = _top(f, src)
+    right = ("    return concat(map(func, seqs))\n",)
+    assert right in [c.new_lines for c in ranked[:4]], [c.label() for c in ranked[:6]]
+
+
+def test_a_value_off_by_a_power_of_ten_ranks_the_edit_that_scales_it_back_first():
+    src = "def percentage(string, match):\n    return float(string[:-1]) / 10.0\n"
+    whats = _whats("    return float(string[:-1]) / 10.0\n")
+    assert "10.0 -> 100.0" in whats and "10.0 -> 1.0" not in whats   # never a division by one
+    f = Failure(message="assert 2.5 == 0.25", got=2.5, expected=0.25, have_values=True, callees=["percentage"],
+                suspicious={("m.py", 2): 1.0}, suspicious_complete=True)
+    assert _top(f, src)[0].new_lines == ("    return float(string[:-1]) / 100.0\n",)
+    # the other way round the same edit would scale the wrong way: it gets no bonus
+    g = Failure(message="assert 0.025 == 0.25", got=0.025, expected=0.25, have_values=True, callees=["percentage"],
+                suspicious={("m.py", 2): 1.0}, suspicious_complete=True)
+    assert _top(g, src)[0].new_lines != ("    return float(string[:-1]) / 100.0\n",)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import re
 import tokenize
 from dataclasses import dataclass
@@ -53,16 +54,18 @@ class Candidate:
 
 
 
-def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (),
+                   callables: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
     """(kind, what, new line) for one source line: token-level and AST-level mutations, and the same
     inside an f-string's replacement fields (`f"{n - 1}"` -> `f"{n + 1}"`).
     `goal_numbers`: integers the goal names; a constant may be replaced by one of them.
-    `names`: the variables in scope (parameters and locals); a variable read may become another."""
-    out = _line_mutations(line, goal_numbers, names)
+    `names`: the variables in scope (parameters and locals); a variable read may become another.
+    `callables`: the functions the file defines or calls; a call may become one of a similar name."""
+    out = _line_mutations(line, goal_numbers, names, callables)
     code = line.rstrip("\n")
     for start, end in _fstring_fields(code):
         expr = code[start:end]
-        for kind, what, new in _line_mutations(expr, goal_numbers, names):
+        for kind, what, new in _line_mutations(expr, goal_numbers, names, callables):
             if "\n" not in new and not set("'\"{}") & (set(new) - set(expr)):
                 out.append((kind, f"{what} in an f-string", code[:start] + new + code[end:]))
     return out
@@ -95,7 +98,8 @@ def _fstring_fields(code: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+def _line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (),
+                    callables: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     code = line.rstrip("\n")
     if not code.strip() or code.strip().startswith(("#", '"""', "'''")):
@@ -162,7 +166,33 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[
     if not is_def:
         out += _ast_mutations(code)
         out += _variable_swaps(code, toks, names)
+        out += _call_name_swaps(code, toks, callables)
         out += single_statement_edits(code)
+    return out
+
+
+def similar_names(name: str, pool: tuple[str, ...]) -> list[str]:
+    """Names in `pool` one could write for `name` by a slip: one extends the other by a letter or two
+    (`concat`/`concatv`, `sort`/`sorted`), or they differ only in leading underscores."""
+    out = []
+    for other in pool:
+        if other == name or min(len(name), len(other)) < 3:
+            continue
+        short, long_ = sorted((name, other), key=len)
+        if (long_.startswith(short) and len(long_) - len(short) <= 2) or name.lstrip("_") == other.lstrip("_"):
+            out.append(other)
+    return out
+
+
+def _call_name_swaps(code: str, toks: list[tokenize.TokenInfo], callables: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """A call to a function of a similar name that the file also defines or calls (`concatv(...)` ->
+    `concat(...)`): a slip between sibling functions."""
+    out = []
+    for k, t in enumerate(toks[:-1]):
+        if t.type != tokenize.NAME or toks[k + 1].string != "(" or t.start[0] != 1 or keyword.iskeyword(t.string):
+            continue
+        for other in similar_names(t.string, callables):
+            out.append(("call-name", f"{t.string}() -> {other}()", _replace_span(code, t.start[1], t.end[1], other)))
     return out
 
 

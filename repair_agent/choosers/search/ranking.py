@@ -14,8 +14,8 @@ from .missing import missing_statements
 from .smells import smell_bonus
 from .failure import Failure
 from .patch import _blocks
-from .values import separator_swaps
-from .source import Function, _code_lines, _numbers_in, _parses, functions_in, scope_names
+from .values import magnitude_fix, separator_swaps
+from .source import Function, _code_lines, _numbers_in, _parses, callable_names, functions_in, scope_names
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
@@ -97,6 +97,8 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 3
     elif any(p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
         s += 2
+    if c.kind in ("scale", "numeral") and failure.have_values:
+        s += 4 * (magnitude_fix(c, line_text, failure) or 0)   # the edit scales the value as the test expects
     if c.kind == "percent":
         name = c.what.split(" ")[0]
         if ({"percent", "cents"} & failure.hints) and (name.lower() in goal_words
@@ -195,6 +197,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
         # a handler that ran in the failing tests: the statement of its `try` body raised
         for n, v in _failed_try_bodies(lines, path, f.suspicious).items():
             proxies[n] = max(v, proxies.get(n) or 0.0)
+        callables = callable_names(lines)
         for fn, hit, lo, hi in targets:
             by_line: dict[int, list[Candidate]] = {}
             code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
@@ -207,7 +210,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 if text is None or n not in code_lines:
                     continue
                 ok = _parses(text)
-                for kind, what, new in line_mutations(text, goal_numbers, names):
+                for kind, what, new in line_mutations(text, goal_numbers, names, callables):
                     new_line = new if new.endswith("\n") else new + "\n"
                     if new_line == text or (ok and _parses(new_line) is False):
                         continue

@@ -57,14 +57,15 @@ def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
                 out += _regex_edits(code, node, span)
                 if node.args:
                     patterns.add(id(node.args[0]))
-        if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 10 and span(node) \
-                and str(node.value) == "1" + "0" * (len(str(node.value)) - 1):
-            n = node.value
-            for new in (n * 10, n // 10):
-                if new == 1 and scales.get(id(node)):
+        # ... written as an integer or a float (`/ 10.0`): ten times larger or smaller, in the same form
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float) and span(node) \
+                and (power := re.fullmatch(r"1(0+)(\.0*)?", text(node))):
+            zeros, point = len(power.group(1)), power.group(2) or ""
+            for new in ("1" + "0" * (zeros + 1) + point, "1" + "0" * (zeros - 1) + point):
+                if float(new) == 1 and scales.get(id(node)):
                     continue   # `x % 1`, `x * 1`: degenerate, never the intended scale
-                out.append(("scale" if scales.get(id(node)) else "numeral", f"{n} -> {new}",
-                            _replace_span(code, *span(node), str(new))))
+                out.append(("scale" if scales.get(id(node)) else "numeral", f"{text(node)} -> {new}",
+                            _replace_span(code, *span(node), new)))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
                 node.ops[0], (ast.In, ast.NotIn, ast.Eq, ast.NotEq)) and span(node.left):
             out += _normalize(code, node.left, span, text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import keyword
 import re
 import tokenize
 from dataclasses import dataclass
@@ -238,6 +239,15 @@ def _expected_from_assert(name: str, assert_lines: list[str]) -> str | None:
                 if isinstance(node.ops[0], (ast.Eq, ast.Is)) and _literal(ast.unparse(right))[0]:
                     return ast.unparse(right)
     return None
+
+
+def callable_names(lines: dict[int, str]) -> tuple[str, ...]:
+    """The functions and methods the lines read define or call, in order of first appearance."""
+    found = []
+    for n in sorted(lines):
+        found += re.findall(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)", lines[n])
+        found += re.findall(r"\b([A-Za-z_]\w*)\s*\(", lines[n])
+    return tuple(dict.fromkeys(x for x in found if not keyword.iskeyword(x)))
 
 
 def scope_names(fn, lines: dict[int, str]) -> tuple[str, ...]:

@@ -1,11 +1,14 @@
 """Edits read from the failing values themselves: when the text a test got differs from the text
 it expected only by one short separator put in another's place (`'pypi other'` for
-`'pypi\\nother'`), the string literal in the code that holds the one becomes the other."""
+`'pypi\\nother'`), the string literal in the code that holds the one becomes the other; and when a
+number is off by a power of ten, the power-of-ten edit that scales it back is the likely one."""
 from __future__ import annotations
 
 import ast
 import difflib
 import json
+import math
+import re
 import tokenize
 
 from .catalogue import Candidate
@@ -54,3 +57,18 @@ def separator_swaps(path: str, lines: dict[int, str], lo: int, hi: int, failure:
             new_text = text[:t.start[1]] + literal + text[t.end[1]:]
             out.append(Candidate(path, n, (new_text,), "separator", f"{t.string} -> {literal} (the values differ by it)", 3.0))
     return out
+
+
+def magnitude_fix(c: Candidate, line_text: str, failure: Failure) -> bool | None:
+    """Does a power-of-ten edit (`/ 10.0` -> `/ 100.0`) scale the result by expected / got? None when
+    the values or the line do not say."""
+    g, e = failure.got, failure.expected
+    m = re.match(r"([\d.]+) -> ([\d.]+)", c.what)
+    if m is None or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v for v in (g, e)):
+        return None
+    op = re.search(rf"([*/])\s*{re.escape(m.group(1))}(?![\d.])", line_text)
+    if op is None:
+        return None
+    old, new = float(m.group(1)), float(m.group(2))
+    factor = new / old if op.group(1) == "*" else old / new
+    return math.isclose(factor, e / g, rel_tol=1e-6)
