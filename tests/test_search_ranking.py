@@ -884,3 +884,9 @@ def test_a_value_off_by_a_power_of_ten_ranks_the_edit_that_scales_it_back_first(
     g = Failure(message="assert 0.025 == 0.25", got=0.025, expected=0.25, have_values=True, callees=["percentage"],
                 suspicious={("m.py", 2): 1.0}, suspicious_complete=True)
     assert _top(g, src)[0].new_lines != ("    return float(string[:-1]) / 100.0\n",)
+
+
+def test_a_method_of_another_object_is_never_swapped_for_a_function_of_this_file():
+    whats = {w for _, w, _ in line_mutations("    return text.strip()\n", (), (), ("str", "stripped"))}
+    assert not any(w.startswith("strip()") for w in whats)
+    assert "_walk() -> walk()" in {w for _, w, _ in line_mutations("    return self._walk(doc)\n", (), (), ("walk",))}

@@ -191,6 +191,8 @@ def _call_name_swaps(code: str, toks: list[tokenize.TokenInfo], callables: tuple
     for k, t in enumerate(toks[:-1]):
         if t.type != tokenize.NAME or toks[k + 1].string != "(" or t.start[0] != 1 or keyword.iskeyword(t.string):
             continue
+        if k and toks[k - 1].string == "." and not (k > 1 and toks[k - 2].string in ("self", "cls")):
+            continue   # a method of another object: its siblings are not in this file
         for other in similar_names(t.string, callables):
             out.append(("call-name", f"{t.string}() -> {other}()", _replace_span(code, t.start[1], t.end[1], other)))
     return out

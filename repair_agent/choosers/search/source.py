@@ -242,11 +242,12 @@ def _expected_from_assert(name: str, assert_lines: list[str]) -> str | None:
 
 
 def callable_names(lines: dict[int, str]) -> tuple[str, ...]:
-    """The functions and methods the lines read define or call, in order of first appearance."""
+    """The functions and methods the lines read define, and the functions they call by a bare name
+    (`f(x)`, not `x.f()`: a method of some other object is no sibling), in order of first appearance."""
     found = []
     for n in sorted(lines):
         found += re.findall(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)", lines[n])
-        found += re.findall(r"\b([A-Za-z_]\w*)\s*\(", lines[n])
+        found += re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", lines[n])
     return tuple(dict.fromkeys(x for x in found if not keyword.iskeyword(x)))
 
 
