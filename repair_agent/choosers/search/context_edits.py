@@ -259,7 +259,12 @@ def unused_params(fn: Function, lines: dict[int, str]) -> list[str]:
     if any(t is None for t in body) or not body:
         return []
     text = "".join(t for t in body if t is not None)
-    return [p for p in fn.params if not re.search(rf"(?<![\w.]){re.escape(p)}\b", text)]
+    return [p for p in fn.params if not reads(p, text)]
+
+
+def reads(name: str, text: str) -> bool:
+    """Does `text` use the variable `name` (not an attribute or a longer name ending in it)?"""
+    return re.search(rf"(?<![\w.]){re.escape(name)}\b", text) is not None
 
 
 def unused_param_returns(path: str, fn: Function, lines: dict[int, str], unused: list[str]) -> list[Candidate]:

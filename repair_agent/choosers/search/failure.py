@@ -226,8 +226,7 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         hints.add("swap")
     if f.have_values:
         g, e = f.got, f.expected
-        num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-        if num(g) and num(e):
+        if is_number(g) and is_number(e):
             if abs(g - e) == 1:
                 hints.add("boundary")
             if g == -e and g != 0:
@@ -239,7 +238,7 @@ def _hints(f: Failure, goal_text: str) -> set[str]:
         elif isinstance(g, bool) and isinstance(e, bool):
             hints.add("boolean")
         elif isinstance(g, (list, tuple)) and isinstance(e, (list, tuple)) and len(g) == len(e) and g != e \
-                and all(num(a) and num(b) and (a == b or a == -b) for a, b in zip(g, e)):
+                and all(is_number(a) and is_number(b) and (a == b or a == -b) for a, b in zip(g, e)):
             hints.add("sign")   # the same numbers, some negated: an operation with its operands swapped
         elif isinstance(g, (str, list, tuple)) and isinstance(e, (str, list, tuple)):
             separators = isinstance(g, str) and isinstance(e, str) and g != e and _alnum(g) == _alnum(e)
@@ -292,6 +291,11 @@ def short_ranges(texts: list[str]) -> tuple[list[str], list[str]]:
                         out.append(m.group(0))
                         found_in.append(pattern)
     return out, found_in
+
+
+def is_number(value) -> bool:
+    """An int or a float as a test compares it (a bool is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _alnum(text: str) -> str:

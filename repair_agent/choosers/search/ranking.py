@@ -8,11 +8,11 @@ from dataclasses import replace
 
 from .catalogue import Candidate, line_mutations
 from .context_edits import (counter_updates, raising_guards, sibling_arm_statements, sibling_wraps,
-                            unused_param_returns, unused_params)
+                            reads, unused_param_returns, unused_params)
 from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
 from .smells import smell_bonus
-from .failure import Failure
+from .failure import Failure, is_number
 from .patch import _blocks
 from .values import magnitude_fix, separator_swaps
 from .source import Function, _code_lines, _numbers_in, _parses, callable_names, functions_in, scope_names
@@ -75,7 +75,7 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
     if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
         s += 3
     if c.kind in ("offset", "argument", "percent", "negate") and failure.have_values and not (
-            _number(failure.got) or _number(failure.expected)) and "number" not in failure.hints:   # '3.0.0' vs '4.0.0' is about a number
+            is_number(failure.got) or is_number(failure.expected)) and "number" not in failure.hints:   # '3.0.0' vs '4.0.0' is about a number
         s -= 5   # one more, one less, a hundredth: edits of numbers, and the values are not numbers
     if c.kind == "none-guard" and "none" in failure.hints and not frame_lines:
         s -= HINT_BONUS["none"]["none-guard"]   # None reached the test's own code: the function returned it, no
@@ -202,8 +202,10 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
             by_line: dict[int, list[Candidate]] = {}
             code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
             params = tuple(fn.params) if fn else ()
-            # a window without its `def`: the names it assigns (loop variables, locals) are in scope
-            names = scope_names(fn or Function(lo, "", [], lo, "", hi), lines)
+            # a window without its `def` (a long docstring above): its lines stand for the function,
+            # and the names it assigns (loop variables, locals) are in scope
+            scope = fn or Function(lo, "", [], lo, "", hi)
+            names = scope_names(scope, lines)
             unused = unused_params(fn, lines) if fn else []
             for n in range(lo, hi + 1):
                 text = lines.get(n)
@@ -244,8 +246,6 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 for c in missing_statements(path, fn, lines, f, frame_lines):
                     c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line, ran_in_fn)
                     cands.setdefault(c.key, c)
-            # a window without its `def` (a long docstring above): its lines stand for the function
-            scope = fn or Function(lo, "", [], lo, "", hi)
             if fn is not None or MODULE_CONSTANT.match(lines.get(lo, "")) is None:
                 ran = {n for p, n in f.suspicious if p == path}
                 for c in (sibling_wraps(path, scope, lines) + counter_updates(path, scope, lines)
@@ -310,7 +310,7 @@ def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure, unused: l
         if any(p == c.path and n == c.line for p, n in f.frames) and text.lstrip().startswith("raise "):
             bonus -= 3
     if c.kind == "variable" and unused and len(c.new_lines) == 1 and any(
-            re.search(rf"(?<![\w.]){p}\b", c.new_lines[0]) and not re.search(rf"(?<![\w.]){p}\b", text) for p in unused):
+            reads(p, c.new_lines[0]) and not reads(p, text) for p in unused):
         bonus += 3   # the function takes a value it never uses: this edit uses it
     m = re.match(r"^(\w+) -> (\w+)$", c.what)
     if c.kind == "variable" and m and re.match(rf"^\s*{re.escape(m.group(2))}\s*=[^=]", text) and _in_loop(c.line, fn, lines):
@@ -383,7 +383,7 @@ def _direction(c: Candidate, f: Failure) -> int:
     got: `+ 1`), -1 the other way, 0 when it does not apply. A returned value one off is left out:
     it would fit the test's number rather than compute it."""
     if c.kind not in ("argument", "slice", "constant") or not (
-            f.have_values and _number(f.got) and _number(f.expected) and abs(f.got - f.expected) == 1):
+            f.have_values and is_number(f.got) and is_number(f.expected) and abs(f.got - f.expected) == 1):
         return 0
     m = re.match(r"^(\d+) -> (\d+)$", c.what)
     if m:
@@ -393,7 +393,3 @@ def _direction(c: Candidate, f: Failure) -> int:
     else:
         return 0
     return 1 if up == (f.expected > f.got) else -1
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -12,7 +12,7 @@ import re
 import tokenize
 
 from .catalogue import Candidate
-from .failure import Failure
+from .failure import Failure, is_number
 from .source import _tokens
 
 MAX_SEPARATOR = 3   # longer differences are words, not separators
@@ -64,7 +64,7 @@ def magnitude_fix(c: Candidate, line_text: str, failure: Failure) -> bool | None
     the values or the line do not say."""
     g, e = failure.got, failure.expected
     m = re.match(r"([\d.]+) -> ([\d.]+)", c.what)
-    if m is None or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v for v in (g, e)):
+    if m is None or not all(is_number(v) and v for v in (g, e)):
         return None
     op = re.search(rf"([*/])\s*{re.escape(m.group(1))}(?![\d.])", line_text)
     if op is None:
