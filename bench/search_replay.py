@@ -139,6 +139,7 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
     evs = [first]
     used, applied, tried_keys = 1, None, []
     first_rank: object = None
+    right: dict = {}
     top_list: list[str] = []
     outcome = "out of budget"
     while used < budget:
@@ -167,6 +168,7 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
             if first_rank is None:
                 first_rank = _right_rank(ranked, original, fixed, fix_path, plan)
                 top_list = [f"{c.score:5.1f} {c.label()}" for c in ranked[:top]]
+                right = _right_facts(ranked, first_rank, first)
             tried_keys.append(cand.label())
             if cand.path == fix_path and same_program(with_candidate(original, cand), fixed):
                 cost = STEPS_FOR_A_RIGHT_CANDIDATE   # apply, full suite, scope check (as the chooser counts)
@@ -185,7 +187,7 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
         plan = chooser.last_plan
         first_rank = _right_rank(chooser.last_candidates, original, fixed, fix_path, plan) if plan else "no plan"
     return {"scenario": scenario.name, "rank": first_rank, "outcome": outcome, "steps": used,
-            "tried": tried_keys, "top": top_list,
+            "tried": tried_keys, "top": top_list, "right": right,
             "reads": [json.loads(e.action).get("path", "") + f":{json.loads(e.action).get('start_line')}-"
                       f"{json.loads(e.action).get('end_line')}" for e in evs if e.tool == "read_file"]}
 
@@ -204,6 +206,19 @@ def same_program(text: str, fixed: str) -> bool:
         return ast.dump(ast.parse(text)) == ast.dump(ast.parse(fixed))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
+
+
+def _right_facts(ranked: list[Candidate], rank: object, first: Evidence) -> dict:
+    """The right candidate's score and kind, and how suspicious the spectrum found its line (its
+    score and its rank among the lines listed), next to the best candidate's score."""
+    if not isinstance(rank, int):
+        return {}
+    c = ranked[rank - 1]
+    lines = first.localization.lines if first.localization else ()
+    at = next((i for i, s in enumerate(lines, 1) if (s.path, s.line) == (c.path, c.line)), None)
+    return {"score": round(c.score, 2), "kind": c.kind, "best": round(ranked[0].score, 2),
+            "line_score": lines[at - 1].score if at else None, "line_rank": at,
+            "lines_at_or_above": sum(s.score >= lines[at - 1].score for s in lines) if at else None}
 
 
 def _right_rank(ranked: list[Candidate], original: str, fixed: str, path: str, plan) -> object:

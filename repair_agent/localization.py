@@ -1,7 +1,8 @@
 """Spectrum-based fault localization for the target-test observation (agent side only).
 
-Next to the verifier's run of the target tests, the sandbox runs the tests of the target tests' files
-once more under `sys.settrace`, recording which lines of the repository each test executes. A line
+Next to the verifier's run of the target tests, the sandbox runs the target tests and a fixed number
+of other tests (of the target tests' files first, then of the rest of the suite) once more under
+`sys.settrace`, recording which lines of the repository each test executes. A line
 executed by the failing target tests and by few passing tests is suspicious (Ochiai:
 ef / sqrt(F * (ef + ep))). The result is a typed part of the observation that any chooser can read.
 
@@ -23,8 +24,10 @@ from verifier.spec import glob_match
 TOP_N = 40
 TIMEOUT_S = 60.0
 # Passing tests traced besides the targets: enough to tell the lines apart, few enough to keep the
-# traced run short on a large test file (a fixed number, not a time, so the result is reproducible;
-# the time limit only cuts a pathological run short, and says so).
+# traced run short (a fixed number, not a time, so the result is reproducible; the time limit only
+# cuts a pathological run short, and says so). The target tests' own files come first: their tests
+# run the same functions. When those files hold fewer, the rest of the suite fills up: a target file
+# with no other test would make every line the failing tests run look equally suspicious.
 MAX_OTHER_TESTS = 60
 MARKER = "@@ra-spectrum@@"
 
@@ -83,16 +86,27 @@ cut = []
 def is_target(nodeid):
     return any(nodeid == t or nodeid.startswith(t + "[") for t in args["targets"])
 
+pool = set(args["pool"])
+
+def spread(tests, n):
+    if len(tests) <= n:
+        return tests
+    if n <= 0:
+        return []
+    step = len(tests) / n
+    return [tests[int(k * step)] for k in range(n)]
+
 class Select:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
-        # the targets, and at most `max_others` other tests, evenly spread over the files
+        # the targets, then at most `max_others` other tests evenly spread: their own files' first,
+        # the rest of the suite (the suite's pass-to-pass list when it has one) after
         targets = [i for i in items if is_target(i.nodeid)]
-        others = [i for i in items if not is_target(i.nodeid)]
-        if len(others) > args["max_others"]:
-            step = len(others) / args["max_others"]
-            others = [others[int(k * step)] for k in range(args["max_others"])]
-        items[:] = targets + others
+        others = [i for i in items if not is_target(i.nodeid) and (not pool or i.nodeid in pool)]
+        near = [i for i in others if i.nodeid.split("::", 1)[0] in args["files"]]
+        far = [i for i in others if i.nodeid.split("::", 1)[0] not in args["files"]]
+        near = spread(near, args["max_others"])
+        items[:] = targets + near + spread(far, args["max_others"] - len(near))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -119,7 +133,7 @@ class Spectrum:
             outcomes.setdefault(report.nodeid, "passed")
 
 code = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "console_output_style=classic", f"--rootdir={root}",
-                    *args["files"]], plugins=[Select(), Spectrum()])
+                    "--continue-on-collection-errors", *args["paths"]], plugins=[Select(), Spectrum()])
 out = {"outcomes": outcomes, "tests": {t: sorted(h) for t, h in hits.items() if h}, "exit": int(code), "cut": len(cut)}
 sys.stdout.write("\n@@ra-spectrum@@" + json.dumps(out) + "\n")
 '''
@@ -185,13 +199,18 @@ def _is_target(nodeid: str, targets: tuple[str, ...]) -> bool:
     return any(nodeid == t or nodeid.startswith(t + "[") for t in targets)
 
 
-def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, timeout_s: float = TIMEOUT_S,
-             top_n: int = TOP_N) -> Localization:
-    """Run the target tests' files under the tracer in `sandbox`; never raises."""
+def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, suite: tuple[str, ...] = (),
+             timeout_s: float = TIMEOUT_S, top_n: int = TOP_N) -> Localization:
+    """Run the target tests and other tests of the suite under the tracer in `sandbox`; never
+    raises. `suite`: the suite's pass-to-pass node ids when it names them (empty: the whole suite,
+    as pytest collects it)."""
     started = time.monotonic()
     files = sorted({t.split("::", 1)[0] for t in targets})
     python = "python3" if sandbox.kind == "docker" else sys.executable
-    args = {"targets": list(targets), "files": files, "copy_limit": 16 * 1024 * 1024,
+    # The targets' files, then the suite: the files the pass-to-pass list names, or pytest's own
+    # collection (no path given) when the whole suite is the suite.
+    paths = list(dict.fromkeys(files + [t.split("::", 1)[0] for t in suite])) if suite else []
+    args = {"targets": list(targets), "files": files, "paths": paths, "pool": list(suite), "copy_limit": 16 * 1024 * 1024,
             "max_others": MAX_OTHER_TESTS, "budget_s": max(1.0, timeout_s * 0.4)}
     try:
         res = sandbox.run([python, "-B", "-c", SCRIPT, json.dumps(args)], timeout_s=timeout_s,

@@ -103,7 +103,8 @@ class Executor:
                 # verifier's check, in the agent's own sandbox: nothing it finds reaches the verdict.
                 spec = self.verifier.spec
                 tracer = threading.Thread(target=lambda: spectrum.append(localize(
-                    self.sandbox, spec.target_tests, spec.writable + tuple(self.verifier.granted))), daemon=True)
+                    self.sandbox, spec.target_tests, spec.writable + tuple(self.verifier.granted),
+                    suite=spec.pass_to_pass)), daemon=True)
                 tracer.start()
             try:
                 verdict = self.verifier.run_tests(current_diff, kind)

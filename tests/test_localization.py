@@ -127,3 +127,29 @@ def test_other_tests_are_capped_at_a_fixed_number_and_the_target_always_runs(san
     # test_clamp_mid nothing tells `if x > hi` from `return lo` any more
     assert loc.failing_tests == 1 and loc.passing_tests == 2 and loc.note is None
     assert {s.line for s in loc.lines if s.score == 1.0} == {4, 5}
+
+
+def _split_target_file(sandbox) -> None:
+    """test_clamp_high alone in its own file, committed as the pristine tree."""
+    ws = sandbox.workspace
+    text = (ws / "tests/test_calc.py").read_text()
+    high = "\n\ndef test_clamp_high():\n    assert clamp(9, 0, 5) == 5\n"
+    (ws / "tests/test_calc.py").write_text(text.replace(high, "\n"))
+    (ws / "tests/test_high.py").write_text("from calc import clamp\n" + high)
+
+
+def test_a_target_file_without_other_tests_borrows_passing_tests_from_the_rest_of_the_suite(sandbox):
+    _split_target_file(sandbox)
+    loc = localize(sandbox, ("tests/test_high.py::test_clamp_high",), ("src/**",))
+    # the other file's clamp and span tests pass (the mean tests fail and count on neither side);
+    # without them every line test_clamp_high runs would score 1.0
+    assert loc.note is None and loc.failing_tests == 1 and loc.passing_tests == 3
+    assert [(s.line, s.score) for s in loc.lines][:2] == [(5, 1.0), (4, 0.7071)]
+
+
+def test_a_suite_that_names_its_tests_lends_only_those(sandbox):
+    _split_target_file(sandbox)
+    loc = localize(sandbox, ("tests/test_high.py::test_clamp_high",), ("src/**",),
+                   suite=("tests/test_calc.py::test_clamp_low",))
+    assert loc.failing_tests == 1 and loc.passing_tests == 1
+    assert {s.line for s in loc.lines if s.score == 1.0} == {4, 5}   # clamp_low never reaches `if x > hi`

@@ -59,17 +59,7 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
     # sharper about the function than about the line: the line that shows a wrong value is often not
     # the one that computed it). When the list is complete, a line it lacks never ran in a failing
     # test (a def line's defaults aside).
-    if failure.suspicious:
-        sus = failure.suspicious.get((c.path, c.line))
-        if sus is None and c.line == def_line:   # a def line runs whenever its body does
-            sus = max((v for (p, n), v in failure.suspicious.items() if p == c.path and n > c.line
-                       and n - c.line < 200), default=None)
-        if proxy is not None:
-            sus = max(sus or 0.0, proxy)
-        if sus is not None:
-            s += 2 + 2 * sus
-        elif failure.suspicious_complete and c.kind != "default" and any(p == c.path for p, _ in failure.suspicious):
-            s -= 3
+    s += spectrum_term(c, failure, def_line, proxy)
     if failure.have_values and type(failure.got) is float and type(failure.expected) is int and "/ -> //" in c.what:
         s += 3   # the values' types say a true division should floor
     if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
@@ -135,6 +125,23 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 2
     return s
 
+
+
+def spectrum_term(c: Candidate, failure: Failure, def_line: int | None, proxy: float | None) -> float:
+    """What the spectrum says about a candidate's line, as score points."""
+    if not failure.suspicious:
+        return 0.0
+    sus = failure.suspicious.get((c.path, c.line))
+    if sus is None and c.line == def_line:   # a def line runs whenever its body does
+        sus = max((v for (p, n), v in failure.suspicious.items() if p == c.path and n > c.line
+                   and n - c.line < 200), default=None)
+    if proxy is not None:
+        sus = max(sus or 0.0, proxy)
+    if sus is not None:
+        return 2 + 2 * sus
+    if failure.suspicious_complete and c.kind != "default" and any(p == c.path for p, _ in failure.suspicious):
+        return -3.0
+    return 0.0
 
 
 def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: list[tuple[str, int]],
