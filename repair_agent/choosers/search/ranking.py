@@ -14,6 +14,7 @@ from .missing import missing_statements
 from .smells import smell_bonus
 from .failure import Failure, is_number
 from .patch import _blocks
+from .spectrum import spectrum_term
 from .values import magnitude_fix, separator_swaps
 from .source import Function, _code_lines, _numbers_in, _parses, callable_names, functions_in, scope_names
 
@@ -125,23 +126,6 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
         s += 2
     return s
 
-
-
-def spectrum_term(c: Candidate, failure: Failure, def_line: int | None, proxy: float | None) -> float:
-    """What the spectrum says about a candidate's line, as score points."""
-    if not failure.suspicious:
-        return 0.0
-    sus = failure.suspicious.get((c.path, c.line))
-    if sus is None and c.line == def_line:   # a def line runs whenever its body does
-        sus = max((v for (p, n), v in failure.suspicious.items() if p == c.path and n > c.line
-                   and n - c.line < 200), default=None)
-    if proxy is not None:
-        sus = max(sus or 0.0, proxy)
-    if sus is not None:
-        return 2 + 2 * sus
-    if failure.suspicious_complete and c.kind != "default" and any(p == c.path for p, _ in failure.suspicious):
-        return -3.0
-    return 0.0
 
 
 def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: list[tuple[str, int]],
