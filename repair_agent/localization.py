@@ -29,6 +29,7 @@ TIMEOUT_S = 60.0
 # run the same functions. When those files hold fewer, the rest of the suite fills up: a target file
 # with no other test would make every line the failing tests run look equally suspicious.
 MAX_OTHER_TESTS = 60
+MAX_POOL = 2000   # pass-to-pass ids sent to the traced run at most
 MARKER = "@@ra-spectrum@@"
 
 # Runs inside the sandbox as `python -B -c SCRIPT ARGS_JSON`: the standard library and pytest only.
@@ -164,7 +165,7 @@ class Localization(BaseModel):
 
     def render(self, limit: int = 10) -> str:
         head = (f"spectrum localization ({self.method}): {self.failing_tests} failing target test(s), "
-                f"{self.passing_tests} passing test(s) in the same files")
+                f"{self.passing_tests} passing test(s)")
         body = [f"  {s.path}:{s.line}  score {s.score:.2f}  (run by {s.failed} failing, {s.passed} passing)"
                 for s in self.lines[:limit]]
         return "\n".join([head + (f"; {self.note}" if self.note else ""), *body])
@@ -209,6 +210,8 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
     python = "python3" if sandbox.kind == "docker" else sys.executable
     # The targets' files, then the suite: the files the pass-to-pass list names, or pytest's own
     # collection (no path given) when the whole suite is the suite.
+    if len(suite) > MAX_POOL:   # an even sample keeps the command line short on a huge list
+        suite = tuple(suite[int(k * len(suite) / MAX_POOL)] for k in range(MAX_POOL))
     paths = list(dict.fromkeys(files + [t.split("::", 1)[0] for t in suite])) if suite else []
     args = {"targets": list(targets), "files": files, "paths": paths, "pool": list(suite), "copy_limit": 16 * 1024 * 1024,
             "max_others": MAX_OTHER_TESTS, "budget_s": max(1.0, timeout_s * 0.4)}
