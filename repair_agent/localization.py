@@ -1,8 +1,8 @@
 """Spectrum-based fault localization for the target-test observation (agent side only).
 
 Next to the verifier's run of the target tests, the sandbox runs the target tests and a fixed number
-of other tests (of the target tests' files first, then of the rest of the suite) once more under
-`sys.settrace`, recording which lines of the repository each test executes. A line
+of other tests (of the target tests' files; of the rest of the suite when those hold almost none) once
+more under `sys.settrace`, recording which lines of the repository each test executes. A line
 executed by the failing target tests and by few passing tests is suspicious (Ochiai:
 ef / sqrt(F * (ef + ep))). The result is a typed part of the observation that any chooser can read.
 
@@ -25,10 +25,12 @@ TOP_N = 40
 TIMEOUT_S = 60.0
 # Passing tests traced besides the targets: enough to tell the lines apart, few enough to keep the
 # traced run short (a fixed number, not a time, so the result is reproducible; the time limit only
-# cuts a pathological run short, and says so). The target tests' own files come first: their tests
-# run the same functions. When those files hold fewer, the rest of the suite fills up: a target file
-# with no other test would make every line the failing tests run look equally suspicious.
+# cuts a pathological run short, and says so). They come from the target tests' own files, which run
+# the same functions. Only when those files hold almost no other test does the rest of the suite
+# fill up: with no passing test to compare with, every line the failing tests run would look equally
+# suspicious (borrowing more widely than that changed no repair and reordered some).
 MAX_OTHER_TESTS = 60
+MIN_NEAR_TESTS = 3
 MAX_POOL = 2000   # pass-to-pass ids sent to the traced run at most
 MARKER = "@@ra-spectrum@@"
 
@@ -100,14 +102,14 @@ def spread(tests, n):
 class Select:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
-        # the targets, then at most `max_others` other tests evenly spread: their own files' first,
-        # the rest of the suite (the suite's pass-to-pass list when it has one) after
+        # the targets, then at most `max_others` other tests of their files, evenly spread; the rest
+        # of the suite (the pass-to-pass list when the suite has one) only when those are too few
         targets = [i for i in items if is_target(i.nodeid)]
         others = [i for i in items if not is_target(i.nodeid) and (not pool or i.nodeid in pool)]
         near = [i for i in others if i.nodeid.split("::", 1)[0] in args["files"]]
         far = [i for i in others if i.nodeid.split("::", 1)[0] not in args["files"]]
         near = spread(near, args["max_others"])
-        items[:] = targets + near + spread(far, args["max_others"] - len(near))
+        items[:] = targets + near + (spread(far, args["max_others"] - len(near)) if len(near) < args["min_near"] else [])
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -133,8 +135,20 @@ class Spectrum:
         elif report.when == "call" and report.passed:
             outcomes.setdefault(report.nodeid, "passed")
 
+def written_tests(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return sum(1 for ln in fh if ln.lstrip().startswith(("def test", "async def test")))
+    except OSError:
+        return 0
+
+# Collect the rest of the suite only when the targets' files hold too few other tests (counted as
+# written, before pytest expands parameters): collecting a whole suite costs time.
+paths = args["files"]
+if sum(written_tests(f) for f in args["files"]) - len(args["targets"]) < args["min_near"]:
+    paths = args["suite_paths"]   # empty: the whole suite, as pytest collects it
 code = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "console_output_style=classic", f"--rootdir={root}",
-                    "--continue-on-collection-errors", *args["paths"]], plugins=[Select(), Spectrum()])
+                    "--continue-on-collection-errors", *paths], plugins=[Select(), Spectrum()])
 out = {"outcomes": outcomes, "tests": {t: sorted(h) for t, h in hits.items() if h}, "exit": int(code), "cut": len(cut)}
 sys.stdout.write("\n@@ra-spectrum@@" + json.dumps(out) + "\n")
 '''
@@ -212,9 +226,9 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
     # collection (no path given) when the whole suite is the suite.
     if len(suite) > MAX_POOL:   # an even sample keeps the command line short on a huge list
         suite = tuple(suite[int(k * len(suite) / MAX_POOL)] for k in range(MAX_POOL))
-    paths = list(dict.fromkeys(files + [t.split("::", 1)[0] for t in suite])) if suite else []
-    args = {"targets": list(targets), "files": files, "paths": paths, "pool": list(suite), "copy_limit": 16 * 1024 * 1024,
-            "max_others": MAX_OTHER_TESTS, "budget_s": max(1.0, timeout_s * 0.4)}
+    suite_paths = list(dict.fromkeys(files + [t.split("::", 1)[0] for t in suite])) if suite else []
+    args = {"targets": list(targets), "files": files, "suite_paths": suite_paths, "pool": list(suite), "copy_limit": 16 * 1024 * 1024,
+            "max_others": MAX_OTHER_TESTS, "min_near": MIN_NEAR_TESTS, "budget_s": max(1.0, timeout_s * 0.4)}
     try:
         res = sandbox.run([python, "-B", "-c", SCRIPT, json.dumps(args)], timeout_s=timeout_s,
                           output_cap=8 * 1024 * 1024)

@@ -153,3 +153,10 @@ def test_a_suite_that_names_its_tests_lends_only_those(sandbox):
                    suite=("tests/test_calc.py::test_clamp_low",))
     assert loc.failing_tests == 1 and loc.passing_tests == 1
     assert {s.line for s in loc.lines if s.score == 1.0} == {4, 5}   # clamp_low never reaches `if x > hi`
+
+
+def test_a_target_file_with_enough_other_tests_borrows_nothing(sandbox):
+    (sandbox.workspace / "tests/test_extra.py").write_text(
+        "from calc import clamp\n\n\ndef test_clamp_top():\n    assert clamp(5, 0, 5) == 5\n")
+    loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",))
+    assert loc.passing_tests == 3   # test_calc.py's own five others (two of them failing) only
