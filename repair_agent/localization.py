@@ -103,7 +103,9 @@ class Select:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
         # the targets, then at most `max_others` other tests of their files, evenly spread; the rest
-        # of the suite (the pass-to-pass list when the suite has one) only when those are too few
+        # of the suite (the pass-to-pass list when the suite has one) only when those are too few.
+        # This count of collected tests decides; the count of written ones below only spares the
+        # collection of a whole suite when the targets' files plainly hold enough.
         targets = [i for i in items if is_target(i.nodeid)]
         others = [i for i in items if not is_target(i.nodeid) and (not pool or i.nodeid in pool)]
         near = [i for i in others if i.nodeid.split("::", 1)[0] in args["files"]]
@@ -142,8 +144,9 @@ def written_tests(path):
     except OSError:
         return 0
 
-# Collect the rest of the suite only when the targets' files hold too few other tests (counted as
-# written, before pytest expands parameters): collecting a whole suite costs time.
+# Collect the rest of the suite only when the targets' files may hold too few other tests (counted
+# as written, before pytest expands parameters; Select decides on what was collected): collecting a
+# whole suite costs time.
 paths = args["files"]
 if sum(written_tests(f) for f in args["files"]) - len(args["targets"]) < args["min_near"]:
     paths = args["suite_paths"]   # empty: the whole suite, as pytest collects it

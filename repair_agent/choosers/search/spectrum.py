@@ -6,7 +6,9 @@ from .failure import Failure
 
 
 def spectrum_term(c: Candidate, failure: Failure, def_line: int | None, proxy: float | None) -> float:
-    """What the spectrum says about a candidate's line, as score points."""
+    """+2 to +4 for a line the failing tests ran (more the fewer passing tests ran it, through its
+    relative score, or a def line's body's, or `proxy`'s); -3 for a line of a listed file that the
+    complete list lacks (it never ran in a failing test); 0 when the spectrum says nothing."""
     if not failure.suspicious:
         return 0.0
     sus = failure.suspicious.get((c.path, c.line))
