@@ -14,6 +14,7 @@ from repair_agent.state import View
 
 class Observe:
     name = "observe"
+    mutation_analysis = True   # so the replay sees the observation the search chooser gets
 
     def __init__(self, seed: int = 0):
         self.seed = seed

@@ -19,7 +19,10 @@ import time
 
 from pydantic import BaseModel, ConfigDict
 
-from verifier.spec import glob_match
+from verifier.spec import _glob_regex, glob_match
+
+from . import mutation
+from .mutation import MutationAnalysis
 
 TOP_N = 40
 TIMEOUT_S = 60.0
@@ -154,6 +157,7 @@ code = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "console_output_style=
                     "--continue-on-collection-errors", *paths], plugins=[Select(), Spectrum()])
 out = {"outcomes": outcomes, "tests": {t: sorted(h) for t, h in hits.items() if h}, "exit": int(code), "cut": len(cut)}
 sys.stdout.write("\n@@ra-spectrum@@" + json.dumps(out) + "\n")
+sys.stdout.flush()
 '''
 
 
@@ -179,13 +183,15 @@ class Localization(BaseModel):
     scored_lines: int = 0     # lines of the writable scope the failing tests ran (the list keeps the top ones)
     duration_s: float = 0.0
     note: str | None = None   # why the list is empty or partial
+    mutation: MutationAnalysis | None = None   # when the chooser asked for it
 
     def render(self, limit: int = 10) -> str:
         head = (f"spectrum localization ({self.method}): {self.failing_tests} failing target test(s), "
                 f"{self.passing_tests} passing test(s)")
         body = [f"  {s.path}:{s.line}  score {s.score:.2f}  (run by {s.failed} failing, {s.passed} passing)"
                 for s in self.lines[:limit]]
-        return "\n".join([head + (f"; {self.note}" if self.note else ""), *body])
+        tail = [self.mutation.render()] if self.mutation is not None else []
+        return "\n".join([head + (f"; {self.note}" if self.note else ""), *body, *tail])
 
 
 def ochiai(spectra: dict[str, list[tuple[str, int]]], outcomes: dict[str, str], failing: set[str],
@@ -218,10 +224,10 @@ def _is_target(nodeid: str, targets: tuple[str, ...]) -> bool:
 
 
 def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, suite: tuple[str, ...] = (),
-             timeout_s: float = TIMEOUT_S, top_n: int = TOP_N) -> Localization:
+             timeout_s: float = TIMEOUT_S, top_n: int = TOP_N, mutate: bool = False) -> Localization:
     """Run the target tests and other tests of the suite under the tracer in `sandbox`; never
     raises. `suite`: the suite's pass-to-pass node ids when it names them (empty: the whole suite,
-    as pytest collects it)."""
+    as pytest collects it). `mutate`: then run the mutation analysis (mutation.py) too."""
     started = time.monotonic()
     files = sorted({t.split("::", 1)[0] for t in targets})
     python = "python3" if sandbox.kind == "docker" else sys.executable
@@ -232,17 +238,21 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
     suite_paths = list(dict.fromkeys(files + [t.split("::", 1)[0] for t in suite])) if suite else []
     args = {"targets": list(targets), "files": files, "suite_paths": suite_paths, "pool": list(suite), "copy_limit": 16 * 1024 * 1024,
             "max_others": MAX_OTHER_TESTS, "min_near": MIN_NEAR_TESTS, "budget_s": max(1.0, timeout_s * 0.4)}
+    script = SCRIPT
+    if mutate:
+        args["mutation"] = mutation.mutation_args([_glob_regex(w).pattern for w in writable], timeout_s * 0.85)
+        script += mutation.SCRIPT
     try:
-        res = sandbox.run([python, "-B", "-c", SCRIPT, json.dumps(args)], timeout_s=timeout_s,
+        res = sandbox.run([python, "-B", "-c", script, json.dumps(args)], timeout_s=timeout_s,
                           output_cap=8 * 1024 * 1024)
     except Exception as exc:  # the hint is lost, the step is not
         return Localization(note=f"not run: {type(exc).__name__}: {str(exc)[:200]}",
                             duration_s=round(time.monotonic() - started, 3))
     elapsed = round(time.monotonic() - started, 3)
-    if res.timed_out:
-        return Localization(note=f"the traced run timed out after {timeout_s:g}s", duration_s=elapsed)
     text = res.stdout.text
     at = text.rfind(MARKER)
+    if res.timed_out and at < 0:
+        return Localization(note=f"the traced run timed out after {timeout_s:g}s", duration_s=elapsed)
     if at < 0 or res.stdout.truncated:
         return Localization(note=f"the traced run gave no result (exit {res.exit_code}): "
                                  f"{(res.stderr.text or text)[-300:]}", duration_s=elapsed)
@@ -260,5 +270,22 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
     note = None if lines else "the failing tests executed no line of the writable scope"
     if data.get("cut"):
         note = f"{data['cut']} test(s) not run: the traced run used its time" + (f"; {note}" if note else "")
+    analysis = None
+    if mutate:
+        analysis, why = _mutation_result(text, res.timed_out, timeout_s)
+        if why:
+            note = f"{note}; {why}" if note else why
     return Localization(failing_tests=nf, passing_tests=np_, lines=tuple(lines[:top_n]), scored_lines=len(lines),
-                        duration_s=elapsed, note=note)
+                        duration_s=elapsed, note=note, mutation=analysis)
+
+
+def _mutation_result(text: str, timed_out: bool, timeout_s: float) -> tuple[MutationAnalysis | None, str | None]:
+    """The mutation analysis printed after the spectrum, or why there is none."""
+    at = text.rfind(mutation.MARKER)
+    if at < 0:
+        return None, (f"the mutation analysis timed out after {timeout_s:g}s" if timed_out
+                      else "the mutation analysis gave no result")
+    try:
+        return MutationAnalysis.model_validate_json(text[at + len(mutation.MARKER):].strip().splitlines()[0]), None
+    except (ValueError, IndexError) as exc:
+        return None, f"unreadable mutation analysis: {str(exc)[:200]}"

@@ -182,12 +182,15 @@ class ChooserIdentity(BaseModel):
     seed: int | None = None
     model: dict[str, Any] | None = None   # a model chooser's model, endpoint and parameters (never a key)
     models_file: str | None = None
+    mutation_analysis: bool = False   # it asked for the mutation analysis with the target-test observation
 
 
 def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> ChooserIdentity:
     """The chooser's `name` (a short printable string; `fallback` or its class name when it has none),
-    `seed` (an int, or none) and, for a model chooser, `describe_model()` and `models_file`, read once
-    under the time limit. UnusableChooser says what is wrong."""
+    `seed` (an int, or none), `mutation_analysis` (true asks for it) and, for a model chooser,
+    `describe_model()` and `models_file`, read once under the time limit. UnusableChooser says what is wrong."""
+    wants: list[bool] = []
+
     def read() -> tuple[Any, Any, str, Any, Any]:
         try:
             name = plain_json(getattr(chooser, "name", None), "its name", MAX_NAME_CHARS * 8)
@@ -196,6 +199,7 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> Choos
             model = plain_json(describer() if callable(describer) else None, "its model description",
                                MAX_USAGE_CHARS)
             models_file = plain_json(getattr(chooser, "models_file", None), "its models file", 4096)
+            wants.append(plain_json(getattr(chooser, "mutation_analysis", False), "its mutation_analysis", 10) is True)
         except Unreadable as exc:
             return exc, None, "", None, None
         except BaseException as exc:
@@ -218,7 +222,8 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> Choos
         raise UnusableChooser(f"the chooser plug-in is unusable: its seed must be an integer, got "
                               f"{type(seed).__name__} {json.dumps(seed)[:60]}")
     return ChooserIdentity(name=name, seed=seed, model=model if isinstance(model, dict) else None,
-                           models_file=models_file if isinstance(models_file, str) else None)
+                           models_file=models_file if isinstance(models_file, str) else None,
+                           mutation_analysis=bool(wants and wants[0]))
 
 
 # -- bounded records -------------------------------------------------------------------------------

@@ -59,9 +59,10 @@ def pytest_excerpt(stdout: str, limit: int = PYTEST_EXCERPT_CHARS) -> str:
 
 
 class Executor:
-    def __init__(self, sandbox: Sandbox, verifier: Verifier, *, localize: bool = True):
+    def __init__(self, sandbox: Sandbox, verifier: Verifier, *, localize: bool = True, mutate: bool = False):
         self.sandbox, self.verifier = sandbox, verifier
         self.localize = localize  # spectrum-based localization with the target-test observation of the given tree
+        self.mutate = mutate      # and the mutation analysis after it (a chooser asks for it)
         self.source = f"sandbox:{sandbox.kind}"
 
     def dispatch(self, action: _Action, current_diff: str) -> ToolOutcome:
@@ -104,7 +105,7 @@ class Executor:
                 spec = self.verifier.spec
                 tracer = threading.Thread(target=lambda: spectrum.append(localize(
                     self.sandbox, spec.target_tests, spec.writable + tuple(self.verifier.granted),
-                    suite=spec.pass_to_pass)), daemon=True)
+                    suite=spec.pass_to_pass, mutate=self.mutate)), daemon=True)
                 tracer.start()
             try:
                 verdict = self.verifier.run_tests(current_diff, kind)

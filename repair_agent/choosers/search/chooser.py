@@ -49,6 +49,17 @@ def _cluster(suspicious: dict[tuple[str, int], float], path: str, line: int) -> 
     return lo, hi
 
 
+def _read_mutant_fix(plan: Plan):
+    """A window around the line of a mutant that turned every failing target green and broke no
+    passing test, when it was not read yet: the likeliest place of all (at most MAX_TIED_READS)."""
+    if len(plan.reads) >= MAX_TIED_READS:
+        return None
+    for (path, line), fixes in sorted(plan.failure.mutant_fixes.items()):
+        if any(fx.clean for fx in fixes) and line not in plan.known.get(path, {}):
+            return ReadFile(path=path, start_line=max(1, line - WINDOW_BEFORE_SUSPECT), end_line=line + WINDOW_AFTER_SUSPECT)
+    return None
+
+
 def _unpatched(applied: Candidate | None, path: str, line: int) -> bool:
     """Does this line of the tree read the same as the original? Only the candidate on the tree
     differs from it (each patch reverts the one before): its line, and the lines after a
@@ -84,12 +95,15 @@ class Plan:
         facts = [goal_text, f.message if f else None, f.frames if f else None, f.callees if f else None,
                  sorted(f.hints) if f else None, repr(f.expected) if f else None, f.assert_lines if f else None,
                  f.not_raised if f else None, f.exception_messages if f else None,
+                 sorted(f.mutated.items()) if f else None,
+                 sorted((k, [x.model_dump() for x in v]) for k, v in f.mutant_fixes.items()) if f else None,
                  sorted((p, sorted(lines.items())) for p, lines in self.known.items()), self.search_hits]
         return hashlib.sha256(json.dumps(facts, default=repr).encode()).hexdigest()
 
 
 class SearchChooser:
     name = "search"
+    mutation_analysis = True   # the target-test observation brings the mutation analysis too
 
     def __init__(self, seed: int = 0):
         self.seed = int(seed)
@@ -125,7 +139,8 @@ class SearchChooser:
         # stops one short of a character of the input it rejected; then every place the spectrum
         # ranks as high as the best line (a wrapper and the function it calls often tie).
         if not plan.tried and plan.applied is None and view.steps_left > 2 * STEPS_FOR_A_CANDIDATE + 1:
-            step = _find_quoted_pattern(plan, view.authorization.writable) or self._read_tied_suspects(plan)
+            step = (_read_mutant_fix(plan) or _find_quoted_pattern(plan, view.authorization.writable)
+                    or self._read_tied_suspects(plan))
             if step is not None:
                 return step
         # Localize further while there is nothing to try and budget to try something later.

@@ -10,6 +10,7 @@ from typing import Any
 
 from verifier.spec import glob_match
 
+from ...mutation import MutantFix
 from ...state import Evidence
 
 # Names called in a failing assertion that are never the code under repair.
@@ -40,6 +41,10 @@ class Failure:
     # Spectrum localization of the observation: (path, line) -> Ochiai score relative to the best line.
     suspicious: dict[tuple[str, int], float] = field(default_factory=dict)
     suspicious_complete: bool = False   # every line the failing tests ran is listed
+    # The mutation analysis, when the observation has one: the mutants that made failing targets
+    # pass, and (tried, changed) per mutated line.
+    mutant_fixes: dict[tuple[str, int], list[MutantFix]] = field(default_factory=dict)
+    mutated: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
     # Values the failing tests expect (source text of literals): a candidate never writes one into the code.
     expected_literals: set[str] = field(default_factory=set)
     # Every exception message the failing tests show (`E   ValueError: ...` lines), not only the first.
@@ -157,6 +162,15 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
             if rel:
                 f.suspicious.setdefault((rel, s.line), round(s.score / best, 4))
         f.suspicious_complete = loc.scored_lines <= len(loc.lines)
+    if loc is not None and loc.mutation is not None:
+        for fx in loc.mutation.fixes:
+            rel = _writable(fx.path, writable)
+            if rel:
+                f.mutant_fixes.setdefault((rel, fx.line), []).append(fx)
+        for ml in loc.mutation.lines:
+            rel = _writable(ml.path, writable)
+            if rel:
+                f.mutated[(rel, ml.line)] = (ml.tried, ml.changed)
     f.expected_literals = _expected_literals(f)
     return f
 

@@ -14,6 +14,7 @@ from .missing import missing_statements
 from .smells import smell_bonus
 from .failure import Failure, is_number
 from .patch import _blocks
+from .mutants import mutant_candidates, mutation_term
 from .spectrum import spectrum_term
 from .values import magnitude_fix, separator_swaps
 from .source import Function, _code_lines, _numbers_in, _parses, callable_names, functions_in, scope_names
@@ -60,7 +61,7 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
     # sharper about the function than about the line: the line that shows a wrong value is often not
     # the one that computed it). When the list is complete, a line it lacks never ran in a failing
     # test (a def line's defaults aside).
-    s += spectrum_term(c, failure, def_line, proxy)
+    s += spectrum_term(c, failure, def_line, proxy) + mutation_term(c, failure)
     if failure.have_values and type(failure.got) is float and type(failure.expected) is int and "/ -> //" in c.what:
         s += 3   # the values' types say a true division should floor
     if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
@@ -249,6 +250,9 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 for n in range(scope.body_line, scope.end_line + 1):
                     for c in by_line.get(n, ()):
                         c.score += context_bonus(c, scope, lines, f, unused)
+        for c in mutant_candidates(path, lines, f):   # a mutant that turned failing targets green
+            c.score = score(c, f, goal_words, frame_lines, lines[c.line], (), None, proxies.get(c.line))
+            cands.setdefault(c.key, c)
     # Never a candidate that writes a value the failing test expects into the code.
     return [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
 

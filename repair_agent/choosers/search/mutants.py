@@ -1,0 +1,53 @@
+"""What the observation's mutation analysis says about candidates, as candidates and score points."""
+from __future__ import annotations
+
+import re
+
+from .catalogue import Candidate
+from .failure import Failure
+
+CLEAN_FIX = 12.0      # the edit a mutant made that turned every failing target green and broke no passing test
+PARTIAL_FIX = 4.0     # ... scaled by the share of failing targets it turned green, less for tests it broke
+INERT_LINE = -2.0     # a line where several mutants changed nothing the failing tests show
+MIN_INERT_TRIES = 3
+
+
+ZERO_TERM = re.compile(r"\s*[-+]\s*0(?![\w.])")
+
+
+def _tidy(text: str) -> str:
+    """A mutant's line as a person would write it: `items[:n - 0]` is `items[:n]`."""
+    return ZERO_TERM.sub("", text)
+
+
+def _same(a: str, b: str) -> bool:
+    return re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b)
+
+
+def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Candidate]:
+    """The mutants that made failing targets pass, on lines read, as candidates of their own."""
+    out = []
+    for (p, n), fixes in f.mutant_fixes.items():
+        text = lines.get(n)
+        if p != path or text is None:
+            continue
+        for fx in fixes:
+            if _tidy(fx.text).strip() and not _same(_tidy(fx.text), text):
+                out.append(Candidate(path, n, (_tidy(fx.text).rstrip("\n") + "\n",), "mutant", fx.what))
+    return out
+
+
+def mutation_term(c: Candidate, f: Failure) -> float:
+    """Score points for a candidate from the mutation analysis: a lot for the edit of a mutant that
+    fixed every failing target cleanly, some for one that fixed part of them, a little less for a
+    line whose mutants changed nothing; 0 when the analysis did not reach the line."""
+    if len(c.new_lines) == 1:
+        for fx in f.mutant_fixes.get((c.path, c.line), ()):
+            if _same(_tidy(fx.text), c.new_lines[0]) or _same(fx.text, c.new_lines[0]):
+                if fx.clean:
+                    return CLEAN_FIX
+                return PARTIAL_FIX * fx.fixed / max(1, fx.of) - (1.0 if fx.broken else 0.0)
+    stats = f.mutated.get((c.path, c.line))
+    if stats is not None and stats[0] >= MIN_INERT_TRIES and stats[1] == 0 and len(c.new_lines) == 1:
+        return INERT_LINE
+    return 0.0

@@ -1,0 +1,264 @@
+"""Mutation analysis for the target-test observation (agent side only), as in Metallaxis-FL.
+
+The spectrum ranks lines by which tests run them; lines that always run together (one function's
+body) tie. To tell them apart, the traced run goes on, in the same sandbox process and on the same
+copy of the tree, to change the most suspicious lines one token at a time (a comparison or an
+arithmetic operator, a boolean operator, a number by one, a variable by another of its function, an
+index by one, a simple statement removed) and to run only the failing target tests on each mutant.
+A line where a mutant changes what the failing tests show is on the failure's path; a mutant that
+makes them pass is a lead worth trying first, and it is checked against the passing tests the
+spectrum ran.
+
+Like the spectrum it is a hint: a fixed number of mutants (the first MAX_MUTANTS in a fixed order,
+so the result is reproducible) within a time limit, in the agent's sandbox; the verifier never sees
+it. It costs time, not steps, so only a chooser that asks for it gets it (`mutation_analysis`).
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+MAX_LINES = 20        # the most suspicious lines (at least LINE_SHARE of the best score) that are mutated
+LINE_SHARE = 0.3
+MAX_MUTANTS = 200
+MAX_PER_LINE = 16
+BUDGET_S = 20.0       # for all mutants; the time limit only cuts a pathological run short, and says so
+PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
+MAX_CHECKED = 8       # fixing mutants checked against the passing tests
+MARKER = "@@ra-mutants@@"
+
+# Appended to the spectrum script (localization.SCRIPT), whose names it uses: args, root, roots,
+# hits, outcomes, is_target, pytest. The spectrum's own result is printed (and flushed) before this
+# runs, so a mutant that brings the process down loses only the mutation analysis.
+SCRIPT = r'''
+import contextlib, io, re as _re, signal, tokenize, ast
+m = args["mutation"]
+failing = sorted(t for t, o in outcomes.items() if o == "failed" and is_target(t))
+passing = sorted(t for t, o in outcomes.items() if o == "passed" and not is_target(t))
+writable = [_re.compile(p) for p in m["writable"]]
+ef, ep = {}, {}
+for t, lines in hits.items():
+    counts = ef if t in failing else ep if t in passing else None
+    if counts is not None:
+        for k in lines:
+            counts[k] = counts.get(k, 0) + 1
+scored = []
+for (path, line), f in ef.items():
+    if any(w.match(path) for w in writable):
+        p = ep.get((path, line), 0)
+        scored.append((-round(f / (max(1, len(failing)) * (f + p)) ** 0.5, 4), -f, p, path, line))
+scored.sort()
+best = -scored[0][0] if scored else 0.0
+chosen = [(s[3], s[4]) for s in scored if -s[0] >= m["share"] * best][:m["max_lines"]]
+
+class MutantTimeout(BaseException):
+    pass
+
+def on_alarm(signum, frame):
+    raise MutantTimeout()
+
+signal.signal(signal.SIGALRM, on_alarm)
+
+def run(nodeids):
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None) or ""
+        if f and os.path.realpath(f).startswith(roots):
+            del sys.modules[name]
+    res = {}
+    class Grab:
+        def pytest_runtest_logreport(self, report):
+            if report.failed:
+                crash = getattr(report.longrepr, "reprcrash", None)
+                res[report.nodeid] = "failed: " + (crash.message if crash is not None else str(report.longrepr)[-300:])[:300]
+            elif report.when == "call" and report.passed:
+                res.setdefault(report.nodeid, "passed")
+    signal.setitimer(signal.ITIMER_REAL, m["per_mutant_s"])
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={root}", *nodeids], plugins=[Grab()])
+    except MutantTimeout:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    return {t: res.get(t, "failed: did not finish") for t in nodeids}
+
+SWAPS = {"<": ["<=", ">"], "<=": ["<", ">="], ">": [">=", "<"], ">=": [">", "<="], "==": ["!="], "!=": ["=="],
+         "+": ["-"], "-": ["+"], "*": ["/"], "/": ["//", "*"], "//": ["/"], "%": ["//"],
+         "+=": ["-="], "-=": ["+="], "*=": ["/="], "/=": ["//=", "*="], "//=": ["/="],
+         "and": ["or"], "or": ["and"], "True": ["False"], "False": ["True"], "min": ["max"], "max": ["min"],
+         "is": ["is not"], "in": ["not in"]}
+HEADERS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "try", "except", "finally", "with ",
+           "async ", "@", "return", "yield", "raise", "import ", "from ")
+sources, token_rows, scopes = {}, {}, {}
+
+def load(path):
+    if path not in sources:
+        with open(os.path.join(root, path), encoding="utf-8") as fh:
+            text = fh.read()
+        sources[path] = text
+        rows = {}
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+                if tok.start[0] == tok.end[0]:
+                    rows.setdefault(tok.start[0], []).append(tok)
+        except (tokenize.TokenError, SyntaxError):
+            pass
+        token_rows[path] = rows
+        spans = []
+        try:
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+                    names += [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+                    spans.append((node.lineno, node.end_lineno, list(dict.fromkeys(names))))
+        except SyntaxError:
+            pass
+        scopes[path] = spans
+    return sources[path]
+
+def variables(path, line):
+    inner = [s for s in scopes[path] if s[0] <= line <= s[1]]
+    return min(inner, key=lambda s: s[1] - s[0])[2] if inner else []
+
+def mutants(path, line):
+    text = load(path).splitlines(keepends=True)[line - 1]
+    toks = token_rows[path].get(line, [])
+    out = []
+    def put(start, end, new, what):
+        s, e = toks[start].start[1], toks[end].end[1]
+        out.append((text[:s] + new + text[e:], what))
+    names = variables(path, line)
+    for i, tok in enumerate(toks):
+        s = tok.string
+        nxt = toks[i + 1].string if i + 1 < len(toks) else ""
+        prev = toks[i - 1].string if i else ""
+        if s == "not" and nxt == "in":
+            put(i, i + 1, "in", "not in -> in")
+        elif s == "is" and nxt == "not":
+            put(i, i + 1, "is", "is not -> is")
+        elif s == "not" and prev != "is":
+            put(i, i, "", "not removed")
+        elif s in SWAPS and not (s == "in" and prev == "not") and tok.type in (tokenize.OP, tokenize.NAME):
+            for new in SWAPS[s]:
+                put(i, i, new, f"{s} -> {new}")
+        if tok.type == tokenize.NUMBER and s.isdigit():
+            for new in (int(s) + 1, int(s) - 1):
+                put(i, i, str(new), f"{s} -> {new}")
+        if tok.type == tokenize.NAME and s in names and nxt not in ("=", "(", ".") and prev != ".":
+            if nxt in ("]", ":", ")"):
+                for d in ("+ 1", "- 1"):
+                    put(i, i, f"{s} {d}", f"{s} -> {s} {d}")
+            for other in names:
+                if other != s:
+                    put(i, i, other, f"{s} -> {other}")
+    stripped = text.strip()
+    first = [t for t in toks if t.type not in (tokenize.INDENT, tokenize.DEDENT)][:1]
+    if stripped and not stripped.startswith(HEADERS) and not stripped.endswith((":", "(", "[", "{", ",", "\\")) and first \
+            and first[0].start[1] == len(text) - len(text.lstrip()):
+        out.append((text[:len(text) - len(text.lstrip())] + "pass\n", "statement removed"))
+    return out[:m["max_per_line"]]
+
+started = time.monotonic()
+stop_at = min(started + m["budget_s"], deadline - args["budget_s"] + m["until_s"])   # `deadline`: the spectrum's
+result = {"lines": [], "fixes": [], "tried": 0, "cut": 0}
+baseline = run(failing) if failing and chosen else {}
+for path, line in chosen:
+    try:
+        original = load(path)
+        muts = mutants(path, line)
+    except (OSError, UnicodeDecodeError, IndexError):
+        continue
+    tried = changed = fixing = 0
+    lines_of = original.splitlines(keepends=True)
+    for new_text, what in muts:
+        if result["tried"] >= m["max_mutants"] or time.monotonic() > stop_at:
+            result["cut"] += 1
+            continue
+        mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
+        try:
+            compile(mutated, path, "exec")
+        except (SyntaxError, ValueError):
+            continue
+        with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
+            fh.write(mutated)
+        try:
+            got = run(failing)
+            tried += 1
+            result["tried"] += 1
+            passed = sum(v == "passed" for v in got.values())
+            changed += any(got[t] != baseline.get(t) for t in failing)
+            if passed:
+                fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what,
+                       "fixed": passed, "of": len(failing), "broken": None, "checked": 0}
+                if passed == len(failing):
+                    fixing += 1
+                    if passing and sum(f["checked"] > 0 for f in result["fixes"]) < m["max_checked"]:
+                        others = run(passing[:m["max_checked_tests"]])
+                        fix["checked"] = len(others)
+                        fix["broken"] = sum(v != "passed" for v in others.values())
+                result["fixes"].append(fix)
+        finally:
+            with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
+                fh.write(original)
+    result["lines"].append({"path": path, "line": line, "tried": tried, "changed": changed, "fixing": fixing})
+result["duration_s"] = round(time.monotonic() - started, 3)
+sys.stdout.write("\n@@ra-mutants@@" + json.dumps(result) + "\n")
+sys.stdout.flush()
+'''
+
+
+class MutantFix(BaseModel):
+    """A one-token mutant that made failing target tests pass."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    line: int
+    text: str                 # the mutated line
+    what: str                 # e.g. "< -> <="
+    fixed: int                # failing target tests it made pass
+    of: int                   # failing target tests
+    broken: int | None = None   # passing tests it broke, when checked (only mutants that fix every target)
+    checked: int = 0          # passing tests it was checked against
+
+    @property
+    def clean(self) -> bool:
+        """Every failing target passes and no checked passing test broke."""
+        return self.fixed == self.of and self.broken == 0
+
+
+class MutatedLine(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    line: int
+    tried: int       # mutants run
+    changed: int     # mutants that changed what a failing target test showed (its message, or a pass)
+    fixing: int      # mutants that made every failing target pass
+
+
+class MutationAnalysis(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    lines: tuple[MutatedLine, ...] = ()
+    fixes: tuple[MutantFix, ...] = ()
+    tried: int = 0
+    cut: int = 0              # mutants not run: the limit on count or time was reached
+    duration_s: float = 0.0
+
+    def render(self, limit: int = 5) -> str:
+        ranked = sorted(self.fixes, key=lambda f: (not f.clean, -f.fixed, f.broken or 0))
+        head = (f"mutation analysis: {self.tried} one-token mutant(s) of {len(self.lines)} suspicious line(s) run "
+                f"against the failing target tests; {sum(f.fixed == f.of for f in self.fixes)} made them all pass"
+                + (f"; {self.cut} not run (limit reached)" if self.cut else ""))
+        body = [f"  {f.path}:{f.line}  {f.what}  -> {f.text.strip()}  ({f.fixed}/{f.of} failing pass"
+                + (f", {f.broken}/{f.checked} passing broke)" if f.broken is not None else ")")
+                for f in ranked[:limit]]
+        return "\n".join([head, *body])
+
+
+def mutation_args(writable_regexes: list[str], until_s: float) -> dict:
+    """The script's settings: the writable scope as regular expressions, and the time after the
+    traced run's start by which the mutants must stop (the sandbox's clock is its own)."""
+    return {"writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
+            "max_per_line": MAX_PER_LINE, "budget_s": BUDGET_S, "per_mutant_s": PER_MUTANT_S,
+            "max_checked": MAX_CHECKED, "max_checked_tests": 60, "until_s": until_s}

@@ -1,0 +1,154 @@
+"""Mutation analysis with the target-test observation: real pytest on real small repositories in the
+local sandbox, and what the search chooser makes of its result."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from repair_agent.choosers.search import Failure, SearchChooser
+from repair_agent.choosers.search.mutants import CLEAN_FIX
+from repair_agent.choosers.search.ranking import rank_candidates
+from repair_agent.localization import localize
+from repair_agent.mutation import MutantFix
+from repair_agent.plain import read_identity
+from repair_agent.sandbox import LocalSandbox, create_workspace
+
+CALC = '''\
+def clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return lo
+    return x
+'''
+
+CALC_TESTS = '''\
+from calc import clamp
+
+
+def test_clamp_low():
+    assert clamp(-1, 0, 5) == 0
+
+
+def test_clamp_mid():
+    assert clamp(3, 0, 5) == 3
+
+
+def test_clamp_high():
+    assert clamp(9, 0, 5) == 5
+'''
+
+# A loop whose `i += 1` mutated to `i -= 1` never ends; the bug is the `+ 1` of the return.
+STEPS = '''\
+def count_up(n):
+    i = 0
+    steps = 0
+    while i < n:
+        i += 1
+        steps += 1
+    return steps + 1
+'''
+
+STEPS_TESTS = '''\
+from calc import count_up
+
+
+def test_three():
+    assert count_up(3) == 3
+'''
+
+
+def _sandbox(tmp_path, source: str, tests: str) -> LocalSandbox:
+    repo = tmp_path / "pristine"
+    (repo / "src").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
+    (repo / "src/calc.py").write_text(source)
+    (repo / "tests/test_calc.py").write_text(tests)
+    base = create_workspace(repo, tmp_path / "ws", for_container=False)
+    (tmp_path / "out").mkdir()
+    return LocalSandbox(tmp_path / "ws", base, output_dir=tmp_path / "out")
+
+
+def test_a_mutant_that_turns_the_failing_target_green_is_reported_and_checked(tmp_path):
+    sandbox = _sandbox(tmp_path, CALC, CALC_TESTS)
+    loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",), mutate=True)
+    m = loc.mutation
+    assert m is not None and loc.note is None and m.cut == 0
+    # `return lo` -> `return hi` fixes the target and breaks neither passing test
+    assert [(f.path, f.line, f.text, f.fixed, f.of, f.broken, f.checked) for f in m.fixes if f.clean] == [
+        ("src/calc.py", 5, "        return hi", 1, 1, 0, 2)]
+    # every line the failing test ran was mutated; a mutant of `if x < lo` changes nothing it shows
+    by_line = {ml.line: ml for ml in m.lines}
+    assert set(by_line) == {2, 4, 5} and by_line[5].fixing == 1 and by_line[2].changed == 0 < by_line[2].tried
+    assert m.tried == sum(ml.tried for ml in m.lines)
+    assert "src/calc.py:5  lo -> hi  -> return hi  (1/1 failing pass, 0/2 passing broke)" in loc.render()
+    # nothing a mutant did reaches the agent's working tree
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=sandbox.workspace,
+                            capture_output=True, text=True, check=True).stdout
+    assert status == "" and (sandbox.workspace / "src/calc.py").read_text() == CALC
+
+
+def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setattr("repair_agent.mutation.PER_MUTANT_S", 0.5)
+    sandbox = _sandbox(tmp_path, STEPS, STEPS_TESTS)
+    loc = localize(sandbox, ("tests/test_calc.py::test_three",), ("src/**",), mutate=True)
+    m = loc.mutation
+    assert m is not None and loc.lines
+    by_line = {ml.line: ml for ml in m.lines}
+    # `i += 1` -> `i -= 1` loops: stopped, counted as changing what the test shows; the lines after it were still run
+    assert by_line[5].tried >= 2 and by_line[5].changed >= 1
+    # with no passing test to check it against, the fix is a lead, not a clean fix
+    assert [(f.line, f.text, f.fixed, f.of, f.broken, f.clean) for f in m.fixes if f.line == 7] == [
+        (7, "    return steps + 0", 1, 1, None, False)]
+
+
+def test_the_analysis_runs_only_when_asked(tmp_path):
+    sandbox = _sandbox(tmp_path, CALC, CALC_TESTS)
+    assert localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",)).mutation is None
+    # the search chooser asks for it; a plug-in that says nothing, or says something other than True, does not
+    assert read_identity(SearchChooser(0), 5.0, None).mutation_analysis is True
+
+    class Quiet:
+        name = "quiet"
+
+    class Vague:
+        name, mutation_analysis = "vague", "yes"
+
+    assert read_identity(Quiet(), 5.0, None).mutation_analysis is False
+    assert read_identity(Vague(), 5.0, None).mutation_analysis is False
+
+
+def test_the_search_chooser_tries_a_clean_mutant_first_even_outside_its_catalogue():
+    lines = {i + 1: t for i, t in enumerate(CALC.splitlines(keepends=True))}
+    base = dict(message="assert 0 == 5", got=0, expected=5, have_values=True, callees=["clamp"],
+                assert_lines=["assert clamp(9, 0, 5) == 5"], expected_literals={"5"},
+                suspicious={("src/calc.py", 5): 1.0, ("src/calc.py", 4): 0.7, ("src/calc.py", 2): 0.6})
+    # (a made-up result: which edit the analysis reports is up to the analysis; this is what the chooser does with it)
+    fix = MutantFix(path="src/calc.py", line=2, text="    if x <= lo:", what="< -> <=", fixed=1, of=1, broken=0, checked=2)
+    plain = rank_candidates(Failure(**base), {"src/calc.py": lines}, [], "clamp caps at hi", seed=0)
+    told = rank_candidates(Failure(**base, mutant_fixes={("src/calc.py", 2): [fix]}), {"src/calc.py": lines}, [],
+                           "clamp caps at hi", seed=0)
+    assert told[0].line == 2 and told[0].new_lines == ("    if x <= lo:\n",) and told[0].score >= CLEAN_FIX
+    assert [c.new_lines for c in plain].index(("    if x <= lo:\n",)) > 2   # it came far down before
+    # an edit no catalogue rule makes becomes a candidate of its own
+    odd = MutantFix(path="src/calc.py", line=5, text="        return min(hi, x)", what="x", fixed=1, of=1, broken=0, checked=2)
+    told = rank_candidates(Failure(**base, mutant_fixes={("src/calc.py", 5): [odd]}), {"src/calc.py": lines}, [],
+                           "clamp caps at hi", seed=0)
+    assert (told[0].line, told[0].kind, told[0].new_lines) == (5, "mutant", ("        return min(hi, x)\n",))
+    # ... unless it writes the value the failing test expects into the code
+    literal = MutantFix(path="src/calc.py", line=5, text="        return 5", what="lo -> 5", fixed=1, of=1, broken=0, checked=2)
+    told = rank_candidates(Failure(**base, mutant_fixes={("src/calc.py", 5): [literal]}), {"src/calc.py": lines}, [],
+                           "clamp caps at hi", seed=0)
+    assert all(c.new_lines != ("        return 5\n",) for c in told)
+
+
+@pytest.mark.parametrize("broken", [1, None])
+def test_a_mutant_that_breaks_passing_tests_or_fixes_part_is_only_a_lead(broken):
+    lines = {i + 1: t for i, t in enumerate(CALC.splitlines(keepends=True))}
+    fix = MutantFix(path="src/calc.py", line=5, text="        return hi", what="lo -> hi", fixed=1,
+                    of=1 if broken else 2, broken=broken, checked=2 if broken else 0)
+    told = rank_candidates(Failure(message="assert 0 == 5", mutant_fixes={("src/calc.py", 5): [fix]}),
+                           {"src/calc.py": lines}, [], "clamp", seed=0)
+    assert next(c.score for c in told if c.new_lines == ("        return hi\n",)) < CLEAN_FIX
