@@ -58,11 +58,13 @@ def on_alarm(signum, frame):
 
 signal.signal(signal.SIGALRM, on_alarm)
 
-def run(nodeids):
-    for name, mod in list(sys.modules.items()):
-        f = getattr(mod, "__file__", None) or ""
-        if f and os.path.realpath(f).startswith(roots):
-            del sys.modules[name]
+def run(nodeids, fresh=True):
+    # fresh: the repository's modules are imported again (from the file as it is now)
+    if fresh:
+        for name, mod in list(sys.modules.items()):
+            f = getattr(mod, "__file__", None) or ""
+            if f and os.path.realpath(f).startswith(roots):
+                del sys.modules[name]
     res = {}
     class Grab:
         def pytest_runtest_logreport(self, report):
@@ -81,6 +83,70 @@ def run(nodeids):
         signal.setitimer(signal.ITIMER_REAL, 0)
     return {t: res.get(t, "failed: did not finish") for t in nodeids}
 
+def live_functions(mod):
+    """The functions a module defines, as its namespace holds them (methods, wrapped ones too)."""
+    seen, out = set(), []
+    def add(obj):
+        while obj is not None and id(obj) not in seen:
+            seen.add(id(obj))
+            if isinstance(obj, (staticmethod, classmethod)):
+                obj = obj.__func__
+                continue
+            if isinstance(obj, property):
+                for f in (obj.fget, obj.fset, obj.fdel):
+                    add(f)
+                return
+            if hasattr(obj, "__code__") and getattr(obj.__code__, "co_filename", None) == mod.__file__:
+                out.append(obj)
+            obj = getattr(obj, "__wrapped__", None)
+    for obj in list(vars(mod).values()):
+        if isinstance(obj, type) and getattr(obj, "__module__", None) == mod.__name__:
+            for v in list(vars(obj).values()):
+                add(v)
+        else:
+            add(obj)
+    return out
+
+def code_in(code, name, first):
+    for c in code.co_consts:
+        if hasattr(c, "co_consts"):
+            if c.co_name == name and c.co_firstlineno == first:
+                return c
+            found = code_in(c, name, first)
+            if found is not None:
+                return found
+    return None
+
+def swap(path, mutated, line):
+    """Put the mutant into the live function around `line` (its outermost def) instead of importing
+    the repository again: `undo` puts the original back; None when that cannot be done."""
+    full = os.path.realpath(os.path.join(root, path))
+    mod = next((x for x in list(sys.modules.values())
+                if os.path.realpath(getattr(x, "__file__", None) or "/nonexistent") == full), None)
+    outer = [d for d in defs.get(path, []) if d[1] <= line <= d[2]]
+    if mod is None or not outer:
+        return None
+    name, start, end, first = min(outer, key=lambda d: d[1])
+    fns = [f for f in live_functions(mod) if f.__code__.co_name == name and f.__code__.co_firstlineno == first]
+    new = code_in(compile(mutated, mod.__file__, "exec"), name, first)
+    if len(fns) != 1 or new is None or new.co_freevars != fns[0].__code__.co_freevars:
+        return None
+    fn, old = fns[0], fns[0].__code__
+    def clear():
+        for x in live_functions(mod):
+            for holder in (x, getattr(x, "__self__", None)):
+                if hasattr(holder, "cache_clear"):
+                    holder.cache_clear()
+        for v in list(vars(mod).values()):
+            if hasattr(v, "cache_clear") and callable(v.cache_clear):
+                v.cache_clear()
+    fn.__code__ = new
+    clear()
+    def undo():
+        fn.__code__ = old
+        clear()
+    return undo
+
 SWAPS = {"<": ["<=", ">"], "<=": ["<", ">="], ">": [">=", "<"], ">=": [">", "<="], "==": ["!="], "!=": ["=="],
          "+": ["-"], "-": ["+"], "*": ["/"], "/": ["//", "*"], "//": ["/"], "%": ["//"],
          "+=": ["-="], "-=": ["+="], "*=": ["/="], "/=": ["//=", "*="], "//=": ["/="],
@@ -88,7 +154,7 @@ SWAPS = {"<": ["<=", ">"], "<=": ["<", ">="], ">": [">=", "<"], ">=": [">", "<="
          "is": ["is not"], "in": ["not in"]}
 HEADERS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "try", "except", "finally", "with ",
            "async ", "@", "return", "yield", "raise", "import ", "from ")
-sources, token_rows, scopes = {}, {}, {}
+sources, token_rows, scopes, defs = {}, {}, {}, {}
 
 def load(path):
     if path not in sources:
@@ -103,16 +169,18 @@ def load(path):
         except (tokenize.TokenError, SyntaxError):
             pass
         token_rows[path] = rows
-        spans = []
+        spans, outer = [], []
         try:
             for node in ast.walk(ast.parse(text)):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
                     names += [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
                     spans.append((node.lineno, node.end_lineno, list(dict.fromkeys(names))))
+                    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                    outer.append((node.name, node.lineno, node.end_lineno, first))
         except SyntaxError:
             pass
-        scopes[path] = spans
+        scopes[path], defs[path] = spans, outer
     return sources[path]
 
 def variables(path, line):
@@ -178,10 +246,16 @@ for path, line in chosen:
             compile(mutated, path, "exec")
         except (SyntaxError, ValueError):
             continue
-        with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
-            fh.write(mutated)
+        undo = None
         try:
-            got = run(failing)
+            undo = swap(path, mutated, line)
+        except Exception:
+            undo = None
+        if undo is None:   # a module-level line, or a function that cannot be found: import the mutant
+            with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
+                fh.write(mutated)
+        try:
+            got = run(failing, fresh=undo is None)
             tried += 1
             result["tried"] += 1
             passed = sum(v == "passed" for v in got.values())
@@ -192,13 +266,17 @@ for path, line in chosen:
                 if passed == len(failing):
                     fixing += 1
                     if passing and sum(f["checked"] > 0 for f in result["fixes"]) < m["max_checked"]:
-                        others = run(passing[:m["max_checked_tests"]])
+                        others = run(passing[:m["max_checked_tests"]], fresh=undo is None)
                         fix["checked"] = len(others)
                         fix["broken"] = sum(v != "passed" for v in others.values())
                 result["fixes"].append(fix)
         finally:
-            with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
-                fh.write(original)
+            if undo is not None:
+                undo()
+            else:
+                with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
+                    fh.write(original)
+                run(failing, fresh=True)   # the original is imported again, for the next mutant to go into
     result["lines"].append({"path": path, "line": line, "tried": tried, "changed": changed, "fixing": fixing})
 result["duration_s"] = round(time.monotonic() - started, 3)
 sys.stdout.write("\n@@ra-mutants@@" + json.dumps(result) + "\n")

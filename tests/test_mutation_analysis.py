@@ -152,3 +152,61 @@ def test_a_mutant_that_breaks_passing_tests_or_fixes_part_is_only_a_lead(broken)
     told = rank_candidates(Failure(message="assert 0 == 5", mutant_fixes={("src/calc.py", 5): [fix]}),
                            {"src/calc.py": lines}, [], "clamp", seed=0)
     assert next(c.score for c in told if c.new_lines == ("        return hi\n",)) < CLEAN_FIX
+
+
+# A method, a cached function and a plain one take a mutant into the live function (the cache
+# emptied each time); a lambda, which no `def` holds, by importing the mutated module again.
+KINDS = '''\
+import functools
+
+LIMIT = 4
+
+
+class Box:
+    def size(self, n):
+        return n * 2 + 1
+
+
+@functools.lru_cache(maxsize=None)
+def square(n):
+    return n * n + 1
+
+
+def under_limit(n):
+    return n < LIMIT
+
+
+triple = lambda n: n * 3 + 1  # noqa: E731
+'''
+
+KINDS_TESTS = '''\
+from calc import Box, square, triple, under_limit
+
+
+def test_size():
+    assert Box().size(3) == 6
+
+
+def test_square():
+    assert square(3) == 9
+
+
+def test_limit():
+    assert under_limit(4)
+
+
+def test_triple():
+    assert triple(2) == 6
+'''
+
+
+def test_methods_cached_functions_and_module_constants_are_all_mutated(tmp_path):
+    sandbox = _sandbox(tmp_path, KINDS, KINDS_TESTS)
+    targets = tuple(f"tests/test_calc.py::test_{t}" for t in ("size", "square", "limit", "triple"))
+    m = localize(sandbox, targets, ("src/**",), mutate=True).mutation
+    assert m is not None
+    fixes = {(f.line, f.text, f.fixed, f.of) for f in m.fixes}
+    assert {(8, "        return n * 2 + 0", 1, 4), (13, "    return n * n + 0", 1, 4),
+            (17, "    return n <= LIMIT", 1, 4), (20, "triple = lambda n: n * 3 + 0  # noqa: E731", 1, 4)} <= fixes
+    # a constant runs at import, never inside a test: the spectrum does not list it, so it is not mutated
+    assert all(f.line != 3 for f in m.fixes)
