@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-MAX_LINES = 20        # the most suspicious lines (at least LINE_SHARE of the best score) that are mutated
-LINE_SHARE = 0.3
-MAX_MUTANTS = 200
-MAX_PER_LINE = 16
+MAX_LINES = 40        # the most suspicious lines (at least LINE_SHARE of the best score) that are mutated
+LINE_SHARE = 0.1
+MAX_MUTANTS = 1500
+MAX_PER_LINE = 60
 BUDGET_S = 20.0       # for all mutants; the time limit only cuts a pathological run short, and says so
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
 MAX_CHECKED = 8       # fixing mutants checked against the passing tests
@@ -58,13 +58,12 @@ def on_alarm(signum, frame):
 
 signal.signal(signal.SIGALRM, on_alarm)
 
-def run(nodeids, fresh=True):
-    # fresh: the repository's modules are imported again (from the file as it is now)
-    if fresh:
-        for name, mod in list(sys.modules.items()):
-            f = getattr(mod, "__file__", None) or ""
-            if f and os.path.realpath(f).startswith(roots):
-                del sys.modules[name]
+def run(nodeids):
+    """A new pytest session on the repository's modules imported again (from the files as they are now)."""
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None) or ""
+        if f and os.path.realpath(f).startswith(roots):
+            del sys.modules[name]
     res = {}
     class Grab:
         def pytest_runtest_logreport(self, report):
@@ -73,7 +72,7 @@ def run(nodeids, fresh=True):
                 res[report.nodeid] = "failed: " + (crash.message if crash is not None else str(report.longrepr)[-300:])[:300]
             elif report.when == "call" and report.passed:
                 res.setdefault(report.nodeid, "passed")
-    signal.setitimer(signal.ITIMER_REAL, m["per_mutant_s"])
+    signal.setitimer(signal.ITIMER_REAL, limit[0])
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={root}", *nodeids], plugins=[Grab()])
@@ -228,56 +227,120 @@ def mutants(path, line):
 started = time.monotonic()
 stop_at = min(started + m["budget_s"], deadline - args["budget_s"] + m["until_s"])   # `deadline`: the spectrum's
 result = {"lines": [], "fixes": [], "tried": 0, "cut": 0}
-baseline = run(failing) if failing and chosen else {}
-for path, line in chosen:
-    try:
-        original = load(path)
-        muts = mutants(path, line)
-    except (OSError, UnicodeDecodeError, IndexError):
-        continue
-    tried = changed = fixing = 0
-    lines_of = original.splitlines(keepends=True)
-    for new_text, what in muts:
-        if result["tried"] >= m["max_mutants"] or time.monotonic() > stop_at:
-            result["cut"] += 1
+stats = {}        # (path, line) -> [tried, changed, fixing]
+baseline = {}
+limit = [m["per_mutant_s"]]
+
+def judge(path, line, new_text, what, got, check):
+    """Count one mutant's result on the failing targets; `check` runs the passing tests on it."""
+    st = stats.setdefault((path, line), [0, 0, 0])
+    st[0] += 1
+    result["tried"] += 1
+    passed = sum(v == "passed" for v in got.values())
+    st[1] += any(got[t] != baseline.get(t) for t in failing)
+    if passed:
+        fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what,
+               "fixed": passed, "of": len(failing), "broken": None, "checked": 0}
+        if passed == len(failing):
+            st[2] += 1
+            if passing and sum(f["checked"] > 0 for f in result["fixes"]) < m["max_checked"]:
+                others = check(passing[:m["max_checked_tests"]])
+                fix["checked"] = len(others)
+                fix["broken"] = sum(v != "passed" for v in others.values())
+        result["fixes"].append(fix)
+
+def each_mutant():
+    for path, line in chosen:
+        try:
+            original = load(path)
+            muts = mutants(path, line)
+        except (OSError, UnicodeDecodeError, IndexError):
             continue
-        mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
-        try:
-            compile(mutated, path, "exec")
-        except (SyntaxError, ValueError):
-            continue
-        undo = None
-        try:
-            undo = swap(path, mutated, line)
-        except Exception:
-            undo = None
-        if undo is None:   # a module-level line, or a function that cannot be found: import the mutant
-            with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
-                fh.write(mutated)
-        try:
-            got = run(failing, fresh=undo is None)
-            tried += 1
-            result["tried"] += 1
-            passed = sum(v == "passed" for v in got.values())
-            changed += any(got[t] != baseline.get(t) for t in failing)
-            if passed:
-                fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what,
-                       "fixed": passed, "of": len(failing), "broken": None, "checked": 0}
-                if passed == len(failing):
-                    fixing += 1
-                    if passing and sum(f["checked"] > 0 for f in result["fixes"]) < m["max_checked"]:
-                        others = run(passing[:m["max_checked_tests"]], fresh=undo is None)
-                        fix["checked"] = len(others)
-                        fix["broken"] = sum(v != "passed" for v in others.values())
-                result["fixes"].append(fix)
-        finally:
-            if undo is not None:
+        stats.setdefault((path, line), [0, 0, 0])
+        lines_of = original.splitlines(keepends=True)
+        for new_text, what in muts:
+            mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
+            try:
+                compile(mutated, path, "exec")
+            except (SyntaxError, ValueError):
+                continue
+            yield path, line, original, mutated, new_text, what
+
+def out_of_budget():
+    if result["tried"] >= m["max_mutants"] or time.monotonic() > stop_at:
+        result["cut"] += 1
+        return True
+    return False
+
+deferred = []     # mutants no live function holds (a lambda, a line outside any def): imported again afterwards
+
+class Loop:
+    """Runs every mutant inside this one pytest session: collected once, each item run again."""
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        from _pytest.runner import runtestprotocol
+        items = {i.nodeid: i for i in session.items}
+
+        def run_items(nodeids):
+            res = {}
+            for t in nodeids:
+                item = items.get(t)
+                if item is None:
+                    continue
+                signal.setitimer(signal.ITIMER_REAL, limit[0])
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                        reports = runtestprotocol(item, log=False, nextitem=None)
+                except MutantTimeout:
+                    reports = None
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                if reports is None:
+                    res[t] = "failed: did not finish"
+                    continue
+                bad = next((r for r in reports if r.failed), None)
+                if bad is not None:
+                    crash = getattr(bad.longrepr, "reprcrash", None)
+                    res[t] = "failed: " + (crash.message if crash is not None else str(bad.longrepr)[-300:])[:300]
+                else:
+                    res[t] = "passed" if any(r.when == "call" and r.passed for r in reports) else "failed: skipped"
+            return res
+
+        t0 = time.monotonic()
+        baseline.update(run_items(failing))
+        # a mutant may take ten times as long as the original failing run, and never more than the limit
+        limit[0] = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
+        for path, line, original, mutated, new_text, what in each_mutant():
+            if out_of_budget():
+                continue
+            try:
+                undo = swap(path, mutated, line)
+            except Exception:
+                undo = None
+            if undo is None:
+                deferred.append((path, line, original, mutated, new_text, what))
+                continue
+            try:
+                judge(path, line, new_text, what, run_items(failing), run_items)
+            finally:
                 undo()
-            else:
-                with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
-                    fh.write(original)
-                run(failing, fresh=True)   # the original is imported again, for the next mutant to go into
-    result["lines"].append({"path": path, "line": line, "tried": tried, "changed": changed, "fixing": fixing})
+        return True
+
+if failing and chosen:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={root}", *failing, *passing[:m["max_checked_tests"]]],
+                    plugins=[Loop()])
+for path, line, original, mutated, new_text, what in deferred:
+    if out_of_budget():
+        continue
+    with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
+        fh.write(mutated)
+    try:
+        judge(path, line, new_text, what, run(failing), run)
+    finally:
+        with open(os.path.join(root, path), "w", encoding="utf-8") as fh:
+            fh.write(original)
+result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2]} for (p, n), v in stats.items()]
 result["duration_s"] = round(time.monotonic() - started, 3)
 sys.stdout.write("\n@@ra-mutants@@" + json.dumps(result) + "\n")
 sys.stdout.flush()
