@@ -117,6 +117,11 @@ def test_the_analysis_runs_only_when_asked(tmp_path):
         name, mutation_analysis = "vague", "yes"
 
     assert read_identity(Quiet(), 5.0, None).mutation_analysis is False
+    # a model chooser asks when its settings say so
+    from repair_agent.choosers.model import ModelChooser
+    assert read_identity(ModelChooser(base_url="http://127.0.0.1:9/v1", model="m", api_key="k"), 5.0, None).mutation_analysis is False
+    assert read_identity(ModelChooser(base_url="http://127.0.0.1:9/v1", model="m", api_key="k", mutation_analysis=True),
+                         5.0, None).mutation_analysis is True
     assert read_identity(Vague(), 5.0, None).mutation_analysis is False
 
 

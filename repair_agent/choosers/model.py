@@ -312,6 +312,7 @@ class ModelChooser:
         if name:
             self.name = f"model:{name}"
         self.model, self.base_url = s.model, s.base_url
+        self.mutation_analysis = s.mutation_analysis
         # Local servers ignore the key, but the SDK refuses to start without one.
         key = api_key or api_key_from_env(s, name) or env("REPAIR_AGENT_MODEL_API_KEY") or env("OPENAI_API_KEY") \
             or "not-needed"

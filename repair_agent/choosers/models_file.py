@@ -50,6 +50,8 @@ class ModelSettings(BaseModel):
     max_reasks: int = Field(1, ge=0, le=5, description="re-asks of an unusable reply within one step")
     # False asks for one call per reply; None leaves the field out (a server that rejects it).
     parallel_tool_calls: bool | None = False
+    # The target-test observation brings the mutation analysis too (up to 20 s more on the first run).
+    mutation_analysis: bool = False
 
 
 class _File(BaseModel):
