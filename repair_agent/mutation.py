@@ -23,7 +23,7 @@ MAX_MUTANTS = 1500
 MAX_PER_LINE = 60
 BUDGET_S = 20.0       # for all mutants; the time limit only cuts a pathological run short, and says so
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
-MAX_CHECKED = 8       # fixing mutants checked against the passing tests
+MAX_CHECKED = 30      # fixing mutants checked against the passing tests
 MARKER = "@@ra-mutants@@"
 
 # Appended to the spectrum script (localization.SCRIPT), whose names it uses: args, root, roots,

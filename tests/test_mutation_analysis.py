@@ -152,11 +152,20 @@ def test_the_search_chooser_tries_a_clean_mutant_first_even_outside_its_catalogu
 @pytest.mark.parametrize("broken", [1, None])
 def test_a_mutant_that_breaks_passing_tests_or_fixes_part_is_only_a_lead(broken):
     lines = {i + 1: t for i, t in enumerate(CALC.splitlines(keepends=True))}
-    fix = MutantFix(path="src/calc.py", line=5, text="        return hi", what="lo -> hi", fixed=1,
+    # an edit no catalogue rule makes: it becomes a candidate only when it is clean
+    fix = MutantFix(path="src/calc.py", line=5, text="        return min(hi, x)", what="x", fixed=1,
                     of=1 if broken else 2, broken=broken, checked=2 if broken else 0)
-    told = rank_candidates(Failure(message="assert 0 == 5", mutant_fixes={("src/calc.py", 5): [fix]}),
+    told = rank_candidates(Failure(message="assert 0 == 5", suspicious={("src/calc.py", 5): 1.0}, mutant_fixes={("src/calc.py", 5): [fix]}),
                            {"src/calc.py": lines}, [], "clamp", seed=0)
-    assert next(c.score for c in told if c.new_lines == ("        return hi\n",)) < CLEAN_FIX
+    assert all(c.new_lines != ("        return min(hi, x)\n",) for c in told)
+    # a catalogue edit that fixed part of the failing targets, unchecked, gains a little; one that broke a passing test, nothing
+    fix = fix.model_copy(update={"text": "        return hi"})
+    plain = rank_candidates(Failure(message="assert 0 == 5", suspicious={("src/calc.py", 5): 1.0}), {"src/calc.py": lines}, [], "clamp", seed=0)
+    told = rank_candidates(Failure(message="assert 0 == 5", suspicious={("src/calc.py", 5): 1.0}, mutant_fixes={("src/calc.py", 5): [fix]}),
+                           {"src/calc.py": lines}, [], "clamp", seed=0)
+    gain = next(c.score for c in told if c.new_lines == ("        return hi\n",)) - \
+        next(c.score for c in plain if c.new_lines == ("        return hi\n",))
+    assert gain == (0.0 if broken else 0.75)
 
 
 # A method, a cached function and a plain one take a mutant into the live function (the cache

@@ -6,12 +6,12 @@ import re
 from .catalogue import Candidate
 from .failure import Failure
 
-CLEAN_FIX = 12.0      # the edit a mutant made that turned every failing target green and broke no passing test
-PARTIAL_FIX = 4.0     # ... scaled by the share of failing targets it turned green, less for tests it broke
+CLEAN_FIX = 12.0      # the edit of a mutant that turned every failing target green and broke no passing test
+CROWDED_FIX = 6.0     # ... when more than MAX_CLEAN such mutants were found: the tests tell them apart poorly
+MAX_CLEAN = 3
+PARTIAL_FIX = 1.5     # scaled by the share of failing targets an unchecked or partial fix turned green
 INERT_LINE = -2.0     # a line where several mutants changed nothing the failing tests show
 MIN_INERT_TRIES = 3
-
-
 ZERO_TERM = re.compile(r"\s*[-+]\s*0(?![\w.])")
 
 
@@ -25,28 +25,31 @@ def _same(a: str, b: str) -> bool:
 
 
 def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Candidate]:
-    """The mutants that made failing targets pass, on lines read, as candidates of their own."""
+    """The mutants that made every failing target pass and broke no passing test, on lines read, as
+    candidates of their own (most are catalogue edits too; the rest are not)."""
     out = []
     for (p, n), fixes in f.mutant_fixes.items():
         text = lines.get(n)
         if p != path or text is None:
             continue
         for fx in fixes:
-            if _tidy(fx.text).strip() and not _same(_tidy(fx.text), text):
+            if fx.clean and _tidy(fx.text).strip() and not _same(_tidy(fx.text), text):
                 out.append(Candidate(path, n, (_tidy(fx.text).rstrip("\n") + "\n",), "mutant", fx.what))
     return out
 
 
 def mutation_term(c: Candidate, f: Failure) -> float:
-    """Score points for a candidate from the mutation analysis: a lot for the edit of a mutant that
-    fixed every failing target cleanly, some for one that fixed part of them, a little less for a
-    line whose mutants changed nothing; 0 when the analysis did not reach the line."""
+    """Score points for a candidate from the mutation analysis: a lot for the edit of a clean fix
+    (fewer when many edits were clean), a little for one that turned only some failing targets
+    green or was not checked against the passing tests, none for one that broke passing tests;
+    a little less for a line where several mutants changed nothing; 0 where the analysis did not reach."""
     if len(c.new_lines) == 1:
         for fx in f.mutant_fixes.get((c.path, c.line), ()):
             if _same(_tidy(fx.text), c.new_lines[0]) or _same(fx.text, c.new_lines[0]):
                 if fx.clean:
-                    return CLEAN_FIX
-                return PARTIAL_FIX * fx.fixed / max(1, fx.of) - (1.0 if fx.broken else 0.0)
+                    clean = sum(x.clean for xs in f.mutant_fixes.values() for x in xs)
+                    return CLEAN_FIX if clean <= MAX_CLEAN else CROWDED_FIX
+                return 0.0 if fx.broken else PARTIAL_FIX * fx.fixed / max(1, fx.of)
     stats = f.mutated.get((c.path, c.line))
     if stats is not None and stats[0] >= MIN_INERT_TRIES and stats[1] == 0 and len(c.new_lines) == 1:
         return INERT_LINE
