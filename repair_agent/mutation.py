@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 MAX_LINES = 40        # the most suspicious lines (at least LINE_SHARE of the best score) that are mutated
 LINE_SHARE = 0.1
-MAX_MUTANTS = 1500
+MAX_MUTANTS = 400
 MAX_PER_LINE = 60
 BUDGET_S = 20.0       # for all mutants; the time limit only cuts a pathological run short, and says so
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
@@ -53,7 +53,10 @@ chosen = [(s[3], s[4]) for s in scored if -s[0] >= m["share"] * best][:m["max_li
 class MutantTimeout(BaseException):
     pass
 
+fired = [False]
+
 def on_alarm(signum, frame):
+    fired[0] = True   # pytest may catch it as the test's failure: the loop below looks at this too
     raise MutantTimeout()
 
 signal.signal(signal.SIGALRM, on_alarm)
@@ -66,12 +69,17 @@ def run(nodeids):
             del sys.modules[name]
     res = {}
     class Grab:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            return True if fired[0] else None   # the mutant looped: the tests after it are not run
+
         def pytest_runtest_logreport(self, report):
             if report.failed:
                 crash = getattr(report.longrepr, "reprcrash", None)
                 res[report.nodeid] = "failed: " + (crash.message if crash is not None else str(report.longrepr)[-300:])[:300]
             elif report.when == "call" and report.passed:
                 res.setdefault(report.nodeid, "passed")
+    fired[0] = False
     signal.setitimer(signal.ITIMER_REAL, limit[0])
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -281,33 +289,32 @@ class Loop:
         from _pytest.runner import runtestprotocol
         items = {i.nodeid: i for i in session.items}
 
-        def run_items(nodeids):
+        def run_items(nodeids, limit_s=None):
+            # one time limit for the whole run: once a mutant loops, the targets after it are not run
             res = {}
-            for t in nodeids:
-                item = items.get(t)
-                if item is None:
-                    continue
-                signal.setitimer(signal.ITIMER_REAL, limit[0])
-                try:
+            fired[0] = False
+            signal.setitimer(signal.ITIMER_REAL, limit_s or limit[0])
+            try:
+                for t in nodeids:
+                    item = items.get(t)
+                    if item is None or fired[0]:
+                        continue
                     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                         reports = runtestprotocol(item, log=False, nextitem=None)
-                except MutantTimeout:
-                    reports = None
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                if reports is None:
-                    res[t] = "failed: did not finish"
-                    continue
-                bad = next((r for r in reports if r.failed), None)
-                if bad is not None:
-                    crash = getattr(bad.longrepr, "reprcrash", None)
-                    res[t] = "failed: " + (crash.message if crash is not None else str(bad.longrepr)[-300:])[:300]
-                else:
-                    res[t] = "passed" if any(r.when == "call" and r.passed for r in reports) else "failed: skipped"
-            return res
+                    bad = next((r for r in reports if r.failed), None)
+                    if bad is not None:
+                        crash = getattr(bad.longrepr, "reprcrash", None)
+                        res[t] = "failed: " + (crash.message if crash is not None else str(bad.longrepr)[-300:])[:300]
+                    else:
+                        res[t] = "passed" if any(r.when == "call" and r.passed for r in reports) else "failed: skipped"
+            except MutantTimeout:
+                pass
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            return {t: res.get(t, "failed: did not finish") for t in nodeids if t in items}
 
         t0 = time.monotonic()
-        baseline.update(run_items(failing))
+        baseline.update(run_items(failing, m["per_mutant_s"] * 5))
         # a mutant may take ten times as long as the original failing run, and never more than the limit
         limit[0] = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
         for path, line, original, mutated, new_text, what in each_mutant():
@@ -321,7 +328,8 @@ class Loop:
                 deferred.append((path, line, original, mutated, new_text, what))
                 continue
             try:
-                judge(path, line, new_text, what, run_items(failing), run_items)
+                judge(path, line, new_text, what, run_items(failing),
+                      lambda ids: run_items(ids, m["per_mutant_s"] * 5))
             finally:
                 undo()
         return True

@@ -56,6 +56,10 @@ from calc import count_up
 
 def test_three():
     assert count_up(3) == 3
+
+
+def test_four():
+    assert count_up(4) == 4
 '''
 
 
@@ -93,15 +97,17 @@ def test_a_mutant_that_turns_the_failing_target_green_is_reported_and_checked(tm
 def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, monkeypatch):
     monkeypatch.setattr("repair_agent.mutation.PER_MUTANT_S", 0.5)
     sandbox = _sandbox(tmp_path, STEPS, STEPS_TESTS)
-    loc = localize(sandbox, ("tests/test_calc.py::test_three",), ("src/**",), mutate=True)
+    loc = localize(sandbox, ("tests/test_calc.py::test_three", "tests/test_calc.py::test_four"), ("src/**",),
+                   mutate=True)
     m = loc.mutation
     assert m is not None and loc.lines
     by_line = {ml.line: ml for ml in m.lines}
-    # `i += 1` -> `i -= 1` loops: stopped, counted as changing what the test shows; the lines after it were still run
+    # `i += 1` -> `i -= 1` loops: stopped once for both targets (the second is not run on it), counted
+    # as changing what the tests show; the lines after it were still mutated
     assert by_line[5].tried >= 2 and by_line[5].changed >= 1
     # with no passing test to check it against, the fix is a lead, not a clean fix
     assert [(f.line, f.text, f.fixed, f.of, f.broken, f.clean) for f in m.fixes if f.line == 7] == [
-        (7, "    return steps + 0", 1, 1, None, False)]
+        (7, "    return steps + 0", 2, 2, None, False)]
 
 
 def test_the_analysis_runs_only_when_asked(tmp_path):
