@@ -7,8 +7,9 @@ from .catalogue import Candidate
 from .failure import Failure
 
 CLEAN_FIX = 12.0      # the edit of a mutant that turned every failing target green and broke no passing test
-CROWDED_FIX = 6.0     # ... when more than MAX_CLEAN such mutants were found: the tests tell them apart poorly
-MAX_CLEAN = 3
+MAX_CLEAN = 3         # more clean mutants than this: the tests tell the edits apart poorly, only the line stands out
+CROWDED_FIX = 1.0     # ... and such an edit gains only this much over the rest of its line
+FIX_LINE = 3.0        # any edit of a line where a mutant was a clean fix
 PARTIAL_FIX = 1.5     # scaled by the share of failing targets an unchecked or partial fix turned green
 INERT_LINE = -2.0     # a line where several mutants changed nothing the failing tests show
 MIN_INERT_TRIES = 3
@@ -24,10 +25,16 @@ def _same(a: str, b: str) -> bool:
     return re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b)
 
 
+def _clean_count(f: Failure) -> int:
+    return sum(x.clean for xs in f.mutant_fixes.values() for x in xs)
+
+
 def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Candidate]:
     """The mutants that made every failing target pass and broke no passing test, on lines read, as
-    candidates of their own (most are catalogue edits too; the rest are not)."""
-    out = []
+    candidates of their own (most are catalogue edits too; the rest are not), unless too many were."""
+    out: list[Candidate] = []
+    if _clean_count(f) > MAX_CLEAN:
+        return out
     for (p, n), fixes in f.mutant_fixes.items():
         text = lines.get(n)
         if p != path or text is None:
@@ -40,16 +47,20 @@ def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Cand
 
 def mutation_term(c: Candidate, f: Failure) -> float:
     """Score points for a candidate from the mutation analysis: a lot for the edit of a clean fix
-    (fewer when many edits were clean), a little for one that turned only some failing targets
-    green or was not checked against the passing tests, none for one that broke passing tests;
-    a little less for a line where several mutants changed nothing; 0 where the analysis did not reach."""
+    (when many edits were clean, only their line stands out), some for any edit of a clean fix's
+    line, a little for an edit that turned only some failing targets green or was not checked
+    against the passing tests, none for one that broke passing tests; a little less for a line
+    where several mutants changed nothing; 0 where the analysis did not reach."""
     if len(c.new_lines) == 1:
-        for fx in f.mutant_fixes.get((c.path, c.line), ()):
+        fixes = f.mutant_fixes.get((c.path, c.line), ())
+        line = FIX_LINE if any(fx.clean for fx in fixes) else 0.0
+        for fx in fixes:
             if _same(_tidy(fx.text), c.new_lines[0]) or _same(fx.text, c.new_lines[0]):
                 if fx.clean:
-                    clean = sum(x.clean for xs in f.mutant_fixes.values() for x in xs)
-                    return CLEAN_FIX if clean <= MAX_CLEAN else CROWDED_FIX
-                return 0.0 if fx.broken else PARTIAL_FIX * fx.fixed / max(1, fx.of)
+                    return line + (CLEAN_FIX if _clean_count(f) <= MAX_CLEAN else CROWDED_FIX)
+                return line + (0.0 if fx.broken else PARTIAL_FIX * fx.fixed / max(1, fx.of))
+        if line:
+            return line
     stats = f.mutated.get((c.path, c.line))
     if stats is not None and stats[0] >= MIN_INERT_TRIES and stats[1] == 0 and len(c.new_lines) == 1:
         return INERT_LINE
