@@ -310,6 +310,9 @@ def test_discount_bug_in_docker_without_the_recipe(docker_client, sandbox_image,
     proposals = [x["proposal"] for x in steps(rec)]
     assert all(p.get("query") != scenario.baseline.search for p in proposals)
     assert [p["tool"] for p in proposals][0] == "run_target_test"
+    # the search chooser asked for the mutation analysis: it ran in the hardened container, in full
+    mutation = steps(rec)[0]["result"]["localization"]["mutation"]
+    assert mutation["tried"] > 20 and mutation["cut"] == 0 and {m["line"] for m in mutation["lines"]}
     diff = (Path(rec.run_dir) / "candidate.diff").read_text()
     assert "-    discounted = price * (1 - discount)\n+    discounted = price * (1 - discount / 100)\n" in diff
     assert json.loads((Path(rec.run_dir) / "run.json").read_text())["chooser"] == "search"
