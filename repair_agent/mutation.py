@@ -9,9 +9,10 @@ A line where a mutant changes what the failing tests show is on the failure's pa
 makes them pass is a lead worth trying first, and it is checked against the passing tests the
 spectrum ran.
 
-Like the spectrum it is a hint: a fixed number of mutants (the first MAX_MUTANTS in a fixed order,
-so the result is reproducible) within a time limit, in the agent's sandbox; the verifier never sees
-it. It costs time, not steps, so only a chooser that asks for it gets it (`mutation_analysis`).
+Like the spectrum it is a hint, in the agent's sandbox; the verifier never sees it. The mutants run
+in a fixed order up to MAX_MUTANTS, so the result repeats unless the time limit cuts it first (on a
+large project under load it does, and `cut` says how many were not run). It costs time, not steps,
+so only a chooser that asks for it gets it (`mutation_analysis`).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ MAX_LINES = 40        # the most suspicious lines (at least LINE_SHARE of the be
 LINE_SHARE = 0.1
 MAX_MUTANTS = 400
 MAX_PER_LINE = 60
-BUDGET_S = 20.0       # for all mutants; the time limit only cuts a pathological run short, and says so
+BUDGET_S = 20.0       # for all mutants; a cut is counted in the result
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
 MAX_CHECKED = 30      # fixing mutants checked against the passing tests
 MARKER = "@@ra-mutants@@"
