@@ -23,6 +23,7 @@ from verifier.spec import _glob_regex, glob_match
 
 from . import mutation
 from .mutation import MutationAnalysis
+from .mutation_script import SCRIPT as MUTATION_SCRIPT
 
 TOP_N = 40
 TIMEOUT_S = 60.0
@@ -241,7 +242,7 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
     script = SCRIPT
     if mutate:
         args["mutation"] = mutation.mutation_args([_glob_regex(w).pattern for w in writable], timeout_s * 0.85)
-        script += mutation.SCRIPT
+        script += MUTATION_SCRIPT
     try:
         res = sandbox.run([python, "-B", "-c", script, json.dumps(args)], timeout_s=timeout_s,
                           output_cap=8 * 1024 * 1024)
