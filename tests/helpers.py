@@ -1,8 +1,9 @@
 """Helpers shared by the test modules (a test module never imports another test module).
 
 The discount repository's fix, a scripted chooser and a local run; a user-written scenario;
-sweep result lines; polling for an event with a bound; and the rule for a required part that is
-missing (skip on a developer's machine, fail where REPAIR_AGENT_REQUIRE_DOCKER=1 demands it)."""
+sweep result lines; polling for an event with a bound; the rule for a required part that is
+missing (skip on a developer's machine, fail where REPAIR_AGENT_REQUIRE_DOCKER=1 demands it); and a
+small calculator repository with a buggy `clamp` in a local sandbox (localization, mutation analysis)."""
 from __future__ import annotations
 
 import difflib
@@ -163,3 +164,68 @@ def cell_lines(chooser: str, repaired: set[str] | dict[int, set[str]], seeds: in
         greens = repaired[seed] if isinstance(repaired, dict) else repaired
         out.append(sweep_line(scenario, chooser, seed, scenario in greens, **kw))
     return out
+
+
+# -- a small repository with a buggy clamp, in a local sandbox ---------------------------------
+CALC = '''\
+def clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return lo
+    return x
+
+
+def mean(values):
+    total = 0
+    for v in values:
+        total += v
+    return total / (len(values) + 1)
+
+
+def span(values):
+    return max(values) - min(values)
+'''
+
+CALC_TESTS = '''\
+from calc import clamp, mean, span
+
+
+def test_clamp_low():
+    assert clamp(-1, 0, 5) == 0
+
+
+def test_clamp_mid():
+    assert clamp(3, 0, 5) == 3
+
+
+def test_clamp_high():
+    assert clamp(9, 0, 5) == 5
+
+
+def test_span():
+    assert span([1, 4, 2]) == 3
+
+
+def test_mean():
+    assert mean([2, 4]) == 3
+
+
+def test_mean_one():
+    assert mean([5]) == 5
+'''
+
+
+def calc_sandbox(tmp_path: Path, source: str = CALC, tests: str = CALC_TESTS):
+    """`source` as src/calc.py and `tests` as tests/test_calc.py, committed, in a LocalSandbox."""
+    from repair_agent.sandbox import LocalSandbox, create_workspace
+
+    repo = tmp_path / "pristine"
+    (repo / "src").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
+    (repo / "src/calc.py").write_text(source)
+    (repo / "tests/test_calc.py").write_text(tests)
+    base = create_workspace(repo, tmp_path / "ws", for_container=False)
+    (tmp_path / "out").mkdir()
+    return LocalSandbox(tmp_path / "ws", base, output_dir=tmp_path / "out")

@@ -6,70 +6,13 @@ import subprocess
 import pytest
 
 from repair_agent.localization import Localization, localize, ochiai
-from repair_agent.sandbox import LocalSandbox, create_workspace
+from repair_agent.sandbox import LocalSandbox
 
-CALC = '''\
-def clamp(x, lo, hi):
-    if x < lo:
-        return lo
-    if x > hi:
-        return lo
-    return x
-
-
-def mean(values):
-    total = 0
-    for v in values:
-        total += v
-    return total / (len(values) + 1)
-
-
-def span(values):
-    return max(values) - min(values)
-'''
-
-TESTS = '''\
-from calc import clamp, mean, span
-
-
-def test_clamp_low():
-    assert clamp(-1, 0, 5) == 0
-
-
-def test_clamp_mid():
-    assert clamp(3, 0, 5) == 3
-
-
-def test_clamp_high():
-    assert clamp(9, 0, 5) == 5
-
-
-def test_span():
-    assert span([1, 4, 2]) == 3
-
-
-def test_mean():
-    assert mean([2, 4]) == 3
-
-
-def test_mean_one():
-    assert mean([5]) == 5
-'''
-
+from helpers import calc_sandbox
 
 @pytest.fixture
 def sandbox(tmp_path) -> LocalSandbox:
-    repo = tmp_path / "pristine"
-    (repo / "src").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
-    (repo / "src/calc.py").write_text(CALC)
-    (repo / "tests/test_calc.py").write_text(TESTS)
-    ws = tmp_path / "ws"
-    base = create_workspace(repo, ws, for_container=False)
-    out = tmp_path / "out"
-    out.mkdir()
-    return LocalSandbox(ws, base, output_dir=out)
+    return calc_sandbox(tmp_path)
 
 
 def test_the_buggy_line_ranks_first_and_the_tree_stays_clean(sandbox):

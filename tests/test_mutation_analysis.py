@@ -12,32 +12,8 @@ from repair_agent.choosers.search.ranking import rank_candidates
 from repair_agent.localization import localize
 from repair_agent.mutation import MutantFix
 from repair_agent.plain import read_identity
-from repair_agent.sandbox import LocalSandbox, create_workspace
 
-CALC = '''\
-def clamp(x, lo, hi):
-    if x < lo:
-        return lo
-    if x > hi:
-        return lo
-    return x
-'''
-
-CALC_TESTS = '''\
-from calc import clamp
-
-
-def test_clamp_low():
-    assert clamp(-1, 0, 5) == 0
-
-
-def test_clamp_mid():
-    assert clamp(3, 0, 5) == 3
-
-
-def test_clamp_high():
-    assert clamp(9, 0, 5) == 5
-'''
+from helpers import CALC, calc_sandbox
 
 # A loop whose `i += 1` mutated to `i -= 1` never ends; the bug is the `+ 1` of the return.
 STEPS = '''\
@@ -63,31 +39,19 @@ def test_four():
 '''
 
 
-def _sandbox(tmp_path, source: str, tests: str) -> LocalSandbox:
-    repo = tmp_path / "pristine"
-    (repo / "src").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
-    (repo / "src/calc.py").write_text(source)
-    (repo / "tests/test_calc.py").write_text(tests)
-    base = create_workspace(repo, tmp_path / "ws", for_container=False)
-    (tmp_path / "out").mkdir()
-    return LocalSandbox(tmp_path / "ws", base, output_dir=tmp_path / "out")
-
-
 def test_a_mutant_that_turns_the_failing_target_green_is_reported_and_checked(tmp_path):
-    sandbox = _sandbox(tmp_path, CALC, CALC_TESTS)
+    sandbox = calc_sandbox(tmp_path)
     loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",), mutate=True)
     m = loc.mutation
     assert m is not None and loc.note is None and m.cut == 0
-    # `return lo` -> `return hi` fixes the target and breaks neither passing test
+    # `return lo` -> `return hi` fixes the target and breaks none of the three passing tests
     assert [(f.path, f.line, f.text, f.fixed, f.of, f.broken, f.checked) for f in m.fixes if f.clean] == [
-        ("src/calc.py", 5, "        return hi", 1, 1, 0, 2)]
+        ("src/calc.py", 5, "        return hi", 1, 1, 0, 3)]
     # every line the failing test ran was mutated; a mutant of `if x < lo` changes nothing it shows
     by_line = {ml.line: ml for ml in m.lines}
     assert set(by_line) == {2, 4, 5} and by_line[5].fixing == 1 and by_line[2].changed == 0 < by_line[2].tried
     assert m.tried == sum(ml.tried for ml in m.lines)
-    assert "src/calc.py:5  lo -> hi  -> return hi  (1/1 failing pass, 0/2 passing broke)" in loc.render()
+    assert "src/calc.py:5  lo -> hi  -> return hi  (1/1 failing pass, 0/3 passing broke)" in loc.render()
     # nothing a mutant did reaches the agent's working tree
     status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=sandbox.workspace,
                             capture_output=True, text=True, check=True).stdout
@@ -96,7 +60,7 @@ def test_a_mutant_that_turns_the_failing_target_green_is_reported_and_checked(tm
 
 def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, monkeypatch):
     monkeypatch.setattr("repair_agent.mutation.PER_MUTANT_S", 0.5)
-    sandbox = _sandbox(tmp_path, STEPS, STEPS_TESTS)
+    sandbox = calc_sandbox(tmp_path, STEPS, STEPS_TESTS)
     loc = localize(sandbox, ("tests/test_calc.py::test_three", "tests/test_calc.py::test_four"), ("src/**",),
                    mutate=True)
     m = loc.mutation
@@ -111,7 +75,7 @@ def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, 
 
 
 def test_the_analysis_runs_only_when_asked(tmp_path):
-    sandbox = _sandbox(tmp_path, CALC, CALC_TESTS)
+    sandbox = calc_sandbox(tmp_path)
     assert localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",)).mutation is None
     # the search chooser asks for it; a plug-in that says nothing, or says something other than True, does not
     assert read_identity(SearchChooser(0), 5.0, None).mutation_analysis is True
@@ -221,7 +185,7 @@ def test_triple():
 
 
 def test_methods_cached_functions_and_module_constants_are_all_mutated(tmp_path):
-    sandbox = _sandbox(tmp_path, KINDS, KINDS_TESTS)
+    sandbox = calc_sandbox(tmp_path, KINDS, KINDS_TESTS)
     targets = tuple(f"tests/test_calc.py::test_{t}" for t in ("size", "square", "limit", "triple"))
     m = localize(sandbox, targets, ("src/**",), mutate=True).mutation
     assert m is not None
