@@ -100,12 +100,16 @@ def code_in(code, name, first):
                 return found
     return None
 
+module_of = {}
+
 def swap(path, mutated, line):
     """Put the mutant into the live function around `line` (its outermost def) instead of importing
     the repository again: `undo` puts the original back; None when that cannot be done."""
-    full = os.path.realpath(os.path.join(root, path))
-    mod = next((x for x in list(sys.modules.values())
-                if os.path.realpath(getattr(x, "__file__", None) or "/nonexistent") == full), None)
+    mod = module_of.get(path)
+    if mod is None or sys.modules.get(mod.__name__) is not mod:   # looked up once (realpath is slow)
+        full = os.path.realpath(os.path.join(root, path))
+        mod = module_of[path] = next((x for x in list(sys.modules.values())
+                                      if os.path.realpath(getattr(x, "__file__", None) or "/nonexistent") == full), None)
     outer = [d for d in defs.get(path, []) if d[1] <= line <= d[2]]
     if mod is None or not outer:
         return None
