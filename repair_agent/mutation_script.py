@@ -225,7 +225,7 @@ def judge(path, line, new_text, what, got, check):
     st[0] += 1
     result["tried"] += 1
     passed = sum(v == "passed" for v in got.values())
-    st[1] += any(got[t] != baseline.get(t) for t in failing)
+    st[1] += any(got.get(t) != baseline.get(t) for t in failing)
     if passed:
         fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what,
                "fixed": passed, "of": len(failing), "broken": None, "checked": 0}
