@@ -194,3 +194,21 @@ def test_methods_cached_functions_and_module_constants_are_all_mutated(tmp_path)
             (17, "    return n <= LIMIT", 1, 4), (20, "triple = lambda n: n * 3 + 0  # noqa: E731", 1, 4)} <= fixes
     # a constant runs at import, never inside a test: the spectrum does not list it, so it is not mutated
     assert all(f.line != 3 for f in m.fixes)
+
+
+def test_the_model_prompt_shows_the_clean_fix_first():
+    from repair_agent.choosers.model import _render_evidence
+    from repair_agent.localization import Localization
+    from repair_agent.mutation import MutationAnalysis
+    from repair_agent.state import Evidence
+
+    fixes = (MutantFix(path="src/a.py", line=3, text="    return a - b", what="+ -> -", fixed=1, of=1, broken=2, checked=5),
+             MutantFix(path="src/a.py", line=7, text="    if x <= 0:", what="< -> <=", fixed=1, of=1, broken=0, checked=5))
+    ev = Evidence(id="E1", step=1, tool="run_target_test", action="{}", status="failed", source="x",
+                  started_at="t", duration_s=0.1, summary="s", diff_sha256="d", fingerprint="f", result_sha256="r",
+                  localization=Localization(failing_tests=1, passing_tests=5,
+                                            mutation=MutationAnalysis(fixes=fixes, tried=40, cut=3)))
+    text = _render_evidence(ev, 0)
+    assert "mutation analysis: 40 one-token mutant(s)" in text and "3 not run (limit reached)" in text
+    assert text.index("src/a.py:7  < -> <=") < text.index("src/a.py:3  + -> -")   # the clean one first
+    assert "(1/1 failing pass, 0/5 passing broke)" in text
