@@ -83,4 +83,4 @@ def mutation_args(writable_regexes: list[str], until_s: float) -> dict:
     traced run's start by which the mutants must stop (the sandbox's clock is its own)."""
     return {"writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
             "max_per_line": MAX_PER_LINE, "budget_s": BUDGET_S, "per_mutant_s": PER_MUTANT_S,
-            "max_checked": MAX_CHECKED, "max_checked_tests": 60, "until_s": until_s}
+            "max_checked": MAX_CHECKED, "until_s": until_s}

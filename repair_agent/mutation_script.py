@@ -9,7 +9,7 @@ SCRIPT = r'''
 import contextlib, io, re as _re, signal, tokenize, ast
 m = args["mutation"]
 failing = sorted(t for t, o in outcomes.items() if o == "failed" and is_target(t))
-passing = sorted(t for t, o in outcomes.items() if o == "passed" and not is_target(t))
+passing = sorted(t for t, o in outcomes.items() if o == "passed" and not is_target(t))   # the spectrum's, <= 60
 writable = [_re.compile(p) for p in m["writable"]]
 ef, ep = {}, {}
 for t, lines in hits.items():
@@ -17,6 +17,7 @@ for t, lines in hits.items():
     if counts is not None:
         for k in lines:
             counts[k] = counts.get(k, 0) + 1
+# Ochiai, ordered as localization.ochiai orders it on the host (this program cannot import it)
 scored = []
 for (path, line), f in ef.items():
     if any(w.match(path) for w in writable):
@@ -100,33 +101,41 @@ def code_in(code, name, first):
                 return found
     return None
 
-module_of = {}
+module_of = {}   # path -> (its live module, the module's functions, the caches they and it hold)
 
-def swap(path, mutated, line):
-    """Put the mutant into the live function around `line` (its outermost def) instead of importing
-    the repository again: `undo` puts the original back; None when that cannot be done."""
-    mod = module_of.get(path)
-    if mod is None or sys.modules.get(mod.__name__) is not mod:   # looked up once (realpath is slow)
+def live_module(path):
+    """Looked up once per file (realpath over every module is slow), again only if it was reimported."""
+    found = module_of.get(path)
+    if found is None or sys.modules.get(found[0].__name__) is not found[0]:
         full = os.path.realpath(os.path.join(root, path))
-        mod = module_of[path] = next((x for x in list(sys.modules.values())
-                                      if os.path.realpath(getattr(x, "__file__", None) or "/nonexistent") == full), None)
+        mod = next((x for x in list(sys.modules.values())
+                    if os.path.realpath(getattr(x, "__file__", None) or "/nonexistent") == full), None)
+        if mod is None:
+            return None
+        fns = live_functions(mod)
+        caches = [h for x in fns for h in (x, getattr(x, "__self__", None)) if hasattr(h, "cache_clear")]
+        caches += [v for v in list(vars(mod).values()) if callable(getattr(v, "cache_clear", None))]
+        found = module_of[path] = (mod, fns, caches)
+    return found
+
+def swap(path, code, line):
+    """Put the mutant (`code`: the mutated module, compiled) into the live function around `line`
+    (its outermost def) instead of importing the repository again: `undo` puts the original back;
+    None when that cannot be done."""
+    found = live_module(path)
     outer = [d for d in defs.get(path, []) if d[1] <= line <= d[2]]
-    if mod is None or not outer:
+    if found is None or not outer:
         return None
+    mod, functions, caches = found
     name, start, end, first = min(outer, key=lambda d: d[1])
-    fns = [f for f in live_functions(mod) if f.__code__.co_name == name and f.__code__.co_firstlineno == first]
-    new = code_in(compile(mutated, mod.__file__, "exec"), name, first)
+    fns = [f for f in functions if f.__code__.co_name == name and f.__code__.co_firstlineno == first]
+    new = code_in(code, name, first)
     if len(fns) != 1 or new is None or new.co_freevars != fns[0].__code__.co_freevars:
         return None
     fn, old = fns[0], fns[0].__code__
     def clear():
-        for x in live_functions(mod):
-            for holder in (x, getattr(x, "__self__", None)):
-                if hasattr(holder, "cache_clear"):
-                    holder.cache_clear()
-        for v in list(vars(mod).values()):
-            if hasattr(v, "cache_clear") and callable(v.cache_clear):
-                v.cache_clear()
+        for holder in caches:
+            holder.cache_clear()
     fn.__code__ = new
     clear()
     def undo():
@@ -232,7 +241,7 @@ def judge(path, line, new_text, what, got, check):
         if passed == len(failing):
             st[2] += 1
             if passing and sum(f["checked"] > 0 for f in result["fixes"]) < m["max_checked"]:
-                others = check(passing[:m["max_checked_tests"]])
+                others = check(passing)
                 fix["checked"] = len(others)
                 fix["broken"] = sum(v != "passed" for v in others.values())
         result["fixes"].append(fix)
@@ -248,11 +257,11 @@ def each_mutant():
         lines_of = original.splitlines(keepends=True)
         for new_text, what in muts:
             mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
-            try:
-                compile(mutated, path, "exec")
+            try:   # compiled once: a mutant that does not compile is skipped, one that does goes into swap()
+                code = compile(mutated, os.path.join(root, path), "exec")
             except (SyntaxError, ValueError):
                 continue
-            yield path, line, original, mutated, new_text, what
+            yield path, line, original, mutated, code, new_text, what
 
 def out_of_budget():
     if result["tried"] >= m["max_mutants"] or time.monotonic() > stop_at:
@@ -297,11 +306,11 @@ class Loop:
         baseline.update(run_items(failing, m["per_mutant_s"] * 5))
         # a mutant may take ten times as long as the original failing run, and never more than the limit
         limit[0] = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
-        for path, line, original, mutated, new_text, what in each_mutant():
+        for path, line, original, mutated, code, new_text, what in each_mutant():
             if out_of_budget():
                 continue
             try:
-                undo = swap(path, mutated, line)
+                undo = swap(path, code, line)
             except Exception:
                 undo = None
             if undo is None:
@@ -316,7 +325,7 @@ class Loop:
 
 if failing and chosen:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={root}", *failing, *passing[:m["max_checked_tests"]]],
+        pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={root}", *failing, *passing],
                     plugins=[Loop()])
 for path, line, original, mutated, new_text, what in deferred:
     if out_of_budget():

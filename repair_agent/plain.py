@@ -189,9 +189,7 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> Choos
     """The chooser's `name` (a short printable string; `fallback` or its class name when it has none),
     `seed` (an int, or none), `mutation_analysis` (true asks for it) and, for a model chooser,
     `describe_model()` and `models_file`, read once under the time limit. UnusableChooser says what is wrong."""
-    wants: list[bool] = []
-
-    def read() -> tuple[Any, Any, str, Any, Any]:
+    def read() -> tuple[Any, Any, str, Any, Any, bool]:
         try:
             name = plain_json(getattr(chooser, "name", None), "its name", MAX_NAME_CHARS * 8)
             seed = plain_json(getattr(chooser, "seed", None), "its seed", 100)
@@ -199,15 +197,15 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> Choos
             model = plain_json(describer() if callable(describer) else None, "its model description",
                                MAX_USAGE_CHARS)
             models_file = plain_json(getattr(chooser, "models_file", None), "its models file", 4096)
-            wants.append(plain_json(getattr(chooser, "mutation_analysis", False), "its mutation_analysis", 10) is True)
+            wants = plain_json(getattr(chooser, "mutation_analysis", False), "its mutation_analysis", 10) is True
         except Unreadable as exc:
-            return exc, None, "", None, None
+            return exc, None, "", None, None, False
         except BaseException as exc:
-            return Unreadable(f"reading its name, seed or model raised {describe(exc)}", None), None, "", None, None
-        return name, seed, _type_name(chooser), model, models_file
+            return Unreadable(f"reading its name, seed or model raised {describe(exc)}", None), None, "", None, None, False
+        return name, seed, _type_name(chooser), model, models_file, wants
 
     try:
-        name, seed, class_name, model, models_file = call_with_timeout(read, timeout_s, name="chooser-identity")
+        name, seed, class_name, model, models_file, wants = call_with_timeout(read, timeout_s, name="chooser-identity")
     except TimeoutError:
         raise UnusableChooser(f"the chooser plug-in is unusable: its name and seed could not be read within "
                               f"{timeout_s:.1f}s") from None
@@ -223,7 +221,7 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> Choos
                               f"{type(seed).__name__} {json.dumps(seed)[:60]}")
     return ChooserIdentity(name=name, seed=seed, model=model if isinstance(model, dict) else None,
                            models_file=models_file if isinstance(models_file, str) else None,
-                           mutation_analysis=bool(wants and wants[0]))
+                           mutation_analysis=wants)
 
 
 # -- bounded records -------------------------------------------------------------------------------
