@@ -201,13 +201,13 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> Choos
         except Unreadable as exc:
             return exc, None, "", None, None, False
         except BaseException as exc:
-            return Unreadable(f"reading its name, seed or model raised {describe(exc)}", None), None, "", None, None, False
+            return Unreadable(f"reading its name, seed, model or mutation_analysis raised {describe(exc)}", None), None, "", None, None, False
         return name, seed, _type_name(chooser), model, models_file, wants
 
     try:
         name, seed, class_name, model, models_file, wants = call_with_timeout(read, timeout_s, name="chooser-identity")
     except TimeoutError:
-        raise UnusableChooser(f"the chooser plug-in is unusable: its name and seed could not be read within "
+        raise UnusableChooser(f"the chooser plug-in is unusable: its name, seed, model and mutation_analysis could not be read within "
                               f"{timeout_s:.1f}s") from None
     if isinstance(name, Unreadable):
         raise UnusableChooser(f"the chooser plug-in is unusable: {name.detail}")

@@ -298,6 +298,33 @@ class BlockingName(Scripted):
         return self.next()
 
 
+class RaisingMutationAnalysis(Scripted):
+    """Asking whether it wants the mutation analysis raises."""
+
+    name = "raising-mutation-analysis"
+
+    @property
+    def mutation_analysis(self):
+        raise BombError()
+
+    def choose(self, view):
+        return self.next()
+
+
+class BlockingMutationAnalysis(Scripted):
+    """Asking whether it wants the mutation analysis never returns."""
+
+    name = "blocking-mutation-analysis"
+
+    @property
+    def mutation_analysis(self):
+        block()
+        return True
+
+    def choose(self, view):
+        return self.next()
+
+
 class BlockingChooseAttribute:
     """Even looking up `choose` never returns."""
 

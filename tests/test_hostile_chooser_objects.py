@@ -261,6 +261,14 @@ def test_a_chooser_whose_name_is_unusable_ends_cleanly(runs_dir, chooser_cls, de
     assert not steps(records)
 
 
+@pytest.mark.parametrize("chooser_cls, deadline", [(h.RaisingMutationAnalysis, None), (h.BlockingMutationAnalysis, 4)],
+                         ids=["raises", "blocks"])
+def test_a_chooser_whose_mutation_analysis_wish_is_unreadable_ends_cleanly(runs_dir, chooser_cls, deadline):
+    record = run(chooser_cls(), runs_dir, deadline_s=deadline, bound_s=90)
+    records, _ = assert_evidence_kept(record, StopReason.DEPENDENCY_FAILURE)
+    assert "mutation_analysis" in record.detail and record.steps_used == 0 and not steps(records)
+
+
 def test_a_choose_attribute_that_blocks_is_bounded_by_the_deadline(runs_dir):
     record = run(h.BlockingChooseAttribute(), runs_dir, deadline_s=4, bound_s=90)
     assert_evidence_kept(record, StopReason.DEADLINE)
