@@ -6,8 +6,9 @@ this probe's output in its own process. Code under test can make this process pr
 but without the expected values the only way to print the right answers is to compute them.
 
 Usage: RA_PROBE=JSON python3 -I -S probe.py     (or the JSON on stdin)
-    {"root": "/workspace", "paths": ["src"], "setup": "...", "cases": [{"name", "setup", "expr"}]}
-Prints one line: MARKER + JSON {"results": [{"name", "value" | "raised": [mro names]}]}.
+    {"root": "/workspace", "paths": ["src"], "setup": "...", "cases": [{"name", "setup", "expr"}],
+     "case_timeout_s": 2.0}                                  (optional: each case's time limit)
+Prints one line: MARKER + JSON {"results": [{"name", "value" | "raised": [mro names] | "timed_out": true}]}.
 
 The host imports `to_plain` from this same file, so both sides encode values the same way.
 """
@@ -17,6 +18,7 @@ import fractions
 import json
 import math
 import os
+import signal
 import sys
 
 MARKER = "\x1eRA-PROBE "
@@ -27,6 +29,10 @@ MAX_DEPTH = 20
 _type, _isinstance, _len, _str, _repr_float = type, isinstance, len, str, float.__repr__
 _dict_items, _list_iter = dict.items, list.__iter__
 _PLAIN_SCALARS = (type(None), bool, int, str)
+
+
+class _CaseTimedOut(BaseException):
+    """One case ran past its time limit."""
 
 
 def _type_name(cls) -> str:
@@ -94,18 +100,34 @@ def main() -> int:
         sys.path.insert(0, os.path.join(root, rel))
     os.chdir(root)
     results = []
+    # A case that runs too long fails alone (a generated input may make the code loop); the
+    # alarm's exception is a BaseException, so `except Exception` in code under test cannot keep it.
+    case_s = float(request.get("case_timeout_s") or 0)
+
+    def on_alarm(signum, frame):
+        raise _CaseTimedOut()
+
+    if case_s:
+        signal.signal(signal.SIGALRM, on_alarm)
     for case in request["cases"]:
         namespace = {"__name__": "__heldout__"}
+        if case_s:
+            signal.setitimer(signal.ITIMER_REAL, case_s)
         try:
             exec(compile(request.get("setup") or "", "<heldout setup>", "exec"), namespace)
             exec(compile(case.get("setup") or "", "<heldout case setup>", "exec"), namespace)
             value = eval(compile(case["expr"], "<heldout expr>", "eval"), namespace)
             results.append({"name": case["name"], "value": to_plain(value)})
+        except _CaseTimedOut:
+            results.append({"name": case["name"], "timed_out": True})
         except BaseException as exc:  # noqa: BLE001 - the exception is the observation
             if _isinstance(exc, (SystemExit, KeyboardInterrupt)) and not _isinstance(exc, Exception):
                 results.append({"name": case["name"], "raised": _raised(exc), "fatal": True})
                 break
             results.append({"name": case["name"], "raised": _raised(exc)})
+        finally:
+            if case_s:
+                signal.setitimer(signal.ITIMER_REAL, 0)
     os.write(out_fd, (MARKER + json.dumps({"results": results}, sort_keys=True) + "\n").encode())
     return 0
 
