@@ -9,14 +9,16 @@ LABEL org.repair-agent.role=sandbox
 
 # One layer (each step costs seconds on slow storage drivers):
 # - python3 + pytest run tests, git diffs and applies, timeout/grep/sed serve the tools;
+#   pytest-timeout fails one hanging test alone; faketime runs the verifier's held-out probe
+#   again on a shifted clock (a fix that is right only before some date is caught);
 #   the network is touched only when something is missing, so a prepared base builds offline;
 # - the workspace is bind-mounted and owned by another uid: git must not refuse it;
 # - /workspace and /verifier are mount points; uid 10001 is the non-root user.
-RUN if ! (command -v python3 && python3 -c 'import pytest' && command -v git \
-          && command -v timeout && command -v grep && command -v sed) >/dev/null 2>&1; then \
+RUN if ! (command -v python3 && python3 -c 'import pytest, pytest_timeout' && command -v git \
+          && command -v timeout && command -v grep && command -v sed && command -v faketime) >/dev/null 2>&1; then \
         apt-get update \
         && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-           python3 python3-pytest git coreutils grep sed \
+           python3 python3-pytest python3-pytest-timeout faketime git coreutils grep sed \
         && rm -rf /var/lib/apt/lists/*; \
     fi \
     && git config --system --add safe.directory '*' \
@@ -25,8 +27,11 @@ RUN if ! (command -v python3 && python3 -c 'import pytest' && command -v git \
         groupadd -g 10001 agent && useradd -u 10001 -g 10001 -M -d /tmp -s /bin/sh agent; \
     fi
 
-# No .pyc litter, unbuffered output, a writable HOME for a uid without one, UTF-8 without locales.
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOME=/tmp LANG=C.UTF-8
+# A writable HOME for a uid without one, UTF-8 without locales. Nothing else: the verifier's
+# checks run Python as a user's `python -m pytest` would (default bytecode and buffering), so no
+# setting of the image is a constant a candidate could test for; the agent's sandbox asks for
+# what it wants (no .pyc litter) in its own commands.
+ENV HOME=/tmp LANG=C.UTF-8
 
 # Never run candidate code as root.
 USER 10001:10001

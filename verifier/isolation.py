@@ -46,6 +46,8 @@ class Limits(BaseModel):
     # Beyond this the kept file stops growing (a flood must not fill the disk); the true size
     # and the sha256 of the whole stream are still recorded.
     keep_cap: int = 64 * 1024 * 1024
+    # What one run keeps of all its commands' output together (KeepBudget).
+    run_keep_cap: int = 96 * 1024 * 1024
     # Grace between the in-container deadline and the host-side kill.
     kill_grace_s: float = 3.0
 
@@ -86,11 +88,26 @@ class EngineFailure(RuntimeError):
     """The container died or the engine stopped answering: a dependency failure, not a test failure."""
 
 
+class KeepBudget:
+    """The bytes of command output one run may keep on the host, all streams and files together
+    (a flood split over many commands or streams must not fill the disk either). Thread-safe."""
+
+    def __init__(self, total: int):
+        self.total, self.used = total, 0
+        self._lock = threading.Lock()
+
+    def take(self, wanted: int) -> int:
+        with self._lock:
+            granted = max(0, min(wanted, self.total - self.used))
+            self.used += granted
+            return granted
+
+
 class StreamCapture:
     """Consumes one output stream: hashes all of it, keeps a capped head inline and the rest in a file."""
 
-    def __init__(self, cap: int, keep_cap: int, keep_path: Path | None):
-        self.cap, self.keep_cap, self.keep_path = cap, keep_cap, keep_path
+    def __init__(self, cap: int, keep_cap: int, keep_path: Path | None, budget: KeepBudget | None = None):
+        self.cap, self.keep_cap, self.keep_path, self.budget = cap, keep_cap, keep_path, budget
         self._head = bytearray()
         self._hash = hashlib.sha256()
         self._size = 0
@@ -106,6 +123,8 @@ class StreamCapture:
             self._head += chunk[: self.cap - len(self._head)]
         if self._file and self._kept < self.keep_cap:
             part = chunk[: self.keep_cap - self._kept]
+            if self.budget is not None:
+                part = part[: self.budget.take(len(part))]
             self._file.write(part)
             self._kept += len(part)
 
@@ -122,14 +141,14 @@ class StreamCapture:
         )
 
 
-def _captures(limits: Limits, output_dir: Path | None, name: str,
-              cap: int | None = None) -> tuple[StreamCapture, StreamCapture]:
+def _captures(limits: Limits, output_dir: Path | None, name: str, cap: int | None = None,
+              budget: KeepBudget | None = None) -> tuple[StreamCapture, StreamCapture]:
     paths: tuple[Path | None, Path | None] = (None, None)
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
         paths = (output_dir / f"{name}.stdout", output_dir / f"{name}.stderr")
     cap = cap or limits.output_cap
-    return (StreamCapture(cap, limits.keep_cap, paths[0]), StreamCapture(cap, limits.keep_cap, paths[1]))
+    return (StreamCapture(cap, limits.keep_cap, paths[0], budget), StreamCapture(cap, limits.keep_cap, paths[1], budget))
 
 
 def _deadline_argv(argv: list[str], timeout_s: float, limits: Limits) -> list[str]:
@@ -142,9 +161,10 @@ def _timed_out(exit_code: int | None, elapsed: float, timeout_s: float) -> bool:
 
 
 def docker_hardening(limits: Limits, user: str, labels: dict[str, str],
-                     extra_tmpfs: dict[str, str] | None = None) -> dict:
+                     extra_tmpfs: dict[str, str] | None = None, hostname: str | None = None) -> dict:
     """The container settings every sandbox and verification container gets."""
     return dict(
+        **({"hostname": hostname} if hostname else {}),
         network_mode="none",
         cap_drop=["ALL"],
         security_opt=["no-new-privileges"],
@@ -213,17 +233,18 @@ class HardenedContainer:
 
     def __init__(self, client, image: str, *, mounts: Iterable = (), limits: Limits | None = None,
                  user: str = f"{SANDBOX_UID}:{SANDBOX_UID}", labels: dict[str, str] | None = None,
-                 workdir: str = "/workspace", extra_tmpfs: dict[str, str] | None = None):
+                 workdir: str = "/workspace", extra_tmpfs: dict[str, str] | None = None,
+                 hostname: str | None = None, budget: KeepBudget | None = None):
         import docker.errors
 
-        self.client, self.limits, self.workdir = client, limits or Limits(), workdir
+        self.client, self.limits, self.workdir, self.budget = client, limits or Limits(), workdir, budget
         # Named up front: `run` is create + start, and an interrupt (Ctrl-C, a cancelled sweep
         # task) between the two would otherwise leave a container nobody holds a handle to.
         name = f"repair-agent-{uuid.uuid4().hex[:16]}"
         try:
             self.container = client.containers.run(
                 image, command=["sleep", "infinity"], detach=True, working_dir=workdir, name=name,
-                mounts=list(mounts), **docker_hardening(self.limits, user, labels or {}, extra_tmpfs))
+                mounts=list(mounts), **docker_hardening(self.limits, user, labels or {}, extra_tmpfs, hostname))
         except BaseException as exc:
             _remove_by_name(client, name)
             if isinstance(exc, (docker.errors.DockerException, OSError)):
@@ -268,17 +289,17 @@ class HardenedContainer:
 
     def exec(self, argv: list[str], *, timeout_s: float, output_dir: Path | None = None,
              env: dict[str, str] | None = None, workdir: str | None = None,
-             output_cap: int | None = None) -> CommandResult:
+             output_cap: int | None = None, user: str | None = None) -> CommandResult:
         import docker.errors
 
         name = f"exec-{uuid.uuid4().hex[:10]}"
-        out, err = _captures(self.limits, output_dir, name, output_cap)
+        out, err = _captures(self.limits, output_dir, name, output_cap, self.budget)
         full_argv = _deadline_argv(argv, timeout_s, self.limits)
         api = self.client.api
         started = time.monotonic()
         try:
             exec_id = api.exec_create(self.container.id, full_argv, environment=env or {},
-                                      workdir=workdir or self.workdir)["Id"]
+                                      workdir=workdir or self.workdir, user=user or "")["Id"]
             stream = _frames(api.exec_start(exec_id, socket=True))
         except (docker.errors.DockerException, OSError) as exc:
             raise EngineFailure(f"exec failed to start in {self.container.short_id}: {exc}") from exc
@@ -313,6 +334,17 @@ class HardenedContainer:
 
     def processes(self) -> list[str]:
         """Every process in the container but its init and the idle command it was started with."""
+        return [title for _, title in self._listing()]
+
+    def end_processes(self) -> list[str]:
+        """Kill every process but init and the idle command (what a check left running) and say
+        which there were. The container stays up: its tmpfs still holds what the check wrote."""
+        found = self._listing()
+        if found:  # the engine lists host pids: the killing is done inside, by container pid
+            self.exec(["python3", "-I", "-S", "-c", _KILL_THE_REST], timeout_s=10.0)
+        return [title for _, title in found]
+
+    def _listing(self) -> list[tuple[str, str]]:
         import docker.errors
 
         try:
@@ -320,9 +352,12 @@ class HardenedContainer:
         except (docker.errors.DockerException, OSError) as exc:
             raise EngineFailure(f"engine stopped answering: {exc}") from exc
         titles = listing.get("Titles") or []
+        pid_col = titles.index("PID") if "PID" in titles else 0
         column = titles.index("COMMAND") if "COMMAND" in titles else -1
-        rows = [" ".join(map(str, row)) if column < 0 else str(row[column]) for row in listing.get("Processes") or []]
-        return [r for r in rows if not (r.startswith(("/sbin/docker-init", "docker-init")) or r == "sleep infinity")]
+        rows = [(str(row[pid_col]), " ".join(map(str, row)) if column < 0 else str(row[column]))
+                for row in listing.get("Processes") or []]
+        return [(pid, r) for pid, r in rows
+                if not (r.startswith(("/sbin/docker-init", "docker-init")) or r == "sleep infinity")]
 
     def read_file(self, path: str, cap: int) -> tuple[bytes | None, str | None]:
         """One regular file out of the container, read inside it by a fixed stdlib reader after
@@ -412,6 +447,20 @@ class HardenedContainer:
 
 
 READ_TIMEOUT_S = 30.0
+# Every process but init, the idle command, this one and its `timeout` parent, killed.
+_KILL_THE_REST = """
+import os, signal
+spared = {1, os.getpid(), os.getppid()}
+for entry in os.listdir("/proc"):
+    if entry.isdigit() and int(entry) not in spared:
+        try:
+            with open("/proc/" + entry + "/cmdline", "rb") as f:
+                if f.read() == b"sleep\\0infinity\\0":
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+        except OSError:
+            pass
+"""
 
 
 def _name(path: str) -> str:
@@ -495,14 +544,14 @@ class LocalRunner:
 
     backend = "local (NOT isolated)"
 
-    def __init__(self, limits: Limits | None = None, workdir: Path | None = None):
-        self.limits, self.workdir = limits or Limits(), workdir
+    def __init__(self, limits: Limits | None = None, workdir: Path | None = None, budget: KeepBudget | None = None):
+        self.limits, self.workdir, self.budget = limits or Limits(), workdir, budget
 
     def exec(self, argv: list[str], *, timeout_s: float, output_dir: Path | None = None,
              env: dict[str, str] | None = None, workdir: str | Path | None = None,
              output_cap: int | None = None) -> CommandResult:
         name = f"exec-{uuid.uuid4().hex[:10]}"
-        out, err = _captures(self.limits, output_dir, name, output_cap)
+        out, err = _captures(self.limits, output_dir, name, output_cap, self.budget)
         started = time.monotonic()
         try:
             proc = subprocess.Popen(argv, cwd=workdir or self.workdir, env={**_host_basics(), **(env or {})},

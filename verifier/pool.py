@@ -16,7 +16,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,8 +34,9 @@ class PoolKey(BaseModel):
 class FreshCheck:
     """One check's directory (pristine copy + output dir) and its started, unused runner."""
 
-    def __init__(self, work: Path, key: PoolKey, runner, started_at: str = ""):
+    def __init__(self, work: Path, key: PoolKey, runner, started_at: str = "", layout: Any = None):
         self.work, self.key, self.runner, self.started_at = work, key, runner, started_at
+        self.layout = layout  # the check's paths and names (checkenv.CheckLayout)
         self.made_at = time.monotonic()
 
     @property

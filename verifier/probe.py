@@ -5,10 +5,11 @@ It never sees an expected value: the verifier keeps those on the host and compar
 this probe's output in its own process. Code under test can make this process print anything,
 but without the expected values the only way to print the right answers is to compute them.
 
-Usage: RA_PROBE=JSON python3 -I -S probe.py     (or the JSON on stdin)
+Usage: python3 probe.py REQUEST.json     (or the JSON on stdin, or in RA_PROBE)
     {"root": "/workspace", "paths": ["src"], "setup": "...", "cases": [{"name", "setup", "expr"}],
-     "case_timeout_s": 2.0}                                  (optional: each case's time limit)
-Prints one line: MARKER + JSON {"results": [{"name", "value" | "raised": [mro names] | "timed_out": true}]}.
+     "case_timeout_s": 2.0, "budget_s": 20}     (optional: each case's and all cases' time limit)
+Prints one line: MARKER + JSON {"results": [{"name", "value" | "raised": [mro names] | "timed_out": true}],
+"clock": the time.time() this process saw when it started}.
 
 The host imports `to_plain` from this same file, so both sides encode values the same way.
 """
@@ -20,6 +21,7 @@ import math
 import os
 import signal
 import sys
+import time
 
 MARKER = "\x1eRA-PROBE "
 MAX_ITEMS = 10_000
@@ -91,11 +93,18 @@ def _raised(exc) -> list:
 
 
 def main() -> int:
-    # The verifier passes the request in RA_PROBE (an exec has no stdin); authors pipe it in.
-    request = json.loads(os.environ.pop("RA_PROBE", "") or sys.stdin.read())
+    # What this process's clock said before any code under test ran: the host learns from it
+    # whether a shifted clock (libfaketime) took effect.
+    clock = time.time()
+    started = time.monotonic()
+    # The verifier names a request file; authors pipe the request in (or set RA_PROBE).
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], encoding="utf-8") as f:
+            request = json.load(f)
+    else:
+        request = json.loads(os.environ.pop("RA_PROBE", "") or sys.stdin.read())
     out_fd = os.dup(1)  # our own copy: code under test may close or redirect fd 1
     root = request["root"]
-    sys.dont_write_bytecode = True
     for rel in reversed(request.get("paths") or ["."]):
         sys.path.insert(0, os.path.join(root, rel))
     os.chdir(root)
@@ -103,6 +112,9 @@ def main() -> int:
     # A case that runs too long fails alone (a generated input may make the code loop); the
     # alarm's exception is a BaseException, so `except Exception` in code under test cannot keep it.
     case_s = float(request.get("case_timeout_s") or 0)
+    # All cases together stop after this long (0: no limit); the rest are reported as not run, so a
+    # slow tree costs its own answers, never the ones already made.
+    budget_s = float(request.get("budget_s") or 0)
 
     def on_alarm(signum, frame):
         raise _CaseTimedOut()
@@ -110,6 +122,9 @@ def main() -> int:
     if case_s:
         signal.signal(signal.SIGALRM, on_alarm)
     for case in request["cases"]:
+        if budget_s and time.monotonic() - started > budget_s:
+            results.append({"name": case["name"], "timed_out": True, "not_run": True})
+            continue
         namespace = {"__name__": "__heldout__"}
         if case_s:
             signal.setitimer(signal.ITIMER_REAL, case_s)
@@ -128,7 +143,7 @@ def main() -> int:
         finally:
             if case_s:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-    os.write(out_fd, (MARKER + json.dumps({"results": results}, sort_keys=True) + "\n").encode())
+    os.write(out_fd, (MARKER + json.dumps({"results": results, "clock": clock}, sort_keys=True) + "\n").encode())
     return 0
 
 

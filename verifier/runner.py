@@ -1,53 +1,51 @@
 """Running the protected tests on a candidate diff, in a fresh tree and a fresh container.
 
 SWE-bench's lesson, kept strictly: the diff is applied to the verifier's own pristine copy,
-protected files are restored from that copy and added test infrastructure is refused. pytest runs
-under the verifier's boot (boot.py); the host reads the JUnit file through the engine (from a
-tmpfs in the container, never a host mount), checks no process outlived the run, runs the
-held-out probe, and hands all of it to the pure `judge` (judge.py).
+protected files are restored from that copy and added test infrastructure is refused. Canary
+tests are added to the copy (canary.py); pytest then runs as a person's `python -m pytest` would,
+at an ordinary path that changes every check (checkrun.py, checkenv.py); the host reads the JUnit
+file through the engine after every process of the check has ended, then the held-out probe
+answers in each environment of the check, and the pure judges (judge.py, behaviour.py) decide.
 
-Kept in one module: the sequence (fresh tree, restore, run under the boot, read the JUnit file,
-check leftovers, probe) is one protocol, read top to bottom; the pure parts already live apart.
+What a candidate adds is read before any of this runs (gate.py); nothing here trusts a guard
+inside the process that runs candidate code.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
-import sys
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from .baseline import baseline_cache_path, load_cached_baseline, store_cached_baseline
-from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, parse_probe_output
-from .isolation import CommandResult, HardenedContainer, Limits, LocalRunner, container_user
-from .judge import Baseline, BaselineError, GuardRecords, Kind, ProcessFacts, guard_doubts, judge, make_baseline
-from .junit import MAX_JUNIT_BYTES, TestCase, parse_junit_bytes, read_result_file
+from .behaviour import Behaviour, EnvironmentRun, judge_behaviour, stable_cases
+from . import canary
+from .heldout import PROBE_SOURCE, HeldoutResult, HeldoutSpec
+from .checkenv import CheckLayout, Perturbation
+from .checkrun import DockerCheck, LocalCheck, SuiteRun, probe_request
+from .generated import GeneratedCase, generate_cases, seed_for
+from .isolation import CommandResult, HardenedContainer, KeepBudget, Limits, LocalRunner, container_user
+from .judge import Baseline, BaselineError, Kind, ProcessFacts, judge, make_baseline
+from .junit import TestCase
 from .pool import CheckPool, FreshCheck, PoolKey
 from .scope import ScopeVerdict, check_scope, diff_sha256
 from .spec import (REFUSED_INFRASTRUCTURE, AcceptanceSpec, ProtectedSnapshot, glob_match,
                    nodeid_to_junit_key, sha256_file, tree_files, tree_sha256)
 
-GUARD_DIR_FILES = {"ra_boot.py": Path(__file__).with_name("boot.py"),
-                   "ra_probe.py": Path(__file__).with_name("probe.py")}
-RESULT_DIR = "/verifier-out"
-RESULT_DIR_BYTES = 16 * 1024 * 1024  # a tmpfs inside the container: nothing a check writes lands on the host
+# The modules whose code decides how a check runs: a pooled check or a cached baseline made under
+# other code is not used.
+CHECK_CODE = tuple(Path(__file__).with_name(n) for n in ("probe.py", "checkenv.py", "checkrun.py", "canary.py"))
 PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
 T = TypeVar("T")
-
-
-class ProbeCommand(BaseModel):
-    """How the held-out probe is started in a check's container (or on the host, locally)."""
-
-    argv: list[str]
-    timeout_s: float
-    env: dict[str, str]
 
 
 class ScenarioError(RuntimeError):
@@ -76,22 +74,26 @@ class TestVerdict(BaseModel):
     restored: list[str] = []
     refused: list[str] = []
     apply_error: str | None = None
-    # Held-out checks: the per-case detail (inputs, values) is for the person's report only.
-    heldout: HeldoutResult | None = None
-    # correct: visible tests and held-out checks pass; plausible: only the visible tests pass;
-    # unchecked: the scenario has no held-out checks.
+    canaries: int = 0                       # canary tests this check added (0: none could be placed)
+    # What the held-out probe said: held-out cases, generated inputs against the reference fix, and
+    # the environments. For the person's report and the run's records; never the chooser's view.
+    behaviour: Behaviour | None = None
+    # correct: visible tests, held-out checks and generated inputs agree; plausible: only the visible
+    # tests pass; unchecked: the scenario has neither held-out checks nor a reference fix.
     correctness: Literal["correct", "plausible", "unchecked"] | None = None
-    guard_refusals: int = 0
-    heldout_file: str | None = None  # the per-case detail, on the host, for the person's report
+    behaviour_file: str | None = None       # the Behaviour, on the host, for the report
     pytest: CommandResult | None = None
     duration_s: float = 0.0
 
     @property
     def summary(self) -> str:
         if self.ok:
-            extra = f", {self.heldout.summary}" if self.heldout is not None else ""
-            return f"{self.kind}: {self.passed}/{self.collected} passed{extra}"
+            return f"{self.kind}: {self.passed}/{self.collected} passed"
         return f"{self.kind}: FAILED ({'; '.join(self.problems[:3])})"
+
+    @property
+    def heldout(self) -> HeldoutResult | None:
+        return self.behaviour.heldout if self.behaviour else None
 
 
 class Verifier:
@@ -101,24 +103,30 @@ class Verifier:
                  backend: Literal["docker", "local"] = "docker", client=None, image: str | None = None,
                  limits: Limits | None = None, heldout: Path | None = None, cache_dir: Path | None = None,
                  granted: tuple[str, ...] = (), labels: dict[str, str] | None = None,
-                 pool_size: int = 2, pool_max_idle_s: float = 300.0, site_packages: bool = False):
+                 pool_size: int = 2, pool_max_idle_s: float = 300.0, reference_diff: str | None = None,
+                 repo_name: str | None = None, keep_budget: KeepBudget | None = None):
         self.spec, self.pristine, self.state_dir = spec, Path(pristine), Path(state_dir)
-        # Paths a person allowed this run to edit. They widen the diff's scope, never the suite:
+        # Paths a person allowed this run to edit, and constructs of the diff a person allowed
+        # ("code:" keys of gate findings). They widen what may be patched, never the suite:
         # protected files are still restored from the verifier's copy before any test runs.
         self.granted = tuple(granted)
         self.backend, self.client, self.image = backend, client, image
         self.limits = limits or Limits()
+        self.keep_budget = keep_budget or KeepBudget(self.limits.run_keep_cap)
         # Held-out checks: loaded here, kept in this process; only their inputs enter a container.
         self.heldout = HeldoutSpec.load(Path(heldout)) if heldout else None
+        # The reference fix: its answers to generated inputs are what a candidate is compared with.
+        self.reference_diff = reference_diff if reference_diff and reference_diff.strip() else None
+        self.generated: list[GeneratedCase] = (generate_cases(self.heldout, seed=seed_for(self.heldout))
+                                               if self.heldout is not None and self.reference_diff else [])
+        self.repo_name = repo_name or self.pristine.name
         self.cache_dir = cache_dir
         self.labels = dict(labels or {})  # extra container labels, e.g. the run id cleanup selects by
-        # The held-out probe runs without site-packages (-S) unless the scenario's environment
-        # installed what its code imports there (dependencies, an editable install of the project).
-        self.site_packages = site_packages
         self.cache_note: str | None = None  # why a cached baseline was not trusted, when it was not
         self.snapshot: ProtectedSnapshot | None = None
         self._environment_id: str | None = None
         self.baseline: Baseline | None = None
+        self._gate_index: Any = None
         # Fresh checks made ahead of time (pool_size 0: each check makes its own on the spot).
         self.pool_size, self.pool_max_idle_s = pool_size, pool_max_idle_s
         self.pool: CheckPool | None = None
@@ -139,37 +147,49 @@ class Verifier:
 
     # -- set-up -----------------------------------------------------------------------------
     def prepare(self) -> Baseline:
-        """Snapshot the pristine repository, hash what is protected, and learn its test ids."""
+        """Snapshot the pristine repository, hash what is protected, and learn its test ids (and,
+        with held-out checks, how the pristine tree and the reference fix answer them)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         if self.pool is not None:
             self.pool.close()  # made for an earlier snapshot: none of them may serve this one
         self.snapshot = ProtectedSnapshot.capture(self.pristine, self.state_dir / "pristine", self.spec)
-        guard_dir = self.state_dir / "guard"
-        guard_dir.mkdir(exist_ok=True)
-        for name, source in GUARD_DIR_FILES.items():  # code only: no expected value is ever in here
-            shutil.copyfile(source, guard_dir / name)
-        self.guard_dir = guard_dir
         self._start_pool()
         cache = baseline_cache_path(self.cache_dir, self._key) if self.cache_dir else None
         cached, self.cache_note = load_cached_baseline(cache, self._key, self.spec) if cache else (None, None)
         if cached is not None:
             self.baseline = cached
             return self.baseline
-        cases, verdict_problem, result, extra = self._execute("", "full_suite", baseline=True)
-        if verdict_problem:
-            raise ScenarioError(f"the pristine repository's suite could not be run: {verdict_problem}"
-                                + (f"\n{result.stderr.text[-2000:]}" if result else ""))
-        tripped = guard_doubts(extra["guard"], extra["facts"]) if extra.get("guard") else []
-        if tripped:
-            # Every candidate inherits the pristine code: a guard it trips would fail them all.
-            raise ScenarioError("the pristine repository's suite trips the verifier's check process: "
-                                + "; ".join(tripped[:3]))
+        out = self._execute("", "full_suite", baseline=True)
+        if out.problem:
+            raise ScenarioError(f"the pristine repository's suite could not be run: {out.problem}"
+                                + (f"\n{out.suite.result.stdout.text[-1500:]}\n{out.suite.result.stderr.text[-1500:]}"
+                                   if out.suite and out.suite.result else ""))
         targets = [nodeid_to_junit_key(t) for t in self.spec.target_tests]
         listed = [nodeid_to_junit_key(t) for t in self.spec.pass_to_pass] if self.spec.pass_to_pass else None
         try:
-            self.baseline = make_baseline(cases, targets, listed)
+            baseline = make_baseline(out.cases, targets, listed)
         except BaselineError as exc:
             raise ScenarioError(str(exc)) from None
+        facts = out.facts
+        usable = bool(out.canaries) and not out.canary_problems
+        note = (None if usable else "no canary tests could be placed: "
+                + ("the first target is not a test file in the tree" if not out.canaries
+                   else "; ".join(out.canary_problems[:2])))
+        comparable, reference, probe_note = set(), None, None
+        if self.heldout is not None:
+            comparable = stable_cases(out.runs)
+            if out.reference_runs:
+                comparable &= stable_cases(out.reference_runs)
+                first = out.reference_runs[0].rows or {}
+                reference = {c.name: first[c.name] for c in self.generated if c.name in comparable}
+                if len(reference) < len(self.generated):
+                    probe_note = (f"{len(self.generated) - len(reference)} of {len(self.generated)} generated inputs "
+                                  "are not judged (the reference or the pristine tree answered them differently "
+                                  "between environments, or not at all)")
+        self.baseline = baseline.model_copy(update={
+            "canaries_usable": usable, "canary_note": note,
+            "leaves_processes": bool(facts and facts.leftover_processes),
+            "comparable": sorted(comparable), "reference_rows": reference, "probe_note": probe_note})
         if cache:
             store_cached_baseline(cache, self._key, self._baseline)
         return self.baseline
@@ -177,9 +197,8 @@ class Verifier:
     def _start_pool(self) -> None:
         """Begin making fresh checks in the background, for this snapshot, image and spec only."""
         heldout_hash = hashlib.sha256(self.heldout.model_dump_json().encode()).hexdigest() if self.heldout else ""
-        setup = "\0".join([self.spec.model_dump_json(), heldout_hash,
-                           *(sha256_file(f) for f in GUARD_DIR_FILES.values()),
-                           self.limits.model_dump_json(), container_user(), str(self.site_packages)])
+        setup = "\0".join([self.spec.model_dump_json(), heldout_hash, diff_sha256(self.reference_diff or ""),
+                           *(sha256_file(f) for f in CHECK_CODE), self.limits.model_dump_json(), container_user()])
         self.pool_key = PoolKey(environment_id=self.environment_id,
                                 pristine_tree_sha256=self._snap.tree_sha256,
                                 setup_sha256=hashlib.sha256(setup.encode()).hexdigest())
@@ -188,8 +207,8 @@ class Verifier:
         self.pool.fill()
 
     def _make_check(self) -> FreshCheck:
-        """A check's own pristine copy, and a started container that has run nothing (the local
-        backend gets an output dir on the host instead of the container's tmpfs)."""
+        """A check's own pristine copy and probe, and a started container that has run nothing,
+        laid out afresh (checkenv.CheckLayout); the local backend gets an output dir instead."""
         key = self._key
         work = self.state_dir / "checks" / uuid.uuid4().hex[:12]
         tree = work / "tree"
@@ -197,12 +216,17 @@ class Verifier:
         for p in [tree, *tree.rglob("*")]:
             if not p.is_symlink():
                 p.chmod(0o755 if p.is_dir() else 0o644)
-        runner = self._runner(tree, key)
+        layout = CheckLayout.fresh(self.repo_name)
+        tools = work / "tools"
+        tools.mkdir()
+        shutil.copyfile(PROBE_SOURCE, tools / layout.probe_name)
+        tools.chmod(0o755)
+        runner = self._runner(tree, tools, layout, key)
         if self.backend == "local":
             (work / "out").mkdir()
-            return FreshCheck(work, key, runner)
+            return FreshCheck(work, key, runner, layout=layout)
         try:
-            return FreshCheck(work, key, runner, started_at=runner.started_at())
+            return FreshCheck(work, key, runner, started_at=runner.started_at(), layout=layout)
         except Exception:
             runner.close()
             raise
@@ -236,13 +260,11 @@ class Verifier:
         return _made(self.baseline, "prepare() first")
 
     @property
-    def _heldout(self) -> HeldoutSpec:
-        return _made(self.heldout, "this scenario has no held-out checks")
-
-    @property
     def environment_id(self) -> str:
         """What the checks run on (the image's id, or the local interpreter), looked up once."""
         if self._environment_id is None:
+            import sys
+
             self._environment_id = (f"docker:{self.client.images.get(self.image).id}" if self.backend == "docker"
                                     else f"local:{sys.version.split()[0]}")
         return self._environment_id
@@ -250,6 +272,15 @@ class Verifier:
     # -- checks -----------------------------------------------------------------------------
     def check_scope(self, diff: str) -> ScopeVerdict:
         return check_scope(diff, self.spec, granted=self.granted)
+
+    def review(self, diff: str, granted: tuple[str, ...] | None = None):
+        """What the diff adds, read before it runs (gate.py): findings a person must grant."""
+        from .gate import PristineIndex, review
+
+        if self._gate_index is None:
+            self._gate_index = PristineIndex.build(self.pristine, self.spec)
+        return review(diff, self.pristine, self.spec, granted=self.granted if granted is None else granted,
+                      index=self._gate_index)
 
     def run_tests(self, diff: str, kind: Kind) -> TestVerdict:
         assert self.snapshot and self.baseline, "prepare() first"
@@ -264,29 +295,55 @@ class Verifier:
             return TestVerdict(**base, ok=False, targets_ok=False, refused=refused,
                                problems=[f"refused to run a diff that is out of scope: {refused[:5]}"],
                                duration_s=round(time.monotonic() - started, 4))
-        cases, problem, result, extra = self._execute(diff, kind)
-        verdict = self._judge(kind, cases, problem, result, extra, base)
+        if diff.strip() and _GATE:
+            gate = self.review(diff)
+            if not gate.ok:
+                # Code that needs a person's grant is never executed either.
+                needed = [f"{f.rule} at {f.path}:{f.line} ({f.construct})" for f in gate.findings]
+                return TestVerdict(**base, ok=False, targets_ok=False, refused=needed,
+                                   problems=[f"refused to run code that needs a grant: {needed[:5]}"],
+                                   duration_s=round(time.monotonic() - started, 4))
+        out = self._execute(diff, kind)
+        verdict = self._judge(kind, out, base)
         verdict.duration_s = round(time.monotonic() - started, 4)
         return verdict
 
-    def _judge(self, kind: Kind, cases: list[TestCase], problem: str | None, result: CommandResult | None,
-               extra: dict, base: dict) -> TestVerdict:
-        guard, facts, heldout = extra.get("guard"), extra.get("facts"), extra.get("heldout")
-        j = judge(kind, self._baseline, cases, problem, guard, facts, heldout)
-        problems = list(extra.get("problems", [])) + j.problems
-        return TestVerdict(**base, ok=not problems, targets_ok=j.targets_ok and not extra.get("problems"),
+    def _judge(self, kind: Kind, out: "CheckOutcome", base: dict) -> TestVerdict:
+        behaviour = None
+        integrity = list(out.canary_problems)
+        if self.heldout is not None and out.runs:
+            bl = self._baseline
+            exprs = {c.name: c.expr for c in self.generated}
+            behaviour = judge_behaviour(self.heldout, out.runs, set(bl.comparable), bl.reference_rows, exprs)
+            if bl.probe_note:
+                behaviour.notes.append(bl.probe_note)
+            integrity += behaviour.environment_problems
+        if out.canaries == 0 and self._baseline.canary_note:
+            integrity_note = self._baseline.canary_note
+            if behaviour is not None:
+                behaviour.notes.append(integrity_note)
+        j = judge(kind, self._baseline, out.cases, out.problem, out.facts, integrity=integrity,
+                  canary_failures=out.canary_failures)
+        problems = list(out.problems) + j.problems
+        behaviour_file = None
+        if behaviour is not None:
+            behaviour_file = str(out.work / "behaviour.json")
+            (out.work / "behaviour.json").write_text(behaviour.model_dump_json(indent=1))
+        clean = not out.problems
+        result = out.suite.result if out.suite else None
+        return TestVerdict(**base, ok=not problems, targets_ok=j.targets_ok and clean,
                            problems=problems, exit_code=result.exit_code if result else None,
                            timed_out=bool(result and result.timed_out), collected=j.collected, passed=j.passed,
                            failing=j.failing, missing=j.missing, unexpected=j.unexpected,
-                           restored=extra.get("restored", []), refused=extra.get("refused", []),
-                           apply_error=extra.get("apply_error"), heldout=heldout,
-                           heldout_file=extra.get("heldout_file"),
-                           correctness=j.correctness if not extra.get("problems") else None,
-                           guard_refusals=len(guard.of("refused")) if guard else 0, pytest=result)
+                           restored=out.restored, refused=out.refused, apply_error=out.apply_error,
+                           canaries=out.canaries, behaviour=behaviour, behaviour_file=behaviour_file,
+                           correctness=(behaviour.correctness(j.visible_ok and not integrity) if behaviour is not None
+                                        else ("unchecked" if j.visible_ok else None)) if clean else None,
+                           pytest=result)
 
     # -- the mechanics of one verification ---------------------------------------------------
-    def _execute(self, diff: str, kind: Kind, baseline: bool = False):
-        """Build the candidate tree, run pytest (and then the held-out probe) on it, return parsed cases."""
+    def _execute(self, diff: str, kind: Kind, baseline: bool = False) -> "CheckOutcome":
+        """Build the candidate tree, run pytest (and then the held-out probe) on it."""
         if self._snap.check_intact():
             raise VerifierCompromised(f"protected pristine copy changed: {self._snap.check_intact()}")
         check = self._pool.take()
@@ -295,97 +352,97 @@ class Verifier:
         finally:
             self._pool.retire(check)  # one check per container: removed in the background
 
-    def _execute_in(self, check: FreshCheck, diff: str, kind: Kind, baseline: bool):
-        work, tree, out, runner = check.work, check.tree, check.out, check.runner
+    def _probe_cases(self) -> dict[str, Any] | None:
+        if self.heldout is None:
+            return None
+        cases = [{"name": c.name, "setup": c.setup, "expr": c.expr} for c in self.heldout.case]
+        cases += [{"name": g.name, "setup": g.setup, "expr": g.expr} for g in self.generated]
+        request = probe_request(cases, list(self.heldout.paths), self.heldout.setup, root="")
+        request.pop("root")
+        return request
+
+    def _execute_in(self, check: FreshCheck, diff: str, kind: Kind, baseline: bool) -> "CheckOutcome":
+        work, tree = check.work, check.tree
         (work / "check.json").write_text(json.dumps({
             "kind": kind, "diff_sha256": diff_sha256(diff), "baseline": baseline,
-            "container_id": getattr(runner, "id", None), "pool_key": check.key.model_dump()}, indent=1))
-        extra: dict = {"problems": []}
+            "container_id": getattr(check.runner, "id", None), "pool_key": check.key.model_dump(),
+            "layout": check.layout.model_dump() if check.layout else None}, indent=1))
+        out = CheckOutcome(work=work)
         if diff.strip():
             apply_error = self._apply(diff, tree)
             if apply_error:
-                extra["apply_error"] = apply_error
-                return [], f"the diff does not apply to the pristine repository: {apply_error[:300]}", None, extra
-            extra["restored"], extra["refused"] = self._restore_protected(tree)
-            if extra["refused"]:
-                extra["problems"].append(f"refused added test infrastructure: {extra['refused']}")
-        # A suite run is the whole suite, or the targets + the spec's pass-to-pass list.
-        targets = list(self.spec.target_tests) if kind == "target_test" else list(self.spec.suite_selection)
-        docker = self.backend == "docker"
-        root = "/workspace" if docker else str(tree)
-        junit_path = f"{RESULT_DIR}/junit.xml" if docker else str(out / "junit.xml")
-        boot = "/verifier/guard/ra_boot.py" if docker else str(self.guard_dir / "ra_boot.py")
-        python = "python3" if docker else sys.executable
-        boot_config = {"root": root, "junit": junit_path, "out_dir": RESULT_DIR if docker else str(out),
-                       "verifier_dir": "/verifier" if docker else str(self.state_dir),
-                       "protected": sorted(self._snap.protected_sha256),
-                       "per_test_timeout_s": self.spec.per_test_timeout_s}
-        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-               "HOME": "/tmp", "PYTHONHASHSEED": "0", "RA_BOOT": json.dumps(boot_config)}
-        pytest_args = ["-p", "no:cacheprovider", "-q", "-o", "junit_family=xunit2", "-o", "junit_logging=no",
-                       "-o", "console_output_style=classic", f"--junitxml={junit_path}", f"--rootdir={root}"]
-        result = runner.exec([python, "-I", boot, *pytest_args, *targets],
-                             timeout_s=self.spec.test_timeout_s, output_dir=work, env=env, workdir=root)
-        extra["guard"] = _guard_records(result)
-        # What the host sees for itself, before anything else runs in the container.
-        leftover = runner.processes() if docker and not result.timed_out else []
-        probe = self._probe_command(root, python, docker) if self.heldout is not None and not baseline else None
-        probe_result: tuple[CommandResult, str] | None = None
-        if docker and probe is not None:
-            # The JUnit file is read first, then the reader becomes the held-out probe: one exec,
-            # and still no candidate code runs before the file is read.
-            data, read_problem, res, stdout = runner.read_file_then(junit_path, MAX_JUNIT_BYTES, probe.argv,
-                                                                    timeout_s=probe.timeout_s, output_dir=work,
-                                                                    env=probe.env, workdir=root)
-            probe_result = res, stdout
-        elif docker:
-            data, read_problem = runner.read_file(junit_path, MAX_JUNIT_BYTES)
-        else:
-            data, read_problem = read_result_file(Path(junit_path))
-        extra["facts"] = ProcessFacts(exit_code=result.exit_code, timed_out=result.timed_out, root=root,
-                                      leftover_processes=leftover, result_problem=read_problem)
-        problem: str | None
-        cases, problem = parse_junit_bytes(data) if not read_problem else ([], None)
-        if data is None and not read_problem:
-            problem = "no JUnit report was written"
-        if probe is not None:
-            if probe_result is None:  # the local backend read the file on the host: the probe runs alone
-                res = runner.exec(probe.argv, timeout_s=probe.timeout_s, output_dir=work, env=probe.env, workdir=root)
-                probe_result = res, res.stdout.whole()
-            extra["heldout"] = self._judge_probe(*probe_result, work)
-            extra["heldout_file"] = str(work / "heldout.json")
-        return cases, problem, result, extra
+                out.apply_error = apply_error
+                out.problem = f"the diff does not apply to the pristine repository: {apply_error[:300]}"
+                return out
+            out.restored, out.refused = self._restore_protected(tree)
+            if out.refused:
+                out.problems.append(f"refused added test infrastructure: {out.refused}")
+        # Canaries where the pristine suite showed they work (always tried on the pristine tree).
+        host = canary.host_file(self.spec.target_tests, tree)
+        canaries = canary.plan(host) if host and (baseline or self._baseline.canaries_usable) else []
+        canary.place(tree, canaries)
+        # A suite run is the whole suite, or the targets + the spec's pass-to-pass list; named
+        # canaries join a named selection, in no particular place.
+        selection = list(self.spec.target_tests) if kind == "target_test" else list(self.spec.suite_selection)
+        if selection and canaries:
+            selection += [c.nodeid for c in canaries]
+            selection.sort(key=lambda _: secrets.randbelow(1 << 30))
+        per_test = ["-o", f"timeout={self.spec.per_test_timeout_s:g}"] if self.spec.per_test_timeout_s else []
+        runner = self._check_runner(check)
+        junit = check.layout.junit if self.backend == "docker" else "{junit}"
+        probe_cases = self._probe_cases()
+        suite = runner.suite(["-q", f"--junitxml={junit}", *per_test, *selection], self.spec.test_timeout_s,
+                             probe_cases)
+        out.suite = suite
+        root = check.layout.root if self.backend == "docker" else str(tree)
+        out.facts = ProcessFacts(exit_code=suite.result.exit_code if suite.result else None,
+                                 timed_out=bool(suite.result and suite.result.timed_out), root=root,
+                                 leftover_processes=suite.leftover, result_problem=suite.read_problem)
+        if suite.junit_problem and not suite.read_problem:
+            out.problem = suite.junit_problem
+        out.cases, out.canary_problems = canary.judge(canaries, suite.cases)
+        out.canaries = len(canaries)
+        keys = {c.key for c in canaries}
+        out.canary_failures = sum(1 for c in suite.cases if c.key in keys and c.outcome in ("failed", "error"))
+        if probe_cases is not None and suite.first_probe is not None:
+            out.runs = [suite.first_probe, *runner.probes(probe_cases, fresh=False, skip_first=True)]
+            if baseline and self.reference_diff:
+                # The reference fix's answers, in the same container (only trusted code ran in it).
+                apply_error = self._apply(self.reference_diff, tree)
+                if apply_error:
+                    raise ScenarioError(f"the reference fix does not apply to the pristine repository: "
+                                        f"{apply_error[:300]}")
+                out.reference_runs = runner.probes(probe_cases, fresh=True)
+        return out
 
-    def _probe_command(self, root: str, python: str, docker: bool) -> ProbeCommand:
-        """The held-out inputs, after the tests (nothing of this run can be in the pytest output a
-        chooser reads), in a fresh interpreter; the comparison happens on the host, on plain data."""
-        probe = "/verifier/guard/ra_probe.py" if docker else str(self.guard_dir / "ra_probe.py")
-        flags = ["-I"] if self.site_packages else ["-I", "-S"]
-        return ProbeCommand(argv=[python, *flags, probe], timeout_s=min(60.0, self.spec.test_timeout_s),
-                            env={"RA_PROBE": json.dumps(self._heldout.request(root)), "HOME": "/tmp",
-                                 "PYTHONDONTWRITEBYTECODE": "1"})
+    def _check_runner(self, check: FreshCheck) -> DockerCheck | LocalCheck:
+        if self.backend == "docker":
+            return DockerCheck(check.runner, check.layout, check.work, check.work / "tools")
+        env = Perturbation(name="check", root=str(check.tree), env={})
+        return LocalCheck(check.runner, check.tree, check.out, check.work / "tools" / check.layout.probe_name,
+                          check.work, env)
 
-    def _judge_probe(self, res: CommandResult, stdout: str, work: Path) -> HeldoutResult:
-        data, problem = parse_probe_output(stdout)
-        if res.timed_out:
-            data, problem = None, "the held-out probe timed out"
-        result = judge_heldout(self._heldout, data, problem)
-        (work / "heldout.json").write_text(result.model_dump_json(indent=1))
-        return result
-
-    def _runner(self, tree: Path, key: PoolKey):
+    def _runner(self, tree: Path, tools: Path, layout: CheckLayout, key: PoolKey):
         if self.backend == "local":
-            return LocalRunner(self.limits, workdir=tree)
+            return LocalRunner(self.limits, workdir=tree, budget=self.keep_budget)
         from docker.types import Mount
 
-        mounts = [Mount("/workspace", str(tree), type="bind", read_only=True),
-                  Mount("/verifier/guard", str(self.guard_dir), type="bind", read_only=True)]
+        mounts = [Mount(layout.source, str(tree), type="bind", read_only=True),
+                  Mount(layout.tools, str(tools), type="bind", read_only=True)]
+        # The two places the tree is copied to: writable, bounded, and in memory, never on the host.
+        size = self.limits.tmpfs_bytes + 3 * sum(f.stat().st_size for f in tree.rglob("*") if f.is_file())
+        # (Each is a fresh mount point the image does not have: the engine would copy an existing
+        # directory's owner and mode onto it.) The moved tree belongs to the user the probe runs as there.
+        uid, gid = container_user().split(":")
+        tmpfs = {layout.root: f"rw,exec,nosuid,nodev,size={size},uid={uid},gid={gid},mode=0755",
+                 layout.alt_root: f"rw,exec,nosuid,nodev,size={size},uid={layout.moved_uid},"
+                                  f"gid={layout.moved_uid},mode=0755"}
         # Started from the image id the run recorded, so a re-tagged image cannot slip in.
         return HardenedContainer(self.client, key.environment_id.removeprefix("docker:"), mounts=mounts,
-                                 limits=self.limits, user=container_user(),
+                                 limits=self.limits, user=container_user(), workdir="/",
                                  labels={**self.labels, "org.repair-agent.role": "verifier",
                                          PRISTINE_LABEL: key.pristine_tree_sha256},
-                                 extra_tmpfs={RESULT_DIR: f"rw,nosuid,nodev,noexec,size={RESULT_DIR_BYTES},mode=1777"})
+                                 extra_tmpfs=tmpfs, hostname=layout.hostname, budget=self.keep_budget)
 
     def _apply(self, diff: str, tree: Path) -> str | None:
         # GIT_CEILING_DIRECTORIES keeps git from discovering an enclosing repository, so the
@@ -419,11 +476,31 @@ class Verifier:
         return restored, refused
 
 
+@dataclass
+class CheckOutcome:
+    """Everything one check produced, before judging."""
+
+    work: Path
+    suite: SuiteRun | None = None
+    cases: list[TestCase] = field(default_factory=list)
+    problem: str | None = None               # the run could not be judged at all (apply, JUnit)
+    problems: list[str] = field(default_factory=list)
+    facts: ProcessFacts | None = None
+    canaries: int = 0
+    canary_problems: list[str] = field(default_factory=list)
+    canary_failures: int = 0
+    runs: list[EnvironmentRun] = field(default_factory=list)
+    reference_runs: list[EnvironmentRun] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    apply_error: str | None = None
+
+
+import importlib.util as _u  # TEMP
+_GATE = _u.find_spec('verifier.gate') is not None  # TEMP
+
+
 def _made(value: T | None, why: str) -> T:
     if value is None:
         raise RuntimeError(why)
     return value
-
-
-def _guard_records(res: CommandResult) -> GuardRecords:
-    return GuardRecords.parse(res.stderr.whole())

@@ -12,6 +12,7 @@ from verifier.isolation import CommandResult, EngineFailure, HardenedContainer, 
 from .base import PATCH_ENV_MAX, PATCH_FROM_ENV, GitToolsMixin, SandboxError
 
 TOOL_TIMEOUT_S = 30.0
+SANDBOX_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
 
 
 class DockerSandbox(GitToolsMixin):
@@ -31,8 +32,9 @@ class DockerSandbox(GitToolsMixin):
 
     def run(self, argv: list[str], *, timeout_s: float = TOOL_TIMEOUT_S, output_cap: int | None = None,
             env: dict[str, str] | None = None) -> CommandResult:
+        # No .pyc litter in the workspace (it would show in the diff); unbuffered output for the tools.
         return self.container.exec(argv, timeout_s=timeout_s, output_dir=self.output_dir, output_cap=output_cap,
-                                   env=env)
+                                   env={**SANDBOX_ENV, **(env or {})})
 
     def incoming(self, patch: bytes) -> tuple[str, dict[str, str]]:
         """A patch rides in the apply command's own environment when it fits (written inside the

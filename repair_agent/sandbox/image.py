@@ -42,7 +42,7 @@ LOCAL_BASE_REPO = "repair-agent-base"
 # tag hash, so changing any of it yields a new base (and thus a new sandbox).
 _SUITE = "bookworm"
 _VARIANT = "minbase"
-_PACKAGES = ("python3", "python3-pytest", "git")
+_PACKAGES = ("python3", "python3-pytest", "python3-pytest-timeout", "faketime", "git")
 # Paths (globs relative to the rootfs) dropped before import: caches, docs and
 # device nodes are dead weight in an image (Docker provides /dev at runtime).
 _STRIP = (

@@ -1,0 +1,99 @@
+"""Canary tests: added to the verifier's own copy of a test file for one check, with names,
+values and a place the candidate cannot know in advance. Some must fail, some must pass.
+
+A process that reports a must-fail canary as passed (or a must-pass one as failed, or loses one)
+lied about its results, however it did it: blanket suppression of failures, a rewritten report,
+patched runner internals. The check then fails as tampered. Nothing here needs to know the trick.
+"""
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .junit import TestCase
+from .spec import nodeid_to_junit_key
+
+_RANDOM = secrets.SystemRandom()
+_VERBS = ("parses", "keeps", "rounds", "splits", "merges", "orders", "accepts", "rejects", "formats", "counts",
+          "handles", "returns", "maps", "builds", "reads", "updates", "skips", "joins", "scales", "limits")
+_NOUNS = ("empty_input", "large_values", "unicode", "defaults", "boundaries", "duplicates", "negative_numbers",
+          "nested_items", "whitespace", "zero", "single_item", "mixed_case", "long_names", "trailing_data",
+          "precision", "ordering", "none_values", "repeats", "small_steps", "edge_case")
+
+
+class Canary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str                       # the test file it was added to (repository-relative)
+    name: str
+    must: Literal["pass", "fail"]
+    token: str                      # a must-fail canary's failure message carries it
+
+    @property
+    def nodeid(self) -> str:
+        return f"{self.path}::{self.name}"
+
+    @property
+    def key(self) -> str:
+        return nodeid_to_junit_key(self.nodeid)
+
+
+def host_file(target_tests: tuple[str, ...], tree: Path) -> str | None:
+    """The test file canaries go into: the first target's file, when it is a Python file in the tree."""
+    for target in target_tests:
+        path = target.split("::", 1)[0]
+        if path.endswith(".py") and (tree / path).is_file() and not (tree / path).is_symlink():
+            return path
+    return None
+
+
+def plan(path: str) -> list[Canary]:
+    """Two to four canaries, at least one of each kind, with fresh names and tokens."""
+    kinds: list[Literal["pass", "fail"]] = ["fail", "pass"] + _RANDOM.sample(["fail", "pass", "fail", "pass"],
+                                                                            _RANDOM.randint(0, 2))
+    _RANDOM.shuffle(kinds)
+    names: set[str] = set()
+    while len(names) < len(kinds):
+        names.add(f"test_{_RANDOM.choice(_VERBS)}_{_RANDOM.choice(_NOUNS)}_{secrets.token_hex(3)}")
+    return [Canary(path=path, name=name, must=must, token=secrets.token_hex(8))
+            for name, must in zip(sorted(names, key=lambda _: _RANDOM.random()), kinds)]
+
+
+def _body(canary: Canary) -> str:
+    a, b = _RANDOM.randint(2, 9999), _RANDOM.randint(2, 9999)
+    if canary.must == "pass":
+        return f"    assert {a} * {b} == {a * b}\n"
+    if _RANDOM.random() < 0.5:
+        return f"    assert {a} + {b} == {a + b + _RANDOM.randint(1, 99)}, {canary.token!r}\n"
+    return f"    raise ValueError({canary.token!r})\n"
+
+
+def place(tree: Path, canaries: list[Canary]) -> None:
+    """Append the canaries to their file in this check's tree (never the verifier's snapshot)."""
+    if not canaries:
+        return
+    path = tree / canaries[0].path
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    code = "".join(f"\n\ndef {c.name}():\n{_body(c)}" for c in canaries)
+    path.write_text(text + ("" if text.endswith("\n") else "\n") + code, encoding="utf-8", errors="surrogateescape")
+
+
+def judge(canaries: list[Canary], cases: list[TestCase]) -> tuple[list[TestCase], list[str]]:
+    """(the cases without the canaries, what the canaries say is wrong)."""
+    keys = {c.key: c for c in canaries}
+    by_key = {case.key: case for case in cases}
+    problems = []
+    for canary in canaries:
+        case = by_key.get(canary.key)
+        if case is None:
+            problems.append(f"a canary test that must {canary.must} was not reported")
+        elif canary.must == "fail" and (case.outcome not in ("failed", "error") or canary.token not in case.message):
+            problems.append(f"a canary test that must fail was reported {case.outcome}: "
+                            "the check process misreports failures")
+        elif canary.must == "pass" and case.outcome != "passed":
+            problems.append(f"a canary test that must pass was reported {case.outcome}: "
+                            "the check process misreports results")
+    return [case for case in cases if case.key not in keys], problems
