@@ -227,6 +227,16 @@ class Controller:
                               "the patch needs a grant the run does not have: " + "; ".join(verdict.grants_needed),
                               {"asked": [v.model_dump() for v in verdict.violations], "grant": verdict.grants_needed,
                                "raw": action.diff})
+            # What the patch adds is read before it runs anywhere: constructs that can reach the test
+            # process's machinery or sense the check environment wait for a person.
+            gate = self.verifier.review(action.diff, granted=self.state.authorization.granted_paths)
+            if not gate.ok:
+                raise Stopped(StopReason.AUTHORIZATION_REQUIRED,
+                              "the patch adds code that needs a person's grant: "
+                              + "; ".join(f"{f.rule} at {f.path}:{f.line} ({f.construct})" for f in gate.findings[:5])
+                              + (f"; and {len(gate.findings) - 5} more" if len(gate.findings) > 5 else ""),
+                              {"asked": [f.model_dump() for f in gate.findings], "grant": gate.grants_needed,
+                               "raw": action.diff})
 
     def dispatch(self, action) -> ToolOutcome:
         started = time.monotonic()

@@ -77,8 +77,7 @@ def check_scenario(scenario: Scenario, state_dir: Path, *, backend: Literal["doc
     with contextlib.ExitStack() as verifiers:  # each closed at the end: no pooled container outlives the check
         def verifier(spec, name: str) -> Verifier:
             return verifiers.enter_context(Verifier(spec, scenario.repo, Path(state_dir) / name, backend=backend,
-                                                    client=client, image=image, heldout=scenario.heldout,
-                                                    site_packages=scenario.environment is not None))
+                                                    client=client, image=image, **scenario.verifier_inputs()))
 
         if backend == "docker" and scenario.environment is not None:
             from .sandbox.environment import EnvironmentBuildError, scenario_image

@@ -84,9 +84,23 @@ class RunRecord(BaseModel):
 Correctness = Literal["correct", "plausible", "unchecked"]
 
 
+def final_behaviour(outcome: "RunOutcome") -> dict[str, Any]:
+    """What the held-out probe said about the final diff (verifier.behaviour.Behaviour, as the
+    verifier wrote it next to its check), with the check's correctness; {} when there is none."""
+    evidence = outcome.final_test_evidence()
+    path = evidence.data.get("behaviour_file") if evidence else None
+    try:
+        found = json.loads(Path(path).read_text()) if path else {}
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def final_correctness(outcome: RunOutcome) -> Correctness | None:
     evidence = outcome.final_test_evidence()
-    value = evidence.data.get("correctness") if evidence else None
+    if evidence is None or evidence.status != "ok":
+        return None
+    value = final_behaviour(outcome).get("correctness", "unchecked")
     return cast(Correctness, value) if value in ("correct", "plausible", "unchecked") else None
 
 
@@ -248,12 +262,9 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
 
 
 def _heldout_cases(outcome: "RunOutcome") -> list[dict[str, Any]]:
-    evidence = outcome.final_test_evidence()
-    path = evidence.data.get("heldout_file") if evidence else None
-    try:
-        return json.loads(Path(path).read_text()).get("cases", []) if path else []
-    except (OSError, ValueError):
-        return []
+    heldout = final_behaviour(outcome).get("heldout") or {}
+    cases = heldout.get("cases", []) if isinstance(heldout, dict) else []
+    return cases if isinstance(cases, list) else []
 
 
 def _sessions(journal: list[JournalRecord]) -> list[Session]:

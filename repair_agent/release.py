@@ -149,8 +149,7 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str) -
     shutil.rmtree(state_dir, ignore_errors=True)
     # A person's grants widen the diff's scope here too; protected files are still restored before testing.
     verifier = Verifier(scenario.spec, scenario.repo, state_dir, backend=backend, client=client, image=image,
-                        heldout=scenario.heldout, granted=tuple(record.granted_paths),
-                        site_packages=scenario.environment is not None)
+                        granted=tuple(record.granted_paths), **scenario.verifier_inputs())
     if verifier.environment_id != environment_id:
         raise ReleaseRefused(f"the run was verified on {environment_id}, and this release would run its checks on "
                              f"{verifier.environment_id}; re-run the scenario here to verify the diff on it")
@@ -161,13 +160,16 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str) -
         verdicts = [("R1", verifier.check_scope(diff)), ("R2", verifier.run_tests(diff, "target_test")),
                     ("R3", verifier.run_tests(diff, "full_suite"))]
     conditions = unsatisfied(verdicts, diff_sha256(diff))
+    suite = verdicts[2][1]
+    behaviour = suite.behaviour.summary if getattr(suite, "behaviour", None) is not None else None
     return {"u": u_count(conditions), "conditions": [c.model_dump() for c in conditions],
+            "correctness": getattr(suite, "correctness", None), "behaviour": behaviour,
             "protected_manifest_sha256": verifier.snapshot.manifest_sha256, "environment_id": environment_id,
             "image_id": image, "scenario": scenario}
 
 
 def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str | None = None,
-            branch: str | None = None, patch_file: Path | None = None) -> dict:
+            branch: str | None = None, patch_file: Path | None = None, accept_plausible: bool = False) -> dict:
     """Re-verify the run's diff and commit it on a branch of a fresh clone (a `run --repo` run: on a
     new branch of the user's repository), or write it to `patch_file`. The diff's bytes are read
     once: the bytes re-verified are the bytes applied (from memory, not from the file again).
@@ -183,6 +185,11 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str 
     if check["u"] != 0:
         raise ReleaseRefused(f"re-verification gives Uₜ={check['u']}: "
                              + "; ".join(c["description"] for c in check["conditions"] if not c["satisfied"]))
+    if check["correctness"] == "plausible" and not accept_plausible:
+        # The visible tests pass, but the behaviour checks (held-out cases, the reference fix's answers
+        # to generated inputs) say otherwise: a person must say they release it anyway.
+        raise ReleaseRefused(f"the diff passes the tests but not the behaviour checks ({check['behaviour']}); "
+                             "release it anyway only with --accept-plausible")
     scenario = check.pop("scenario")
     origin = origin_of(scenario.manifest_path)
     if origin is not None or patch_file is not None:

@@ -177,20 +177,28 @@ def record_grant(run_dir: Path, allow: list[str], reason: str) -> tuple[Grant, C
     if not isinstance(action, ApplyPatch):
         raise ResumeRefused(f"step {cp.refused_step} was refused for {cp.detail!r}; a grant widens the paths a patch "
                             "may edit, which would not allow it")
-    spec = load_manifest(Path(cp.setup.manifest)).spec
+    from verifier.gate import review
+
+    scenario = load_manifest(Path(cp.setup.manifest))
+    spec = scenario.spec
     granted = cp.state.authorization.granted_paths + tuple(allow)
     still = check_scope(action.diff, spec, granted=granted)
     if not still.ok:
         raise ResumeRefused(f"with this grant the refused patch of step {cp.refused_step} would still be refused "
                             f"for: {'; '.join(still.grants_needed)}. A grant covers 'protected' and 'not-writable' "
-                            "paths; escapes, symlinks, binaries, renames, sizes and added test infrastructure "
-                            "cannot be granted")
+                            "paths and code findings ('code:...' keys); escapes, symlinks, binaries, renames, sizes "
+                            "and added test infrastructure cannot be granted")
+    gate = review(action.diff, scenario.repo, spec, granted=granted)
+    if not gate.ok:
+        raise ResumeRefused(f"with this grant the refused patch of step {cp.refused_step} would still need a grant "
+                            f"for the code it adds: {'; '.join(gate.grants_needed)} (each is a --allow KEY)")
     grant = Grant(allow=tuple(allow), reason=reason, who=_who(), after_step=cp.refused_step or 0,
                   when=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
     after = grant_authorization(cp.state, grant)
     journal = Journal.reopen(Path(run_dir) / "journal.jsonl")
     try:
-        journal.write(GrantRecord(grant=grant, waives=[v.model_dump() for v in still.granted],
+        journal.write(GrantRecord(grant=grant, waives=[v.model_dump() for v in still.granted]
+                                  + [f.model_dump() for f in gate.granted],
                                   state_before_hash=cp.state.hash, state_after=after, state_after_hash=after.hash))
     finally:
         journal.close()

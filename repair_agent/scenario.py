@@ -123,6 +123,14 @@ class Scenario(BaseModel):
     source: SourceSection | None = None
     environment: EnvironmentSection | None = None
 
+    def verifier_inputs(self) -> dict:
+        """What every Verifier of this scenario is built with besides where it runs: its held-out
+        checks, its reference fix (the answers generated inputs are compared with) and the
+        repository's name (the checks place the tree at an ordinary path ending in it)."""
+        reference = self.reference_fix.read_text(encoding="utf-8", errors="surrogateescape") \
+            if self.reference_fix is not None and self.reference_fix.is_file() else None
+        return {"heldout": self.heldout, "reference_diff": reference, "repo_name": (self.source_repo or self.repo).name}
+
     def summary(self) -> dict:
         return {"name": self.name, "repo": str(self.repo), "repo_name": (self.source_repo or self.repo).name,
                 "goal": self.goal.text, "failure_signature": self.goal.failure_signature,

@@ -13,6 +13,7 @@ import docker
 import requests
 
 from verifier import Verifier, diff_sha256
+from verifier.isolation import KeepBudget, Limits
 
 from .journal import ResumeInfo, SetupRecord
 from .plain import ChooserIdentity
@@ -37,6 +38,8 @@ class Session:
         self.image: str | None = None
         self.base: str | None = None
         self.info = {"kind": sandbox_kind, "isolated": sandbox_kind == "docker"}
+        # What this session keeps of all its commands' output on the host, sandbox and checks together.
+        self.keep_budget = KeepBudget(Limits().run_keep_cap)
         if sandbox_kind == "local":
             self.info["warning"] = NOT_ISOLATED
             log(f"WARNING: {NOT_ISOLATED}")
@@ -64,10 +67,9 @@ class Session:
         backend: Literal["docker", "local"] = "docker" if self.kind == "docker" else "local"
         self.verifier = verifier = Verifier(self.scenario.spec, self.scenario.repo, self.run_dir / "verifier",
                                             backend=backend, client=self.client, image=self.image,
-                                            heldout=self.scenario.heldout,
                                             cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted,
                                             labels={"org.repair-agent.run": self.run_id},
-                                            site_packages=self.scenario.environment is not None)
+                                            keep_budget=self.keep_budget, **self.scenario.verifier_inputs())
         verifier.prepare()
         if verifier.cache_note:
             self.log(f"note: {verifier.cache_note}")
@@ -90,6 +92,7 @@ class Session:
         else:
             self.base = base = create_workspace(self.scenario.repo, workspace, for_container=False)
             self.sandbox = LocalSandbox(workspace, base, output_dir=tool_out)
+        self.sandbox.use_keep_budget(self.keep_budget)
 
     def rebuild(self, patches: list[str], expected_sha256: str) -> str:
         """Pristine tree + the journaled patches, applied by the sandbox as they were the first time."""

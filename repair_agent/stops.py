@@ -54,8 +54,9 @@ NEXT_ATTEMPT = {
     StopReason.INVALID_ACTION:
         "A chooser that proposes one action matching the schema; the raw proposal is in the journal.",
     StopReason.AUTHORIZATION_REQUIRED:
-        "A person's grant for the listed paths (repair-agent grant RUN --allow PATTERN --reason TEXT, then "
-        "repair-agent resume RUN), or a patch that stays inside the writable globs.",
+        "A person's grant for the listed paths or code findings (repair-agent grant RUN --allow PATTERN-or-KEY "
+        "--reason TEXT, then repair-agent resume RUN), or a patch that stays inside the writable globs and adds "
+        "no construct that needs a grant.",
     StopReason.DEPENDENCY_FAILURE:
         "A working sandbox, engine, model endpoint or test environment; the raw error is in the journal.",
 }

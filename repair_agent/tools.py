@@ -121,8 +121,10 @@ class Executor:
                                output=output, duration_s=0.0, verdict=verdict,
                                localization=spectrum[0] if spectrum else None,
                                raw_error=(verdict.pytest.stderr.text[-2000:] or None) if verdict.pytest else verdict.apply_error,
-                               # Held-out inputs and values stay out of the chooser's view: counts only.
-                               data={**verdict.model_dump(mode="json", exclude={"pytest": True, "heldout": {"cases"}}),
+                               # What the held-out probe said (held-out checks, generated inputs,
+                               # correctness) stays out of the chooser's view: it is an independent
+                               # measure, read from behaviour_file after the stop.
+                               data={**verdict.model_dump(mode="json", exclude={"pytest", "behaviour", "correctness"}),
                                      "pytest": _command_data(verdict.pytest) if verdict.pytest else None})
         if isinstance(action, CheckDiff):
             verdict = self.verifier.check_scope(current_diff)

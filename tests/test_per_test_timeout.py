@@ -4,6 +4,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from verifier import AcceptanceSpec, Verifier
 
 LOOP = '''\
@@ -40,7 +42,8 @@ FIX = '''\
 '''
 
 
-def test_a_hanging_test_fails_alone(tmp_path):
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_hanging_test_fails_alone(tmp_path, backend, request):
     repo = tmp_path / "repo"
     (repo / "src/pkg").mkdir(parents=True)
     (repo / "tests").mkdir()
@@ -50,13 +53,16 @@ def test_a_hanging_test_fails_alone(tmp_path):
     (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
     spec = AcceptanceSpec(scenario="loop", target_tests=("tests/test_loop.py::test_settle_negative",),
                           test_timeout_s=60, per_test_timeout_s=1.5)
-    with Verifier(spec, repo, tmp_path / "state", backend="local") as v:
+    engine = {}
+    if backend == "docker":
+        engine = {"client": request.getfixturevalue("docker_client"), "image": request.getfixturevalue("sandbox_image")}
+    with Verifier(spec, repo, tmp_path / "state", backend=backend, **engine) as v:
         started = time.monotonic()
         baseline = v.prepare()
         assert time.monotonic() - started < 30  # the hang cost its own limit, not the run's deadline
         assert baseline.all_tests == ["tests.test_loop::test_label", "tests.test_loop::test_settle_negative"]
         assert "tests.test_loop::test_label" in baseline.pass_to_pass  # the other test kept its result
-        assert "longer than its 1.5s limit" in baseline.target_failures["tests.test_loop::test_settle_negative"]
+        assert "Timeout" in baseline.target_failures["tests.test_loop::test_settle_negative"]  # pytest-timeout's words
         verdict = v.run_tests(FIX, "full_suite")
         assert verdict.ok and verdict.passed == verdict.collected == 2, verdict.problems
     assert Path(tmp_path / "state").is_dir()

@@ -178,7 +178,7 @@ def judge_behaviour(spec: HeldoutSpec | None, runs: list[EnvironmentRun], compar
     authored = {c.name for c in spec.case}
     rows = check.rows
     heldout = judge_heldout(spec, None if rows is None else
-                            {"results": [r for n, r in rows.items() if n in authored]}, check.problem)
+                            {"results": [{**r, "name": n} for n, r in rows.items() if n in authored]}, check.problem)
     generated = None
     if reference is not None:
         generated = judge_generated(reference, generated_exprs,

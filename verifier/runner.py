@@ -295,7 +295,7 @@ class Verifier:
             return TestVerdict(**base, ok=False, targets_ok=False, refused=refused,
                                problems=[f"refused to run a diff that is out of scope: {refused[:5]}"],
                                duration_s=round(time.monotonic() - started, 4))
-        if diff.strip() and _GATE:
+        if diff.strip():
             gate = self.review(diff)
             if not gate.ok:
                 # Code that needs a person's grant is never executed either.
@@ -318,18 +318,19 @@ class Verifier:
             if bl.probe_note:
                 behaviour.notes.append(bl.probe_note)
             integrity += behaviour.environment_problems
-        if out.canaries == 0 and self._baseline.canary_note:
-            integrity_note = self._baseline.canary_note
-            if behaviour is not None:
-                behaviour.notes.append(integrity_note)
+        if out.canaries == 0 and self._baseline.canary_note and behaviour is not None:
+            behaviour.notes.append(self._baseline.canary_note)
         j = judge(kind, self._baseline, out.cases, out.problem, out.facts, integrity=integrity,
                   canary_failures=out.canary_failures)
         problems = list(out.problems) + j.problems
+        clean = not out.problems
+        visible_ok = j.visible_ok and not integrity and clean
+        correctness = behaviour.correctness(visible_ok) if behaviour is not None else ("unchecked" if visible_ok else None)
         behaviour_file = None
         if behaviour is not None:
             behaviour_file = str(out.work / "behaviour.json")
-            (out.work / "behaviour.json").write_text(behaviour.model_dump_json(indent=1))
-        clean = not out.problems
+            (out.work / "behaviour.json").write_text(json.dumps(
+                {**behaviour.model_dump(mode="json"), "correctness": correctness}, indent=1))
         result = out.suite.result if out.suite else None
         return TestVerdict(**base, ok=not problems, targets_ok=j.targets_ok and clean,
                            problems=problems, exit_code=result.exit_code if result else None,
@@ -337,9 +338,7 @@ class Verifier:
                            failing=j.failing, missing=j.missing, unexpected=j.unexpected,
                            restored=out.restored, refused=out.refused, apply_error=out.apply_error,
                            canaries=out.canaries, behaviour=behaviour, behaviour_file=behaviour_file,
-                           correctness=(behaviour.correctness(j.visible_ok and not integrity) if behaviour is not None
-                                        else ("unchecked" if j.visible_ok else None)) if clean else None,
-                           pytest=result)
+                           correctness=correctness, pytest=result)
 
     # -- the mechanics of one verification ---------------------------------------------------
     def _execute(self, diff: str, kind: Kind, baseline: bool = False) -> "CheckOutcome":
@@ -494,10 +493,6 @@ class CheckOutcome:
     restored: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     apply_error: str | None = None
-
-
-import importlib.util as _u  # TEMP
-_GATE = _u.find_spec('verifier.gate') is not None  # TEMP
 
 
 def _made(value: T | None, why: str) -> T:

@@ -30,14 +30,6 @@ from unidiff.errors import UnidiffParseError
 
 from .spec import REFUSED_INFRASTRUCTURE, AcceptanceSpec, glob_match
 
-# Added source lines that reach into the test harness. Obfuscation can evade a token list,
-# so this is a tripwire on top of the structural checks, not the defence itself.
-TAMPER_TOKENS = re.compile(
-    r"\b(_pytest\w*|pytest\w*|conftest|junit\w*|hookimpl|pluginmanager|sys\.modules|_getframe|f_locals|"
-    r"f_globals|f_back|os\._exit|atexit|sys\.settrace|sys\.setprofile|builtins|__builtins__|__import__|"
-    r"importlib|inspect|PYTEST_\w+|subprocess|ctypes|socket)\b"
-    r"|(?<![\w.])(eval|exec|compile)\s*\(")
-
 # The `git apply` flags that change how a patch is *read* (not whether it applies), exactly as
 # every place that applies a candidate diff passes them (the sandbox and the verifier apply with
 # `--recount`, to forgive the miscounted hunk headers models write). Both parsers read the text that
@@ -423,8 +415,8 @@ def _disagreements(ours: list[FileChange], gits: list[FileChange]) -> list[tuple
 
 
 # What a person's grant for a path can waive. A protected file stays protected for verification
-# (the verifier restores it from its own copy before any test runs), so granting its edit, and
-# the tripwire on it, cannot weaken a verdict. Escapes, symlinks, binaries, renames, modes, sizes,
+# (the verifier restores it from its own copy before any test runs), so granting its edit cannot
+# weaken a verdict. (What the added code does is the gate's question: verifier/gate.py.) Escapes, symlinks, binaries, renames, modes, sizes,
 # added test infrastructure and diffs the parsers read differently are never waived.
 GRANTABLE_RULES = ("protected", "not-writable")
 
@@ -443,8 +435,7 @@ def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True,
             return
         seen.add((path, rule, detail))
         violation = ScopeViolation(path=path, rule=rule, detail=detail)
-        restored_anyway = rule == "harness-tampering" and spec.is_protected(path)
-        if (rule in GRANTABLE_RULES or restored_anyway) and glob_match(path, granted):
+        if rule in GRANTABLE_RULES and glob_match(path, granted):
             waived.append(violation)
         else:
             violations.append(violation)
@@ -509,13 +500,6 @@ def check_scope(diff: str, spec: AcceptanceSpec, *, require_change: bool = True,
         judge(change, "unidiff")
         if pf.is_symlink:
             refuse(change.path, "symlink", "symlinks are refused")
-        if change.path.endswith(".py"):
-            for hunk in pf:
-                for line in hunk:
-                    if line.is_added and (m := TAMPER_TOKENS.search(line.value)):
-                        refuse(change.path, "harness-tampering",
-                               f"added line {line.target_line_no} mentions {m.group(0)!r}")
-                        break
 
     # git writes the files, so git's reading is judged too, and must be the same reading.
     git_files: list[FileChange] = []

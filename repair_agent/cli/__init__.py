@@ -76,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("grant", parents=[common], help="a person's grant after authorization_required")
     g.add_argument("run", help="a run directory or a run id")
-    g.add_argument("--allow", action="append", required=True, help="a path glob the refused patch may edit "
-                   "(repeatable), e.g. 'README.md' or 'tests/test_pricing.py'")
+    g.add_argument("--allow", action="append", required=True, help="a path glob the refused patch may edit, "
+                   "e.g. 'README.md' or 'tests/test_pricing.py', or the key of a code finding the refusal named, "
+                   "e.g. 'code:new-import@src/pkg/mod.py#1a2b3c4d5e' (repeatable)")
     g.add_argument("--reason", required=True)
     g.set_defaults(func=cmd_grant)
 
@@ -112,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--branch", help="branch name (default: repair/RUN-ID; for a run --repo run repair-agent/RUN-ID, "
                     "created in the user's repository)")
     rl.add_argument("--patch-file", metavar="PATH", help="write the verified diff to PATH instead of making a branch")
+    rl.add_argument("--accept-plausible", action="store_true", help="release a diff that passes the tests although "
+                    "the behaviour checks (held-out cases, the reference fix's answers) disagree with it")
     rl.set_defaults(func=cmd_release)
 
     sw = sub.add_parser("sweep", parents=[common], help="run scenarios × choosers × budgets × seeds; summarize "

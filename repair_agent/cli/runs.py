@@ -185,7 +185,8 @@ def cmd_release(args) -> int:
             shown = hashlib.sha256(data).hexdigest()  # what the person saw is what is released, or nothing
         d = release.confirm(run_dir, output_dir=Path(args.output_dir) if args.output_dir else None,
                             shown_sha256=shown, branch=args.branch,
-                            patch_file=Path(args.patch_file) if args.patch_file else None)
+                            patch_file=Path(args.patch_file) if args.patch_file else None,
+                            accept_plausible=args.accept_plausible)
         print(f"released run {d['run_id']}: " + (d.get("summary") or
                                                   f"branch {d['branch']} commit {d['commit'][:12]} in {d['clone']}"))
         return 0

@@ -30,6 +30,10 @@ class DockerSandbox(GitToolsMixin):
             labels={"org.repair-agent.role": "sandbox", "org.repair-agent.run": run_id})
         self.limits = self.container.limits
 
+    def use_keep_budget(self, budget) -> None:
+        """Share the run's bound on kept output (verifier.isolation.KeepBudget)."""
+        self.container.budget = budget
+
     def run(self, argv: list[str], *, timeout_s: float = TOOL_TIMEOUT_S, output_cap: int | None = None,
             env: dict[str, str] | None = None) -> CommandResult:
         # No .pyc litter in the workspace (it would show in the diff); unbuffered output for the tools.

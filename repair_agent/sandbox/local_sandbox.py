@@ -24,6 +24,10 @@ class LocalSandbox(GitToolsMixin):
         # Stop git from walking up into an enclosing repository.
         self.env = {"GIT_CEILING_DIRECTORIES": str(self.workspace.parent), "GIT_CONFIG_NOSYSTEM": "1"}
 
+    def use_keep_budget(self, budget) -> None:
+        """Share the run's bound on kept output (verifier.isolation.KeepBudget)."""
+        self.runner.budget = budget
+
     def run(self, argv: list[str], *, timeout_s: float = 30.0, output_cap: int | None = None,
             env: dict[str, str] | None = None) -> CommandResult:
         return self.runner.exec(argv, timeout_s=timeout_s, output_dir=self.output_dir, env={**(env or {}), **self.env},
