@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from verifier import canary
-from verifier.behaviour import EnvironmentRun, environment_problems, judge_behaviour, judge_generated, stable_cases
+from verifier.behaviour import EnvironmentRun, environment_problems, judge_behaviour, stable_cases
+from verifier.generated import GeneratedCase
 from verifier.heldout import HeldoutCase, HeldoutSpec, judge_heldout, parse_probe_output, same
 from verifier.judge import Baseline, ProcessFacts, judge
 from verifier.junit import TestCase, parse_junit_bytes
@@ -97,31 +98,21 @@ def test_an_answer_that_changes_with_the_environment_is_an_integrity_problem():
     assert "gave no answer" in environment_problems(gone, comparable)[0]
 
 
-def test_generated_inputs_are_judged_against_the_reference_answers():
-    reference = {"gen:a:0": {"value": 1750.0}, "gen:a:1": {"raised": ["builtins.ValueError", "builtins.Exception"]}}
-    exprs = {"gen:a:0": "f(2000, 12.5)", "gen:a:1": "f(-1, 3)"}
-    agree = judge_generated(reference, exprs, {"gen:a:0": {"value": 1750.0000000001},
-                                               "gen:a:1": {"raised": ["builtins.ValueError"]}}, None)
-    assert agree.ok and agree.agreed == 2
-    wrong = judge_generated(reference, exprs, {"gen:a:0": {"value": 2000}, "gen:a:1": {"raised": ["builtins.ValueError"]}},
-                            None)
-    assert not wrong.ok and wrong.first["expr"] == "f(2000, 12.5)" and "2000" in wrong.summary
-    assert not judge_generated(reference, exprs, None, "the probe crashed").ok
-
-
 SPEC = HeldoutSpec(setup="", case=(HeldoutCase(name="a", expr="f(1)", expect=90.0),
                                     HeldoutCase(name="b", expr="f(2)", raises="ValueError")))
 
 
 def test_held_out_checks_and_generated_inputs_decide_correct_not_the_conditions():
     bad = [_run("check", {"a": {"value": {"__unjudgeable__": "x.F"}}, "b": {"raised": ["builtins.ValueError"]}})]
-    behaviour = judge_behaviour(SPEC, bad, set(), None, {})
+    behaviour = judge_behaviour(SPEC, bad, set(), None, [])
     assert behaviour.correctness(True) == "plausible" and behaviour.correctness(False) is None
     good = [_run("check", {"a": {"value": 90}, "b": {"raised": ["m.E", "builtins.ValueError"]}})]
-    assert judge_behaviour(SPEC, good, set(), None, {}).correctness(True) == "correct"
-    reference = {"gen:a:0": {"value": 1}}
+    assert judge_behaviour(SPEC, good, set(), None, []).correctness(True) == "correct"
+    reference = {"gen:a:0": {"name": "gen:a:0", "value": 1}}
+    cases = [GeneratedCase(name="gen:a:0", setup="", expr="f(3)", source="a")]
     wrong = [_run("check", {"a": {"value": 90}, "b": {"raised": ["builtins.ValueError"]}, "gen:a:0": {"value": 2}})]
-    assert judge_behaviour(SPEC, wrong, set(), reference, {"gen:a:0": "f(3)"}).correctness(True) == "plausible"
+    judged = judge_behaviour(SPEC, wrong, set(), reference, cases)
+    assert judged.correctness(True) == "plausible" and "f(3)" in judged.generated.summary
     assert judge_heldout(SPEC, {"results": good[0].rows and list(
         {"name": n, **r} for n, r in good[0].rows.items())}, None).ok
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from .generated import GeneratedCase, GeneratedResult, compare
 from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, same
 
 Rows = dict[str, dict[str, Any]]   # case name -> the probe's row for it
@@ -95,60 +96,12 @@ def environment_problems(runs: list[EnvironmentRun], comparable: set[str]) -> li
     return problems
 
 
-class GeneratedOutcome(BaseModel):
-    ok: bool
-    total: int
-    agreed: int
-    first: dict[str, Any] | None = None   # the first disagreement: name, expr, reference, candidate
-    problem: str | None = None
-
-    @property
-    def summary(self) -> str:
-        if self.problem:
-            return f"generated inputs: not judged ({self.problem})"
-        text = f"generated inputs: {self.agreed}/{self.total} agree with the reference fix"
-        if self.first:
-            text += (f"; first disagreement: {self.first['expr'][:120]} gave {str(self.first['candidate'])[:80]}, "
-                     f"the reference {str(self.first['reference'])[:80]}")
-        return text
-
-
-def judge_generated(reference: Rows, exprs: dict[str, str], rows: Rows | None, problem: str | None) -> GeneratedOutcome:
-    """The candidate's answers against the reference fix's, on every generated case the reference
-    answered the same in every environment."""
-    total = len(reference)
-    if rows is None:
-        return GeneratedOutcome(ok=False, total=total, agreed=0, problem=problem or "no probe output")
-    agreed, first = 0, None
-    for name in sorted(reference, key=_case_order):
-        want, got = answer(reference[name]), answer(rows.get(name))
-        if agree(want, got):
-            agreed += 1
-        elif first is None:
-            first = {"name": name, "expr": exprs.get(name, name), "reference": _shown(want), "candidate": _shown(got)}
-    return GeneratedOutcome(ok=agreed == total, total=total, agreed=agreed, first=first)
-
-
-def _case_order(name: str) -> tuple:
-    parts = name.rsplit(":", 1)
-    return (parts[0], int(parts[1])) if len(parts) == 2 and parts[1].isdigit() else (name, 0)
-
-
-def _shown(answer_: Any) -> Any:
-    kind = answer_[0]
-    if kind == "value":
-        return answer_[1]
-    if kind == "raised":
-        return f"raised {answer_[1]}"
-    return kind.replace("_", " ")
-
-
 class Behaviour(BaseModel):
     """The host's judgement of one check's probe runs (for the report; the chooser sees only the
     environment problems, without inputs)."""
 
     heldout: HeldoutResult | None = None
-    generated: GeneratedOutcome | None = None
+    generated: GeneratedResult | None = None
     environments: list[str] = []         # what each run was, e.g. "moved: the tree at /srv/x, uid 23117, ..."
     environment_problems: list[str] = []
     notes: list[str] = []                 # e.g. the clock could not be shifted in this image
@@ -170,7 +123,7 @@ class Behaviour(BaseModel):
 
 
 def judge_behaviour(spec: HeldoutSpec | None, runs: list[EnvironmentRun], comparable: set[str],
-                    reference: Rows | None, generated_exprs: dict[str, str]) -> Behaviour:
+                    reference: Rows | None, generated: list[GeneratedCase]) -> Behaviour:
     """Everything the probe runs of one candidate check say (see the module docstring)."""
     if spec is None or not runs:
         return Behaviour()
@@ -179,12 +132,12 @@ def judge_behaviour(spec: HeldoutSpec | None, runs: list[EnvironmentRun], compar
     rows = check.rows
     heldout = judge_heldout(spec, None if rows is None else
                             {"results": [{**r, "name": n} for n, r in rows.items() if n in authored]}, check.problem)
-    generated = None
+    compared = None
     if reference is not None:
-        generated = judge_generated(reference, generated_exprs,
-                                    None if rows is None else {n: r for n, r in rows.items() if n in reference},
-                                    check.problem)
+        names = {c.name for c in generated}
+        compared = compare(reference, None if rows is None else
+                           [{**r, "name": n} for n, r in rows.items() if n in names], generated, check.problem)
     notes = [f"the clock could not be shifted for the {r.name} environment (no libfaketime in the image)"
              for r in runs if r.clock_shifted is False]
-    return Behaviour(heldout=heldout, generated=generated, environments=[f"{r.name}: {r.describe}" for r in runs],
+    return Behaviour(heldout=heldout, generated=compared, environments=[f"{r.name}: {r.describe}" for r in runs],
                      environment_problems=environment_problems(runs, comparable), notes=notes)

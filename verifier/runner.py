@@ -32,7 +32,7 @@ from . import canary
 from .heldout import PROBE_SOURCE, HeldoutResult, HeldoutSpec
 from .checkenv import CheckLayout, Perturbation
 from .checkrun import DockerCheck, LocalCheck, SuiteRun, probe_request
-from .generated import GeneratedCase, generate_cases, seed_for
+from .generated import GeneratedCase, generate_cases, reference_rows, seed_for
 from .isolation import CommandResult, HardenedContainer, KeepBudget, Limits, LocalRunner, container_user
 from .judge import Baseline, BaselineError, Kind, ProcessFacts, judge, make_baseline
 from .junit import TestCase
@@ -177,15 +177,19 @@ class Verifier:
                    else "; ".join(out.canary_problems[:2])))
         comparable, reference, probe_note = set(), None, None
         if self.heldout is not None:
+            # Environment sensitivity is judged where the pristine code (and the reference fix)
+            # answered alike in every environment: what the user's own code does is not the candidate's.
             comparable = stable_cases(out.runs)
             if out.reference_runs:
-                comparable &= stable_cases(out.reference_runs)
-                first = out.reference_runs[0].rows or {}
-                reference = {c.name: first[c.name] for c in self.generated if c.name in comparable}
+                stable = stable_cases(out.reference_runs)
+                comparable &= stable
+                ref0, ref1 = ([{**row, "name": n} for n, row in (r.rows or {}).items()] for r in out.reference_runs[:2])
+                reference = {n: row for n, row in reference_rows(ref0, ref1).items()
+                             if n in stable and n in {c.name for c in self.generated}}
                 if len(reference) < len(self.generated):
                     probe_note = (f"{len(self.generated) - len(reference)} of {len(self.generated)} generated inputs "
-                                  "are not judged (the reference or the pristine tree answered them differently "
-                                  "between environments, or not at all)")
+                                  "are not judged (the reference fix answered them differently between environments, "
+                                  "or not at all)")
         self.baseline = baseline.model_copy(update={
             "canaries_usable": usable, "canary_note": note,
             "leaves_processes": bool(facts and facts.leftover_processes),
@@ -313,8 +317,7 @@ class Verifier:
         integrity = list(out.canary_problems)
         if self.heldout is not None and out.runs:
             bl = self._baseline
-            exprs = {c.name: c.expr for c in self.generated}
-            behaviour = judge_behaviour(self.heldout, out.runs, set(bl.comparable), bl.reference_rows, exprs)
+            behaviour = judge_behaviour(self.heldout, out.runs, set(bl.comparable), bl.reference_rows, self.generated)
             if bl.probe_note:
                 behaviour.notes.append(bl.probe_note)
             integrity += behaviour.environment_problems
