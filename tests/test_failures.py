@@ -12,6 +12,7 @@ import pytest
 from repair_agent.choosers import BaselineChooser
 from repair_agent.run import execute_run
 from repair_agent.scenario import resolve
+from verifier.candidate_tree import restore_protected
 from repair_agent.state import StopReason
 from verifier import AcceptanceSpec, Verifier
 from verifier.isolation import LABEL, OWNER_LABEL
@@ -71,7 +72,7 @@ def test_verifier_restores_protected_files_and_refuses_added_infrastructure(tmp_
     (tree / "src/sitecustomize.py").write_text("print('hi')\n")
     (tree / "src/evil.pth").write_text("import os\n")
     (tree / "pyproject.toml").unlink()
-    restored, refused = v._restore_protected(tree)
+    restored, refused = restore_protected(tree, v.snapshot, v.spec)
     assert sorted(restored) == ["pyproject.toml", "tests/test_pricing.py"]
     assert sorted(refused) == ["src/evil.pth", "src/sitecustomize.py", "tests/conftest.py"]
     assert (tree / "tests/test_pricing.py").read_text() == (REPO / "tests/test_pricing.py").read_text()

@@ -91,7 +91,7 @@ def test_the_wheel_carries_the_dockerfile_and_every_file_of_sandbox_repos(instal
                for p in [ROOT / "Dockerfile", *(ROOT / "sandbox_repos").rglob("*")]
                if p.is_file() and not {"__pycache__", ".pytest_cache"} & set(p.parts) and p.suffix != ".pyc"}
     assert shipped - names == set()
-    assert {"repair_agent/templates/report.html.j2", "verifier/pytest_guard.py"} <= names
+    assert {"repair_agent/templates/report.html.j2", "verifier/probe.py"} <= names
     assert (ROOT / "Dockerfile").read_bytes() == zipfile.ZipFile(installed.wheel).read("repair_agent/_data/Dockerfile")
 
 

@@ -57,10 +57,10 @@ def test_whole_suite_baseline_keeps_failing_tests_as_known_failing():
 
 def test_listed_suite_green_when_the_targets_and_the_list_pass():
     b = make_baseline(PRISTINE, [T], [P, S])
-    j = judge("full_suite", b, [case(T), case(P), case(S, "skipped")], None, None, FACTS, None)
+    j = judge("full_suite", b, [case(T), case(P), case(S, "skipped")], None, FACTS)
     assert j.ok and j.targets_ok, j.problems
     # A test skipped on the pristine tree may also pass now.
-    assert judge("full_suite", b, [case(T), case(P), case(S)], None, None, FACTS, None).ok
+    assert judge("full_suite", b, [case(T), case(P), case(S)], None, FACTS).ok
 
 
 @pytest.mark.parametrize("cases, expect", [
@@ -72,7 +72,7 @@ def test_listed_suite_green_when_the_targets_and_the_list_pass():
 ], ids=["newly-skipped", "regression", "skip-then-fail", "missing", "unselected"])
 def test_listed_suite_red(cases, expect):
     b = make_baseline(PRISTINE, [T], [P, S])
-    j = judge("full_suite", b, cases, None, None, FACTS, None)
+    j = judge("full_suite", b, cases, None, FACTS)
     assert not j.ok and any(expect in p for p in j.problems), j.problems
 
 

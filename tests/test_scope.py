@@ -53,11 +53,8 @@ def test_a_source_fix_is_in_scope(tmp_path):
     (lambda r: (r / "src/pkg/mod.py").chmod(0o755), "mode-change"),
     (lambda r: (r / "src/pkg/blob.bin").write_bytes(b"\0\1\2\3"), "binary"),
     (lambda r: (r / "src/pkg/mod.py").rename(r / "src/pkg/other.py"), "rename"),
-    (lambda r: (r / "src/pkg/mod.py").write_text("import _pytest\ndef f():\n    return 2\n"), "harness-tampering"),
-    (lambda r: (r / "src/pkg/mod.py").write_text("import sys\nX = 'pytest' in sys.modules\n"), "harness-tampering"),
 ], ids=["edit-test", "delete-test", "root-conftest", "src-conftest", "pytest-config", "sitecustomize", "pth",
-        "shadow-pytest", "outside-writable", "symlink", "mode-change", "binary", "rename-in-src", "import-_pytest",
-        "sys-modules"])
+        "shadow-pytest", "outside-writable", "symlink", "mode-change", "binary", "rename-in-src"])
 def test_out_of_scope_changes_are_refused(tmp_path, change, rule):
     v = check_scope(git_diff(tmp_path, change), SPEC)
     assert not v.ok and rule in rules(v), rules(v)
@@ -129,7 +126,10 @@ def test_the_scope_check_sees_every_line_a_recounted_patch_applies(tmp_path):
     diff = ("--- a/src/pkg/mod.py\n+++ b/src/pkg/mod.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n"
             "+    return 2\n+import subprocess\n")
     verdict = check_scope(diff, SPEC)
-    assert "harness-tampering" in rules(verdict) and verdict.added_lines == 2
+    assert verdict.added_lines == 2 and [(f.added, f.removed) for f in verdict.git_files] == [(2, 1)]
+    # ... and so does the gate, which reads the file as git applies it: the added import is a finding.
+    from verifier.gate import review
+    assert {f.rule for f in review(diff, root, SPEC).findings} & {"new-import", "process"}
     assert _apply_as_the_sandbox_does(run, diff).returncode == 0
     assert "import subprocess" in (root / "src/pkg/mod.py").read_text()  # what was checked is what applies
 

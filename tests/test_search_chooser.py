@@ -330,17 +330,19 @@ def test_pytest_excerpt_keeps_the_failures_section_and_the_summary_within_its_ca
 
 
 def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
-    """stockroom-business-days-trap: the obvious one-line fix passes the visible target test, and the
-    held-out checks (which cover the behaviour it breaks) refuse it at once: the next candidate's
-    patch takes it out again."""
+    """stockroom-business-days-trap: the obvious one-line fix passes the visible target test and
+    breaks other behaviour the suite covers: the next candidate's patch takes it out again. (The
+    held-out checks also cover it, but they are never shown to a chooser.)"""
     rec = execute_run(resolve("stockroom-business-days-trap"), SearchChooser(0), sandbox_kind="local",
                       runs_dir=runs_dir, max_steps=12)
     s = steps(rec)
     tools = [x["proposal"]["tool"] for x in s]
     # after a patch the chooser runs the full suite at once: the trap turns the target green and fails there
     trap = next(i for i, x in enumerate(s) if x["proposal"]["tool"] in ("run_target_test", "run_full_suite")
-                and x["result"]["status"] == "failed" and x["result"]["data"]["heldout"]["ok"] is False
+                and x["result"]["status"] == "failed" and x["result"]["data"]["targets_ok"]
                 and not set(x["result"]["data"]["failing"]) & set(s[0]["result"]["data"]["failing"]))
+    assert all("heldout" not in x["result"]["data"] and "correctness" not in x["result"]["data"]
+               for x in s if x["proposal"]["tool"] in ("run_target_test", "run_full_suite"))
     patch = max(i for i in range(trap) if tools[i] == "apply_patch")
     added = lambda i, sign: {l[1:] for l in s[i]["proposal"]["diff"].splitlines()
                              if l.startswith(sign) and not l.startswith(sign * 3)}

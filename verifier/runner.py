@@ -9,15 +9,17 @@ answers in each environment of the check, and the pure judges (judge.py, behavio
 
 What a candidate adds is read before any of this runs (gate.py); nothing here trusts a guard
 inside the process that runs candidate code.
+
+Kept in one module: set-up (snapshot, pool, baseline, reference answers) and the per-check
+sequence are one protocol, read top to bottom; the mechanics in a container (checkrun.py), the
+candidate tree (candidate_tree.py) and the judges (judge.py, behaviour.py) live apart.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import shutil
-import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -37,9 +39,9 @@ from .isolation import CommandResult, HardenedContainer, KeepBudget, Limits, Loc
 from .judge import Baseline, BaselineError, Kind, ProcessFacts, judge, make_baseline
 from .junit import TestCase
 from .pool import CheckPool, FreshCheck, PoolKey
+from .candidate_tree import apply_diff, restore_protected
 from .scope import ScopeVerdict, check_scope, diff_sha256
-from .spec import (REFUSED_INFRASTRUCTURE, AcceptanceSpec, ProtectedSnapshot, glob_match,
-                   nodeid_to_junit_key, sha256_file, tree_files, tree_sha256)
+from .spec import (AcceptanceSpec, ProtectedSnapshot, nodeid_to_junit_key, sha256_file, tree_sha256)
 
 # The modules whose code decides how a check runs: a pooled check or a cached baseline made under
 # other code is not used.
@@ -183,7 +185,8 @@ class Verifier:
             if out.reference_runs:
                 stable = stable_cases(out.reference_runs)
                 comparable &= stable
-                ref0, ref1 = ([{**row, "name": n} for n, row in (r.rows or {}).items()] for r in out.reference_runs[:2])
+                ref0, ref1 = ([{**row, "name": n} for n, row in (r.rows or {}).items()]
+                              for r in (out.reference_runs * 2)[:2])  # the local backend has one environment
                 reference = {n: row for n, row in reference_rows(ref0, ref1).items()
                              if n in stable and n in {c.name for c in self.generated}}
                 if len(reference) < len(self.generated):
@@ -371,12 +374,12 @@ class Verifier:
             "layout": check.layout.model_dump() if check.layout else None}, indent=1))
         out = CheckOutcome(work=work)
         if diff.strip():
-            apply_error = self._apply(diff, tree)
+            apply_error = apply_diff(diff, tree)
             if apply_error:
                 out.apply_error = apply_error
                 out.problem = f"the diff does not apply to the pristine repository: {apply_error[:300]}"
                 return out
-            out.restored, out.refused = self._restore_protected(tree)
+            out.restored, out.refused = restore_protected(tree, self._snap, self.spec)
             if out.refused:
                 out.problems.append(f"refused added test infrastructure: {out.refused}")
         # Canaries where the pristine suite showed they work (always tried on the pristine tree).
@@ -410,7 +413,7 @@ class Verifier:
             out.runs = [suite.first_probe, *runner.probes(probe_cases, fresh=False, skip_first=True)]
             if baseline and self.reference_diff:
                 # The reference fix's answers, in the same container (only trusted code ran in it).
-                apply_error = self._apply(self.reference_diff, tree)
+                apply_error = apply_diff(self.reference_diff, tree)
                 if apply_error:
                     raise ScenarioError(f"the reference fix does not apply to the pristine repository: "
                                         f"{apply_error[:300]}")
@@ -445,38 +448,6 @@ class Verifier:
                                  labels={**self.labels, "org.repair-agent.role": "verifier",
                                          PRISTINE_LABEL: key.pristine_tree_sha256},
                                  extra_tmpfs=tmpfs, hostname=layout.hostname, budget=self.keep_budget)
-
-    def _apply(self, diff: str, tree: Path) -> str | None:
-        # GIT_CEILING_DIRECTORIES keeps git from discovering an enclosing repository, so the
-        # patch is applied to this tree and nothing else.
-        env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
-        from .scope import recount_hunks  # the text check_scope parsed: both see the same lines
-        proc = subprocess.run(["git", "apply", "--recount", "--whitespace=nowarn", "-"], cwd=tree, env=env,
-                              input=recount_hunks(diff).encode("utf-8", errors="surrogateescape"),
-                              capture_output=True, timeout=60)
-        return proc.stderr.decode(errors="replace")[-4000:] or "git apply failed" if proc.returncode else None
-
-    def _restore_protected(self, tree: Path) -> tuple[list[str], list[str]]:
-        """Put every protected file back from the verifier's copy; remove and report additions."""
-        snap = Path(self._snap.root)
-        restored, refused = [], []
-        for rel in tree_files(tree):
-            path = tree / rel
-            if rel in self._snap.protected_sha256:
-                continue
-            if path.is_symlink() or self.spec.is_protected(rel) or glob_match(rel, REFUSED_INFRASTRUCTURE):
-                refused.append(rel)
-                path.unlink()
-        for rel, digest in self._snap.protected_sha256.items():
-            path = tree / rel
-            if path.is_symlink() or not path.is_file() or sha256_file(path) != digest:
-                if path.is_symlink() or path.exists():
-                    path.unlink()
-                path.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(snap / rel, path)
-                restored.append(rel)
-        return restored, refused
-
 
 @dataclass
 class CheckOutcome:
