@@ -117,7 +117,7 @@ def _check(scenario: Scenario, verifier, result: dict, t0: float) -> CorpusCheck
     if scenario.reference_fix is None:
         problems.append("no reference_fix")
         return CorpusCheck(**result, ok=False, problems=problems, wall_s=round(time.monotonic() - t0, 2))
-    fix = scenario.reference_fix.read_text(encoding="utf-8")
+    fix = scenario.reference_fix.read_bytes().decode("utf-8", errors="surrogateescape")  # CRLF trees keep their CRs
     scope = main.check_scope(fix)
     if scenario.expected == "awaiting_release_confirmation":
         result["scope_ok"] = scope.ok
@@ -139,6 +139,10 @@ def _check(scenario: Scenario, verifier, result: dict, t0: float) -> CorpusCheck
         if not verdict.ok:
             result["reference_fix_ok"] = False
             problems.append(f"reference fix, {kind}: {'; '.join(verdict.problems)[:500]}")
+        elif verdict.correctness == "plausible":  # its own held-out cases must agree with it
+            result["reference_fix_ok"] = False
+            problems.append(f"reference fix, {kind}: the behaviour checks disagree with it: "
+                            f"{verdict.behaviour.summary if verdict.behaviour else '?'}"[:500])
     return CorpusCheck(**result, ok=not problems, problems=problems, wall_s=round(time.monotonic() - t0, 2))
 
 

@@ -127,7 +127,8 @@ class Scenario(BaseModel):
         """What every Verifier of this scenario is built with besides where it runs: its held-out
         checks, its reference fix (the answers generated inputs are compared with) and the
         repository's name (the checks place the tree at an ordinary path ending in it)."""
-        reference = self.reference_fix.read_text(encoding="utf-8", errors="surrogateescape") \
+        # Bytes, not text: a fix for a CRLF tree must keep its carriage returns to apply.
+        reference = self.reference_fix.read_bytes().decode("utf-8", errors="surrogateescape") \
             if self.reference_fix is not None and self.reference_fix.is_file() else None
         return {"heldout": self.heldout, "reference_diff": reference, "repo_name": (self.source_repo or self.repo).name}
 

@@ -1,5 +1,6 @@
 """Hostile candidate code at run time: hangs, fork bombs and output floods inside the verifier's
-containers. None may reach awaiting_release_confirmation, and none may hurt the host."""
+containers. None may reach awaiting_release_confirmation, and none may hurt the host. A fork bomb
+needs a grant first (the gate finds os.fork); it is then run with that grant."""
 from __future__ import annotations
 
 import difflib
@@ -12,6 +13,7 @@ import pytest
 from repair_agent.run import execute_run
 from repair_agent.scenario import load_manifest
 from repair_agent.state import StopReason
+from verifier.isolation import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 PRICING = ROOT / "sandbox_repos/discount_shop/src/discount_shop/pricing.py"
@@ -59,29 +61,74 @@ test_timeout_s = 5
     return load_manifest(manifest)
 
 
+def run_data(rec) -> tuple[dict, dict]:
+    """The run_target_test evidence the chooser saw, and what the held-out probe said about it (kept on
+    the host, named by the evidence: never part of the chooser's view)."""
+    journal = [json.loads(line) for line in (Path(rec.run_dir) / "journal.jsonl").read_text().splitlines()]
+    result = [r for r in journal if r.get("event") == "step"
+              and r.get("result", {}).get("tool") == "run_target_test"][0]["result"]
+    assert "heldout" not in result["data"] and "correctness" not in result["data"]
+    return result, json.loads(Path(result["data"]["behaviour_file"]).read_text())
+
+
 @pytest.mark.docker
-@pytest.mark.parametrize("payload, expect", [(HANG, "timeout"), (FORK_BOMB, "timeout"), (FLOOD, "flood")],
-                         ids=["hang", "fork-bomb", "flood"])
+@pytest.mark.parametrize("payload, expect", [(HANG, "timeout"), (FLOOD, "flood")], ids=["hang", "flood"])
 def test_runtime_hostility_is_contained(docker_client, sandbox_image, runs_dir, quick_scenario, payload, expect):
+    """A hang and a flood need no grant (the gate finds nothing in `while True` or `print`)."""
     started = time.monotonic()
     rec = execute_run(quick_scenario, PatchThenTest(patch_pricing(payload)), runs_dir=runs_dir, client=docker_client)
     elapsed = time.monotonic() - started
     assert rec.status is StopReason.HANDOFF_REQUESTED and rec.u_trajectory[-1] > 0
-    report = json.loads((Path(rec.run_dir) / "report.json").read_text())
-    target = [e for e in report["evidence"] if e["tool"] == "run_target_test"][0]
-    assert target["status"] in ("timeout", "failed")
-    journal = [json.loads(l) for l in (Path(rec.run_dir) / "journal.jsonl").read_text().splitlines()]
-    data = [r for r in journal if r.get("event") == "step" and r.get("result", {}).get("tool") == "run_target_test"][0]
-    data = data["result"]["data"]
+    result, behaviour = run_data(rec)
+    data = result["data"]
     if expect == "timeout":
+        assert result["status"] == "timeout"
         assert data["timed_out"] is True and "timed out" in " ".join(data["problems"])
-        assert elapsed < 60  # two 5 s deadlines plus container starts, not a hang
-        # The held-out probe, which imports the hanging module too, is ended by its own 5 s deadline
-        # (not by the longer one of the result reader it shares an exec with).
-        assert data["heldout"]["problem"] == "the held-out probe timed out"
-        assert data["duration_s"] < 30, data["duration_s"]
+        assert elapsed < 60  # a 5 s test deadline and the probe's own budget, plus container starts: not a hang
+        # The held-out probe, which imports the hanging module too, gives each case 2 s and all of them
+        # 30 s: every case times out on its own, the probe ends, and nothing is judged correct.
+        assert behaviour["heldout"]["ok"] is False and behaviour["heldout"]["passed"] == 0
+        assert behaviour["correctness"] is None
+        assert data["duration_s"] < 45, data["duration_s"]
     else:
-        # pytest captures the flood; the held-out probe's interpreter does not: its stream is capped
-        # on the host, and the buggy behaviour still fails the held-out checks.
-        assert data["heldout"]["ok"] is False
+        # pytest captures the flood (the fix is real: the visible tests pass); the probe's interpreter
+        # does not, and its result line drowns: held-out checks not judged, so the check is at best
+        # "plausible", never "correct" unjudged. What the run keeps on the host stays under its bound.
+        assert result["status"] == "ok"
+        assert behaviour["heldout"]["ok"] is False
+        assert behaviour["heldout"]["problem"].startswith("expected one probe result line")
+        assert behaviour["correctness"] == "plausible"
+        kept = sum(f.stat().st_size for f in Path(rec.run_dir).rglob("*") if f.is_file())
+        assert kept < Limits().run_keep_cap + 4 * 1024 * 1024, kept
     assert docker_client.ping()  # the engine (and the host) are fine
+
+
+@pytest.mark.docker
+def test_fork_bomb_is_refused_and_contained_once_granted(docker_client, sandbox_image, runs_dir, quick_scenario,
+                                                          tmp_path):
+    """The gate refuses os.fork (process) before anything runs; granted anyway, the bomb runs into the
+    container's pid limit and the test deadline, and the engine and the host are fine."""
+    from verifier import Verifier
+    from verifier.gate import review
+
+    diff = patch_pricing(FORK_BOMB)
+    rec = execute_run(quick_scenario, PatchThenTest(diff), sandbox_kind="local", runs_dir=runs_dir)
+    assert rec.status is StopReason.AUTHORIZATION_REQUIRED and rec.u_trajectory == [3, 3]
+    assert "process at src/discount_shop/pricing.py:" in rec.detail and "os.fork" in rec.detail
+    keys = tuple(review(diff, quick_scenario.repo, quick_scenario.spec).grants_needed)
+    # No held-out probe here (the hang above shows the probe's own bounds): only pytest, its 5 s deadline
+    # and the container's pid limit stand between the bomb and the host.
+    verifier = Verifier(quick_scenario.spec, quick_scenario.repo, tmp_path / "verifier", backend="docker",
+                        client=docker_client, image=sandbox_image, granted=keys, pool_size=1)
+    try:
+        verifier.prepare()
+        started = time.monotonic()
+        verdict = verifier.run_tests(diff, "target_test")
+        elapsed = time.monotonic() - started
+    finally:
+        verifier.close()
+    assert verdict.pytest is not None  # granted: it ran
+    assert verdict.timed_out and not verdict.ok and verdict.correctness is None
+    assert any("timed out" in p for p in verdict.problems)
+    assert elapsed < 45, elapsed  # the test deadline and a container reset, not the bomb's
+    assert docker_client.ping()

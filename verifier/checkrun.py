@@ -69,15 +69,21 @@ def _environment_run(env: Perturbation, res: CommandResult | None, stdout: str, 
 class DockerCheck:
     """One check in its container (see the module docstring)."""
 
-    def __init__(self, runner: HardenedContainer, layout: CheckLayout, work: Path, tools: Path):
+    def __init__(self, runner: HardenedContainer, layout: CheckLayout, work: Path, tools: Path,
+                 import_roots: tuple[str, ...] = ()):
         self.runner, self.layout, self.work, self.tools = runner, layout, work, tools
-        self.envs = layout.perturbations()
+        # An environment's editable install points where the tree was when it was built; the tree
+        # is elsewhere now, so its import roots go on the path wherever it is (as a person's
+        # PYTHONPATH would). The isolated environment ignores it: the probe adds the roots it needs.
+        self.envs = [env.model_copy(update={"env": {**env.env, "PYTHONPATH": ":".join(
+                         f"{env.root}/{r}".removesuffix("/.") for r in import_roots)}}) if import_roots else env
+                     for env in layout.perturbations()]
 
     def suite(self, args: list[str], timeout_s: float, probe_cases: dict[str, Any] | None) -> SuiteRun:
         layout = self.layout
         result = self.runner.exec(["sh", "-c", COPY_THEN_RUN, "sh", layout.source, layout.root,
                                    "python3", "-m", "pytest", *args],
-                                  timeout_s=timeout_s, output_dir=self.work, env=layout.suite_env(), workdir="/")
+                                  timeout_s=timeout_s, output_dir=self.work, env=self.envs[0].env, workdir="/")
         leftover = [] if result.timed_out else self.runner.end_processes()
         first = None
         if probe_cases is not None:

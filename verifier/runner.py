@@ -47,6 +47,7 @@ from .spec import (AcceptanceSpec, ProtectedSnapshot, nodeid_to_junit_key, sha25
 # other code is not used.
 CHECK_CODE = tuple(Path(__file__).with_name(n) for n in ("probe.py", "checkenv.py", "checkrun.py", "canary.py"))
 PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
+IMPORT_ROOTS_LABEL = "org.repair-agent.import-roots"  # set by repair_agent's environment builds
 T = TypeVar("T")
 
 
@@ -129,6 +130,9 @@ class Verifier:
         self._environment_id: str | None = None
         self.baseline: Baseline | None = None
         self._gate_index: Any = None
+        # Where a scenario environment's install put the tree's packages (relative, e.g. "src"): the
+        # checks put these on the path at wherever the tree is placed (read from the image's label).
+        self.import_roots: tuple[str, ...] = ()
         # Fresh checks made ahead of time (pool_size 0: each check makes its own on the spot).
         self.pool_size, self.pool_max_idle_s = pool_size, pool_max_idle_s
         self.pool: CheckPool | None = None
@@ -219,10 +223,10 @@ class Verifier:
         key = self._key
         work = self.state_dir / "checks" / uuid.uuid4().hex[:12]
         tree = work / "tree"
-        shutil.copytree(self._snap.root, tree, symlinks=True, copy_function=shutil.copyfile)
+        shutil.copytree(self._snap.root, tree, symlinks=True, copy_function=shutil.copy)  # modes too
         for p in [tree, *tree.rglob("*")]:
             if not p.is_symlink():
-                p.chmod(0o755 if p.is_dir() else 0o644)
+                p.chmod(0o755 if p.is_dir() or p.stat().st_mode & 0o100 else 0o644)
         layout = CheckLayout.fresh(self.repo_name)
         tools = work / "tools"
         tools.mkdir()
@@ -272,8 +276,12 @@ class Verifier:
         if self._environment_id is None:
             import sys
 
-            self._environment_id = (f"docker:{self.client.images.get(self.image).id}" if self.backend == "docker"
-                                    else f"local:{sys.version.split()[0]}")
+            if self.backend == "docker":
+                image = self.client.images.get(self.image)
+                self._environment_id = f"docker:{image.id}"
+                self.import_roots = _import_roots((image.labels or {}).get(IMPORT_ROOTS_LABEL))
+            else:
+                self._environment_id = f"local:{sys.version.split()[0]}"
         return self._environment_id
 
     # -- checks -----------------------------------------------------------------------------
@@ -422,7 +430,7 @@ class Verifier:
 
     def _check_runner(self, check: FreshCheck) -> DockerCheck | LocalCheck:
         if self.backend == "docker":
-            return DockerCheck(check.runner, check.layout, check.work, check.work / "tools")
+            return DockerCheck(check.runner, check.layout, check.work, check.work / "tools", self.import_roots)
         env = Perturbation(name="check", root=str(check.tree), env={})
         return LocalCheck(check.runner, check.tree, check.out, check.work / "tools" / check.layout.probe_name,
                           check.work, env)
@@ -467,6 +475,14 @@ class CheckOutcome:
     restored: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     apply_error: str | None = None
+
+
+def _import_roots(label: str | None) -> tuple[str, ...]:
+    try:
+        roots = json.loads(label) if label else []
+    except ValueError:
+        return ()
+    return tuple(r for r in roots if isinstance(r, str) and not r.startswith("/") and ".." not in r.split("/"))
 
 
 def _made(value: T | None, why: str) -> T:

@@ -154,10 +154,11 @@ class ProtectedSnapshot(BaseModel):
                         ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
         digests = {rel: sha256_file(dest / rel) for rel in tree_files(dest)}
         protected = {rel: digest for rel, digest in digests.items() if spec.is_protected(rel)}
-        # The snapshot must stay read-only for everyone but the verifier.
+        # The snapshot must stay read-only for everyone but the verifier (a script the suite runs
+        # keeps its executable bit).
         for p in [dest, *dest.rglob("*")]:
             if not p.is_symlink():
-                p.chmod(0o555 if p.is_dir() else 0o444)
+                p.chmod(0o555 if p.is_dir() or p.stat().st_mode & 0o100 else 0o444)
         return cls(root=str(dest), protected_sha256=protected, tree_sha256=tree_sha256(dest, digests))
 
     def check_intact(self) -> list[str]:

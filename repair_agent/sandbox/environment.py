@@ -43,13 +43,16 @@ ENV_REPO = "repair-agent-env"
 ROLE_LABEL = "org.repair-agent.role"
 KEY_LABEL = "org.repair-agent.env-key"
 SCENARIO_LABEL = "org.repair-agent.env-scenario"
+# Where the install put the tree's packages, relative to /workspace (e.g. ["src"]): the verifier's
+# checks place the tree at another, ordinary path each time and put these on the path there.
+IMPORT_ROOTS_LABEL = "org.repair-agent.import-roots"
 BUILD_ROLE = "environment-build"
 # pip run from its wheel when the base image has none (Debian's python3 ships without pip).
 PIP_VERSION = "24.3.1"
 # Build files that define what an install command does; their bytes are part of the key.
 BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 # Bumped when the build recipe below changes what an image contains.
-RECIPE = "1"
+RECIPE = "2"  # 2: the image says where the install put the tree (import-roots label)
 BUILD_TIMEOUT_S = 1800
 _REQ = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]*\])?\s*===?\s*[A-Za-z0-9.+!*_-]+\s*(;.*)?$")
 
@@ -262,8 +265,9 @@ def build_script(env: EnvironmentSection, has_ca: bool) -> str:
 # Run in the build container after the install commands: a package of the tree that imports from
 # anywhere but /workspace was installed as a copy, and a candidate's patch would never run.
 IMPORT_CHECK = r'''
-import importlib.util, os, sys
+import importlib.util, json, os, sys
 root = "/workspace"
+found = []
 names = set()
 for base in (root, os.path.join(root, "src")):
     if not os.path.isdir(base):
@@ -281,13 +285,17 @@ for name in sorted(names):
         continue
     if spec is None:
         continue
-    where = spec.origin or (list(spec.submodule_search_locations or []) or [""])[0]
+    where = (list(spec.submodule_search_locations or []) or [spec.origin or ""])[0]
     if where and not os.path.realpath(where).startswith(root + "/"):
         copies.append(f"{name} -> {where}")
+    elif where:
+        found.append(where)
 if copies:
     print("ra-error: installed as a copy, not from /workspace (use an editable install, pip install -e .): "
           + "; ".join(copies))
     sys.exit(3)
+roots = sorted({os.path.relpath(os.path.dirname(os.path.realpath(w)), root) for w in found})
+print("ra-roots: " + json.dumps(roots))
 print("ra-step: import check ok:", ", ".join(sorted(names)) or "no package directories")
 '''
 
@@ -338,8 +346,10 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
         if code != 0:
             raise EnvironmentBuildError(f"environment of {name}: {describe_failure(step, lines, env)} "
                                     f"(exit {code}); no image was tagged; log: {log_path}")
+        roots = next((line.removeprefix("ra-roots: ") for line in lines if line.startswith("ra-roots: ")), "[]")
         changes = ["USER 10001:10001", "WORKDIR /workspace", 'CMD ["bash"]',
-                   f"LABEL {ROLE_LABEL}=environment {KEY_LABEL}={key} {SCENARIO_LABEL}={json.dumps(name)}"]
+                   f"LABEL {ROLE_LABEL}=environment {KEY_LABEL}={key} {SCENARIO_LABEL}={json.dumps(name)} "
+                   f"{IMPORT_ROOTS_LABEL}={json.dumps(roots)}"]
         changes += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.env.items())]
         repository, _, version = tag.partition(":")
         container.commit(repository=repository, tag=version, changes=changes)
