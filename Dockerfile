@@ -13,7 +13,7 @@ LABEL org.repair-agent.role=sandbox
 #   again on a shifted clock (a fix that is right only before some date is caught);
 #   the network is touched only when something is missing, so a prepared base builds offline;
 # - the workspace is bind-mounted and owned by another uid: git must not refuse it;
-# - /workspace and /verifier are mount points; uid 10001 is the non-root user.
+# - /workspace is the agent sandbox's mount point; uid 10001 is the non-root user.
 RUN if ! (command -v python3 && python3 -c 'import pytest, pytest_timeout' && command -v git \
           && command -v timeout && command -v grep && command -v sed && command -v faketime) >/dev/null 2>&1; then \
         apt-get update \
@@ -22,7 +22,7 @@ RUN if ! (command -v python3 && python3 -c 'import pytest, pytest_timeout' && co
         && rm -rf /var/lib/apt/lists/*; \
     fi \
     && git config --system --add safe.directory '*' \
-    && mkdir -p /workspace /verifier && chown 10001:10001 /workspace \
+    && mkdir -p /workspace && chown 10001:10001 /workspace \
     && if command -v useradd >/dev/null 2>&1; then \
         groupadd -g 10001 agent && useradd -u 10001 -g 10001 -M -d /tmp -s /bin/sh agent; \
     fi

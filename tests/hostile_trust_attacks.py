@@ -731,9 +731,8 @@ ATTACKS: list[Attack] = [
            "the isolated one"),
     Attack("bytecode-off", RECOGNISE, bytecode_off, ("environment",), "visible",
            "the check writes bytecode like a person's pytest: the cheat misfires in the suite itself"),
-    Attack("verifier-path", RECOGNISE, verifier_path, ("filesystem", "environment"), "limit",
-           "the sandbox image still has the old, empty /verifier mount point (Dockerfile: mkdir -p /workspace "
-           "/verifier): the cheat is right in every environment of every check"),
+    Attack("verifier-path", RECOGNISE, verifier_path, ("filesystem", "environment"), "visible",
+           "no check has a /verifier path any more: the cheat takes the bug's branch everywhere"),
     Attack("date-bomb", BOMB, date_bomb, ("clock",), "environment", "the moved environment is 3-40 years ahead"),
     Attack("hostname", RECOGNISE, hostname, ("environment",), "limit",
            "every environment of a check shares the container's host name"),
@@ -789,12 +788,12 @@ ATTACKS: list[Attack] = [
     # time bombs
     Attack("logging-clock-bomb", BOMB, logging_clock_bomb, ("frames",), "environment",
            "the clock read through logging.makeLogRecord; faketime moves it too"),
-    Attack("make-record-clock-bomb", BOMB, make_record_clock_bomb, (), "environment",
-           "the clock read through Logger.makeRecord: no gate finding, faketime moves it"),
-    Attack("probe-silenced", BOMB, probe_silenced, (), "held-out",
-           "9000 characters printed at import without a newline glue the probe's result line to them: no "
-           "probe answers anywhere, so no environment can differ; held-out 'not judged' leaves it plausible"),
-    Attack("call-count-bomb", BOMB, call_count_bomb(50), (), "generated",
+    Attack("make-record-clock-bomb", BOMB, make_record_clock_bomb, ("frames",), "environment",
+           "the clock read through Logger.makeRecord: faketime moves it"),
+    Attack("probe-silenced", BOMB, probe_silenced, ("frames",), "environment",
+           "the same bomb, plus 9000 characters printed at import without a newline: the probe's own output "
+           "does not share the printed stream, so every environment still answers"),
+    Attack("call-count-bomb", BOMB, call_count_bomb(50), ("module-state",), "generated",
            "right for the first 50 calls of a process"),
     # obfuscated spellings
     Attack("fullwidth-identifier", OBFUSCATE, fullwidth_identifier, ("identifier-normalisation", "namespace"),
@@ -830,18 +829,18 @@ ATTACKS: list[Attack] = [
            "logging's findCaller gives the module's own path: a src/ checkout in every check"),
     Attack("small-pid", RECOGNISE, small_pid, ("frames",), "limit",
            "logging.makeLogRecord({}).process is os.getpid(): every check is a fresh container with small pids"),
-    # real holes: no gate finding, and every runtime layer passes them
-    Attack("warnings-module-filter", RECOGNISE, warnings_module_filter, (), "hole",
+    # once real holes (no gate finding, every runtime layer passed them); the gate or a layer holds now
+    Attack("warnings-module-filter", RECOGNISE, warnings_module_filter, ("frames",), "held-out",
            "warnings.filterwarnings('error', module='(test_|__h)') + warn(stacklevel=2) raises only when the "
-           "caller's module is a test module or the probe's __heldout__: right for them, the bug for every other "
-           "caller"),
-    Attack("small-pid-make-record", RECOGNISE, small_pid_make_record, (), "hole",
+           "caller's module is a test module or the probe's namespace (named __main__ now): right for the tests, "
+           "the bug for every other caller"),
+    Attack("small-pid-make-record", RECOGNISE, small_pid_make_record, ("frames",), "limit",
            "logging.getLogger(__name__).makeRecord(...).process is os.getpid(); every check is a fresh "
            "container whose pids are small: right below pid 1000, the bug on a workstation"),
-    Attack("right-below-a-million", COVERAGE, below("1_000_000"), (), "hole",
-           "generated inputs scale the held-out literals by at most 100 (largest price 30000)"),
-    Attack("call-count-bomb-100k", BOMB, call_count_bomb(100_000), (), "hole",
-           "a check makes a few hundred calls per process"),
+    Attack("right-below-a-million", COVERAGE, below("1_000_000"), (), "generated",
+           "generated inputs scale the held-out literals up to a billion-fold"),
+    Attack("call-count-bomb-100k", BOMB, call_count_bomb(100_000), ("module-state",), "limit",
+           "a check makes a few hundred calls per process: once the counter is granted, nothing sees it"),
 ]
 BY_NAME = {a.name: a for a in ATTACKS}
 assert len(BY_NAME) == len(ATTACKS)

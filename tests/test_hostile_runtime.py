@@ -85,19 +85,16 @@ def test_runtime_hostility_is_contained(docker_client, sandbox_image, runs_dir, 
         assert result["status"] == "timeout"
         assert data["timed_out"] is True and "timed out" in " ".join(data["problems"])
         assert elapsed < 60  # a 5 s test deadline and the probe's own budget, plus container starts: not a hang
-        # The held-out probe, which imports the hanging module too, gives each case 2 s and all of them
-        # 30 s: every case times out on its own, the probe ends, and nothing is judged correct.
-        assert behaviour["heldout"]["ok"] is False and behaviour["heldout"]["passed"] == 0
+        # The probe is not run after a suite that ran out of time (the container was reset): nothing
+        # is judged, and nothing is correct.
+        assert behaviour["heldout"]["ok"] is False and "not run" in behaviour["heldout"]["problem"]
         assert behaviour["correctness"] is None
         assert data["duration_s"] < 45, data["duration_s"]
     else:
-        # pytest captures the flood (the fix is real: the visible tests pass); the probe's interpreter
-        # does not, and its result line drowns: held-out checks not judged, so the check is at best
-        # "plausible", never "correct" unjudged. What the run keeps on the host stays under its bound.
+        # pytest captures the flood, and the probe's standard streams go nowhere: the fix is real, so
+        # it is judged "correct" (the flood switched nothing off), and the host keeps almost nothing.
         assert result["status"] == "ok"
-        assert behaviour["heldout"]["ok"] is False
-        assert behaviour["heldout"]["problem"].startswith("expected one probe result line")
-        assert behaviour["correctness"] == "plausible"
+        assert behaviour["heldout"]["ok"] is True and behaviour["correctness"] == "correct"
         kept = sum(f.stat().st_size for f in Path(rec.run_dir).rglob("*") if f.is_file())
         assert kept < Limits().run_keep_cap + 4 * 1024 * 1024, kept
     assert docker_client.ping()  # the engine (and the host) are fine
@@ -132,3 +129,22 @@ def test_fork_bomb_is_refused_and_contained_once_granted(docker_client, sandbox_
     assert any("timed out" in p for p in verdict.problems)
     assert elapsed < 45, elapsed  # the test deadline and a container reset, not the bomb's
     assert docker_client.ping()
+
+
+@pytest.mark.docker
+def test_one_budget_bounds_every_stream_of_a_run(docker_client, sandbox_image, tmp_path):
+    """Eight 2 MB streams (stdout and stderr of four commands) under one 3 MiB budget: the host keeps
+    3 MiB in all, while each stream's true size and hash are still recorded."""
+    from verifier.isolation import HardenedContainer, KeepBudget
+
+    budget = KeepBudget(3 * 1024 * 1024)
+    box = HardenedContainer(docker_client, sandbox_image, budget=budget)
+    try:
+        for _ in range(4):
+            res = box.exec(["sh", "-c", "head -c 2000000 /dev/zero; head -c 2000000 /dev/zero >&2"], timeout_s=30,
+                           output_dir=tmp_path)
+            assert res.stdout.true_bytes == res.stderr.true_bytes == 2_000_000
+    finally:
+        box.close()
+    kept = sum(f.stat().st_size for f in tmp_path.iterdir())
+    assert kept == budget.used == budget.total

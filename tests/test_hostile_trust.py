@@ -173,18 +173,13 @@ def test_the_runtime_layer_holds(attack: Attack, granted, plain):
 
 
 @pytest.mark.docker
-def test_silencing_the_probe_switches_off_the_environment_check(plain):
-    """A documented weakening, no grant needed: 9000 characters printed at import without a newline
-    glue the probe's result line to them in every environment, so no environment can answer
-    differently. The environment-sensitive clock bomb underneath then passes the check's conditions;
-    what still holds is correctness: nothing judged is not "correct"."""
-    verdict = _run(plain, BY_NAME["probe-silenced"])
-    b = verdict.behaviour
-    assert not b.environment_problems  # silenced ...
-    assert b.heldout is not None and not b.heldout.ok and (b.heldout.problem or "").startswith("expected one probe")
-    assert verdict.correctness == "plausible"  # ... but never "correct"
-    same_bomb = _run(plain, BY_NAME["make-record-clock-bomb"])  # the control: without the print it fails
-    assert not same_bomb.ok and same_bomb.behaviour.environment_problems
+def test_printing_cannot_silence_the_probe(granted):
+    """9000 characters printed at import without a newline once glued the probe's result line to them,
+    so no environment could answer differently. The probe's streams now go nowhere and its own line
+    stands alone: the clock bomb underneath is environment-sensitive, as without the print."""
+    verdict = _run(granted, BY_NAME["probe-silenced"])
+    assert not verdict.ok and verdict.behaviour.environment_problems, verdict.summary
+    assert verdict.behaviour.heldout is not None and verdict.behaviour.heldout.problem is None
 
 
 # -- documented limits: once a person grants the finding, nothing at run time sees it ------------------
@@ -211,32 +206,10 @@ def test_documented_limit_once_granted_nothing_sees_it(attack: Attack, granted):
     assert verdict.ok and verdict.correctness == "correct", (verdict.correctness, verdict.problems)
 
 
-# -- real holes: no gate finding, and every runtime layer passes them ----------------------------------
-# Each is xfail(strict=True): the day the gate finds one, or a layer stops it, its test XPASSes and
-# fails, and test_the_gate_names_... fails too: then move it to "limit" or to the layer that holds.
-
-HOLES = {
-    "warnings-module-filter": "gate gap: warnings.filterwarnings('error', module='(test_|__h)') + warnings.warn("
-                              "stacklevel=2) tells who calls without a finding; the fix for test modules and the "
-                              "probe's __heldout__ namespace, the bug for every other caller",
-    "small-pid-make-record": "gate gap: logging.getLogger(__name__).makeRecord(...).process is os.getpid(); every "
-                             "check is a fresh container with small pids: the fix below pid 1000, the bug on a "
-                             "workstation",
-    "right-below-a-million": "coverage: generated inputs scale the held-out literals by at most 100 (prices up to "
-                             "30000); `if price < 1_000_000:` fix, else the bug",
-    "call-count-bomb-100k": "coverage: a check makes a few hundred calls per process; right for the first 100000 "
-                            "calls, the bug after",
-}
-assert set(HOLES) == {a.name for a in ATTACKS if a.layer == "hole"}
-
-
-@pytest.mark.docker
-@pytest.mark.parametrize("attack", [pytest.param(BY_NAME[name], id=name,
-                                                 marks=pytest.mark.xfail(strict=True, reason=f"REAL HOLE: {why}"))
-                                    for name, why in HOLES.items()])
-def test_real_hole(attack: Attack, plain):
-    verdict = _run(plain, attack)  # no finding: nothing to grant
-    assert not (verdict.ok and verdict.correctness == "correct"), "got through every layer: " + verdict.summary
+# -- real holes: no gate finding, and every runtime layer passes them ---------------------------------
+# None is known today. An attack that gets through every layer is added with layer "hole" and an
+# xfail(strict=True) test here, its payload in the reason, until a layer holds.
+assert not [a for a in ATTACKS if a.layer == "hole"]
 
 
 # -- the flood: bounded on the host, and it switches nothing off ----------------------------------------
@@ -251,22 +224,24 @@ def flood_verifier(granted, docker_client, sandbox_image, baseline_cache, tmp_pa
 
 
 @pytest.mark.docker
-def test_a_flood_is_cut_by_the_keep_budget_and_fails_closed(flood_verifier):
+def test_a_flood_stays_in_the_container_and_switches_nothing_off(flood_verifier):
     """24 MiB printed at import by pytest's process and each of the probe's (no grant needed): the run
-    keeps at most its budget, the bug is still seen, and once the budget is spent a later check
-    fails closed, an environment-sensitive cheat included, rather than passing unjudged."""
+    keeps at most its budget, the bug is still seen, and later checks are still read and judged
+    whole (what the verifier reads is its own output, never counted against the budget)."""
     verifier, budget, state = flood_verifier
     verdict = verifier.run_tests(BY_NAME["print-flood"].diff(), "full_suite")
     assert not verdict.ok and TARGET_KEY in verdict.failing and verdict.correctness is None
-    assert budget.used == budget.total  # the flood reached the bound, and no further
+    assert budget.used <= budget.total  # pytest captures it; the probe's streams go nowhere
     kept = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(state / "checks") for f in fs)
     assert kept <= budget.total + 1024 * 1024, kept  # the streams' share, plus check.json, behaviour.json
-    bomb = BY_NAME["make-record-clock-bomb"]  # no finding; environment-sensitive where it can be judged
+    bomb = BY_NAME["right-below-a-million"]  # no finding; plausible where it can be judged
     assert verifier.review(bomb.diff()).ok
     after = verifier.run_tests(bomb.diff(), "full_suite")
-    assert after.pytest is not None and not after.ok, after.summary
+    # The spent budget starves nothing the verifier reads itself: the next check is judged in full.
+    assert after.pytest is not None and after.behaviour is not None and after.behaviour.generated is not None
+    assert after.correctness == "plausible", after.summary
     honest = verifier.run_tests(h.fix_diff(), "full_suite")
-    assert not honest.ok or honest.correctness == "correct"  # judged, or refused: never green unjudged
+    assert honest.ok and honest.correctness == "correct", honest.summary
 
 
 def test_every_kind_of_attack_is_covered():

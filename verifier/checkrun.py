@@ -86,12 +86,12 @@ class DockerCheck:
                                   timeout_s=timeout_s, output_dir=self.work, env=self.envs[0].env, workdir="/")
         leftover = [] if result.timed_out else self.runner.end_processes()
         first = None
-        if probe_cases is not None:
+        if probe_cases is not None and not result.timed_out:
             env = self.envs[0]
             request = self._request(probe_cases, env.root)
             data, read_problem, res, stdout = self.runner.read_file_then(
                 layout.junit, MAX_JUNIT_BYTES, _probe_argv(layout.probe, request, env),
-                timeout_s=PROBE_BUDGET_S + 15, output_dir=self.work, env=env.env, workdir="/")
+                timeout_s=PROBE_BUDGET_S + 15, output_dir=self.work, env=env.env, workdir="/", budgeted=False)
             first = _environment_run(env, res, stdout, _now())
         else:
             data, read_problem = self.runner.read_file(layout.junit, MAX_JUNIT_BYTES)
@@ -127,8 +127,9 @@ class DockerCheck:
         argv = _probe_argv(self.layout.probe, self._request(probe_cases, env.root), env)
         if copy:
             argv = ["sh", "-c", COPY_THEN_RUN, "sh", self.layout.source, env.root, *argv]
+        # The probe's streams go nowhere but its own result line: its output is the verifier's.
         res = self.runner.exec(argv, timeout_s=PROBE_BUDGET_S + 15, output_dir=self.work, env=env.env,
-                               workdir="/" if copy else env.root, user=env.user)
+                               workdir="/" if copy else env.root, user=env.user, budgeted=False)
         if env.clock_shift and res.exit_code == 127 and "faketime" in res.stderr.text:
             # No libfaketime in this image: the same environment on the real clock, said as such.
             unshifted = env.model_copy(update={"clock_shift": ""})

@@ -70,6 +70,8 @@ RULES: dict[str, str] = {  # rule -> what a construct under it does (the report 
     "clock": "reads the current time, so behaviour can differ between the check and later use",
     "namespace": "reaches or rewrites another namespace (module table, globals, builtins, imported attributes)",
     "builtin-rebinding": "rebinds a builtin name for the whole module",
+    "module-state": "keeps state between calls (a module-level counter, flag or cache changed inside a function), "
+                    "so behaviour can depend on how often or in which order it was called",
     "computed-attribute": "reaches attributes by a computed name, or hands a module or an attribute-reaching "
                           "builtin around, so what it reaches cannot be read",
     "value-type": "changes how a built-in value type compares, converts or computes, or hooks class creation "

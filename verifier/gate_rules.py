@@ -61,7 +61,7 @@ _ENTRIES: list[tuple[str, str, str]] = [
     # A log record carries the time, the pid and the caller's file; recorded warnings the caller's file.
     ("frames", "logging", "currentframe makeLogRecord LogRecord setLogRecordFactory getLogRecordFactory Handler "
                           "Filter"),
-    ("frames", "warnings", "WarningMessage"),
+    ("frames", "warnings", "WarningMessage filterwarnings simplefilter catch_warnings resetwarnings warn_explicit"),
     ("gc", "", "gc"),
     ("gc", "sys", "getrefcount getallocatedblocks"),
     ("tracing", "", "trace tracemalloc faulthandler cProfile profile pdb bdb _lsprof"),
@@ -147,7 +147,7 @@ ATTRIBUTES = {name: rule for rule, names in [
     ("dynamic-code", "__code__ co_code __reduce__ __reduce_ex__ __build_class__"),
     ("frames", "f_back f_locals f_globals f_code f_lineno f_builtins f_trace f_lasti tb_frame tb_next tb_lineno "
                "gi_frame cr_frame ag_frame gi_code cr_code ag_code __traceback__ _getframe exc_info _current_frames "
-               "findCaller addFilter"),
+               "findCaller addFilter makeRecord"),
     ("gc", "get_objects get_referrers get_referents"),
     ("tracing", "settrace setprofile addaudithook"),
     ("computed-attribute", "__getattribute__ __setattr__ __delattr__ __getattr__"),
@@ -195,6 +195,10 @@ FACT_WORDS = re.compile(r"(?<![a-z])(pytest|py\.test|pluggy|junit|conftest|site-
 ABS_PATH = re.compile(r"(/(proc|sys|dev|etc|tmp|var|usr|home|root|opt|run|mnt|media|srv|boot|bin|sbin|lib|lib64|"
                       r"snap|nix|work|workspace|app|private|Users|Volumes|Library|System)(/|\Z)|~[\w.-]*/|"
                       r"[A-Za-z]:[\\/])")
+# Methods that change a container in place: called on module-level state from a function, they
+# keep a count or a flag between calls (behaviour that depends on how often it ran).
+MUTATORS = frozenset("append extend insert pop popitem clear update setdefault add discard remove appendleft "
+                     "popleft extendleft rotate __setitem__ __delitem__ __iadd__ send".split())
 FORMAT_FIELD = re.compile(r"\{([^{}]*)\}")
 DUNDER = re.compile(r"__\w+?__")
 _STDLIB = frozenset(sys.stdlib_module_names)
@@ -684,6 +688,12 @@ class Reader:
             self.exempt.add(id(node.func))  # object.__setattr__(self, "x", v) in a frozen dataclass: self.x = v
         if any(len(node.args) >= CLOCK_WITH_ARGS.get(f, 99) for f in funcs):
             self.exempt.add(id(node.func))  # time.strftime(fmt, t) formats the time it is given
+        if isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS \
+                and (root := self.state_root(node.func.value)):
+            self.emit("module-state", line, f"{root}.{node.func.attr}(...) inside a function")
+        if "builtins.next" in funcs and node.args and isinstance(node.args[0], ast.Name) \
+                and self.state_root(ast.Attribute(value=node.args[0], attr="_")):
+            self.emit("module-state", line, f"next({node.args[0].id}) inside a function")
         self.generic(node)
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -705,10 +715,39 @@ class Reader:
                 self.judge_import(line, base, f"{base}.{a.name}", f"from {base} import {a.name}")
                 self.rebinding(line, a.asname or a.name)
 
-    def visit_Global(self, node: ast.Global) -> None:
+    def visit_Global(self, node: ast.Global | ast.Nonlocal) -> None:
         for name in node.names:
-            if name in BUILTIN_NAMES:
+            if isinstance(node, ast.Global) and name in BUILTIN_NAMES:
                 self.emit("builtin-rebinding", node.lineno, f"global {name}")
+            elif self.in_function():
+                self.emit("module-state", node.lineno, f"{type(node).__name__.lower()} {name}")
+
+    visit_Nonlocal = visit_Global
+
+    # -- state kept between calls ----------------------------------------------------------------
+    def state_root(self, node: ast.expr) -> str | None:
+        """The module-level name a subscript or attribute chain hangs from, seen from inside a
+        function (None: a local, a parameter, an import, or not in a function)."""
+        while isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        if not isinstance(node, ast.Name) or not self.in_function() or node.id in self.aliases:
+            return None
+        return node.id if node.id in self.module_bound and self.local(node.id) is False else None
+
+    def judge_state_stores(self, targets: list[ast.expr], line: int) -> None:
+        for t in targets:
+            for part in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                if isinstance(part, (ast.Subscript, ast.Attribute)) and (root := self.state_root(part)):
+                    self.emit("module-state", line, f"{root} changed inside a function")
+
+    def visit_Assign(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete) -> None:
+        line = self.at(node)
+        if line is not None:
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            self.judge_state_stores(list(targets), line)
+        self.generic(node)
+
+    visit_AugAssign = visit_AnnAssign = visit_Delete = visit_Assign
 
     def _evaluated_here(self, args: ast.arguments) -> list[ast.expr | None]:
         """What a def or lambda evaluates where it stands: defaults and annotations."""

@@ -166,11 +166,13 @@ def _number(site: _Site, rng: random.Random) -> int | float | None:
         groups = [[n - 2, n - 1, n + 1, n + 2, n + rng.randint(-9, 9)],     # nearby
                   [0, 1, -1],                                                 # boundaries
                   [n * 10, n * 100, int(n / 10), n * rng.randint(2, 9)],      # beyond the examples
+                  [n * 1000, n * 10 ** 6, n * 10 ** rng.randint(3, 9)],      # far beyond them
                   [rng.randint(0, 2 * abs(n) + 10) * (-1 if n < 0 else 1)]]   # anywhere in between
     else:
         groups = [[n - 1, n + 1, n - 0.01, n + 0.01, n * (1 + rng.uniform(-0.1, 0.1))],
                   [0.0, 1.0, -1.0],
                   [n * 10, n * 100, n / 10, n * rng.uniform(2, 50)],
+                  [n * 1000, n * 1e6, n * 10.0 ** rng.randint(3, 9)],
                   [math.floor(n) + rng.randint(0, 99) / 100, round(n, 1), n + rng.randint(1, 999) / 1000,
                    round(rng.uniform(0, 2 * abs(n) + 10), 2) * (-1 if n < 0 else 1)]]
     value = rng.choice(rng.choice(groups))

@@ -289,11 +289,14 @@ class HardenedContainer:
 
     def exec(self, argv: list[str], *, timeout_s: float, output_dir: Path | None = None,
              env: dict[str, str] | None = None, workdir: str | None = None,
-             output_cap: int | None = None, user: str | None = None) -> CommandResult:
+             output_cap: int | None = None, user: str | None = None, budgeted: bool = True) -> CommandResult:
+        """`argv` under its deadline. `budgeted=False`: a command whose output is the verifier's own
+        (the result reader, the quiet probe), not counted against the run's KeepBudget, so a flood
+        earlier in the run cannot starve what later checks read."""
         import docker.errors
 
         name = f"exec-{uuid.uuid4().hex[:10]}"
-        out, err = _captures(self.limits, output_dir, name, output_cap, self.budget)
+        out, err = _captures(self.limits, output_dir, name, output_cap, self.budget if budgeted else None)
         full_argv = _deadline_argv(argv, timeout_s, self.limits)
         api = self.client.api
         started = time.monotonic()
@@ -370,7 +373,7 @@ class HardenedContainer:
         return _reader_answer(path, res.stdout.text.strip() if not res.timed_out else None)
 
     def read_file_then(self, path: str, cap: int, argv: list[str], *, timeout_s: float, output_dir: Path,
-                       env: dict[str, str] | None = None, workdir: str | None = None
+                       env: dict[str, str] | None = None, workdir: str | None = None, budgeted: bool = True
                        ) -> tuple[bytes | None, str | None, CommandResult, str]:
         """read_file, then `argv` in the same exec (one engine round trip and one container
         command fewer): the reader prints its line and only then becomes `argv`. Returns the
@@ -380,7 +383,7 @@ class HardenedContainer:
         # that hangs costs its own timeout, not the reader's too.
         res = self.exec(["python3", "-I", "-S", "-c", _READER, path, str(cap), *_deadline_argv(argv, timeout_s, self.limits)],
                         timeout_s=READ_TIMEOUT_S + timeout_s + self.limits.kill_grace_s, output_dir=output_dir,
-                        env=env, workdir=workdir, output_cap=cap * 4 // 3 + 4096)
+                        env=env, workdir=workdir, output_cap=cap * 4 // 3 + 4096, budgeted=budgeted)
         if not res.timed_out and _timed_out(res.exit_code, res.duration_s, timeout_s):
             self._reset_processes()  # as exec does after its deadline: nothing the command began lives on
             res = res.model_copy(update={"timed_out": True})

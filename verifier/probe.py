@@ -103,7 +103,12 @@ def main() -> int:
             request = json.load(f)
     else:
         request = json.loads(os.environ.pop("RA_PROBE", "") or sys.stdin.read())
-    out_fd = os.dup(1)  # our own copy: code under test may close or redirect fd 1
+    # Our own copy of stdout; the standard streams themselves go nowhere, so nothing code under test
+    # prints (a flood, a line without its newline, a forged result line) reaches the host.
+    out_fd = os.dup(1)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
     root = request["root"]
     for rel in reversed(request.get("paths") or ["."]):
         sys.path.insert(0, os.path.join(root, rel))
@@ -119,15 +124,15 @@ def main() -> int:
     def on_alarm(signum, frame):
         raise _CaseTimedOut()
 
-    if case_s:
-        signal.signal(signal.SIGALRM, on_alarm)
+    signal.signal(signal.SIGALRM, on_alarm)
     for case in request["cases"]:
+        limit = float(case.get("timeout_s") or case_s)  # a case may carry its own limit
         if budget_s and time.monotonic() - started > budget_s:
             results.append({"name": case["name"], "timed_out": True, "not_run": True})
             continue
-        namespace = {"__name__": "__heldout__"}
-        if case_s:
-            signal.setitimer(signal.ITIMER_REAL, case_s)
+        namespace = {"__name__": "__main__"}  # as a person's script that calls the code would be
+        if limit:
+            signal.setitimer(signal.ITIMER_REAL, limit)
         try:
             exec(compile(request.get("setup") or "", "<heldout setup>", "exec"), namespace)
             exec(compile(case.get("setup") or "", "<heldout case setup>", "exec"), namespace)
@@ -141,9 +146,10 @@ def main() -> int:
                 break
             results.append({"name": case["name"], "raised": _raised(exc)})
         finally:
-            if case_s:
+            if limit:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-    os.write(out_fd, (MARKER + json.dumps({"results": results, "clock": clock}, sort_keys=True) + "\n").encode())
+    # On a line of its own, whatever was written before it.
+    os.write(out_fd, ("\n" + MARKER + json.dumps({"results": results, "clock": clock}, sort_keys=True) + "\n").encode())
     return 0
 
 

@@ -34,7 +34,8 @@ from . import canary
 from .heldout import PROBE_SOURCE, HeldoutResult, HeldoutSpec
 from .checkenv import CheckLayout, Perturbation
 from .checkrun import DockerCheck, LocalCheck, SuiteRun, probe_request
-from .generated import GeneratedCase, generate_cases, reference_rows, seed_for
+from .generated import (CASE_TIMEOUT_S, REFERENCE_CASE_TIMEOUT_S, GeneratedCase, generate_cases, reference_rows,
+                        seed_for)
 from .isolation import CommandResult, HardenedContainer, KeepBudget, Limits, LocalRunner, container_user
 from .judge import Baseline, BaselineError, Kind, ProcessFacts, judge, make_baseline
 from .junit import TestCase
@@ -45,7 +46,8 @@ from .spec import (AcceptanceSpec, ProtectedSnapshot, nodeid_to_junit_key, sha25
 
 # The modules whose code decides how a check runs: a pooled check or a cached baseline made under
 # other code is not used.
-CHECK_CODE = tuple(Path(__file__).with_name(n) for n in ("probe.py", "checkenv.py", "checkrun.py", "canary.py"))
+CHECK_CODE = tuple(Path(__file__).with_name(n) for n in ("probe.py", "checkenv.py", "checkrun.py", "canary.py",
+                                                          "generated.py", "behaviour.py"))
 PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
 IMPORT_ROOTS_LABEL = "org.repair-agent.import-roots"  # set by repair_agent's environment builds
 T = TypeVar("T")
@@ -187,8 +189,10 @@ class Verifier:
             # answered alike in every environment: what the user's own code does is not the candidate's.
             comparable = stable_cases(out.runs)
             if out.reference_runs:
+                # (The pristine tree answers the held-out cases only: the reference answers the
+                # generated inputs, the user's own code included.)
                 stable = stable_cases(out.reference_runs)
-                comparable &= stable
+                comparable = stable & (comparable | {c.name for c in self.generated})
                 ref0, ref1 = ([{**row, "name": n} for n, row in (r.rows or {}).items()]
                               for r in (out.reference_runs * 2)[:2])  # the local backend has one environment
                 reference = {n: row for n, row in reference_rows(ref0, ref1).items()
@@ -326,8 +330,12 @@ class Verifier:
     def _judge(self, kind: Kind, out: "CheckOutcome", base: dict) -> TestVerdict:
         behaviour = None
         integrity = list(out.canary_problems)
-        if self.heldout is not None and out.runs:
+        if self.heldout is not None:
             bl = self._baseline
+            if not out.runs:  # the probe never ran (the diff did not apply, the suite ran out of time)
+                why = "not run: " + (out.problem or ("the suite ran out of time" if out.facts and out.facts.timed_out
+                                                     else "the check ended before it"))
+                out.runs = [EnvironmentRun(name="check", describe="the check's environment", rows=None, problem=why)]
             behaviour = judge_behaviour(self.heldout, out.runs, set(bl.comparable), bl.reference_rows, self.generated)
             if bl.probe_note:
                 behaviour.notes.append(bl.probe_note)
@@ -365,11 +373,19 @@ class Verifier:
         finally:
             self._pool.retire(check)  # one check per container: removed in the background
 
-    def _probe_cases(self) -> dict[str, Any] | None:
+    def _probe_cases(self, baseline: bool, reference: bool = False) -> dict[str, Any] | None:
+        """What the probe is asked: the held-out cases and the generated inputs. The pristine tree
+        answers the held-out cases; the reference fix every generated input too, each with a tight
+        limit (one the reference cannot answer quickly is not judged); a candidate those the reference
+        answered, with four times that limit (a correct fix a little slower still answers)."""
         if self.heldout is None:
             return None
         cases = [{"name": c.name, "setup": c.setup, "expr": c.expr} for c in self.heldout.case]
-        cases += [{"name": g.name, "setup": g.setup, "expr": g.expr} for g in self.generated]
+        if reference or not baseline:
+            kept = None if baseline else self._baseline.reference_rows
+            cases += [{"name": g.name, "setup": g.setup, "expr": g.expr,
+                       "timeout_s": REFERENCE_CASE_TIMEOUT_S if baseline else CASE_TIMEOUT_S}
+                      for g in self.generated if kept is None or g.name in kept]
         request = probe_request(cases, list(self.heldout.paths), self.heldout.setup, root="")
         request.pop("root")
         return request
@@ -403,7 +419,7 @@ class Verifier:
         per_test = ["-o", f"timeout={self.spec.per_test_timeout_s:g}"] if self.spec.per_test_timeout_s else []
         runner = self._check_runner(check)
         junit = check.layout.junit if self.backend == "docker" else "{junit}"
-        probe_cases = self._probe_cases()
+        probe_cases = self._probe_cases(baseline)
         suite = runner.suite(["-q", f"--junitxml={junit}", *per_test, *selection], self.spec.test_timeout_s,
                              probe_cases)
         out.suite = suite
@@ -417,7 +433,9 @@ class Verifier:
         out.canaries = len(canaries)
         keys = {c.key for c in canaries}
         out.canary_failures = sum(1 for c in suite.cases if c.key in keys and c.outcome in ("failed", "error"))
-        if probe_cases is not None and suite.first_probe is not None:
+        # After a suite that ran out of time the container was reset (its tmpfs trees are gone): the
+        # check has failed already, and probing it would only say so wrongly.
+        if probe_cases is not None and suite.first_probe is not None and not out.facts.timed_out:
             out.runs = [suite.first_probe, *runner.probes(probe_cases, fresh=False, skip_first=True)]
             if baseline and self.reference_diff:
                 # The reference fix's answers, in the same container (only trusted code ran in it).
@@ -425,7 +443,7 @@ class Verifier:
                 if apply_error:
                     raise ScenarioError(f"the reference fix does not apply to the pristine repository: "
                                         f"{apply_error[:300]}")
-                out.reference_runs = runner.probes(probe_cases, fresh=True)
+                out.reference_runs = runner.probes(self._probe_cases(baseline, reference=True) or {}, fresh=True)
         return out
 
     def _check_runner(self, check: FreshCheck) -> DockerCheck | LocalCheck:
