@@ -358,7 +358,7 @@ def test_controller_sigkilled_while_a_verifier_container_runs(docker_client, san
             for c in docker_client.api.containers(filters={"label": [
                     LABEL, "org.repair-agent.role=verifier", f"{OWNER_LABEL}={proc.pid}"]}):
                 try:
-                    if any("ra_boot" in " ".join(p) for p in docker_client.api.top(c["Id"], ps_args="-o pid,args")
+                    if any("pytest" in " ".join(p) for p in docker_client.api.top(c["Id"], ps_args="-o pid,args")
                            ["Processes"] or []):
                         verifier = [c]
                 except Exception:  # removed meanwhile
