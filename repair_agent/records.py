@@ -187,6 +187,11 @@ class Report(BaseModel):
     # last test verdict on the final diff: inputs and values a person may see, a chooser never.
     correctness: str | None = None
     heldout_cases: list[dict[str, Any]] = []
+    # What the behaviour checks said of the final diff (held-out cases, generated inputs against the
+    # reference fix, the environments the probe ran in), as lines for a person.
+    behaviour: list[str] = []
+    # What the final diff adds that the gate asked a person about (verifier/gate.py), granted or not.
+    code_findings: list[dict[str, Any]] = []
     why: str
     next_attempt: str
     goal: Goal
@@ -244,6 +249,7 @@ def build_report(record: "RunRecord", outcome: "RunOutcome", scenario: "Scenario
     return Report(
         run_id=record.run_id, scenario=record.scenario, status=record.status.value, exit_code=record.exit_code,
         correctness=record.correctness, heldout_cases=_heldout_cases(outcome),
+        behaviour=_behaviour_lines(outcome), code_findings=_code_findings(outcome, verifier, state),
         why=record.detail, next_attempt=record.next_attempt, goal=state.goal, authorization=state.authorization,
         steps_used=record.steps_used, max_steps=record.max_steps, u_trajectory=record.u_trajectory,
         conditions=list(state.conditions), unknowns=[c.description for c in state.conditions if not c.satisfied],
@@ -265,6 +271,47 @@ def _heldout_cases(outcome: "RunOutcome") -> list[dict[str, Any]]:
     heldout = final_behaviour(outcome).get("heldout") or {}
     cases = heldout.get("cases", []) if isinstance(heldout, dict) else []
     return cases if isinstance(cases, list) else []
+
+
+def _behaviour_lines(outcome: "RunOutcome") -> list[str]:
+    found = final_behaviour(outcome)
+    lines = []
+    for key in ("heldout", "generated"):
+        part = found.get(key)
+        if isinstance(part, dict):
+            lines.append(_behaviour_summary(key, part))
+    lines += [f"environment: {e}" for e in found.get("environments", []) if isinstance(e, str)]
+    lines += [p for p in found.get("environment_problems", []) if isinstance(p, str)]
+    lines += [f"note: {n}" for n in found.get("notes", []) if isinstance(n, str)]
+    return lines
+
+
+def _behaviour_summary(key: str, part: dict[str, Any]) -> str:
+    if key == "heldout":
+        return (f"held-out checks: not judged ({part.get('problem')})" if part.get("problem")
+                else f"held-out checks: {part.get('passed')}/{part.get('total')} passed")
+    if part.get("problem"):
+        return f"generated inputs: not judged ({part.get('problem')})"
+    text = (f"generated inputs: {part.get('agreed')}/{(part.get('total') or 0) - (part.get('skipped') or 0)} "
+            "agree with the reference fix")
+    first = part.get("first")
+    if isinstance(first, dict):
+        text += (f"; first disagreement: {first.get('expr')} — the reference gives {json.dumps(first.get('reference'))}, "
+                 f"this diff {json.dumps(first.get('candidate'))}")
+    return text
+
+
+def _code_findings(outcome: "RunOutcome", verifier, state) -> list[dict[str, Any]]:
+    """Every gate finding of the final diff, each marked granted or not (a person's grant by its key)."""
+    if not outcome.diff or verifier is None or not hasattr(verifier, "review"):
+        return []
+    try:
+        gate = verifier.review(outcome.diff, granted=state.authorization.granted_paths)
+    except Exception as exc:  # the report must still be written; say why the list is missing
+        return [{"rule": "?", "path": "?", "line": 0, "construct": f"the gate could not read the diff: {exc}",
+                 "granted": False}]
+    return ([{**f.model_dump(), "granted": True} for f in gate.granted]
+            + [{**f.model_dump(), "granted": False} for f in gate.findings])
 
 
 def _sessions(journal: list[JournalRecord]) -> list[Session]:

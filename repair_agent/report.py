@@ -7,9 +7,10 @@ from .records import Report
 
 
 def _correctness_text(value: str | None) -> str:
-    return {"correct": "correct — the visible tests and the held-out behaviour checks pass",
-            "plausible": "plausible only — the visible tests pass, the held-out behaviour checks do not",
-            "unchecked": "unchecked — this scenario has no held-out behaviour checks"}.get(
+    return {"correct": "correct — the visible tests pass and the behaviour checks agree (held-out cases, and generated "
+                       "inputs against the reference fix where there is one)",
+            "plausible": "plausible only — the visible tests pass, the behaviour checks do not agree (see below)",
+            "unchecked": "unchecked — this scenario has no held-out checks and no reference fix"}.get(
         value or "", "not judged — no green test run on the final diff")
 
 
@@ -62,8 +63,14 @@ def render_markdown(report: Report) -> str:
               "| condition | satisfied | decided by |", "|---|---|---|"]
     lines += [f"| {c['description']} | {'yes' if c['satisfied'] else 'NO'} | {c['evidence'] or '—'} |"
               for c in r["conditions"]]
+    if r.get("code_findings"):
+        lines += ["", "## What the diff adds that needed a person's grant", ""]
+        lines += [f"- {'granted' if f['granted'] else '**not granted**'}: `{f['rule']}` at `{f['path']}:{f['line']}` — "
+                  f"`{f['construct']}` (`{f.get('snippet', '')}`; key `{f.get('key', '')}`)" for f in r["code_findings"]]
+    if r.get("behaviour"):
+        lines += ["", "## Behaviour checks (never shown to the chooser)", ""] + [f"- {b}" for b in r["behaviour"]]
     if r.get("heldout_cases"):
-        lines += ["", "## Held-out behaviour checks (never shown to the chooser)", "",
+        lines += ["", "### Held-out cases", "",
                   "| case | ok | got | expected |", "|---|---|---|---|"]
         lines += [f"| {c['name']} | {'yes' if c['ok'] else 'NO'} | `{json.dumps(c.get('got'))[:80]}` | "
                   f"`{json.dumps(c.get('expected'))[:80]}` |" for c in r["heldout_cases"]]

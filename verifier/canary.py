@@ -52,8 +52,8 @@ def host_file(target_tests: tuple[str, ...], tree: Path) -> str | None:
 
 def plan(path: str) -> list[Canary]:
     """Two to four canaries, at least one of each kind, with fresh names and tokens."""
-    kinds: list[Literal["pass", "fail"]] = ["fail", "pass"] + _RANDOM.sample(["fail", "pass", "fail", "pass"],
-                                                                            _RANDOM.randint(0, 2))
+    extra: list[Literal["pass", "fail"]] = ["fail", "pass", "fail", "pass"]
+    kinds: list[Literal["pass", "fail"]] = ["fail", "pass", *_RANDOM.sample(extra, _RANDOM.randint(0, 2))]
     _RANDOM.shuffle(kinds)
     names: set[str] = set()
     while len(names) < len(kinds):

@@ -106,7 +106,7 @@ class Judgement(BaseModel):
 
 
 def judge(kind: Kind, baseline: Baseline, cases: list[TestCase], junit_problem: str | None,
-          facts: ProcessFacts | None, *, integrity: list[str] = (), canary_failures: int = 0) -> Judgement:
+          facts: ProcessFacts | None, *, integrity: tuple[str, ...] | list[str] = (), canary_failures: int = 0) -> Judgement:
     """Two kinds of problems: test failures, and doubts about the run's integrity (`integrity`:
     what the canaries and the probe's environments said). A condition holds only when the tests
     pass AND nothing casts doubt on the run. `cases` are without the canaries; `canary_failures`

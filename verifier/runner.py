@@ -380,7 +380,7 @@ class Verifier:
         answered, with four times that limit (a correct fix a little slower still answers)."""
         if self.heldout is None:
             return None
-        cases = [{"name": c.name, "setup": c.setup, "expr": c.expr} for c in self.heldout.case]
+        cases: list[dict[str, Any]] = [{"name": c.name, "setup": c.setup, "expr": c.expr} for c in self.heldout.case]
         if reference or not baseline:
             kept = None if baseline else self._baseline.reference_rows
             cases += [{"name": g.name, "setup": g.setup, "expr": g.expr,

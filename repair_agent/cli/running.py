@@ -112,6 +112,8 @@ def _print_outcome(record, args) -> int:
         print(f"U trajectory: {' -> '.join(map(str, record.u_trajectory))}   steps {record.steps_used}/{record.max_steps}"
               f"   diff sha256 {record.diff_sha256[:16]}")
         print(f"next attempt would need: {record.next_attempt}")
+        if record.correctness:  # after the stop: the chooser never saw it
+            print(f"behaviour checks: {record.correctness}")
         where = record.report_dir or record.run_dir
         print(f"report: {where}/report.md   review: repair-agent show {where} --diff")
     if record.storage_error:
