@@ -269,7 +269,7 @@ def test_each_rule_names_the_construct_and_the_line(repo, code, rule, construct)
     ("    import logging\n    when = logging.makeLogRecord({}).created\n", "frames", "logging.makeLogRecord(...)"),
     ("    import logging\n    where = logging.getLogger(__name__).findCaller()\n", "frames", ".findCaller"),
     ("    import warnings\n    with warnings.catch_warnings(record=True) as seen:\n        pass\n", "frames",
-     "warnings.catch_warnings(record=...)"),
+     "warnings.catch_warnings(...)"),
     ("    import logging\n    seen = logging.getLogger().handlers\n", "environment", ".handlers"),
 ])
 def test_what_hides_behind_an_alias_or_outside_a_class_is_read(repo, code, rule, construct):

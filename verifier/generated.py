@@ -7,11 +7,9 @@ authoring: `setup` and `expr` are parsed with `ast` and only literals change (nu
 and scaled beyond the examples, strings edited from their own alphabet, bools flipped, container
 literals shortened, grown or reordered), in the source text, so a variant reads like its case.
 
-Flow (the verifier integrates it): `cases = generate_cases(spec, seed=seed_for(spec))`; probe the
-reference tree twice (`request(spec, cases, root, case_timeout_s=REFERENCE_CASE_TIMEOUT_S)`);
-`reference_rows(a, b)` keeps the expectations both runs agree on; probe the candidate (`request(spec,
-cases, root)`); `compare(reference, rows, cases)`. All judging happens here, on the probe's plain
-data, as for the hand-written cases.
+Flow (verifier/runner.py): `generate_cases(spec, seed=seed_for(spec))`; the reference tree answers in
+each environment of a check (REFERENCE_CASE_TIMEOUT_S per case); `reference_rows(a, b)` keeps the
+answers they agree on; the candidate answers; `compare(reference, rows, cases)` judges, on plain data.
 """
 from __future__ import annotations
 
