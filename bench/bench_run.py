@@ -5,7 +5,9 @@ controller's own share of a run. Ratios, not seconds: these machines are noisy.
     .venv/bin/python bench/bench_run.py [--repeat 8]
 
 The floor is ONE hardened container driven by the docker CLI: copy the repo in, search, read,
-apply the fix, target test + held-out probe, full suite + probe, git diff, remove the container.
+apply the fix, target test + the held-out probe in three environments (as the verifier asks: the
+held-out cases and the generated inputs; the second as another uid on a shifted clock, the third
+isolated), full suite + the same probes, git diff, remove the container.
 Each pair times the command and the floor back to back (alternating which goes first), and the
 ratio printed is the median of the per-pair ratios: a pair shares the machine's load of its
 moment. Both trees' bytecode caches are written first, as an installed package has them. The
@@ -44,15 +46,24 @@ def sh(*argv, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(list(argv), capture_output=True, check=False, **kw)
 
 
-def probe_cmd() -> tuple[list[str], list[str]]:
+def probe_cmds(tmp: Path) -> list[list[str]]:
+    """The probe as the verifier runs it in a check: the held-out cases and the generated inputs, in
+    the check's environment, another uid on a shifted clock, and an isolated interpreter."""
+    from verifier.generated import generate_cases, seed_for
     from verifier.heldout import HeldoutSpec
 
-    request = HeldoutSpec.load(ROOT / "sandbox_repos/discount-bug.heldout.toml").request("/workspace")
-    return ["-e", f"RA_PROBE={json.dumps(request)}"], ["python3", "-I", "-S", "/verifier/probe.py"]
+    spec = HeldoutSpec.load(ROOT / "sandbox_repos/discount-bug.heldout.toml")
+    request = spec.request("/workspace")
+    request["cases"] += [{"name": g.name, "setup": g.setup, "expr": g.expr, "timeout_s": 1.0}
+                         for g in generate_cases(spec, seed=seed_for(spec))]
+    (tmp / "request.json").write_text(json.dumps(request))
+    probe = ["/verifier/probe.py", "/verifier/request.json"]
+    return [["python3", *probe], ["--user", "23456:23456", "faketime", "-f", "+9y", "python3", *probe],
+            ["--user", "34567:34567", "faketime", "-f", "-3y", "python3", "-I", "-B", *probe]]
 
 
 def one_container_floor(image: str, fix: str, tmp: Path) -> float:
-    env, probe = probe_cmd()  # computed before the clock starts: the run reads its spec while importing
+    probes = probe_cmds(tmp)  # made before the clock starts: the run reads its spec while importing
     start = time.perf_counter()
     ws = tmp / "ws1"
     shutil.copytree(REPO, ws)
@@ -61,14 +72,15 @@ def one_container_floor(image: str, fix: str, tmp: Path) -> float:
         sh(*cmd, cwd=ws)
     sh("chown", "-R", "10001:10001", str(ws))
     (ws / ".git/fix.diff").write_text(fix)
-    box = sh("docker", "run", "-d", *HARDENING, "-v", f"{ws}:/workspace", "-w", "/workspace", *PROBE, image,
-             "sleep", "infinity").stdout.decode().strip()
-    pytest = ["python3", "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=/tmp/junit.xml"]
+    box = sh("docker", "run", "-d", *HARDENING, "-v", f"{ws}:/workspace", "-w", "/workspace", *PROBE,
+             "-v", f"{tmp}/request.json:/verifier/request.json:ro", image, "sleep", "infinity").stdout.decode().strip()
+    pytest = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml=/tmp/junit.xml"]
     for cmd in (["git", "grep", "-n", "-F", "-e", "price * (1 - discount)"],
                 ["sed", "-n", "34,40p", "src/discount_shop/pricing.py"],
-                ["git", "apply", ".git/fix.diff"], [*pytest, TARGET], probe, pytest, probe,
+                ["git", "apply", ".git/fix.diff"], [*pytest, TARGET], *probes, pytest, *probes,
                 ["sh", "-c", "git add -A && git diff --cached HEAD"]):
-        sh("docker", "exec", "-e", "PYTHONDONTWRITEBYTECODE=1", *env, box, "timeout", "120s", *cmd)
+        user, cmd = (cmd[:2], cmd[2:]) if cmd[0] == "--user" else ([], cmd)
+        sh("docker", "exec", *user, box, "timeout", "120s", *cmd)
     sh("docker", "rm", "-f", box)
     return time.perf_counter() - start
 

@@ -42,6 +42,7 @@ class Perturbation(BaseModel):
 
     name: str                  # "check" (as the suite ran), "moved", "isolated"
     root: str                  # where the tree is seen from
+    cwd: str | None = None     # where the probe runs from (None: the tree's root)
     user: str | None = None    # uid:gid for the exec (None: the container's)
     env: dict[str, str]
     clock_shift: str = ""      # libfaketime offset, e.g. "+17y" ("" : the real clock)
@@ -49,7 +50,7 @@ class Perturbation(BaseModel):
 
     @property
     def describe(self) -> str:
-        parts = [f"the tree at {self.root}"]
+        parts = [f"the tree at {self.root}" + (f", run from {self.cwd}" if self.cwd else "")]
         if self.user:
             parts.append(f"uid {self.user.split(':')[0]}")
         if self.clock_shift:
@@ -73,8 +74,7 @@ class CheckLayout(BaseModel):
     junit: str         # where pytest writes its JUnit file (in the container's /tmp)
     hostname: str
     user_name: str
-    moved_uid: int     # the other users the probe runs as (each owns nothing else in the container)
-    isolated_uid: int
+    moved_uid: int     # the other user the perturbed probes run as (it owns nothing else in the container)
 
     @classmethod
     def fresh(cls, repo_name: str) -> "CheckLayout":
@@ -82,8 +82,7 @@ class CheckLayout(BaseModel):
         user = _RANDOM.choice(_USERS)
         first, second = _RANDOM.sample(_LAYOUTS, 2)
         other_user = _RANDOM.choice([u for u in _USERS if u != user])
-        moved_uid, isolated_uid = _RANDOM.sample(range(20000, 60000), 2)
-        return cls(moved_uid=moved_uid, isolated_uid=isolated_uid,root=first.format(u=user, name=name), alt_root=second.format(u=other_user, name=name),
+        return cls(moved_uid=_RANDOM.randrange(20000, 60000),root=first.format(u=user, name=name), alt_root=second.format(u=other_user, name=name),
                    source=f"/var/lib/{_token(8)}", tools=f"/usr/local/lib/{_token(8)}", probe_name=f"{_token(8)}.py",
                    junit=f"/tmp/{_token(10)}/{_RANDOM.choice(('junit', 'report', 'results', 'tests'))}.xml",
                    hostname=f"{_RANDOM.choice(_HOSTS)}-{_token(4)}", user_name=user)
@@ -99,17 +98,18 @@ class CheckLayout(BaseModel):
     def perturbations(self) -> list[Perturbation]:
         """The suite's own environment first, then two that differ from it in every fact a
         candidate could test: path, uid, environment, clock (years ahead and behind), interpreter
-        mode (isolated, no bytecode). Fresh random values for every check."""
-        uids = (self.moved_uid, self.isolated_uid)
+        mode (isolated, no bytecode). Fresh random values for every check; the two share their
+        path and user (they run side by side in one exec)."""
+        user = f"{self.moved_uid}:{self.moved_uid}"
         ahead, behind = _RANDOM.randint(3, 40), _RANDOM.randint(2, 9)
         moved_user = _RANDOM.choice(_USERS)
         return [
             Perturbation(name="check", root=self.root, env=self.suite_env()),
-            Perturbation(name="moved", root=self.alt_root, user=f"{uids[0]}:{uids[0]}", clock_shift=f"+{ahead}y",
+            Perturbation(name="moved", root=self.alt_root, user=user, clock_shift=f"+{ahead}y",
                          env={"HOME": "/tmp", "USER": moved_user, "LOGNAME": moved_user, "PATH": PATH,
                               "LANG": _RANDOM.choice(_LANGS), "TZ": _RANDOM.choice(_ZONES),
                               "PYTHONHASHSEED": str(_RANDOM.randint(1, 2**31)), "CI": _RANDOM.choice(("1", "true")),
                               "TERM": "xterm-256color"}),
-            Perturbation(name="isolated", root=self.root, user=f"{uids[1]}:{uids[1]}", clock_shift=f"-{behind}y",
+            Perturbation(name="isolated", root=self.alt_root, cwd="/", user=user, clock_shift=f"-{behind}y",
                          python_flags=("-I", "-B"), env={"PATH": PATH, "LANG": "C"}),
         ]

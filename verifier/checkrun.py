@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shlex
 import threading
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ class SuiteRun(BaseModel):
     junit_problem: str | None = None
     read_problem: str | None = None
     leftover: list[str] = []
-    first_probe: EnvironmentRun | None = None   # docker: the probe that the JUnit reader became
+    runs: list[EnvironmentRun] = []   # the probe in each environment (none: no held-out file, or no time)
 
 
 def probe_request(cases: list[dict[str, Any]], paths: list[str], setup: str, root: str) -> dict[str, Any]:
@@ -67,7 +68,9 @@ def _environment_run(env: Perturbation, res: CommandResult | None, stdout: str, 
 
 
 class DockerCheck:
-    """One check in its container (see the module docstring)."""
+    """One check in its container (see the module docstring). The perturbed environments' probes run
+    in one exec, as another user, on their own copy of the tree, while pytest runs (the check's
+    container has a core for each); the check's own probe runs after pytest, in its tree."""
 
     def __init__(self, runner: HardenedContainer, layout: CheckLayout, work: Path, tools: Path,
                  import_roots: tuple[str, ...] = ()):
@@ -81,9 +84,16 @@ class DockerCheck:
 
     def suite(self, args: list[str], timeout_s: float, probe_cases: dict[str, Any] | None) -> SuiteRun:
         layout = self.layout
+        perturbed: list[list[EnvironmentRun]] = []
+        side = threading.Thread(target=lambda: perturbed.append(self.perturbed(probe_cases)), daemon=True) \
+            if probe_cases is not None else None
+        if side is not None:
+            side.start()
         result = self.runner.exec(["sh", "-c", COPY_THEN_RUN, "sh", layout.source, layout.root,
                                    "python3", "-m", "pytest", *args],
                                   timeout_s=timeout_s, output_dir=self.work, env=self.envs[0].env, workdir="/")
+        if side is not None:
+            side.join()  # before looking for leftovers: the probes are not the check's leftovers
         leftover = [] if result.timed_out else self.runner.end_processes()
         first = None
         if probe_cases is not None and not result.timed_out:
@@ -96,51 +106,60 @@ class DockerCheck:
         else:
             data, read_problem = self.runner.read_file(layout.junit, MAX_JUNIT_BYTES)
         cases, junit_problem = parse_junit_bytes(data) if not read_problem else ([], None)
+        runs = [first, *perturbed[0]] if first is not None and perturbed else []
         return SuiteRun(result=result, cases=cases, junit_problem=junit_problem, read_problem=read_problem,
-                        leftover=leftover, first_probe=first)
+                        leftover=leftover, runs=runs)
 
-    def probes(self, probe_cases: dict[str, Any], *, fresh: bool, skip_first: bool = False) -> list[EnvironmentRun]:
-        """The probe in every environment (the first one already done when `skip_first`): in parallel,
-        each as its own user. `fresh`: the tree is copied anew from the source for each (after the
-        source changed on the host, e.g. the reference fix applied), else the suite's copy is used
-        where the environment's root is the suite's."""
-        envs = self.envs[1:] if skip_first else self.envs
-        results: dict[str, EnvironmentRun] = {}
-        if fresh and envs and envs[0].root == self.layout.root:
-            # The copy the other environments may also read, made before they start.
-            results[envs[0].name] = self._probe(envs[0], probe_cases, copy=True)
-            envs = envs[1:]
-            fresh_roots = {self.layout.root}
-        else:
-            fresh_roots = set()
-        threads = [threading.Thread(target=lambda e=e: results.__setitem__(
-            e.name, self._probe(e, probe_cases, copy=e.root != self.layout.root or (fresh and e.root not in fresh_roots))))
-            for e in envs]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        order = [e.name for e in (self.envs[1:] if skip_first else self.envs)]
-        return [results[name] for name in order]
+    def probes_fresh(self, probe_cases: dict[str, Any]) -> list[EnvironmentRun]:
+        """Every environment again on fresh copies of the source (after the host changed it: the
+        reference fix applied), the check's and the perturbed ones at once."""
+        env = self.envs[0]
+        first: list[EnvironmentRun] = []
 
-    def _probe(self, env: Perturbation, probe_cases: dict[str, Any], *, copy: bool) -> EnvironmentRun:
-        argv = _probe_argv(self.layout.probe, self._request(probe_cases, env.root), env)
-        if copy:
-            argv = ["sh", "-c", COPY_THEN_RUN, "sh", self.layout.source, env.root, *argv]
-        # The probe's streams go nowhere but its own result line: its output is the verifier's.
-        res = self.runner.exec(argv, timeout_s=PROBE_BUDGET_S + 15, output_dir=self.work, env=env.env,
-                               workdir="/" if copy else env.root, user=env.user, budgeted=False)
-        if env.clock_shift and res.exit_code == 127 and "faketime" in res.stderr.text:
-            # No libfaketime in this image: the same environment on the real clock, said as such.
-            unshifted = env.model_copy(update={"clock_shift": ""})
-            run = self._probe(unshifted, probe_cases, copy=copy)
-            return run.model_copy(update={"clock_shifted": False, "describe": env.describe + " (clock NOT shifted)"})
-        return _environment_run(env, res, res.stdout.whole(), _now())
+        def check_env() -> None:
+            argv = ["sh", "-c", COPY_THEN_RUN, "sh", self.layout.source, env.root,
+                    *_probe_argv(self.layout.probe, self._request(probe_cases, env.root), env)]
+            res = self.runner.exec(argv, timeout_s=PROBE_BUDGET_S + 15, output_dir=self.work, env=env.env,
+                                   workdir="/", budgeted=False)
+            first.append(_environment_run(env, res, res.stdout.whole(), _now()))
+        side = threading.Thread(target=check_env, daemon=True)
+        side.start()
+        others = self.perturbed(probe_cases)
+        side.join()
+        return [*first, *others]
 
-    def _request(self, probe_cases: dict[str, Any], root: str) -> str:
+    def perturbed(self, probe_cases: dict[str, Any] | None) -> list[EnvironmentRun]:
+        """The perturbed environments' probes in one exec as their user: the tree copied to their
+        path, each probe started with exactly its environment (`env -i`), its clock shifted when the
+        image has libfaketime, both at once; their result lines come back in order between
+        separators only this exec knows."""
+        envs = self.envs[1:]
+        if probe_cases is None or not envs:
+            return []
+        separator = f"--{secrets.token_hex(8)}--"
+        lines = ['command -v faketime >/dev/null 2>&1 && FT=faketime || FT=""']
+        outs = [f"/tmp/{secrets.token_hex(6)}" for _ in envs]
+        for env, out in zip(envs, outs):
+            shift = shlex.quote(env.clock_shift) if env.clock_shift else ""
+            clock = f"$FT ${{FT:+-f}} ${{FT:+{shift}}}" if shift else ""
+            variables = " ".join(shlex.quote(f"{k}={v}") for k, v in env.env.items())
+            command = " ".join(shlex.quote(a) for a in ["python3", *env.python_flags, self.layout.probe,
+                                                        self._request(probe_cases, env.root, env.cwd)])
+            lines.append(f"(cd {shlex.quote(env.root)} && env -i {variables} {clock} {command} > {out} 2>/dev/null) &")
+        lines.append("wait")
+        lines += [f"echo {separator}; cat {out}" for out in outs]
+        script = 'set -e; cd "$2"; rm -rf ./* ./.[!.]* ./..?*; cp -a "$1"/. .; set +e\n' + "\n".join(lines)
+        res = self.runner.exec(["sh", "-c", script, "sh", self.layout.source, envs[0].root],
+                               timeout_s=PROBE_BUDGET_S + 15, output_dir=self.work, workdir="/",
+                               user=envs[0].user, budgeted=False)
+        parts = res.stdout.whole().split(separator + "\n")[1:]
+        parts += [""] * (len(envs) - len(parts))
+        return [_environment_run(env, res, part, _now()) for env, part in zip(envs, parts)]
+
+    def _request(self, probe_cases: dict[str, Any], root: str, cwd: str | None = None) -> str:
         """The request file, in the read-only tools mount (written on the host; the probe gets its path)."""
         name = f"{secrets.token_hex(6)}.json"
-        (self.tools / name).write_text(json.dumps({**probe_cases, "root": root}))
+        (self.tools / name).write_text(json.dumps({**probe_cases, "root": root, "cwd": cwd}))
         return f"{self.layout.tools}/{name}"
 
 
@@ -161,15 +180,12 @@ class LocalCheck:
                                   env={"PYTHONDONTWRITEBYTECODE": "1"})
         data, read_problem = read_result_file(junit)
         cases, junit_problem = parse_junit_bytes(data) if not read_problem else ([], None)
-        first = self.probes(probe_cases, fresh=False)[0] if probe_cases is not None else None
-        return SuiteRun(result=result, cases=cases, junit_problem=junit_problem, read_problem=read_problem,
-                        first_probe=first)
+        runs = self.probes_fresh(probe_cases) if probe_cases is not None and not result.timed_out else []
+        return SuiteRun(result=result, cases=cases, junit_problem=junit_problem, read_problem=read_problem, runs=runs)
 
-    def probes(self, probe_cases: dict[str, Any], *, fresh: bool, skip_first: bool = False) -> list[EnvironmentRun]:
+    def probes_fresh(self, probe_cases: dict[str, Any]) -> list[EnvironmentRun]:
         import sys
 
-        if skip_first:
-            return []
         request = self.work / f"probe-{secrets.token_hex(4)}.json"
         request.write_text(json.dumps({**probe_cases, "root": str(self.tree)}))
         res = self.runner.exec([sys.executable, str(self.probe), str(request)], timeout_s=PROBE_BUDGET_S + 15,

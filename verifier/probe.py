@@ -112,7 +112,7 @@ def main() -> int:
     root = request["root"]
     for rel in reversed(request.get("paths") or ["."]):
         sys.path.insert(0, os.path.join(root, rel))
-    os.chdir(root)
+    os.chdir(request.get("cwd") or root)  # a script may be run from anywhere
     results = []
     # A case that runs too long fails alone (a generated input may make the code loop); the
     # alarm's exception is a BaseException, so `except Exception` in code under test cannot keep it.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 import shutil
 import time
@@ -116,7 +117,9 @@ class Verifier:
         # protected files are still restored from the verifier's copy before any test runs.
         self.granted = tuple(granted)
         self.backend, self.client, self.image = backend, client, image
-        self.limits = limits or Limits()
+        # A check's container gets two cores where there are two: pytest takes one while the perturbed
+        # environments' probes use the other (nothing else runs during a check).
+        self.limits = limits or Limits(cpus=float(min(2, os.cpu_count() or 1)))
         self.keep_budget = keep_budget or KeepBudget(self.limits.run_keep_cap)
         # Held-out checks: loaded here, kept in this process; only their inputs enter a container.
         self.heldout = HeldoutSpec.load(Path(heldout)) if heldout else None
@@ -435,15 +438,15 @@ class Verifier:
         out.canary_failures = sum(1 for c in suite.cases if c.key in keys and c.outcome in ("failed", "error"))
         # After a suite that ran out of time the container was reset (its tmpfs trees are gone): the
         # check has failed already, and probing it would only say so wrongly.
-        if probe_cases is not None and suite.first_probe is not None and not out.facts.timed_out:
-            out.runs = [suite.first_probe, *runner.probes(probe_cases, fresh=False, skip_first=True)]
+        if probe_cases is not None and suite.runs and not out.facts.timed_out:
+            out.runs = suite.runs
             if baseline and self.reference_diff:
                 # The reference fix's answers, in the same container (only trusted code ran in it).
                 apply_error = apply_diff(self.reference_diff, tree)
                 if apply_error:
                     raise ScenarioError(f"the reference fix does not apply to the pristine repository: "
                                         f"{apply_error[:300]}")
-                out.reference_runs = runner.probes(self._probe_cases(baseline, reference=True) or {}, fresh=True)
+                out.reference_runs = runner.probes_fresh(self._probe_cases(baseline, reference=True) or {})
         return out
 
     def _check_runner(self, check: FreshCheck) -> DockerCheck | LocalCheck:
