@@ -141,3 +141,20 @@ def test_junit_with_an_entity_bomb_is_refused():
             b'<testsuites><testcase classname="x" name="&b;"/></testsuites>')
     cases, problem = parse_junit_bytes(bomb)
     assert cases == [] and "does not parse" in problem
+
+
+def test_the_chooser_reads_pytest_output_without_the_canaries():
+    canaries = canary.plan("tests/test_a.py")
+    fail = next(c for c in canaries if c.must == "fail")
+    text = "\n".join([
+        "FF.", "=================================== FAILURES ===================================",
+        "___________________________ test_target ___________________________", "    assert 1 == 2",
+        f"___________________________ {fail.name} ___________________________",
+        f"E       AssertionError: {fail.token}", "tests/test_a.py:48: AssertionError",
+        "=========================== short test summary info ============================",
+        "FAILED tests/test_a.py::test_target - assert 1 == 2",
+        f"FAILED tests/test_a.py::{fail.name} - AssertionError: {fail.token}",
+        f"{1 + sum(c.must == 'fail' for c in canaries)} failed, {5 + sum(c.must == 'pass' for c in canaries)} passed in 0.12s"])
+    shown = canary.scrub(text, canaries)
+    assert all(c.name not in shown and c.token not in shown for c in canaries)
+    assert "test_target" in shown and "assert 1 == 2" in shown and shown.endswith("1 failed, 5 passed in 0.12s")

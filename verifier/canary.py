@@ -7,6 +7,7 @@ patched runner internals. The check then fails as tampered. Nothing here needs t
 """
 from __future__ import annotations
 
+import re
 import secrets
 from pathlib import Path
 from typing import Literal
@@ -97,3 +98,32 @@ def judge(canaries: list[Canary], cases: list[TestCase]) -> tuple[list[TestCase]
             problems.append(f"a canary test that must pass was reported {case.outcome}: "
                             "the check process misreports results")
     return [case for case in cases if case.key not in keys], problems
+
+
+_SECTION = re.compile(r"^(_{3,}|={3,}) .* (_{3,}|={3,})$")
+_COUNT = re.compile(r"(\d+) (failed|passed)")
+
+
+def scrub(text: str, canaries: list[Canary]) -> str:
+    """pytest's console output without the canaries, for the chooser's view: their failure sections
+    and summary lines go, and the final counts leave them out (a chooser that saw them could learn
+    their names, and would read their failures as the bug's). The whole output stays on the host."""
+    if not canaries:
+        return text
+    marks = [c.name for c in canaries] + [c.token for c in canaries]
+    out: list[str] = []
+    skipping = False
+    for line in text.split("\n"):
+        if _SECTION.match(line):
+            skipping = any(m in line for m in marks)
+        if skipping or any(m in line for m in marks):
+            continue
+        out.append(line)
+    failed = sum(c.must == "fail" for c in canaries)
+    passed = len(canaries) - failed
+    for i in range(len(out) - 1, -1, -1):  # the last counts line: "3 failed, 134 passed in 1.2s"
+        if _COUNT.search(out[i]) and (" in " in out[i]):
+            out[i] = _COUNT.sub(lambda m: f"{max(0, int(m.group(1)) - (failed if m.group(2) == 'failed' else passed))} "
+                                          f"{m.group(2)}", out[i])
+            break
+    return "\n".join(out)

@@ -84,16 +84,25 @@ class DockerCheck:
 
     def suite(self, args: list[str], timeout_s: float, probe_cases: dict[str, Any] | None) -> SuiteRun:
         layout = self.layout
-        perturbed: list[list[EnvironmentRun]] = []
-        side = threading.Thread(target=lambda: perturbed.append(self.perturbed(probe_cases)), daemon=True) \
-            if probe_cases is not None else None
+        perturbed: list[list[EnvironmentRun] | BaseException] = []
+
+        def beside() -> None:
+            try:
+                perturbed.append(self.perturbed(probe_cases))
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the check's own thread
+                perturbed.append(exc)
+        side = threading.Thread(target=beside, daemon=True) if probe_cases is not None else None
         if side is not None:
             side.start()
-        result = self.runner.exec(["sh", "-c", COPY_THEN_RUN, "sh", layout.source, layout.root,
-                                   "python3", "-m", "pytest", *args],
-                                  timeout_s=timeout_s, output_dir=self.work, env=self.envs[0].env, workdir="/")
-        if side is not None:
-            side.join()  # before looking for leftovers: the probes are not the check's leftovers
+        try:
+            result = self.runner.exec(["sh", "-c", COPY_THEN_RUN, "sh", layout.source, layout.root,
+                                       "python3", "-m", "pytest", *args],
+                                      timeout_s=timeout_s, output_dir=self.work, env=self.envs[0].env, workdir="/")
+        finally:
+            if side is not None:
+                side.join()  # before looking for leftovers: the probes are not the check's leftovers
+        if perturbed and isinstance(perturbed[0], BaseException) and not result.timed_out:
+            raise perturbed[0]  # the engine failed beside the suite: a dependency failure, said as such
         leftover = [] if result.timed_out else self.runner.end_processes()
         first = None
         if probe_cases is not None and not result.timed_out:
@@ -106,7 +115,8 @@ class DockerCheck:
         else:
             data, read_problem = self.runner.read_file(layout.junit, MAX_JUNIT_BYTES)
         cases, junit_problem = parse_junit_bytes(data) if not read_problem else ([], None)
-        runs = [first, *perturbed[0]] if first is not None and perturbed else []
+        others = perturbed[0] if perturbed and isinstance(perturbed[0], list) else None
+        runs = [first, *others] if first is not None and others is not None else []
         return SuiteRun(result=result, cases=cases, junit_problem=junit_problem, read_problem=read_problem,
                         leftover=leftover, runs=runs)
 
@@ -114,19 +124,26 @@ class DockerCheck:
         """Every environment again on fresh copies of the source (after the host changed it: the
         reference fix applied), the check's and the perturbed ones at once."""
         env = self.envs[0]
-        first: list[EnvironmentRun] = []
+        first: list[EnvironmentRun | BaseException] = []
 
         def check_env() -> None:
             argv = ["sh", "-c", COPY_THEN_RUN, "sh", self.layout.source, env.root,
                     *_probe_argv(self.layout.probe, self._request(probe_cases, env.root), env)]
-            res = self.runner.exec(argv, timeout_s=PROBE_BUDGET_S + 15, output_dir=self.work, env=env.env,
-                                   workdir="/", budgeted=False)
-            first.append(_environment_run(env, res, res.stdout.whole(), _now()))
+            try:
+                res = self.runner.exec(argv, timeout_s=PROBE_BUDGET_S + 15, output_dir=self.work, env=env.env,
+                                       workdir="/", budgeted=False)
+                first.append(_environment_run(env, res, res.stdout.whole(), _now()))
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, in the check's own thread
+                first.append(exc)
         side = threading.Thread(target=check_env, daemon=True)
         side.start()
-        others = self.perturbed(probe_cases)
-        side.join()
-        return [*first, *others]
+        try:
+            others = self.perturbed(probe_cases)
+        finally:
+            side.join()
+        if isinstance(first[0], BaseException):
+            raise first[0]
+        return [first[0], *others]
 
     def perturbed(self, probe_cases: dict[str, Any] | None) -> list[EnvironmentRun]:
         """The perturbed environments' probes in one exec as their user: the tree copied to their

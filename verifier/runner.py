@@ -357,6 +357,9 @@ class Verifier:
             (out.work / "behaviour.json").write_text(json.dumps(
                 {**behaviour.model_dump(mode="json"), "correctness": correctness}, indent=1))
         result = out.suite.result if out.suite else None
+        if result is not None and out.placed:  # what the chooser reads of pytest's output: no canaries
+            result = result.model_copy(update={"stdout": result.stdout.model_copy(
+                update={"text": canary.scrub(result.stdout.text, out.placed)})})
         return TestVerdict(**base, ok=not problems, targets_ok=j.targets_ok and clean,
                            problems=problems, exit_code=result.exit_code if result else None,
                            timed_out=bool(result and result.timed_out), collected=j.collected, passed=j.passed,
@@ -433,7 +436,7 @@ class Verifier:
         if suite.junit_problem and not suite.read_problem:
             out.problem = suite.junit_problem
         out.cases, out.canary_problems = canary.judge(canaries, suite.cases)
-        out.canaries = len(canaries)
+        out.canaries, out.placed = len(canaries), canaries
         keys = {c.key for c in canaries}
         out.canary_failures = sum(1 for c in suite.cases if c.key in keys and c.outcome in ("failed", "error"))
         # After a suite that ran out of time the container was reset (its tmpfs trees are gone): the
@@ -489,6 +492,7 @@ class CheckOutcome:
     problems: list[str] = field(default_factory=list)
     facts: ProcessFacts | None = None
     canaries: int = 0
+    placed: list[canary.Canary] = field(default_factory=list)
     canary_problems: list[str] = field(default_factory=list)
     canary_failures: int = 0
     runs: list[EnvironmentRun] = field(default_factory=list)
