@@ -27,6 +27,10 @@ from .junit import MAX_JUNIT_BYTES, TestCase, parse_junit_bytes, read_result_fil
 
 # Copy the read-only source tree to a fresh directory, go there, become the command.
 COPY_THEN_RUN = 'set -e; cd "$2"; rm -rf ./* ./.[!.]* ./..?*; cp -a "$1"/. .; shift 2; exec "$@"'
+# The same for pytest, whose output goes to files first: a process it leaves behind (a detached
+# child) holds those, not the exec's stream, so the exec ends when pytest does.
+COPY_THEN_TEST = ('set -e; cd "$2"; rm -rf ./* ./.[!.]* ./..?*; cp -a "$1"/. .; out="$3"; shift 3; set +e; '
+                  '"$@" > "$out.1" 2> "$out.2"; code=$?; cat "$out.1"; cat "$out.2" >&2; exit $code')
 PROBE_CASE_TIMEOUT_S = 2.0
 PROBE_BUDGET_S = 30.0
 CLOCK_SHIFT_SEEN_S = 180 * 86400  # a shifted clock moves years; anything under half a year did not take
@@ -49,8 +53,7 @@ def probe_request(cases: list[dict[str, Any]], paths: list[str], setup: str, roo
 
 
 def _probe_argv(probe: str, request_file: str, env: Perturbation) -> list[str]:
-    argv = ["python3", *env.python_flags, probe, request_file]
-    return ["faketime", "-f", env.clock_shift, *argv] if env.clock_shift else argv
+    return ["python3", *env.python_flags, probe, request_file]  # the check's own environment: no shift
 
 
 def _environment_run(env: Perturbation, res: CommandResult | None, stdout: str, host_clock: float) -> EnvironmentRun:
@@ -95,8 +98,8 @@ class DockerCheck:
         if side is not None:
             side.start()
         try:
-            result = self.runner.exec(["sh", "-c", COPY_THEN_RUN, "sh", layout.source, layout.root,
-                                       "python3", "-m", "pytest", *args],
+            result = self.runner.exec(["sh", "-c", COPY_THEN_TEST, "sh", layout.source, layout.root,
+                                       f"/tmp/{secrets.token_hex(6)}", "python3", "-m", "pytest", *args],
                                       timeout_s=timeout_s, output_dir=self.work, env=self.envs[0].env, workdir="/")
         finally:
             if side is not None:
@@ -154,11 +157,13 @@ class DockerCheck:
         if probe_cases is None or not envs:
             return []
         separator = f"--{secrets.token_hex(8)}--"
-        lines = ['command -v faketime >/dev/null 2>&1 && FT=faketime || FT=""']
+        # libfaketime preloaded directly (the faketime command waits for every process its child
+        # leaves behind, so a detached child would hold the check for its whole life).
+        lines = ['FT=$(ls /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 2>/dev/null | head -n 1)']
         outs = [f"/tmp/{secrets.token_hex(6)}" for _ in envs]
         for env, out in zip(envs, outs):
             shift = shlex.quote(env.clock_shift) if env.clock_shift else ""
-            clock = f"$FT ${{FT:+-f}} ${{FT:+{shift}}}" if shift else ""
+            clock = f'${{FT:+LD_PRELOAD=$FT}} ${{FT:+FAKETIME={shift}}}' if shift else ""
             variables = " ".join(shlex.quote(f"{k}={v}") for k, v in env.env.items())
             command = " ".join(shlex.quote(a) for a in ["python3", *env.python_flags, self.layout.probe,
                                                         self._request(probe_cases, env.root, env.cwd)])
