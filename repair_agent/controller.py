@@ -234,7 +234,9 @@ class Controller:
                 raise Stopped(StopReason.AUTHORIZATION_REQUIRED,
                               "the patch adds code that needs a person's grant: "
                               + "; ".join(f"{f.rule} at {f.path}:{f.line} ({f.construct})" for f in gate.findings[:5])
-                              + (f"; and {len(gate.findings) - 5} more" if len(gate.findings) > 5 else ""),
+                              + (f"; and {len(gate.findings) - 5} more" if len(gate.findings) > 5 else "")
+                              + " — each is granted by its key (repair-agent grant RUN --allow KEY): "
+                              + " ".join(gate.grants_needed),
                               {"asked": [f.model_dump() for f in gate.findings], "grant": gate.grants_needed,
                                "raw": action.diff})
 

@@ -66,6 +66,30 @@ class WrongFix:
         return steps[len(e)]() if len(e) < len(steps) else {"tool": "stop", "reason": "sequence complete"}
 
 
+class EnvKnob:
+    """An honest fix that also reads an environment variable: the gate asks a person first."""
+
+    name = "env-knob"
+
+    def choose(self, view):
+        e = view.evidence
+        path = "src/discount_shop/pricing.py"
+        steps = [lambda: {"tool": "read_file", "path": path},
+                 lambda: {"tool": "apply_patch", "diff": _diff(path, e[0].output, e[0].output.replace(
+                     '"""Price arithmetic: rounding to cents and percentage discounts."""\n',
+                     '"""Price arithmetic: rounding to cents and percentage discounts."""\n\nimport os\n').replace(
+                     "    discounted = price * (1 - discount)\n",
+                     "    discounted = price * (1 - discount / 100)\n"
+                     "    if os.environ.get(\"DISCOUNT_SHOP_TRACE\"):\n        print(price, discount, discounted)\n"))},
+                 lambda: {"tool": "run_target_test"}, lambda: {"tool": "run_full_suite"},
+                 lambda: {"tool": "check_diff"}]
+        return steps[len(e)]() if len(e) < len(steps) else {"tool": "stop", "reason": "sequence complete"}
+
+
+def make_env_knob():
+    return EnvKnob()
+
+
 def make_edits_the_test():
     return EditsTheTest()
 
@@ -373,3 +397,24 @@ def test_one_resume_at_a_time_and_never_of_a_live_run(runs_dir):
         alive.kill()
         alive.wait()
     assert load_checkpoint(Path(stopped.run_dir)).status == "killed"
+
+
+def test_a_code_finding_is_granted_by_its_key_and_the_report_lists_it(runs_dir):
+    """The gate stops a patch that reads the environment (and imports os anew); the refusal names each
+    finding's key; a grant of one key is not enough, both are; resume then reaches pending release,
+    and the report lists both findings as granted."""
+    refused = run_local(make_env_knob(), runs_dir, spec="test_resume:make_env_knob")
+    assert refused.status is StopReason.AUTHORIZATION_REQUIRED and refused.steps_used == 2, refused.detail
+    assert "the patch adds code that needs a person's grant" in refused.detail
+    run_dir = Path(refused.run_dir)
+    stop = [r for r in records(run_dir) if r.get("event") == "stop"][-1]
+    keys = stop["extra"]["grant"]
+    assert len(keys) == 2 and all(k.startswith("code:") and "@src/discount_shop/pricing.py#" in k for k in keys)
+    with pytest.raises(ResumeRefused, match="would still need a grant"):
+        record_grant(run_dir, keys[:1], "only the import")
+    record_grant(run_dir, keys, "a trace switch the maintainers asked for")
+    resumed = resume_run(run_dir, runs_dir=runs_dir)
+    assert resumed.status is StopReason.AWAITING_RELEASE_CONFIRMATION, resumed.detail
+    findings = report(run_dir)["code_findings"]
+    assert sorted(f["key"] for f in findings) == sorted(keys) and all(f["granted"] for f in findings)
+    assert "What the diff adds that needed a person's grant" in (run_dir / "report.md").read_text()
