@@ -264,3 +264,17 @@ def resolve(name_or_path: str, extra: list[Path] | None = None) -> Scenario:
         broken = "".join(f"\n  unusable manifest: {e}" for e in errors)
         raise ManifestError(f"unknown scenario {name_or_path!r}; known: {', '.join(sorted(scenarios)) or 'none'}{broken}")
     return scenarios[name_or_path]
+
+
+def select(names: list[str], scenarios_dirs: list[Path], *, log=lambda message: None) -> list[Scenario]:
+    """What an author's script checks: the named scenarios, or, with no names, every scenario with a
+    held-out file (only those of `scenarios_dirs` when some are given). Raises ManifestError."""
+    if names:
+        return [resolve(name, scenarios_dirs) for name in names]
+    found, errors = discover(scenarios_dirs)
+    if scenarios_dirs:
+        roots = {d.resolve() for d in scenarios_dirs}
+        found = {n: s for n, s in found.items() if s.manifest_path.parent in roots}
+    for error in errors:
+        log(f"unusable manifest: {error}")
+    return [s for _, s in sorted(found.items()) if s.heldout is not None]

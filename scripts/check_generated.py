@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from repair_agent.scenario import (IGNORED_PARTS, ManifestError, Scenario, apply_patch_to_tree,  # noqa: E402
-                                   discover, resolve)
+                                   select)
 from verifier.generated import (CASE_TIMEOUT_S, REFERENCE_CASE_TIMEOUT_S, GeneratedCase, compare,  # noqa: E402
                                 generate_cases, probe_local, reference_rows, request, seed_for)
 from verifier.heldout import PROBE_SOURCE, HeldoutSpec, judge_heldout, parse_probe_output  # noqa: E402
@@ -214,16 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write every scenario's record here")
     args = parser.parse_args(argv)
     try:
-        if args.names:
-            scenarios = [resolve(name, args.scenarios_dir) for name in args.names]
-        else:
-            found, errors = discover(args.scenarios_dir)
-            if args.scenarios_dir:
-                roots = {d.resolve() for d in args.scenarios_dir}
-                found = {n: s for n, s in found.items() if s.manifest_path.parent in roots}
-            for error in errors:
-                print(f"unusable manifest: {error}", file=sys.stderr)
-            scenarios = [s for _, s in sorted(found.items()) if s.heldout is not None]
+        scenarios = select(args.names, args.scenarios_dir, log=lambda m: print(m, file=sys.stderr))
     except ManifestError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from repair_agent.scenario import (IGNORED_PARTS, ManifestError, Scenario, apply_patch_to_tree,  # noqa: E402
-                                   discover, resolve)
+                                   select)
 from verifier.heldout import PROBE_SOURCE, HeldoutResult, HeldoutSpec, run_probe_local  # noqa: E402
 
 
@@ -130,16 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                         "names, only its scenarios are checked")
     args = parser.parse_args(argv)
     try:
-        if args.names:
-            scenarios = [resolve(name, args.scenarios_dir) for name in args.names]
-        else:
-            found, errors = discover(args.scenarios_dir)
-            if args.scenarios_dir:
-                roots = {d.resolve() for d in args.scenarios_dir}
-                found = {n: s for n, s in found.items() if s.manifest_path.parent in roots}
-            for error in errors:
-                print(f"unusable manifest: {error}", file=sys.stderr)
-            scenarios = [s for _, s in sorted(found.items()) if s.heldout is not None]
+        scenarios = select(args.names, args.scenarios_dir, log=lambda m: print(m, file=sys.stderr))
     except ManifestError as exc:
         print(exc, file=sys.stderr)
         return 2
