@@ -18,6 +18,11 @@ costs outside `execute_run` (imports, set-up, teardown). Target: <= 1.3x.
 
 times the whole command of this tree and of git REF (checked out in a temporary worktree) in
 interleaved pairs, and prints the median ratio.
+
+    .venv/bin/python bench/bench_run.py --against REF --corpus sandbox_repos/real [--chooser search]
+
+does the same for every scenario of a corpus (one interleaved pair per scenario and repeat), and
+prints the ratio of the two sides' median run times and the median of the per-pair ratios.
 """
 from __future__ import annotations
 
@@ -98,13 +103,15 @@ def compile_tree(tree: Path) -> None:
     sh(sys.executable, "-m", "compileall", "-q", "repair_agent", "verifier", cwd=tree)
 
 
-def whole_process(tree: Path, runs: Path, argv: list[str] | None = None) -> tuple[float, dict]:
-    """`repair-agent run discount-bug` as a user waits for it: a fresh process, import to exit."""
+def whole_process(tree: Path, runs: Path, argv: list[str] | None = None,
+                  run_args: tuple[str, ...] = ("discount-bug",)) -> tuple[float, dict]:
+    """`repair-agent run discount-bug` as a user waits for it: a fresh process, import to exit.
+    Another scenario's run (`run_args`) may end in a hand-off: any ending that wrote its JSON counts."""
     argv = argv or command()
     start = time.perf_counter()
-    proc = sh(*argv, "run", "discount-bug", "--runs-dir", str(runs), "--json", cwd=tree)
+    proc = sh(*argv, "run", *run_args, "--runs-dir", str(runs), "--json", cwd=tree)
     elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
+    if proc.returncode != 0 and (run_args == ("discount-bug",) or not proc.stdout.strip().startswith(b"{")):
         raise SystemExit(f"run in {tree} failed ({proc.returncode}): {proc.stdout.decode()[-800:]}"
                          f"{proc.stderr.decode()[-800:]}")
     return elapsed, json.loads(proc.stdout)
@@ -135,11 +142,47 @@ def against(ref: str, repeat: int) -> None:
     print(f"  median ratio {ratio:.3f}x")
 
 
+def against_corpus(ref: str, corpus: Path, chooser: str, repeat: int) -> None:
+    names = sorted(p.name.removesuffix(".scenario.toml") for p in corpus.glob("*.scenario.toml"))
+    with tempfile.TemporaryDirectory() as tmp:
+        other = Path(tmp) / "other"
+        sh("git", "worktree", "add", "--detach", str(other), ref, cwd=ROOT)
+        argv = [sys.executable, "-m", "repair_agent"]
+        try:
+            compile_tree(ROOT), compile_tree(other)
+            for tree in (ROOT, other):  # warm: each tree's image built and the corpus's sources fetched
+                whole_process(tree, Path(tmp) / "warm", argv, (names[0], "--scenarios-dir", str(corpus)))
+            rows = []
+            for i in range(repeat):
+                for j, name in enumerate(names):
+                    run_args = (name, "--scenarios-dir", str(corpus), "--chooser", chooser)
+                    sides = [ROOT, other] if (i + j) % 2 == 0 else [other, ROOT]
+                    times = {}
+                    for tree in sides:
+                        runs = Path(tmp) / f"runs-{'here' if tree == ROOT else 'there'}"
+                        times[tree], record = whole_process(tree, runs, argv, run_args)
+                        times[tree, "status"] = record.get("status")
+                    rows.append((name, times[ROOT], times[other], times[ROOT, "status"], times[other, "status"]))
+                    print(f"  {name:45s} {times[ROOT]:7.2f} {times[other]:7.2f}  "
+                          f"{times[ROOT, 'status']} / {times[other, 'status']}", flush=True)
+        finally:
+            sh("git", "worktree", "remove", "--force", str(other), cwd=ROOT)
+    here = statistics.median(r[1] for r in rows)
+    there = statistics.median(r[2] for r in rows)
+    print(f"{corpus} with --chooser {chooser}, {len(rows)} interleaved pairs (this tree / {ref}):")
+    print(f"  median run {here:.2f} s / {there:.2f} s = {here / there:.3f}x; "
+          f"median per-pair ratio {statistics.median(r[1] / r[2] for r in rows):.3f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=8)
     parser.add_argument("--against", metavar="REF", help="compare the whole process with git REF instead")
+    parser.add_argument("--corpus", type=Path, help="with --against: every scenario of this directory")
+    parser.add_argument("--chooser", default="search", help="with --corpus: the chooser to run")
     args = parser.parse_args()
+    if args.against and args.corpus:
+        return against_corpus(args.against, args.corpus.resolve(), args.chooser, args.repeat)
     if args.against:
         return against(args.against, args.repeat)
     import docker
