@@ -131,7 +131,7 @@ def _path_max_chain(top: str, payload: bytes) -> list[tuple[tarfile.TarInfo, byt
         path = os.path.join(path, comp)
     linkpath = os.path.join(*steps, "l" * 254)
     members += [(_info(os.path.join(top, linkpath), tarfile.SYMTYPE, "../" * len(steps)), None),
-                (_info(os.path.join(top, "escape"), tarfile.SYMTYPE, linkpath + "/../../../.."), None),
+                (_info(os.path.join(top, "escape"), tarfile.SYMTYPE, linkpath + "/.." * 6), None),
                 (_info(os.path.join(top, "escape", "pwned.txt")), payload)]
     return members
 
