@@ -262,8 +262,8 @@ def test_tree_hash_and_copy_never_open_a_special_file_and_say_what_they_left_out
     copied = copy_tree(src, tmp_path / "dest")
     assert copied.dropped == {"pipe": "a FIFO (never opened)", "zero": "a link out of the tree (/dev/urandom)"}
     assert sorted(p.name for p in (tmp_path / "dest").iterdir()) == ["a.py"]
-    with pytest.raises(TreeRefused, match="more than 2 entries"):
-        copy_tree(src, tmp_path / "dest2", limits=TreeLimits(max_entries=2))
+    with pytest.raises(TreeRefused, match="more than 1 entries"):
+        copy_tree(src, tmp_path / "dest2", limits=TreeLimits(max_entries=1))
 
 
 # -- run --repo: the user's repository -------------------------------------------------------------------
@@ -354,8 +354,9 @@ def _secret_repo(path: Path, marker: str) -> str:
 
 
 def _instance(iid: str, repo: str, base: str) -> dict:
-    return {"instance_id": iid, "repo": repo, "base_commit": base, "patch": "", "test_patch": "",
-            "FAIL_TO_PASS": ["tests/test_s.py::test_s"], "PASS_TO_PASS": []}
+    diff = "--- a/real.py\n+++ b/real.py\n@@ -1 +1 @@\n-X = 1\n+X = 2\n"
+    return {"instance_id": iid, "repo": repo, "base_commit": base, "patch": diff, "test_patch": diff,
+            "FAIL_TO_PASS": ["tests/test_s.py::test_s"], "PASS_TO_PASS": [], "problem_statement": "p"}
 
 
 def test_swebench_repo_that_climbs_out_of_repos_is_refused_and_nothing_is_imported(tmp_path):
