@@ -394,3 +394,46 @@ def test_swebench_tree_with_an_absolute_link_is_a_named_refusal(tmp_path):
     assert "Traceback" not in proc.stderr and by_id, proc.stderr[-2000:]
     reason = by_id["abs-1"]["reason"]
     assert by_id["abs-1"]["status"] == "skipped" and "leak.txt" in reason and "links out of the tree" in reason
+
+
+def test_import_commit_with_a_link_out_in_its_parent_is_a_named_refusal(tmp_path):
+    marker = f"COMMIT-SECRET-{uuid.uuid4().hex}"
+    secret = tmp_path / "secret.txt"
+    secret.write_text(marker + "\n")
+    rk = build_rangekit(tmp_path / "rangekit")
+    repo = git.Repo(rk.path)
+    os.symlink(str(secret), rk.path / "leak.txt")
+    repo.git.add(A=True)
+    repo.index.commit("a link to a host file", author=WHO, committer=WHO)
+    (rk.path / "src/rangekit/core.py").open("a").write("\n# tidy\n")
+    (rk.path / "tests/test_core.py").open("a").write("\n\ndef test_more():\n    assert True\n")
+    repo.git.add(A=True)
+    fix = repo.index.commit("fix", author=WHO, committer=WHO).hexsha
+    repo.close()
+    proc = cli("import", "commit", str(rk.path), fix, "--out", str(tmp_path / "out"), "--json", timeout=600,
+               env={"REPAIR_AGENT_CACHE_DIR": str(tmp_path / "cache")})
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    (result,) = json.loads(proc.stdout)["results"]
+    assert result["status"] == "skipped" and "leak.txt" in result["reason"], result
+    assert "links out of the tree" in result["reason"]
+    assert files_containing(tmp_path / "out", marker.encode()) == []
+
+
+def test_environment_build_context_has_no_host_file_and_keeps_links(tmp_path):
+    """The copy a root build container with network mounts at /workspace (the environment build's
+    own function): the user's tree as `run --repo` would hand it over, links and all."""
+    from repair_agent.sandbox.environment import build_context
+
+    marker = f"BUILD-SECRET-{uuid.uuid4().hex}"
+    secret = tmp_path / "secret.txt"
+    secret.write_text(marker + "\n")
+    tree = tmp_path / "tree"
+    _git_repo(tree, {"alias.py": "real.py", "docs/gone.txt": "../missing.txt", "leak.txt": str(secret),
+                     "zero": "/dev/zero"})
+    os.mkfifo(tree / "pipe")
+    build = tmp_path / "build"
+    build.mkdir()
+    work = build_context(tree, build)
+    assert os.readlink(work / "alias.py") == "real.py" and os.readlink(work / "docs/gone.txt") == "../missing.txt"
+    assert not any(os.path.lexists(work / n) for n in ("leak.txt", "zero", "pipe", ".git"))
+    assert files_containing(build, marker.encode()) == []

@@ -105,6 +105,9 @@ def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, n
     except InstanceError as exc:
         result.reason = str(exc)
         return result
+    except (git.GitCommandError, OSError) as exc:  # the repository or the disk: a refusal, not a traceback
+        result.reason = f"cannot be read: {exc}"[:600]
+        return result
     validate(out, [Written(result=result, manifest=manifest)], log=log, **check)
     return result
 

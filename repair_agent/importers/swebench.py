@@ -156,6 +156,9 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
         except InstanceError as exc:
             result.reason = str(exc)
             continue
+        except (git.GitCommandError, OSError) as exc:  # the clone or the disk: a line of the table, not a traceback
+            result.reason = f"cannot be read: {exc}"[:600]
+            continue
         written.append(Written(result=result, manifest=manifest))
     validate(out, written, workers=workers, log=log, **check)
     return results

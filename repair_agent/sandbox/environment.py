@@ -302,6 +302,14 @@ print("ra-step: import check ok:", ", ".join(sorted(names)) or "no package direc
 '''
 
 
+def build_context(tree: Path, build: Path) -> Path:
+    """The copy of the tree the build container mounts at /workspace. That container runs as root
+    with network: no link out of the tree and no special file is in it (verifier.trees)."""
+    work = build / "workspace"
+    copy_tree(tree, work)
+    return work
+
+
 def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, key: str, tag: str, log: Log) -> None:
     import docker.errors
     from docker.types import Mount
@@ -313,9 +321,7 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
     container = None
     started = time.monotonic()
     try:
-        work = build / "workspace"
-        # A root container with network reads this copy: no link out of the tree, no special file.
-        copy_tree(tree, work)
+        work = build_context(tree, build)
         ra = build / "ra-build"
         (ra / "bin").mkdir(parents=True)
         shutil.copyfile(pip_wheel(log), ra / "pip.whl")
