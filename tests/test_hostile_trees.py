@@ -345,6 +345,7 @@ def _secret_repo(path: Path, marker: str) -> str:
     path.mkdir(parents=True, exist_ok=True)
     (path / "tests").mkdir()
     (path / "secret.py").write_text(f"TOKEN = {marker!r}\n")
+    (path / "real.py").write_text("X = 1\n")  # what the instance's patches change: they apply
     (path / "tests/test_s.py").write_text("from secret import TOKEN\n\ndef test_s():\n    assert TOKEN\n")
     repo = git.Repo.init(path, initial_branch="main")
     repo.git.add(A=True)
