@@ -438,3 +438,26 @@ def test_environment_build_context_has_no_host_file_and_keeps_links(tmp_path):
     assert os.readlink(work / "alias.py") == "real.py" and os.readlink(work / "docs/gone.txt") == "../missing.txt"
     assert not any(os.path.lexists(work / n) for n in ("leak.txt", "zero", "pipe", ".git"))
     assert files_containing(build, marker.encode()) == []
+
+
+def test_the_verifier_keeps_the_repositorys_own_links_and_refuses_a_candidates_link_out(tmp_path):
+    """The verifier's snapshot and a check's tree: the pristine links stay links (hashed by their
+    text), a link the candidate adds pointing at a host file is removed before any test runs."""
+    from verifier import AcceptanceSpec, Verifier
+    from verifier.candidate_tree import restore_protected
+
+    repo = tmp_path / "repo"
+    _git_repo(repo, {"alias.py": "real.py", "docs/gone.txt": "../missing.txt", "zero": "/dev/zero"})
+    (repo / "tests/test_a.py").write_text("from alias import X\n\ndef test_a():\n    assert X == 2\n")  # the bug
+    v = Verifier(AcceptanceSpec(scenario="links", target_tests=("tests/test_a.py::test_a",)), repo,
+                 tmp_path / "v", backend="local")
+    v.prepare()
+    snap = Path(v.snapshot.root)
+    assert os.readlink(snap / "alias.py") == "real.py" and not os.path.lexists(snap / "zero")
+    tree = tmp_path / "tree"
+    copy_tree(snap, tree)
+    os.symlink("/etc/hostname", tree / "stolen.txt")
+    restored, refused = restore_protected(tree, v.snapshot, v.spec)
+    assert refused == ["stolen.txt"] and not os.path.lexists(tree / "stolen.txt")
+    assert os.readlink(tree / "alias.py") == "real.py" and os.readlink(tree / "docs/gone.txt") == "../missing.txt"
+    assert tree_sha256(tree) == v.snapshot.tree_sha256
