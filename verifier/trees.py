@@ -236,7 +236,7 @@ def extract_tar(archive: Path | str | None, dest: Path, *, fileobj: IO[bytes] | 
     seen: dict[str, str] = {}
     total = 0
     try:
-        tf = tarfile.open(archive, fileobj=fileobj) if fileobj is None else tarfile.open(fileobj=fileobj)
+        tf = tarfile.open(archive) if fileobj is None else tarfile.open(fileobj=fileobj)
     except (tarfile.TarError, OSError) as exc:
         raise TreeRefused(f"{label}: not a readable tar archive: {exc}") from None
     with tf:
