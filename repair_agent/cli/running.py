@@ -50,7 +50,7 @@ def cmd_run(args) -> int:
             if args.repo or not args.scenario:  # the user's own repository, as it is on disk
                 from ..local_repo import scenario_from_args
 
-                scenario = scenario_from_args(args)
+                scenario = scenario_from_args(args, log=log)
             else:
                 scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
             if early is not None and not early.provide(scenario):
