@@ -441,7 +441,7 @@ class HiddenBackdoor(ScriptedChooser):
     fix whose diff hides a backdoor line behind terminal escapes and bidi controls. The gate asks a
     person (control-character); granted and resumed, it verifies and awaits the release prompt."""
 
-    name = "hostile:Hidden\u202eBackdoor\x1b[2K"
+    name = "hostile:<b>HiddenBackdoor</b>"  # a plug-in's name must be printable: markup is
     expected = StopReason.AUTHORIZATION_REQUIRED
 
     def script(self) -> list[dict]:
