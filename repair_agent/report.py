@@ -79,8 +79,8 @@ def render_markdown(report: Report) -> str:
     if r.get("heldout_cases"):
         lines += ["", "### Held-out cases", "",
                   "| case | ok | got | expected |", "|---|---|---|---|"]
-        lines += [f"| {t(x['name'])} | {'yes' if x['ok'] else 'NO'} | {c(json.dumps(x.get('got'))[:80])} | "
-                  f"{c(json.dumps(x.get('expected'))[:80])} |" for x in r["heldout_cases"]]
+        lines += [f"| {t(x['name'])} | {'yes' if x['ok'] else 'NO'} | {c(json.dumps(x.get('got'))[:80], cell=True)} | "
+                  f"{c(json.dumps(x.get('expected'))[:80], cell=True)} |" for x in r["heldout_cases"]]
     lines += ["", "## Evidence", "", "| id | step | tool | status | source | seconds | summary |",
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {t(e['id'])} | {e['step']} | {t(e['tool'])} | {t(e['status'])} | {t(e['source'])} | "

@@ -79,7 +79,8 @@ def _json_escape(char: str) -> str:
 
 # Characters Markdown or HTML would act on in running text; each is written so it shows as itself.
 _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_MD_ACTIVE = re.compile(r"[\\`*_\[\]|~&<>#]")
+# `_` inside a word (apply_discount) is no emphasis in CommonMark: left as is, so names stay readable.
+_MD_ACTIVE = re.compile(r"[\\`*\[\]|~&<>#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def md_text(text: Any) -> str:
@@ -89,10 +90,11 @@ def md_text(text: Any) -> str:
     return _MD_ACTIVE.sub(lambda m: _MD_ENTITIES.get(m.group(), "\\" + m.group()), shown)
 
 
-def md_code(text: Any) -> str:
-    """Outside text as an inline code span whose fence no backtick run inside can close; `|` is
-    escaped because a table cell ends at it even inside a code span."""
-    shown = terminal(text, keep_lines=False).replace("|", "\\|")
+def md_code(text: Any, *, cell: bool = False) -> str:
+    """Outside text as an inline code span whose fence no backtick run inside can close; in a table
+    `cell`, `|` is escaped because the cell ends at it even inside a code span."""
+    shown = terminal(text, keep_lines=False)
+    shown = shown.replace("|", "\\|") if cell else shown
     fence = "`" * (max((len(run) for run in re.findall(r"`+", shown)), default=0) + 1)
     pad = " " if shown.startswith("`") or shown.endswith("`") or not shown.strip() else ""
     return f"{fence}{pad}{shown}{pad}{fence}"
