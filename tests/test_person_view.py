@@ -2,7 +2,8 @@
 
 A hostile plug-in (tests/hostile_choosers.py:HiddenBackdoor) runs discount-bug in Docker through the
 real CLI: its search query carries markup and terminal escape sequences, its diff a backdoor line
-followed by a comment that erases the line above it in a terminal, and bidi controls. The gate asks a
+followed by a comment that erases the line above it in a terminal, bidi controls, and a second
+backdoor that a carriage return overwrites with a comment. The gate asks a
 person about those characters (control-character); granted and resumed, the diff verifies and waits
 for the release prompt. Every view of the run (the step lines, `show`, `show --diff`, `--json`,
 `replay`, `runs`, report.md, report.html, the interactive release prompt) names each hidden character
@@ -29,14 +30,21 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 CHOOSER = "hostile_choosers:HiddenBackdoor"
 # What must never reach the person's terminal or page as itself.
-RAW = ("\x1b", "\x07", "\u202e", "\u2066", "\u2069", "\u200b")
+RAW = ("\x1b", "\x07", "\r", "\u202e", "\u2066", "\u2069", "\u200b")
 
 
 def cli(runs_dir: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    """The CLI's output as sent: bytes decoded without newline translation, so a carriage return
+    that reached the terminal is seen as one."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
            "REPAIR_AGENT_RELEASER": "view-tester"}
-    return subprocess.run([sys.executable, "-m", "repair_agent", "--runs-dir", str(runs_dir), *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=600, **kw)
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "--runs-dir", str(runs_dir), *args], cwd=ROOT,
+                          env=env, capture_output=True, timeout=600, **kw)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+def text_of(path: Path) -> str:
+    return path.read_bytes().decode()  # no newline translation: a carriage return stays one
 
 
 def assert_shown_not_sent(text: str) -> None:
@@ -83,7 +91,8 @@ def test_the_gate_asks_a_person_about_each_line_with_hidden_characters_and_the_r
     assert record["status"] == "authorization_required" and record["steps_used"] == 2
     findings = json.loads((run_dir / "report.json").read_text())["code_findings"]
     constructs = {f["construct"] for f in findings if f["rule"] == "control-character"}
-    assert constructs == {"U+001B", "U+200B, U+202E, U+2066, U+2069"}, findings
+    assert constructs == {"U+001B", "U+200B, U+202E, U+2066, U+2069",
+                          "U+000D (a lone carriage return: a line break to Python)"}, findings
     assert all(not f["granted"] for f in findings)
     shown = cli(runs, "show", run_dir.name)
     assert shown.returncode == 0, shown.stderr
@@ -118,13 +127,14 @@ def test_show_diff_names_the_escape_sequence_and_keeps_the_backdoor_line_in_sigh
     backdoor = lines.index("+" + h.BACKDOOR)
     assert lines[backdoor + 1] == "+    # rounding rule\\x1b[1A\\x1b[2K"  # the line that would erase it
     assert lines[backdoor + 2] == "+    # <U+202E> <U+2066>ok<U+2069><U+200B>"
+    assert lines[backdoor + 3] == f"+{h.CR_BACKDOOR}\\x0d{h.CR_COVER}"  # the overwritten one, in sight
     # The bytes on disk are the ones verified and released: only their rendering changed.
     assert h.ERASE_LINE_ABOVE in (run_dir / "candidate.diff").read_text()
 
 
 def test_report_html_shows_hidden_characters_by_name_and_markup_as_text(verified):
     _, run_dir, _ = verified
-    page = (run_dir / "report.html").read_text()
+    page = text_of(run_dir / "report.html")
     assert_shown_not_sent(page)
     assert "&lt;U+202E&gt; &lt;U+2066&gt;ok&lt;U+2069&gt;&lt;U+200B&gt;" in page
     assert "rounding rule\\x1b[1A\\x1b[2K" in page and "if discount == 42: return 0" in page
@@ -133,7 +143,7 @@ def test_report_html_shows_hidden_characters_by_name_and_markup_as_text(verified
 
 def test_report_md_escapes_chooser_text_and_names_hidden_characters(verified):
     _, run_dir, _ = verified
-    md = (run_dir / "report.md").read_text()
+    md = text_of(run_dir / "report.md")
     assert_shown_not_sent(md)
     assert "<script" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;\\\\x1b\\[2J" in md
     assert "<b>" not in md and "Chooser: hostile:&lt;b&gt;HiddenBackdoor&lt;/b&gt;" in md
@@ -158,6 +168,7 @@ def test_the_release_prompt_shows_the_backdoor_line_and_names_the_escape(verifie
     assert_shown_not_sent(proc.stdout)
     lines = proc.stdout.splitlines()
     assert lines[lines.index("+" + h.BACKDOOR) + 1] == "+    # rounding rule\\x1b[1A\\x1b[2K"
+    assert f"+{h.CR_BACKDOOR}\\x0d{h.CR_COVER}" in lines
     assert "Release this diff?" in proc.stdout and not (run_dir / "release.json").exists()
 
 
@@ -165,6 +176,6 @@ def test_the_granted_findings_stay_listed_for_the_person(verified):
     runs, run_dir, _ = verified
     findings = json.loads((run_dir / "report.json").read_text())["code_findings"]
     assert findings and all(f["granted"] for f in findings)
-    md = (run_dir / "report.md").read_text()
+    md = text_of(run_dir / "report.md")
     assert "- granted: `control-character` at `src/discount_shop/pricing.py:" in md
-    assert_shown_not_sent(md + (run_dir / "report.html").read_text())
+    assert_shown_not_sent(md + text_of(run_dir / "report.html"))
