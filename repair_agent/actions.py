@@ -62,6 +62,15 @@ class ApplyPatch(_Action):
     diff: str = Field(min_length=1, max_length=200_000)
 
 
+class ReplaceInFile(_Action):
+    """Replace the one occurrence of `old` in a file with `new` (exact text, whitespace included;
+    give enough surrounding lines to make `old` unique). Applied as a unified diff, like apply_patch."""
+    tool: Literal["replace_in_file"] = "replace_in_file"
+    path: str = Field(min_length=1, max_length=300)
+    old: str = Field(min_length=1, max_length=50_000)
+    new: str = Field(max_length=50_000)
+
+
 class RunTargetTest(_Action):
     """Ask the protected verifier to run the target (fail-to-pass) tests on the current diff."""
     tool: Literal["run_target_test"] = "run_target_test"
@@ -84,9 +93,9 @@ class Stop(_Action):
     summary: str | None = Field(None, max_length=8000)
 
 
-Action = Annotated[Union[Search, ReadFile, ApplyPatch, RunTargetTest, RunFullSuite, CheckDiff, Stop],
-                   Field(discriminator="tool")]
-ACTION_TYPES: tuple[type[_Action], ...] = (Search, ReadFile, ApplyPatch, RunTargetTest, RunFullSuite,
+Action = Annotated[Union[Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetTest, RunFullSuite, CheckDiff,
+                         Stop], Field(discriminator="tool")]
+ACTION_TYPES: tuple[type[_Action], ...] = (Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetTest, RunFullSuite,
                                            CheckDiff, Stop)
 TOOL_NAMES = tuple(t.model_fields["tool"].default for t in ACTION_TYPES)
 _adapter: TypeAdapter = TypeAdapter(Action)

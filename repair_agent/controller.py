@@ -6,13 +6,14 @@ import datetime as dt
 import hashlib
 import json
 import time
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 
 from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
                       diff_sha256, unsatisfied)
 
-from .actions import TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile, Search, Stop, parse_action, tool_schemas
+from .actions import (TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile, ReplaceInFile, Search, Stop, parse_action,
+                      tool_schemas)
 from .choosers.base import Chooser
 from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWriteError, StartRecord, StepRecord,
                       StopRecord)
@@ -24,6 +25,18 @@ from .tools import Executor, ToolOutcome
 
 MAX_OBSERVATION_CHARS = 16_000  # what one observation may put in front of the chooser
 CHOOSER_TIMEOUT_S = 300.0
+
+
+class Edit(NamedTuple):
+    """What authorization settled for an edit: the diff to apply (replace_in_file's, computed from the
+    tree), or the observation that takes the place of running it (a malformed diff, no unique match)."""
+    diff: str | None = None
+    observation: ToolOutcome | None = None
+
+
+# Scope-check rules that say the diff cannot be read one way only: nothing in it can run, so the
+# chooser is told and may send a better one; no person's grant could make it acceptable.
+MALFORMED_RULES = frozenset({"unparsable", "empty", "ambiguous-diff"})
 
 
 class Stopped(Exception):
@@ -70,12 +83,12 @@ class Controller:
                 try:
                     if failure:
                         raise failure
-                    action = self._validate(reply.proposal, allowed)  # schema, reserve, repeat, authorization
+                    action, edit = self._validate(reply.proposal, allowed)  # schema, reserve, repeat, authorization
                     decision = Decision(accepted=True, action=action)
                     if isinstance(action, Stop):
                         raise Stopped(StopReason.HANDOFF_REQUESTED, action.reason or "the chooser stopped",
                                       {"chooser_summary": action.summary})
-                    outcome = self.dispatch(action)              # exactly one tool
+                    outcome = edit.observation or self.dispatch(action, edit.diff)  # exactly one tool
                     self._check_deadline(outcome)                # a late observation is refused
                     evidence = self._record(action, outcome)     # evidence, verdicts, Uₜ
                     self._check_progress(evidence)               # no_new_evidence
@@ -191,7 +204,7 @@ class Controller:
         self.state = self.state.model_copy(update={"budget": b.model_copy(update={"steps_used": b.steps_used + 1,
                                                                                    "tokens_used": tokens})})
 
-    def _validate(self, raw: Any, allowed: tuple[str, ...]):
+    def _validate(self, raw: Any, allowed: tuple[str, ...]) -> tuple[Any, Edit]:
         try:
             action = parse_action(raw)
         except InvalidAction as exc:
@@ -203,47 +216,55 @@ class Controller:
         if canonical == self.last_canonical:
             raise Stopped(StopReason.REPEATED_ACTION, f"the same action was proposed twice in a row: {canonical[:200]}")
         self.last_canonical = canonical
-        self._authorize(action)
-        return action
+        return action, self._authorize(action)
 
-    def _authorize(self, action) -> None:
+    def _authorize(self, action) -> Edit:
         paths = []
         if isinstance(action, ReadFile):
             paths = [action.path]
         elif isinstance(action, Search) and action.path_glob:
             paths = [action.path_glob]
         for path in paths:
-            parts = path.split("/")
-            if path.startswith(("/", "-")) or ".." in parts or ".git" in parts or "\\" in path:
-                raise Stopped(StopReason.AUTHORIZATION_REQUIRED, f"access outside the repository's files: {path!r}",
-                              {"asked": path, "grant": "read access beyond the repository's tracked files"})
+            if (escape := _escape(path)) is not None:
+                raise escape
+        if isinstance(action, ReplaceInFile):
+            if (escape := _escape(action.path)) is not None:
+                raise escape
+            diff, observation = self.executor.replacement(action)
+            return Edit(diff, self._authorize_diff(diff)) if diff is not None else Edit(observation=observation)
         if isinstance(action, ApplyPatch):
-            verdict = check_scope(action.diff, self.verifier.spec, granted=self.state.authorization.granted_paths)
-            if verdict.parse_error or any(v.rule in ("unparsable", "empty") for v in verdict.violations):
-                raise Stopped(StopReason.INVALID_ACTION, f"the diff is not a usable unified diff: "
-                              f"{verdict.parse_error or verdict.violations[0].detail}", {"raw": action.diff})
-            if not verdict.ok:
-                raise Stopped(StopReason.AUTHORIZATION_REQUIRED,
-                              "the patch needs a grant the run does not have: " + "; ".join(verdict.grants_needed),
-                              {"asked": [v.model_dump() for v in verdict.violations], "grant": verdict.grants_needed,
-                               "raw": action.diff})
-            # What the patch adds is read before it runs anywhere: constructs that can reach the test
-            # process's machinery or sense the check environment wait for a person.
-            gate = self.verifier.review(action.diff, granted=self.state.authorization.granted_paths)
-            if not gate.ok:
-                raise Stopped(StopReason.AUTHORIZATION_REQUIRED,
-                              "the patch adds code that needs a person's grant: "
-                              + "; ".join(f"{f.rule} at {f.path}:{f.line} ({f.construct})" for f in gate.findings[:5])
-                              + (f"; and {len(gate.findings) - 5} more" if len(gate.findings) > 5 else "")
-                              + " — each is granted by its key (repair-agent grant RUN --allow KEY): "
-                              + " ".join(gate.grants_needed),
-                              {"asked": [f.model_dump() for f in gate.findings], "grant": gate.grants_needed,
-                               "raw": action.diff})
+            return Edit(observation=self._authorize_diff(action.diff))
+        return Edit()
 
-    def dispatch(self, action) -> ToolOutcome:
+    def _authorize_diff(self, diff: str) -> ToolOutcome | None:
+        """The scope check and the gate on a diff before it runs anywhere. A diff that cannot be read
+        one way only is an observation (None: go ahead); what needs a grant stops the run."""
+        verdict = check_scope(diff, self.verifier.spec, granted=self.state.authorization.granted_paths)
+        if verdict.parse_error or verdict.violations and {v.rule for v in verdict.violations} <= MALFORMED_RULES:
+            return malformed_diff(verdict.parse_error, [v.detail for v in verdict.violations])
+        if not verdict.ok:
+            raise Stopped(StopReason.AUTHORIZATION_REQUIRED,
+                          "the patch needs a grant the run does not have: " + "; ".join(verdict.grants_needed),
+                          {"asked": [v.model_dump() for v in verdict.violations], "grant": verdict.grants_needed,
+                           "raw": diff})
+        # What the patch adds is read before it runs anywhere: constructs that can reach the test
+        # process's machinery or sense the check environment wait for a person.
+        gate = self.verifier.review(diff, granted=self.state.authorization.granted_paths)
+        if not gate.ok:
+            raise Stopped(StopReason.AUTHORIZATION_REQUIRED,
+                          "the patch adds code that needs a person's grant: "
+                          + "; ".join(f"{f.rule} at {f.path}:{f.line} ({f.construct})" for f in gate.findings[:5])
+                          + (f"; and {len(gate.findings) - 5} more" if len(gate.findings) > 5 else "")
+                          + " — each is granted by its key (repair-agent grant RUN --allow KEY): "
+                          + " ".join(gate.grants_needed),
+                          {"asked": [f.model_dump() for f in gate.findings], "grant": gate.grants_needed,
+                           "raw": diff})
+        return None
+
+    def dispatch(self, action, edit_diff: str | None = None) -> ToolOutcome:
         started = time.monotonic()
         try:
-            return self.executor.dispatch(action, self.diff)
+            return self.executor.dispatch(action, self.diff, edit_diff)
         except (EngineFailure, SandboxError) as exc:
             raise Stopped(StopReason.DEPENDENCY_FAILURE, f"sandbox or engine failure: {exc}", {"raw": str(exc)})
         except VerifierCompromised as exc:
@@ -347,6 +368,28 @@ class Controller:
             raise Stopped(StopReason.DEPENDENCY_FAILURE, f"the journal could not record {what}: {exc}",
                           {"raw": str(exc), "journal_error": str(exc)}) from None
 
+
+
+def _escape(path: str) -> Stopped | None:
+    """A path that reaches outside the repository's files: a read or an edit there needs a person."""
+    parts = path.split("/")
+    if path.startswith(("/", "-")) or ".." in parts or ".git" in parts or "\\" in path:
+        return Stopped(StopReason.AUTHORIZATION_REQUIRED, f"access outside the repository's files: {path!r}",
+                       {"asked": path, "grant": "read access beyond the repository's tracked files"})
+    return None
+
+
+def malformed_diff(parse_error: str | None, details: list[str]) -> ToolOutcome:
+    """The observation for a diff the scope check could not read one way only: nothing was applied."""
+    detail = parse_error or (details[0] if details else "no file changes found")
+    hint = ""
+    if "git apply reads added" in detail:
+        hint = ("\nA hunk without context lines that only adds lines reads to git as creating a new file. "
+                "Include unchanged lines (starting with a space) around the change, copied from the file.")
+    why = (f"your diff is malformed: {detail[:1500]}\nNothing was applied.{hint}\nSend a unified diff with "
+           "--- a/PATH, +++ b/PATH, @@ headers and context lines, or use replace_in_file {path, old, new}.")
+    return ToolOutcome(status="error", source="controller:diff-check", summary="your diff is malformed; nothing was "
+                       "applied", raw_error=why, duration_s=0.0)
 
 
 def _label(proposal: Any) -> str:

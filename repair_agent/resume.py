@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from verifier import ScopeVerdict, TestVerdict, Verifier, check_scope, diff_sha256, unsatisfied
 
-from .actions import Action, ApplyPatch, InvalidAction, parse_action
+from .actions import Action, ApplyPatch, InvalidAction, ReplaceInFile, parse_action
 from .choosers.base import Chooser
 from .controller import CHECK_TOOLS, CHOOSER_TIMEOUT_S, Controller, Stopped
 from .journal import (GrantRecord, Journal, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
@@ -111,6 +111,8 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
                 fingerprints[e.fingerprint] = e.result_sha256
                 if isinstance(action, ApplyPatch) and e.status == "ok" and rec.decision.accepted:
                     patches.append(action.diff)
+                elif isinstance(action, ReplaceInFile) and e.status == "ok" and rec.decision.accepted:
+                    patches.append(e.data["applied_diff"])  # the diff it became, applied as it was
             if rec.decision.exit:  # a rejected step is followed by its stop line, unless killed between
                 status, detail = rec.decision.exit.value, rec.decision.error or ""
                 refused_proposal, refused_step = rec.proposal, rec.step

@@ -2,6 +2,8 @@
 so a chooser cannot pick a weaker test command."""
 from __future__ import annotations
 
+import difflib
+import re
 import threading
 import time
 from typing import Any, Literal
@@ -11,7 +13,7 @@ from pydantic import BaseModel
 from verifier import ScopeVerdict, TestVerdict, Verifier, diff_sha256
 from verifier.isolation import CommandResult
 
-from .actions import (ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, _Action)
+from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, _Action)
 from .localization import Localization, localize
 from .sandbox import Sandbox
 
@@ -58,6 +60,103 @@ def pytest_excerpt(stdout: str, limit: int = PYTEST_EXCERPT_CHARS) -> str:
     return f"{text[:head]}\n... [{len(text) - head - tail} chars omitted] ...\n{text[-tail:]}"
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines with their newline kept, split on "\n" only (str.splitlines also splits on \x0c, \u2028...,
+    which a diff does not)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
+def numbered(lines: list[str], first: int) -> str:
+    """`cat -n` style, as read_file with line_numbers shows them: a model copies these into edits."""
+    return "".join(f"{n:6d}\t{line.rstrip(chr(10))}\n" for n, line in enumerate(lines, first))
+
+
+NEAREST_CONTEXT = 2
+NEAREST_MAX_LINES = 40
+
+
+def nearest_lines(text: str, wanted: str, path: str) -> str:
+    """The stretch of `text` most like `wanted`, with line numbers and a little context: what a
+    model needs to correct an edit whose text is not in the file (it misremembered a line)."""
+    lines, want = split_lines(text), [w.strip() for w in split_lines(wanted)]
+    if not lines:
+        return f"{path} is empty."
+    size = max(1, min(len(want), len(lines)))
+    wanted_text = "\n".join(want)
+    # quick_ratio ranks every window cheaply; ratio() then decides among the ten best.
+    windows = [(i, "\n".join(x.strip() for x in lines[i:i + size])) for i in range(len(lines) - size + 1)]
+    ranked = sorted(windows, key=lambda w: -difflib.SequenceMatcher(None, w[1], wanted_text, autojunk=False).quick_ratio())
+    best = max(ranked[:10], key=lambda w: (difflib.SequenceMatcher(None, w[1], wanted_text, autojunk=False).ratio(), -w[0]))[0]
+    start = max(0, best - NEAREST_CONTEXT)
+    end = min(len(lines), best + size + NEAREST_CONTEXT, start + NEAREST_MAX_LINES)
+    return f"The closest lines in {path} (lines {start + 1}-{end} of {len(lines)}):\n" + numbered(lines[start:end], start + 1)
+
+
+def replacement_diff(path: str, text: str, old: str, new: str) -> tuple[str | None, str]:
+    """(the unified diff replacing the one occurrence of `old`, "") or (None, why not, with the
+    nearest or the matching lines numbered)."""
+    count = text.count(old)
+    if count == 0:
+        return None, (f"`old` was not found in {path} (it must match exactly, whitespace and indentation "
+                      f"included). Nothing was changed.\n" + nearest_lines(text, old, path))
+    if count > 1:
+        starts, at = [], text.find(old)
+        while at >= 0 and len(starts) < 5:
+            starts.append(text.count("\n", 0, at) + 1)
+            at = text.find(old, at + 1)
+        lines = split_lines(text)
+        shown = "".join(numbered(lines[max(0, n - 2):n + 2], max(1, n - 1)) + "---\n" for n in starts[:3])
+        return None, (f"`old` occurs {count} times in {path} (at lines {', '.join(map(str, starts))}"
+                      f"{', ...' if count > len(starts) else ''}); it must occur exactly once. Nothing was changed: "
+                      f"include more of the surrounding lines in `old` and `new`.\n{shown}")
+    if old == new:
+        return None, "`old` and `new` are the same text: there is nothing to change."
+    before, after = split_lines(text), split_lines(text.replace(old, new, 1))
+    diff = []
+    for line in difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"):
+        # difflib leaves a last line without its newline as it is; a unified diff marks it.
+        diff.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(diff), ""
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+_PATCH_FAILED = re.compile(r"^error: patch failed: (.+):(\d+)$", re.M)
+
+
+def failed_hunk(diff: str, git_stderr: str) -> tuple[str, str] | None:
+    """(path, the hunk's old text) of the hunk git names in `patch failed: PATH:LINE`."""
+    match = _PATCH_FAILED.search(git_stderr)
+    if match is None:
+        return None
+    path, line = match[1], int(match[2])
+    current, hunks = None, []
+    for raw in diff.split("\n"):
+        if raw.startswith("+++ "):
+            current = raw[4:].strip().removeprefix("b/")
+        elif (m := _HUNK.match(raw)) and current == path:
+            hunks.append((int(m[1]), []))
+        elif hunks and current == path and raw[:1] in (" ", "-"):
+            hunks[-1][1].append(raw[1:] + "\n")
+    chosen = next((h for h in hunks if h[0] == line), hunks[0] if hunks else None)
+    return (path, "".join(chosen[1])) if chosen and chosen[1] else None
+
+
+def git_apply_errors(stderr: str) -> str:
+    """git apply's messages without its progress lines and without the echo of the patch's own text
+    ("while searching for:"), which only repeats what the model sent."""
+    kept, echo = [], False
+    for line in stderr.splitlines():
+        if line.startswith("error: while searching for:"):
+            echo = True
+            continue
+        if echo and not line.startswith("error:"):
+            continue
+        echo = False
+        if not line.startswith(("Checking patch", "Applied patch", "Hunk #")) or "fail" in line.lower():
+            kept.append(line)
+    return "\n".join(kept)
+
+
 class Executor:
     def __init__(self, sandbox: Sandbox, verifier: Verifier, *, localize: bool = True, mutate: bool = False):
         self.sandbox, self.verifier = sandbox, verifier
@@ -65,13 +164,52 @@ class Executor:
         self.mutate = mutate      # and the mutation analysis after it (a chooser asks for it)
         self.source = f"sandbox:{sandbox.kind}"
 
-    def dispatch(self, action: _Action, current_diff: str) -> ToolOutcome:
+    def dispatch(self, action: _Action, current_diff: str, edit_diff: str | None = None) -> ToolOutcome:
+        """`edit_diff`: for replace_in_file, the diff the controller authorized (see replacement)."""
         started = time.monotonic()
-        outcome = self._dispatch(action, current_diff)
+        outcome = self._dispatch(action, current_diff, edit_diff)
         outcome.duration_s = round(time.monotonic() - started, 4)
         return outcome
 
-    def _dispatch(self, action: _Action, current_diff: str) -> ToolOutcome:
+    def file_text(self, path: str) -> tuple[str | None, str]:
+        """The whole file as it is in the working tree, or (None, why it could not be read)."""
+        res = self.sandbox.read_file(path)
+        if not res.ok or res.timed_out:
+            return None, f"could not read {path}: {res.stderr.text.strip()[:500] or f'exit {res.exit_code}'}"
+        if res.stdout.truncated:
+            return None, f"{path} is larger than {res.stdout.true_bytes} bytes shown; edit it with apply_patch"
+        return res.stdout.text, ""
+
+    def replacement(self, action: ReplaceInFile) -> tuple[str | None, ToolOutcome | None]:
+        """replace_in_file as a unified diff, which the controller authorizes like any patch, or the
+        observation saying why there is none (no match, several matches, an unreadable file)."""
+        started = time.monotonic()
+        text, problem = self.file_text(action.path)
+        diff = None
+        if text is not None:
+            diff, problem = replacement_diff(action.path, text, action.old, action.new)
+        if diff is not None:
+            return diff, None
+        return None, ToolOutcome(status="error", source=self.source, summary=problem.split("\n", 1)[0][:300],
+                                 raw_error=problem, duration_s=round(time.monotonic() - started, 4))
+
+    def _apply(self, diff: str, applied: str) -> ToolOutcome:
+        res, new_diff = self.sandbox.apply_patch_and_diff(diff)
+        status = _command_status(res)
+        if status != "ok" or new_diff is None:
+            out = self._from_command(res, status, "patch did not apply; the working tree is unchanged")
+            out.raw_error = git_apply_errors(out.raw_error or "") or out.raw_error
+            if (hunk := failed_hunk(diff, res.stderr.text)) is not None:
+                text, _ = self.file_text(hunk[0])
+                if text is not None:
+                    out.raw_error = f"{out.raw_error}\n{nearest_lines(text, hunk[1], hunk[0])}"
+            return out
+        out = self._from_command(res, status, f"{applied}; diff is now {diff_sha256(new_diff)[:12]}")
+        # Its stdout is the new diff, kept as new_diff; git's "Applied patch ... cleanly" is no error.
+        out.output, out.new_diff, out.raw_error = "", new_diff, None
+        return out
+
+    def _dispatch(self, action: _Action, current_diff: str, edit_diff: str | None) -> ToolOutcome:
         if isinstance(action, Search):
             res = self.sandbox.search(action.query, action.path_glob)
             status = _command_status(res, ok_codes=(0, 1))  # git grep: 1 means no match
@@ -88,12 +226,14 @@ class Executor:
                        else f"could not read {action.path}")
             return self._from_command(res, status, summary)
         if isinstance(action, ApplyPatch):
-            res, new_diff = self.sandbox.apply_patch_and_diff(action.diff)
-            status = _command_status(res)
-            if status != "ok" or new_diff is None:
-                return self._from_command(res, status, "patch did not apply; the working tree is unchanged")
-            out = self._from_command(res, status, f"patch applied; diff is now {diff_sha256(new_diff)[:12]}")
-            out.output, out.new_diff = "", new_diff  # its stdout is the new diff, kept as new_diff
+            return self._apply(action.diff, "patch applied")
+        if isinstance(action, ReplaceInFile):
+            if edit_diff is None:
+                raise ValueError("replace_in_file is dispatched with the diff the controller authorized")
+            out = self._apply(edit_diff, f"replaced in {action.path}")
+            out.data["applied_diff"] = edit_diff  # what a resume re-applies, as for apply_patch
+            if out.status == "ok":
+                out.output = edit_diff  # the change as a diff: the model sees exactly what it did
             return out
         if isinstance(action, (RunTargetTest, RunFullSuite)):
             kind = "target_test" if isinstance(action, RunTargetTest) else "full_suite"

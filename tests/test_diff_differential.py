@@ -326,9 +326,15 @@ def test_a_hidden_move_of_the_target_test_stops_the_run_at_the_gate(runs_dir):
     assert {f"rename: {h.PRICING}", f"protected: {h.TESTS}"} <= grants and any("ambiguous-diff" in g for g in grants)
 
 
-def test_a_diff_git_cannot_read_is_an_invalid_action(runs_dir):
+def test_a_diff_git_cannot_read_is_an_observation_and_nothing_runs(runs_dir):
+    """No grant could make an unreadable diff acceptable: the chooser is told it is malformed (an
+    observation it can act on), nothing is applied, and the run goes on to the chooser's stop."""
     diff = h.unified("src/discount_shop/extra.py", None, "X = 1\n").replace(
         "--- /dev/null", "diff --git a/src/discount_shop/extra.py b/src/discount_shop/extra.py\nnew file mode 100644\n"
                          "--- a/src/discount_shop/extra.py")
-    stop = _refused_run(diff, runs_dir, StopReason.INVALID_ACTION)
-    assert "git apply cannot read the diff" in stop["detail"]
+    record = execute_run(resolve("discount-bug"), ProposesOnce(diff), sandbox_kind="local", runs_dir=runs_dir)
+    assert record.status is StopReason.HANDOFF_REQUESTED and record.steps_used == 2, record.detail
+    first = [r for r in read_journal(Path(record.run_dir) / "journal.jsonl") if r["event"] == "step"][0]
+    assert first["proposal"]["diff"] == diff and first["result"]["source"] == "controller:diff-check"
+    assert "your diff is malformed: git apply cannot read the diff" in first["result"]["raw_error"]
+    assert not (Path(record.run_dir) / "workspace/src/discount_shop/extra.py").exists() and record.diff_sha256 == first["view"]["current_diff_sha256"]

@@ -241,3 +241,62 @@ FIX_SEQUENCE = [tool_call("search", {"query": "price * (1 - discount)", "path_gl
 
 def _step_of(body: dict) -> int:
     return int(re.search(r"^Step (\d+);", body["messages"][1]["content"], re.M)[1])
+
+
+# -- edits a model gets wrong, and what it is shown (issue 31) ---------------------------------------
+FIX_OLD, FIX_NEW = "    discounted = price * (1 - discount)\n", "    discounted = price * (1 - discount / 100)\n"
+CHECKS = [tool_call("run_target_test"), tool_call("run_full_suite"), tool_call("check_diff")]
+
+
+def test_replace_in_file_repairs_and_a_missing_or_repeated_old_text_is_an_observation(runs_dir):
+    """replace_in_file becomes a unified diff the scope check, the gate and the verifier see as for
+    apply_patch; an `old` that is not in the file, or is in it twice, is an observation showing the
+    file's own lines with numbers, and the run goes on."""
+    script = [
+        tool_call("replace_in_file", {"path": PRICING, "old": "discounted = price * (1 - discount )",
+                                      "new": "discounted = price * (1 - discount / 100)"}),          # step 1
+        tool_call("replace_in_file", {"path": PRICING, "old": "_check_number(", "new": "check("}),  # step 2
+        tool_call("replace_in_file", {"path": PRICING, "old": FIX_OLD, "new": FIX_NEW}),            # step 3
+        *CHECKS,                                                                                    # steps 4-6
+    ]
+    with ChatServer(script) as srv:
+        rec = run(srv, runs_dir)
+        assert not srv.script
+        prompts = [r["messages"][1]["content"] for r in srv.requests]
+    assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.steps_used == 6
+    journaled = steps(rec)
+    assert [s["result"]["status"] for s in journaled[:3]] == ["error", "error", "ok"]
+    assert "`old` was not found" in journaled[0]["result"]["raw_error"]
+    # The nearest real line, numbered as read_file shows it, reaches the model's next prompt.
+    assert "    37\t    discounted = price * (1 - discount)" in journaled[0]["result"]["raw_error"]
+    assert "    37\t    discounted = price * (1 - discount)" in prompts[1]
+    assert "occurs 4 times" in journaled[1]["result"]["raw_error"] and "at lines 8, 20, 30, 31" in prompts[2]
+    # The edit was applied as a diff: the same diff as the hand-written fix, checked by the verifier.
+    assert journaled[2]["result"]["data"]["applied_diff"] == fix_diff()
+    assert (Path(rec.run_dir) / "candidate.diff").read_text().count("discount / 100") == 1
+    assert journaled[5]["result"]["summary"].startswith("diff scope ok: 1 file(s), +1 -1")
+    assert journaled[2]["result"]["raw_error"] is None  # no git "Applied patch ... cleanly" under error:
+
+
+def test_a_failed_or_malformed_patch_is_an_observation_with_the_real_lines(runs_dir):
+    """A hunk whose context is misremembered shows the file's nearest lines with their numbers
+    (not git's echo of the patch); a hand-written hunk with no context that only adds lines, which
+    the scope check refuses as ambiguous, tells the model its diff is malformed instead of asking a
+    person for a grant; both leave the tree as it was, and the run repairs."""
+    wrong = fix_diff().replace("    if discounted < 0:\n", "    if discounted <= 0:\n")
+    add_only = (f"--- a/{PRICING}\n+++ b/{PRICING}\n@@ -36,0 +37,1 @@\n+    discount = discount / 100\n")
+    script = [tool_call("apply_patch", {"diff": wrong}), tool_call("apply_patch", {"diff": add_only}),
+              tool_call("apply_patch", {"diff": fix_diff()}), *CHECKS]
+    with ChatServer(script) as srv:
+        rec = run(srv, runs_dir)
+        prompts = [r["messages"][1]["content"] for r in srv.requests]
+    assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.steps_used == 6
+    failed, malformed = (s["result"] for s in steps(rec)[:2])
+    assert failed["status"] == "error" and "patch does not apply" in failed["raw_error"]
+    assert "while searching for" not in failed["raw_error"] and "Checking patch" not in failed["raw_error"]
+    assert "The closest lines in src/discount_shop/pricing.py (lines" in failed["raw_error"]
+    assert "    38\t    if discounted < 0:" in failed["raw_error"] and "    38\t    if discounted < 0:" in prompts[1]
+    assert malformed["status"] == "error" and malformed["source"] == "controller:diff-check"
+    assert malformed["raw_error"].startswith("your diff is malformed: ") and "context lines" in malformed["raw_error"]
+    assert "your diff is malformed" in prompts[2]
+    assert [s["decision"]["accepted"] for s in steps(rec)] == [True] * 6
