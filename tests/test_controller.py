@@ -87,11 +87,14 @@ def test_invalid_proposal_is_an_error_event_and_invalid_action(runs_dir, proposa
     assert stop["extra"]["raw"] == proposal
 
 
-def test_unparsable_diff_is_invalid_action_with_raw_kept(runs_dir):
+def test_unparsable_diff_is_an_observation_with_raw_kept(runs_dir):
+    """A diff nothing can read is the chooser's to fix: it is told so and the run goes on."""
     garbage = "this is not\na unified diff\n@@ nonsense"
-    rec = run(Scripted({"tool": "apply_patch", "diff": garbage}), runs_dir)
-    assert rec.status is StopReason.INVALID_ACTION
-    assert [r for r in journal(rec) if r["event"] == "stop"][0]["extra"]["raw"] == garbage
+    rec = run(Scripted({"tool": "apply_patch", "diff": garbage}, {"tool": "stop", "reason": "gave up"}), runs_dir)
+    assert rec.status is StopReason.HANDOFF_REQUESTED and rec.steps_used == 2
+    first = [r for r in journal(rec) if r["event"] == "step"][0]
+    assert first["proposal"]["diff"] == garbage and first["decision"]["accepted"] is True
+    assert first["result"]["raw_error"].startswith("your diff is malformed: ")
 
 
 def test_patch_to_tests_needs_authorization(runs_dir):
