@@ -99,6 +99,13 @@ ACTION_TYPES: tuple[type[_Action], ...] = (Search, ReadFile, ApplyPatch, Replace
                                            CheckDiff, Stop)
 TOOL_NAMES = tuple(t.model_fields["tool"].default for t in ACTION_TYPES)
 _adapter: TypeAdapter = TypeAdapter(Action)
+CHECK_TOOLS = ("run_target_test", "run_full_suite", "check_diff")  # served by the verifier
+# The progress rule (controller): a read or search whose identical result came more than
+# REREAD_WINDOW observations ago is a re-read, not a loop: a chooser shows only its newest
+# observations in full (the model chooser five), so what it read may have left its prompt.
+# The step budget still bounds re-reads.
+REREADABLE_TOOLS = ("read_file", "search")
+REREAD_WINDOW = 5
 
 
 class InvalidAction(ValueError):

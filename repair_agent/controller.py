@@ -12,8 +12,8 @@ from typing import Any, Callable, NamedTuple
 from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
                       diff_sha256, unsatisfied)
 
-from .actions import (TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile, ReplaceInFile, Search, Stop, parse_action,
-                      tool_schemas)
+from .actions import (REREAD_WINDOW, REREADABLE_TOOLS, TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile,
+                      ReplaceInFile, Search, Stop, parse_action, tool_schemas)
 from .choosers.base import Chooser
 from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWriteError, StartRecord, StepRecord,
                       StopRecord)
@@ -310,6 +310,9 @@ class Controller:
     def _check_progress(self, evidence: Evidence) -> None:
         previous = self.fingerprints.get(evidence.fingerprint)
         self.fingerprints[evidence.fingerprint] = evidence.result_sha256
+        if previous == evidence.result_sha256 and evidence.tool in REREADABLE_TOOLS and not any(
+                e.fingerprint == evidence.fingerprint for e in self.evidence[-1 - REREAD_WINDOW:-1]):
+            return  # a re-read of what has left the chooser's recent evidence, not a loop
         if previous == evidence.result_sha256:
             raise Stopped(StopReason.NO_NEW_EVIDENCE,
                           f"{evidence.id} repeats an earlier {evidence.tool} under the same input, check and "
@@ -398,7 +401,7 @@ def _label(proposal: Any) -> str:
     return tool[:60] if isinstance(tool, str) else "?"
 
 
-CHECK_TOOLS = ("run_target_test", "run_full_suite", "check_diff")
+
 _FAILURES = {"token_budget": StopReason.STEP_BUDGET, "malformed": StopReason.INVALID_ACTION,
              "unavailable": StopReason.DEPENDENCY_FAILURE, "raised": StopReason.DEPENDENCY_FAILURE,
              "unreadable": StopReason.INVALID_ACTION}  # a plug-in that raises is a broken dependency

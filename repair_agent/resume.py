@@ -25,9 +25,9 @@ from pydantic import BaseModel
 
 from verifier import ScopeVerdict, TestVerdict, Verifier, check_scope, diff_sha256, unsatisfied
 
-from .actions import Action, ApplyPatch, InvalidAction, ReplaceInFile, parse_action
+from .actions import CHECK_TOOLS, Action, ApplyPatch, InvalidAction, ReplaceInFile, parse_action
 from .choosers.base import Chooser
-from .controller import CHECK_TOOLS, CHOOSER_TIMEOUT_S, Controller, Stopped
+from .controller import CHOOSER_TIMEOUT_S, Controller, Stopped
 from .journal import (GrantRecord, Journal, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
                       TornTail, parse_record, read_journal, set_aside_torn_tail, verify_chain)
 from .outputs import write_results

@@ -300,3 +300,54 @@ def test_a_failed_or_malformed_patch_is_an_observation_with_the_real_lines(runs_
     assert malformed["raw_error"].startswith("your diff is malformed: ") and "context lines" in malformed["raw_error"]
     assert "your diff is malformed" in prompts[2]
     assert [s["decision"]["accepted"] for s in steps(rec)] == [True] * 6
+
+
+# -- what the model has read stays in front of it (issue 31) -----------------------------------------
+def test_a_re_read_after_other_work_is_not_a_repeat_and_the_files_read_stay_in_the_prompt(runs_dir):
+    """The scripted sequence that used to end no_new_evidence at step 7: read pricing.py, two
+    searches, three reads (one a window of a file), read pricing.py again. The re-read's identical
+    result is older than the five observations shown in full, so it is a re-read, and the run goes
+    on to repair. Each prompt carries "Files you have read": the latest read of each file on the
+    current diff, with line numbers; a patch makes them stale, so they leave the section."""
+    cart = "src/discount_shop/cart.py"
+    script = [
+        tool_call("read_file", {"path": PRICING}),                                             # 1
+        tool_call("search", {"query": "apply_discount"}),                                      # 2
+        tool_call("search", {"query": "round_money"}),                                         # 3
+        tool_call("read_file", {"path": cart, "start_line": 1, "end_line": 12}),                # 4 a window
+        tool_call("read_file", {"path": "src/discount_shop/coupons.py"}),                      # 5
+        tool_call("read_file", {"path": "src/discount_shop/money.py", "line_numbers": True}),  # 6
+        tool_call("read_file", {"path": PRICING}),                                             # 7 again
+        tool_call("replace_in_file", {"path": PRICING, "old": FIX_OLD, "new": FIX_NEW}),       # 8
+        *CHECKS,                                                                               # 9-11
+    ]
+    with ChatServer(script) as srv:
+        rec = run(srv, runs_dir, max_steps=12)
+        prompts = [r["messages"][1]["content"] for r in srv.requests]
+    assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.steps_used == 11, rec.detail
+    files = [p.split("# Files you have read", 1)[1].split("\n# Evidence", 1)[0] if "# Files you have read" in p
+             else "" for p in prompts]
+    # Step 7's prompt: pricing.py (read at step 1) still there in full, numbered, below newer reads.
+    assert "## src/discount_shop/pricing.py (lines 1-41; E1, step 1)" in files[6]
+    assert "    37\t    discounted = price * (1 - discount)" in files[6]
+    assert f"## {cart} (lines 1-12; E4, step 4)" in files[6]
+    assert files[6].index("money.py") < files[6].index("coupons.py") < files[6].index(cart) < files[6].index(PRICING)
+    # The re-read replaces the earlier entry; the evidence points at the section instead of repeating it.
+    assert files[7].count("## src/discount_shop/pricing.py") == 1 and "E7, step 7" in files[7]
+    assert 'output: (under "Files you have read")' in prompts[7]
+    # After the edit the reads describe a tree that no longer exists: the section is gone.
+    assert files[8] == ""
+    # The warning names what would end the run next (step 10: the target test already ran on this diff).
+    assert "# Warning: these next actions would END the run" in prompts[9]
+    assert "run_target_test again before the diff changes: no_new_evidence" in prompts[9]
+
+
+def test_the_same_read_among_the_last_five_still_ends_the_run(runs_dir):
+    """The progress rule still ends a loop: a read repeated while its result is still in view."""
+    script = [tool_call("read_file", {"path": PRICING}), tool_call("search", {"query": "round_money"}),
+              tool_call("read_file", {"path": PRICING})]
+    with ChatServer(script) as srv:
+        rec = run(srv, runs_dir)
+        prompts = [r["messages"][1]["content"] for r in srv.requests]
+    assert rec.status is StopReason.NO_NEW_EVIDENCE and rec.steps_used == 3
+    assert "the same read or search as one of the last 5" in prompts[2] and '"path":"%s"' % PRICING in prompts[2]

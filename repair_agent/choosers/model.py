@@ -35,7 +35,7 @@ from typing import Any
 import openai
 
 from .. import redaction
-from ..actions import InvalidAction, parse_action, tool_schemas
+from ..actions import CHECK_TOOLS, REREAD_WINDOW, REREADABLE_TOOLS, InvalidAction, parse_action, tool_schemas
 from ..state import Evidence, View
 from .base import ChooserUnavailable, MalformedReply
 from .models_file import ModelSettings, api_key_from_env
@@ -59,6 +59,8 @@ ERROR_CAPS = (1500, 500, 500, 300, 300)
 RECENT_FULL = len(RECENT_OUTPUT_CAPS)
 OLDER_MAX = 40          # older items as one line each; beyond that only a count
 OLDER_CAP = 5000
+FILE_CAP = 12_000       # one file's latest read, in "Files you have read"
+FILES_CAP = 24_000      # all of them; the newest reads first
 NOTE_CAP = 1500         # what the prompt says about the previous reply
 USER_PROMPT_CAP = 48_000  # the whole user message, whatever the parts add up to
 REASK_ECHO_CAP = 2000   # the unusable reply, shown back to the model when re-asking
@@ -111,16 +113,69 @@ def _globs(items: Any) -> str:
     return (shown + (f", ... and {len(items) - LIST_MAX} more" if len(items) > LIST_MAX else "")) or "(nothing)"
 
 
-def _render_evidence(ev: Evidence, age: int) -> str:
+def _render_evidence(ev: Evidence, age: int, in_files: frozenset[str] = frozenset()) -> str:
     parts = [f"### {ev.id} (step {ev.step}) {ev.tool} [{ev.status}]", f"action: {_cap(ev.action, ACTION_CAP)}",
              f"summary: {_cap(ev.summary, SUMMARY_CAP)}"]
-    if ev.output:
+    if ev.id in in_files:
+        parts.append("output: (under \"Files you have read\")")
+    elif ev.output:
         parts.append("output:\n" + _cap(ev.output, RECENT_OUTPUT_CAPS[age]))
     if ev.localization is not None:
         parts.append(_cap(ev.localization.render(), LOCALIZATION_CAP))
     if ev.raw_error:
         parts.append("error:\n" + _cap(ev.raw_error, ERROR_CAPS[age]))
     return "\n".join(parts)
+
+
+_CAPPED_TAIL = re.compile(r"\n\[(?:output|observation) capped[^\n]*\]\s*$")
+
+
+def _read_lines(ev: Evidence, read: dict) -> tuple[str, int, int]:
+    """A read's output as numbered lines, its first and last line number."""
+    output = _CAPPED_TAIL.sub("", ev.output)
+    lines = output.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    first = read.get("start_line") or 1
+    if not read.get("line_numbers"):
+        lines = [f"{n:6d}\t{line}" for n, line in enumerate(lines, first)]
+    return "\n".join(lines), first, first + len(lines) - 1
+
+
+def files_read(view: View, budget: int = FILES_CAP) -> tuple[str, frozenset[str]]:
+    """"Files you have read": the latest read of each file (each line range) on the current diff,
+    with line numbers, newest first, capped per file and in all; and the evidence ids it shows."""
+    latest: dict[tuple, tuple[Evidence, dict]] = {}
+    for ev in view.evidence:
+        if ev.tool != "read_file" or ev.status != "ok" or ev.diff_sha256 != view.current_diff_sha256:
+            continue
+        try:
+            read = json.loads(ev.action)
+        except json.JSONDecodeError:
+            continue
+        key = (read.get("path"), read.get("start_line"), read.get("end_line"))
+        latest.pop(key, None)  # re-inserted: the newest read of a range comes last
+        latest[key] = (ev, read)
+    parts, shown, left = [], set(), min(budget, FILES_CAP)
+    for ev, read in reversed(latest.values()):
+        text, first, last = _read_lines(ev, read)
+        head = f"## {read.get('path')} (lines {first}-{last}; {ev.id}, step {ev.step})"
+        if left < 200:
+            parts.append(f"{head}: no longer shown here; read it again if you need it")
+            continue
+        cap = min(FILE_CAP, left)
+        if len(text) > cap:
+            cut = text.rfind("\n", 0, cap)
+            kept = text[:cut if cut > 0 else cap]
+            text = kept + (f"\n[... lines {first + kept.count(chr(10)) + 1}-{last} not shown: "
+                           "read_file with start_line/end_line shows them]")
+        parts.append(f"{head}\n{text}")
+        shown.add(ev.id)
+        left -= len(text)
+    if not parts:
+        return "", frozenset()
+    return ("# Files you have read (current content on the current diff, newest first)\n"
+            + "\n\n".join(parts)), frozenset(shown)
 
 
 def render_view(view: View, notes: list[str] | tuple[str, ...] = ()) -> str:
@@ -145,6 +200,24 @@ def render_view(view: View, notes: list[str] | tuple[str, ...] = ()) -> str:
         "# Current diff (already applied to the working tree)\n"
         + (f"```diff\n{_cap(view.current_diff, DIFF_CAP)}\n```" if view.current_diff else "(no changes yet)"),
     ]
+    tail = []
+    if notes:
+        tail.append("# About your previous reply\n" + _cap("\n".join(notes), NOTE_CAP))
+    if warnings := run_ending_warnings(view):
+        tail.append(warnings)
+    tail.append("Propose exactly one tool call now.")
+    # The files take what the other parts leave of the whole message (at most FILES_CAP).
+    budget = FILES_CAP
+    for _ in range(2):
+        files, in_files = files_read(view, budget)
+        text = "\n\n".join([*out, *([files] if files else []), _render_evidence_section(view, in_files), *tail])
+        if len(text) <= USER_PROMPT_CAP:
+            return text
+        budget = max(0, budget - (len(text) - USER_PROMPT_CAP) - 100)
+    return _cap(text, USER_PROMPT_CAP)
+
+
+def _render_evidence_section(view: View, in_files: frozenset[str]) -> str:
     older, recent = view.evidence[:-RECENT_FULL], view.evidence[-RECENT_FULL:]
     ev_lines = [f"# Evidence ({len(view.evidence)} items, oldest first)"]
     if len(older) > OLDER_MAX:
@@ -152,12 +225,28 @@ def render_view(view: View, notes: list[str] | tuple[str, ...] = ()) -> str:
     if older:
         ev_lines.append(_cap("\n".join(f"- {e.id} (step {e.step}) {e.tool} [{e.status}]: {_cap(e.summary, SUMMARY_CAP)}"
                                        for e in older[-OLDER_MAX:]), OLDER_CAP))
-    ev_lines += [_render_evidence(e, len(recent) - 1 - i) for i, e in enumerate(recent)] or ["(none yet)"]
-    out.append("\n\n".join(ev_lines))
-    if notes:
-        out.append("# About your previous reply\n" + _cap("\n".join(notes), NOTE_CAP))
-    out.append("Propose exactly one tool call now.")
-    return _cap("\n\n".join(out), USER_PROMPT_CAP)
+    ev_lines += [_render_evidence(e, len(recent) - 1 - i, in_files) for i, e in enumerate(recent)] or ["(none yet)"]
+    return "\n\n".join(ev_lines)
+
+
+def run_ending_warnings(view: View) -> str:
+    """What the next action must not be: the controller's repeat and progress rules, applied to
+    what this View shows, so the model is told before it ends the run, not after."""
+    lines = []
+    if view.evidence:
+        last = view.evidence[-1]
+        lines.append(f"- the same action as your last one ({_cap(last.action, 200)}): repeated_action")
+    ran = dict.fromkeys(e.tool for e in view.evidence
+                        if e.tool in CHECK_TOOLS and e.diff_sha256 == view.current_diff_sha256)
+    if ran:
+        lines.append(f"- {', '.join(ran)} again before the diff changes: no_new_evidence (it already ran on this "
+                     "diff; its result is above)")
+    recent_reads = dict.fromkeys(e.action for e in view.evidence[-REREAD_WINDOW:]
+                                 if e.tool in REREADABLE_TOOLS and e.diff_sha256 == view.current_diff_sha256)
+    if recent_reads:
+        lines.append(f"- the same read or search as one of the last {REREAD_WINDOW}, unchanged diff: no_new_evidence ("
+                     + _cap("; ".join(recent_reads), 600) + ")")
+    return ("# Warning: these next actions would END the run\n" + "\n".join(lines)) if lines else ""
 
 
 # --------------------------------------------------------------------------- reading replies
