@@ -3,14 +3,31 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_serializer
+
+
+NOTE_MAX = 300
 
 
 class _Action(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     tool: str  # each action narrows it to its own literal name
+    note: str | None = Field(None, max_length=NOTE_MAX,
+                             description="optional: a short note to yourself (your plan, what you learned), "
+                                         "shown back to you in later steps")
+    # Fields left out of the serialized form while they hold their default: an action without them
+    # serializes (canonicalizes, journals) exactly as it did before they existed.
+    _omit_default: ClassVar[tuple[str, ...]] = ("note",)
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler):
+        data = handler(self)
+        for name in self._omit_default:
+            if data.get(name) == type(self).model_fields[name].default:
+                data.pop(name, None)
+        return data
 
     @field_validator("*", mode="after")
     @classmethod
@@ -27,8 +44,10 @@ class _Action(BaseModel):
         return value
 
     def canonical(self) -> str:
-        """JSON with sorted keys: key order cannot disguise a repeated action."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """JSON with sorted keys: key order cannot disguise a repeated action, nor can a note."""
+        data = self.model_dump(mode="json")
+        data.pop("note", None)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 class Search(_Action):
@@ -45,15 +64,9 @@ class ReadFile(_Action):
     start_line: int | None = Field(None, ge=1)
     end_line: int | None = Field(None, ge=1)
     line_numbers: bool = Field(False, description="prefix each line with its number (helps write hunk headers)")
-
-    @model_serializer(mode="wrap")
-    def _as_before_without_line_numbers(self, handler):
-        # Without line numbers a read serializes (and so canonicalizes and journals) exactly as it
-        # always did: the repeat rule and journaled fingerprints compare these forms.
-        data = handler(self)
-        if not self.line_numbers:
-            data.pop("line_numbers", None)
-        return data
+    # Without line numbers a read serializes exactly as it always did: the repeat rule and journaled
+    # fingerprints compare these forms.
+    _omit_default: ClassVar[tuple[str, ...]] = ("note", "line_numbers")
 
 
 class ApplyPatch(_Action):
@@ -174,7 +187,8 @@ def _tool_schemas() -> list[dict]:
     tools = []
     for model in ACTION_TYPES:
         schema = model.model_json_schema()
-        props = {k: v for k, v in schema.get("properties", {}).items() if k != "tool"}
+        props = {k: v for k, v in schema.get("properties", {}).items() if k not in ("tool", "note")}
+        props["note"] = schema["properties"]["note"]  # last: the tool's own fields come first
         for prop in props.values():
             prop.pop("title", None)
         tools.append({

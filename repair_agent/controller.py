@@ -298,7 +298,10 @@ class Controller:
                             started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
                             duration_s=outcome.duration_s, summary=outcome.summary, output=output,
                             raw_error=outcome.raw_error, diff_sha256=current, fingerprint=fingerprint,
-                            result_sha256=result_sha, data=outcome.data, localization=outcome.localization)
+                            result_sha256=result_sha, localization=outcome.localization,
+                            # The chooser's note travels with the observation it asked for: journaled
+                            # with it and part of every later View, so a replayed prompt is exact.
+                            data={**outcome.data, "note": action.note} if action.note else outcome.data)
         self.evidence.append(evidence)
         if outcome.verdict is not None:
             self.verdicts.append((evidence.id, outcome.verdict))

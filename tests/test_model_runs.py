@@ -351,3 +351,34 @@ def test_the_same_read_among_the_last_five_still_ends_the_run(runs_dir):
         prompts = [r["messages"][1]["content"] for r in srv.requests]
     assert rec.status is StopReason.NO_NEW_EVIDENCE and rec.steps_used == 3
     assert "the same read or search as one of the last 5" in prompts[2] and '"path":"%s"' % PRICING in prompts[2]
+
+
+def test_notes_are_shown_back_journaled_with_the_observation_and_replay_exactly(runs_dir):
+    """A `note` on any call comes back under "Your notes" in every later prompt; it is journaled in
+    the proposal and with the observation, so each journaled View renders the prompt the model was
+    sent, byte for byte; and a note does not disguise a repeated action."""
+    from repair_agent.choosers.model import render_view
+    from repair_agent.journal import JournaledView
+    from repair_agent.resume import load_checkpoint
+
+    script = [
+        tool_call("read_file", {"path": PRICING, "note": "plan: read pricing, then fix the percent"}),
+        tool_call("replace_in_file", {"path": PRICING, "old": FIX_OLD, "new": FIX_NEW,
+                                      "note": "discount is a percentage: divide by 100"}),
+        tool_call("run_target_test", {"note": "check the target"}),
+        tool_call("run_target_test", {"note": "a different note, the same action"}),
+    ]
+    with ChatServer(script) as srv:
+        rec = run(srv, runs_dir)
+        prompts = [r["messages"][1]["content"] for r in srv.requests]
+    assert rec.status is StopReason.REPEATED_ACTION and rec.steps_used == 4
+    assert "# Your notes" not in prompts[0]
+    assert "# Your notes (from your earlier calls)\n- step 1 (read_file): plan: read pricing, then fix the percent\n" \
+           "- step 2 (replace_in_file): discount is a percentage: divide by 100" in prompts[2]
+    journaled = steps(rec)
+    assert journaled[1]["proposal"]["note"] == "discount is a percentage: divide by 100"
+    assert journaled[1]["result"]["data"]["note"] == "discount is a percentage: divide by 100"
+    evidence = {e.id: e for e in load_checkpoint(Path(rec.run_dir)).evidence}
+    for step, prompt in zip(journaled, prompts):
+        view = JournaledView.model_validate(step["view"]).view(evidence)
+        assert render_view(view) == prompt == step["chooser_call"]["messages"][1]["content"]

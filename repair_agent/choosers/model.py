@@ -62,6 +62,8 @@ OLDER_CAP = 5000
 FILE_CAP = 12_000       # one file's latest read, in "Files you have read"
 FILES_CAP = 24_000      # all of them; the newest reads first
 NOTE_CAP = 1500         # what the prompt says about the previous reply
+YOUR_NOTES_MAX = 12     # the model's own notes, newest last
+YOUR_NOTES_CAP = 2000
 USER_PROMPT_CAP = 48_000  # the whole user message, whatever the parts add up to
 REASK_ECHO_CAP = 2000   # the unusable reply, shown back to the model when re-asking
 
@@ -71,13 +73,19 @@ the controller validates and executes it and shows you the result next turn.
 - There is no shell: use only the tools offered, one call per reply.
 - Tests are run by a protected verifier (run_target_test, run_full_suite, check_diff); \
 you never see or touch its configuration.
-- apply_patch takes a unified diff (paths a/... and b/...) that applies ON TOP OF the current \
-diff shown to you: the working tree already contains it. To undo a change, send a patch that \
-reverts it. read_file with line_numbers=true prefixes each line with its number.
-- These end the run at once:
+- To edit, prefer replace_in_file {path, old, new}: `old` is exact text of the file (copy it \
+from "Files you have read", without the line numbers) that occurs exactly once. apply_patch \
+takes a unified diff (paths a/... and b/..., with context lines). Both apply ON TOP OF the \
+current diff shown to you: the working tree already contains it. To undo a change, edit it back.
+- read_file shows a whole file or, with start_line/end_line, a part of it; line_numbers=true \
+prefixes each line with its number. "Files you have read" keeps the latest read of each file \
+until the diff changes.
+- Every call may carry a short `note` to yourself; your notes are shown back to you.
+- These end the run at once (a warning in the prompt names them when they apply):
   * the same action twice in a row (repeated_action);
-  * the same check on an unchanged diff: a test run, search or read repeated without a new patch \
-in between gives no new evidence (no_new_evidence);
+  * the same check on an unchanged diff: a test run repeated without a new patch in between, or \
+a search or read repeated while its result is still among the last five, gives no new evidence \
+(no_new_evidence);
   * a patch touching tests, test configuration, conftest.py or anything outside the writable \
 globs (authorization_required);
   * a call that does not match the tool's schema (invalid_action).
@@ -201,6 +209,8 @@ def render_view(view: View, notes: list[str] | tuple[str, ...] = ()) -> str:
         + (f"```diff\n{_cap(view.current_diff, DIFF_CAP)}\n```" if view.current_diff else "(no changes yet)"),
     ]
     tail = []
+    if your_notes := notes_section(view):
+        tail.append(your_notes)
     if notes:
         tail.append("# About your previous reply\n" + _cap("\n".join(notes), NOTE_CAP))
     if warnings := run_ending_warnings(view):
@@ -227,6 +237,16 @@ def _render_evidence_section(view: View, in_files: frozenset[str]) -> str:
                                        for e in older[-OLDER_MAX:]), OLDER_CAP))
     ev_lines += [_render_evidence(e, len(recent) - 1 - i, in_files) for i, e in enumerate(recent)] or ["(none yet)"]
     return "\n\n".join(ev_lines)
+
+
+def notes_section(view: View) -> str:
+    """"Your notes": the `note` of each earlier call, newest last (the controller keeps it with the
+    observation, so it is in the View)."""
+    notes = [f"- step {e.step} ({e.tool}): {_cap(e.data['note'], 300)}" for e in view.evidence
+             if isinstance(e.data.get("note"), str)]
+    if not notes:
+        return ""
+    return _cap("# Your notes (from your earlier calls)\n" + "\n".join(notes[-YOUR_NOTES_MAX:]), YOUR_NOTES_CAP)
 
 
 def run_ending_warnings(view: View) -> str:
