@@ -82,11 +82,22 @@ def redact(text: str) -> str:
 
 
 def redact_data(data: Any) -> Any:
-    """JSON-like data with every string (keys too) redacted; anything else as it is."""
-    if isinstance(data, str):
-        return redact(data)
-    if isinstance(data, dict):
-        return {redact(k) if isinstance(k, str) else k: redact_data(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [redact_data(v) for v in data]
-    return data
+    """JSON-like data with every string (keys too) redacted; anything else as it is. Iterative: a
+    chooser's proposal nested as deep as JSON allows must not exhaust the stack here."""
+    holder: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(data, holder, 0)]
+    while stack:
+        value, parent, key = stack.pop()
+        if isinstance(value, str):
+            parent[key] = redact(value)
+        elif isinstance(value, dict):
+            parent[key] = new = {}
+            items = [(redact(k) if isinstance(k, str) else k, v) for k, v in value.items()]
+            new.update((k, None) for k, _ in items)  # the original key order
+            stack.extend((v, new, k) for k, v in reversed(items))  # the last of equal keys wins, as in a dict
+        elif isinstance(value, (list, tuple)):
+            parent[key] = new = [None] * len(value)
+            stack.extend((v, new, i) for i, v in enumerate(value))
+        else:
+            parent[key] = value
+    return holder[0]

@@ -130,6 +130,57 @@ def test_a_call_written_in_the_text_is_accepted(text):
         assert chooser(srv).choose(make_view()) == {"tool": "search", "query": "apply_discount"}
 
 
+# Reply shapes as open models write them when the server has no tool parser for them (issue 31).
+QWEN3_CODER = ("<tool_call>\n<function=read_file>\n<parameter=path>\nshop/pricing.py\n</parameter>\n"
+               "<parameter=start_line>\n30\n</parameter>\n<parameter=end_line>\n41\n</parameter>\n"
+               "<parameter=line_numbers>\ntrue\n</parameter>\n</function>\n</tool_call>")
+QWEN3_READ = {"tool": "read_file", "path": "shop/pricing.py", "start_line": 30, "end_line": 41, "line_numbers": True}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('<think>\nThe target fails with 20.0; the discount must be a percentage. Find apply_discount.\n</think>\n\n'
+     '{"name": "search", "arguments": {"query": "apply_discount"}}', None),
+    ('Okay, so the test says 20.0 == 180.0. I should look at the function.\n</think>\n\n```json\n'
+     '{"name": "search", "arguments": {"query": "apply_discount"}}\n```', None),
+    ("I'll search for the function first.\n"
+     '{"name": "search", "arguments": {"query": "apply_discount"}}\nThen I will read it.', None),
+    ('```python\nsearch(query="apply_discount")\n```', None),
+    ('```python\n{"name": "search", "arguments": {"query": "apply_discount"}}\n```', None),
+    ('<tool_call>\n{"name": "search", "arguments": {"query": "apply_discount"}}\n</tool_call>', None),
+    (QWEN3_CODER, QWEN3_READ),
+    ("<think>\nRead the end of the file.\n</think>\n" + QWEN3_CODER, QWEN3_READ),
+], ids=["think-then-json", "lone-close-think-then-fence", "json-after-prose", "python-call", "python-fenced-json",
+        "hermes-tool_call", "qwen3-coder-xml", "think-then-qwen3-coder-xml"])
+def test_reply_formats_of_open_models_without_a_tool_parser(text, expected):
+    """Thinking blocks, prose around JSON, ```python blocks, Hermes/Qwen <tool_call> JSON and
+    Qwen3-coder's <function=…><parameter=…> XML: one call each, integers and booleans typed by the
+    tool's schema, text parameters kept as written."""
+    with ChatServer([content(text)]) as srv:
+        mc = chooser(srv)
+        assert mc.choose(make_view()) == (expected or {"tool": "search", "query": "apply_discount"})
+    assert mc.last_call["reasks"] == [] and mc.last_call["raw"]["choices"][0]["message"]["content"] == text
+
+
+def test_extra_body_from_the_models_file_is_sent_with_every_request(tmp_path):
+    """`extra_body` (e.g. Qwen3's chat_template_kwargs on vLLM) goes into each request as written,
+    and is journaled with the request's parameters."""
+    from repair_agent.choosers.models_file import load_models_file
+
+    with ChatServer([tool_call("search", {"query": "x"}), tool_call("search", {"query": "y"})]) as srv:
+        path = tmp_path / "models.toml"
+        path.write_text(f'[models.qwen3]\nmodel = "Qwen/Qwen3-8B"\nbase_url = "{srv.base_url}"\ntemperature = 0.6\n'
+                        'extra_body = {chat_template_kwargs = {enable_thinking = false}, top_k = 20}\n')
+        settings = load_models_file(path)["qwen3"]
+        mc = ModelChooser(settings=settings, name="qwen3", **FAST)
+        mc.choose(make_view())
+        mc.choose(make_view())
+    assert [r["chat_template_kwargs"] for r in srv.requests] == [{"enable_thinking": False}] * 2
+    assert srv.requests[0]["top_k"] == 20 and srv.requests[0]["temperature"] == 0.6
+    assert mc.last_call["requests"][0]["params"]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert mc.describe_model()["parameters"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False},
+                                                               "top_k": 20}
+
+
 def test_two_tool_calls_act_on_the_first_and_the_next_prompt_says_so():
     with ChatServer([tool_calls(("search", {"query": "a"}), ("read_file", {"path": "b.py"})),
                      tool_call("read_file", {"path": "b.py"})]) as srv:

@@ -382,3 +382,48 @@ def test_notes_are_shown_back_journaled_with_the_observation_and_replay_exactly(
     for step, prompt in zip(journaled, prompts):
         view = JournaledView.model_validate(step["view"]).view(evidence)
         assert render_view(view) == prompt == step["chooser_call"]["messages"][1]["content"]
+
+
+def test_open_model_reply_formats_repair_the_bug(runs_dir):
+    """A whole run on replies as open models write them without a server-side tool parser: a call
+    after a <think> block, JSON after prose, a ```python call, Hermes <tool_call> JSON, and
+    Qwen3-coder's <function=…> XML (a replace_in_file whose multi-line text keeps its indentation,
+    and an apply_patch whose last newline the template dropped). Request extras go out every time."""
+    def qwen3_coder(name: str, **params: str) -> str:
+        body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+        return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+    undo = fix_diff().replace("-    discounted = price * (1 - discount)\n", "-@@@\n").replace(
+        "+    discounted = price * (1 - discount / 100)\n", "+    discounted = price * (1 - discount)\n").replace(
+        "-@@@\n", "-    discounted = price * (1 - discount / 100)\n")
+    other_fix = fix_diff().replace("+    discounted = price * (1 - discount / 100)\n",
+                                   "+    discounted = price * (100 - discount) / 100\n")
+    script = [
+        content("<think>\nThe target test fails; find where the discount is applied.\n</think>\n\n"
+                '{"name": "search", "arguments": {"query": "price * (1 - discount)"}}'),                  # 1
+        content(qwen3_coder("read_file", path=PRICING, start_line="30", end_line="41", line_numbers="true")),  # 2
+        content(qwen3_coder("replace_in_file", path=PRICING, old=FIX_OLD.rstrip("\n"),
+                            new=FIX_NEW.rstrip("\n"), note="percent, not fraction")),                   # 3
+        content("I'll run the target test now.\n{\"name\": \"run_target_test\", \"arguments\": {}}"),  # 4
+        content(qwen3_coder("apply_patch", diff=undo.rstrip("\n"))),                                   # 5 undo
+        content('<tool_call>\n{"name": "apply_patch", "arguments": %s}\n</tool_call>'
+                % json.dumps({"diff": other_fix})),                                                    # 6 redo
+        content('```python\nrun_target_test()\n```'),                                                  # 7
+        content("<think>\nTarget passes. Now the suite.\n</think>\n```json\n{\"name\": \"run_full_suite\"}\n```"),
+        content(qwen3_coder("check_diff")),                                                            # 9
+    ]
+    with ChatServer(script) as srv:
+        rec = run(srv, runs_dir, {"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}, max_steps=12)
+        assert not srv.script
+        requests = srv.requests
+    assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.steps_used == 9, rec.detail
+    journaled = steps(rec)
+    assert [s["result"]["status"] for s in journaled] == ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"]
+    assert journaled[1]["proposal"] == {"tool": "read_file", "path": PRICING, "start_line": 30, "end_line": 41,
+                                        "line_numbers": True}
+    assert journaled[2]["result"]["data"]["applied_diff"] == fix_diff()
+    assert journaled[4]["proposal"]["diff"] == undo  # the dropped final newline put back
+    assert "price * (100 - discount) / 100" in (Path(rec.run_dir) / "candidate.diff").read_text()
+    assert all(len(s["chooser_call"]["reasks"]) == 0 for s in journaled)
+    assert all(r["chat_template_kwargs"] == {"enable_thinking": False} for r in requests)
+    assert rec.model["parameters"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}}

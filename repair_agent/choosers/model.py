@@ -279,7 +279,11 @@ class _Unusable(Exception):
 
 
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON|tool_call)?[ \t]*\n(.*?)```", re.S)
+_FENCE = re.compile(r"```[ \t]*[\w-]*[ \t]*\n(.*?)```", re.S)  # ```json, ```python, ```tool_call, bare
+_THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S)
+# Qwen3-coder's call format, when no tool parser reads it: <function=NAME><parameter=KEY>VALUE</parameter>…
+_FUNCTION_TAG = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|$)", re.S)
+_PARAMETER_TAG = re.compile(r"<parameter=([\w.-]+)>\n?(.*?)\n?</parameter>", re.S)
 
 
 def _text_of(content: Any) -> str:
@@ -323,25 +327,95 @@ def _from_shape(obj: Any, cut_off: bool = False) -> dict | None:
     return None
 
 
-def _calls_in_text(text: str) -> list[dict]:
-    """Calls written in the content: inside <tool_call> tags, a ```json fence, or the whole text
-    (one object, or a list of them as Mistral's [TOOL_CALLS] emits)."""
-    text = text.strip()
-    chunks = _TOOL_CALL_TAG.findall(text) or _FENCE.findall(text) or [text.removeprefix("[TOOL_CALLS]").strip()]
-    calls, problems = [], []
-    for chunk in chunks:
+def _without_thinking(text: str) -> str:
+    """The reply after the model's reasoning: <think>…</think> blocks removed, and everything up to
+    a lone </think> (servers that strip the opening tag)."""
+    text = _THINKING.sub("", text)
+    return text.rsplit("</think>", 1)[-1] if "</think>" in text else text
+
+
+def _typed(tool: str, key: str, value: str) -> Any:
+    """An XML parameter's text as the tool's schema types it: integers and booleans decoded, text
+    (a diff, a query) kept exactly as written."""
+    schema = next((t["parameters"]["properties"].get(key) for t in tool_schemas() if t["name"] == tool), None) or {}
+    types = {schema.get("type")} | {alt.get("type") for alt in schema.get("anyOf", [])}
+    if "string" in types or not types & {"integer", "boolean", "number"}:
+        return value
+    try:
+        return json.loads(value.strip())
+    except json.JSONDecodeError:
+        return value  # the schema check says what is wrong with it
+
+
+def _function_tags(text: str) -> list[dict]:
+    return [{"tool": name, **{k: _typed(name, k, v) for k, v in _PARAMETER_TAG.findall(body)}}
+            for name, body in _FUNCTION_TAG.findall(text)]
+
+
+def _python_call(text: str) -> dict | None:
+    """`search(query="x")` in a ```python block: a call of a tool's name with literal keywords."""
+    import ast
+
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
+        return None
+    try:
+        args = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        return None
+    return {"tool": node.func.id, **args}
+
+
+def _json_after_prose(text: str) -> list[Any]:
+    """The first JSON object that starts a line after some prose ("I'll search first.\n{…}")."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"^[ \t]*([{\[])", text, re.M):
         try:
-            parsed = json.loads(chunk)
+            return [decoder.raw_decode(text, match.start(1))[0]]
         except json.JSONDecodeError:
             continue
+    return []
+
+
+def _with_final_newline(proposal: dict) -> dict:
+    """A diff whose last line lost its newline (templates and XML parameters strip it) is corrupt
+    to git; the newline is the one thing the model cannot have meant otherwise."""
+    diff = proposal.get("diff")
+    if proposal.get("tool") == "apply_patch" and isinstance(diff, str) and diff and not diff.endswith("\n"):
+        return {**proposal, "diff": diff + "\n"}
+    return proposal
+
+
+def _calls_in_text(text: str) -> list[dict]:
+    """Calls written in the content, after any <think> block: Qwen3-coder's <function=…> tags,
+    JSON inside <tool_call> tags or a fence (```json, ```python…), the whole text (one object, or a
+    list as Mistral's [TOOL_CALLS] emits), JSON after a line of prose, or a Python-style call."""
+    text = _without_thinking(text).strip()
+    if found := _function_tags(text):
+        return found
+    chunks = _TOOL_CALL_TAG.findall(text) or _FENCE.findall(text) or [text.removeprefix("[TOOL_CALLS]").strip()]
+    calls, problems = [], []
+    parsed_chunks = []
+    for chunk in chunks:
+        try:
+            parsed_chunks.append(json.loads(chunk))
+        except json.JSONDecodeError:
+            if (call := _python_call(chunk)) is not None:
+                calls.append(call)
+            else:
+                parsed_chunks += _json_after_prose(chunk)
+    for parsed in parsed_chunks:
         for item in parsed if isinstance(parsed, list) else [parsed]:
             try:
-                call = _from_shape(item)
+                found_call = _from_shape(item)
             except _Unusable as exc:  # the right shape with unusable arguments: say why
                 problems.append(exc)
                 continue
-            if call is not None:
-                calls.append(call)
+            if found_call is not None:
+                calls.append(found_call)
     if not calls and problems:
         raise problems[0]
     return calls
@@ -499,6 +573,7 @@ class ModelChooser:
                     raise MalformedReply(str(exc), raw=body, usage=self.last_usage) from None
                 problem, proposal, extra = str(exc), None, []
             if proposal is not None:
+                proposal = _with_final_newline(proposal)
                 try:
                     parse_action(proposal)  # the controller's own schema; it validates again
                 except InvalidAction as exc:
@@ -565,7 +640,8 @@ class ModelChooser:
 
     # -- one request, with its retries ---------------------------------------------------------
     def _params(self) -> dict[str, Any]:
-        s, params = self.settings, {}
+        s = self.settings
+        params: dict[str, Any] = json.loads(json.dumps(s.extra_body))  # a copy: the settings stay frozen
         if s.temperature is not None and "temperature" not in self.dropped:
             params["temperature"] = s.temperature
         if s.max_output_tokens is not None and self.output_param not in self.dropped:

@@ -17,7 +17,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -52,6 +52,9 @@ class ModelSettings(BaseModel):
     parallel_tool_calls: bool | None = False
     # The target-test observation brings the mutation analysis too (up to 20 s more on the first run).
     mutation_analysis: bool = False
+    # Added to every request's body as given, e.g. {chat_template_kwargs = {enable_thinking = false}}
+    # for a Qwen3 on vLLM; the chooser's own parameters win over a key of the same name.
+    extra_body: dict[str, Any] = {}
 
 
 class _File(BaseModel):
