@@ -20,7 +20,7 @@ from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWr
 from .plain import ChooserReply, call_with_timeout, consult
 from .records import RunOutcome
 from .sandbox import SandboxError
-from .state import NEXT_ATTEMPT, Evidence, HistoryEntry, Observation, State, StopReason, View
+from .state import NEXT_ATTEMPT, STALE_SUFFIX, Evidence, HistoryEntry, Observation, State, StopReason, View
 from .tools import Executor, ToolOutcome
 
 MAX_OBSERVATION_CHARS = 16_000  # what one observation may put in front of the chooser
@@ -130,7 +130,7 @@ class Controller:
         b = self.state.budget
         in_reserve = b.reserved_final_steps > 0 and b.exploration_left == 0
         allowed = ("stop",) if in_reserve else TOOL_NAMES
-        unknowns = [f"{c.description}{' (earlier evidence is stale: the diff changed)' if c.stale else ''}"
+        unknowns = [f"{c.description}{STALE_SUFFIX if c.stale else ''}"
                     for c in self.state.conditions if not c.satisfied]
         if not self.diff:
             unknowns.append("no candidate patch yet")

@@ -157,6 +157,10 @@ def state_hash(dumped: dict) -> str:
     return hashlib.sha256(json.dumps(dumped, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+# How the View's unknowns mark a condition whose evidence was for an earlier diff.
+STALE_SUFFIX = " (earlier evidence is stale: the diff changed)"
+
+
 class ViewFields(BaseModel):
     """Everything a View holds besides its evidence: the one list of those fields, shared by the View
     and by the journal's copy of it (journal.JournaledView), which names the evidence by id."""

@@ -282,7 +282,9 @@ class Executor:
         if res.stdout.truncated:
             output += (f"\n[output capped: {res.stdout.true_bytes} bytes in all, sha256 {res.stdout.sha256[:16]}…, "
                        f"kept in {res.stdout.kept_path}]")
-        raw_error = res.stderr.text or None
+        # stderr only when the command failed: a successful read's warnings are not an error to act on
+        # (the whole stderr stays in the journal's data: stderr_bytes, stderr_file).
+        raw_error = (res.stderr.text or None) if status != "ok" else None
         if res.timed_out:
             summary = f"TIMED OUT: {summary}"
             raw_error = (raw_error or "") + "\n[the command was killed at its deadline; this is not an empty result]"

@@ -373,6 +373,10 @@ def test_notes_are_shown_back_journaled_with_the_observation_and_replay_exactly(
         prompts = [r["messages"][1]["content"] for r in srv.requests]
     assert rec.status is StopReason.REPEATED_ACTION and rec.steps_used == 4
     assert "# Your notes" not in prompts[0]
+    # Each acceptance condition is stated once (under Conditions, with its status), not three times.
+    for prompt in prompts:
+        assert prompt.count("the current diff stays inside the writable globs and touches nothing protected") == 1
+        assert "Acceptance: the conditions below\n" in prompt
     assert "# Your notes (from your earlier calls)\n- step 1 (read_file): plan: read pricing, then fix the percent\n" \
            "- step 2 (replace_in_file): discount is a percentage: divide by 100" in prompts[2]
     journaled = steps(rec)

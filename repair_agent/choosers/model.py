@@ -36,7 +36,7 @@ import openai
 
 from .. import redaction
 from ..actions import CHECK_TOOLS, REREAD_WINDOW, REREADABLE_TOOLS, InvalidAction, parse_action, tool_schemas
-from ..state import Evidence, View
+from ..state import STALE_SUFFIX, Evidence, View
 from .base import ChooserUnavailable, MalformedReply
 from .models_file import ModelSettings, api_key_from_env
 from .slots import EndpointSlots, SlotTimeout
@@ -45,7 +45,8 @@ from .slots import EndpointSlots, SlotTimeout
 # only cut at a length no real manifest reaches.
 GOAL_CAP = 4000
 SIGNATURE_CAP = 1000
-ITEM_CAP = 240          # one target test, acceptance line, constraint, glob, unknown, condition
+ITEM_CAP = 240          # one target test, acceptance line, constraint, glob, unknown
+CONDITION_CAP = 400     # one condition's description: the one place an acceptance condition is stated
 LIST_MAX = 12           # items per list
 GRANTS_MAX = 5
 SECTION_CAP = 3000      # target tests + acceptance + constraints; authorization with its grants
@@ -189,20 +190,27 @@ def files_read(view: View, budget: int = FILES_CAP) -> tuple[str, frozenset[str]
 def render_view(view: View, notes: list[str] | tuple[str, ...] = ()) -> str:
     """The user message. Goal, constraints and authorization come first; every part is capped."""
     g, a = view.goal, view.authorization
-    conds = "\n".join(f"- [{'satisfied' if c.satisfied else 'unsatisfied'}] {c.name}: {_cap(c.description, ITEM_CAP)}"
+    conds = "\n".join(f"- [{'satisfied' if c.satisfied else 'unsatisfied'}] {c.name}: {_cap(c.description, CONDITION_CAP)}"
                       + (f" (evidence {c.evidence})" if c.evidence else "") + (" (stale)" if c.stale else "")
                       for c in view.conditions[:LIST_MAX])
+    # Each acceptance condition is stated once, under Conditions with its status: the goal's list
+    # and the unknowns repeat only what is not a condition.
+    described = {c.description for c in view.conditions}
+    rest = [x for x in g.acceptance if x not in described]
+    acceptance = ("the conditions below" + (" and:\n" + _bullets(rest) if rest else "")) if g.acceptance \
+        else "\n" + _bullets(())
+    unknowns = [u for u in view.unknowns if u.removesuffix(STALE_SUFFIX) not in described]
     grants = "".join(f"Granted by a person ({_cap(x.who, 60)}): {_globs(x.allow)} — {_cap(x.reason, ITEM_CAP)}\n"
                      for x in a.grants[-GRANTS_MAX:])
     out = [
         f"# Goal ({_cap(g.scenario, 100)})\n{_cap(g.text, GOAL_CAP)}\n\nFailure signature: "
         f"{_cap(g.failure_signature, SIGNATURE_CAP)}",
-        _cap(f"Target tests:\n{_bullets(g.target_tests)}\nAcceptance:\n{_bullets(g.acceptance)}\n"
+        _cap(f"Target tests:\n{_bullets(g.target_tests)}\nAcceptance: {acceptance}\n"
              f"Constraints:\n{_bullets(g.constraints)}", SECTION_CAP),
         _cap(f"# Authorization\nWritable: {_globs(a.writable)}\nProtected (never edit): {_globs(a.protected)}\n"
              + grants + f"Network: {'yes' if a.network else 'no'}. Release always needs a person.", SECTION_CAP),
         _cap(f"# Conditions: U = {view.u} unsatisfied\n{conds or '- (none)'}", SMALL_SECTION_CAP),
-        _cap(f"# Unknowns\n{_bullets(view.unknowns)}", SMALL_SECTION_CAP),
+        _cap(f"# Unknowns\n{_bullets(unknowns)}", SMALL_SECTION_CAP),
         f"# Budget\nStep {view.step}; steps left: {view.steps_left} "
         f"(exploration left: {view.exploration_left})\nAllowed tools: {', '.join(view.allowed_tools[:LIST_MAX])}",
         "# Current diff (already applied to the working tree)\n"
