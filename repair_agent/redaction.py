@@ -91,13 +91,15 @@ def redact_data(data: Any) -> Any:
         if isinstance(value, str):
             parent[key] = redact(value)
         elif isinstance(value, dict):
-            parent[key] = new = {}
+            mapping: dict[Any, Any] = {}
+            parent[key] = mapping
             items = [(redact(k) if isinstance(k, str) else k, v) for k, v in value.items()]
-            new.update((k, None) for k, _ in items)  # the original key order
-            stack.extend((v, new, k) for k, v in reversed(items))  # the last of equal keys wins, as in a dict
+            mapping.update((k, None) for k, _ in items)  # the original key order
+            stack.extend((v, mapping, k) for k, v in reversed(items))  # the last of equal keys wins, as in a dict
         elif isinstance(value, (list, tuple)):
-            parent[key] = new = [None] * len(value)
-            stack.extend((v, new, i) for i, v in enumerate(value))
+            sequence: list[Any] = [None] * len(value)
+            parent[key] = sequence
+            stack.extend((v, sequence, i) for i, v in enumerate(value))
         else:
             parent[key] = value
     return holder[0]

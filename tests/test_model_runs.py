@@ -248,10 +248,14 @@ FIX_OLD, FIX_NEW = "    discounted = price * (1 - discount)\n", "    discounted 
 CHECKS = [tool_call("run_target_test"), tool_call("run_full_suite"), tool_call("check_diff")]
 
 
-def test_replace_in_file_repairs_and_a_missing_or_repeated_old_text_is_an_observation(runs_dir):
+@pytest.mark.parametrize("sandbox", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_replace_in_file_repairs_and_a_missing_or_repeated_old_text_is_an_observation(runs_dir, sandbox, request):
     """replace_in_file becomes a unified diff the scope check, the gate and the verifier see as for
     apply_patch; an `old` that is not in the file, or is in it twice, is an observation showing the
-    file's own lines with numbers, and the run goes on."""
+    file's own lines with numbers, and the run goes on. Once in Docker too: the file is read in the
+    container."""
+    if sandbox == "docker":
+        request.getfixturevalue("sandbox_image")
     script = [
         tool_call("replace_in_file", {"path": PRICING, "old": "discounted = price * (1 - discount )",
                                       "new": "discounted = price * (1 - discount / 100)"}),          # step 1
@@ -260,7 +264,7 @@ def test_replace_in_file_repairs_and_a_missing_or_repeated_old_text_is_an_observ
         *CHECKS,                                                                                    # steps 4-6
     ]
     with ChatServer(script) as srv:
-        rec = run(srv, runs_dir)
+        rec = run(srv, runs_dir, sandbox=sandbox)
         assert not srv.script
         prompts = [r["messages"][1]["content"] for r in srv.requests]
     assert rec.status is StopReason.AWAITING_RELEASE_CONFIRMATION and rec.steps_used == 6
