@@ -435,3 +435,20 @@ def test_open_model_reply_formats_repair_the_bug(runs_dir):
     assert all(len(s["chooser_call"]["reasks"]) == 0 for s in journaled)
     assert all(r["chat_template_kwargs"] == {"enable_thinking": False} for r in requests)
     assert rec.model["parameters"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False}}
+
+
+def test_a_run_that_edited_with_replace_in_file_resumes_from_its_journal(runs_dir):
+    """The workspace of a resumed run is rebuilt from the journaled diffs: replace_in_file's is the
+    one it was applied as (the result's data.applied_diff), so the rebuilt diff hashes as journaled."""
+    from repair_agent.resume import resume_run
+
+    with ChatServer([tool_call("replace_in_file", {"path": PRICING, "old": FIX_OLD, "new": FIX_NEW}),
+                     tool_call("run_target_test"), *CHECKS[1:]]) as srv:
+        stopped = run(srv, runs_dir, max_steps=2)
+        assert stopped.status is StopReason.STEP_BUDGET
+        resumed = resume_run(Path(stopped.run_dir), chooser_spec="model", extra_steps=3, runs_dir=runs_dir,
+                             model_options={"base_url": srv.base_url, "model": "scripted-model", **FAST})
+        assert not srv.script
+    assert resumed.status is StopReason.AWAITING_RELEASE_CONFIRMATION and resumed.steps_used == 4
+    assert resumed.diff_sha256 == stopped.diff_sha256
+    assert "discount / 100" in (Path(stopped.run_dir) / "candidate.diff").read_text()
