@@ -452,3 +452,45 @@ def test_a_run_that_edited_with_replace_in_file_resumes_from_its_journal(runs_di
     assert resumed.status is StopReason.AWAITING_RELEASE_CONFIRMATION and resumed.steps_used == 4
     assert resumed.diff_sha256 == stopped.diff_sha256
     assert "discount / 100" in (Path(stopped.run_dir) / "candidate.diff").read_text()
+
+
+def test_models_check_says_which_models_can_drive_a_run_and_how(tmp_path):
+    """`repair-agent models check`: one request per model as a step makes it. A model with native
+    tool calls, one whose call comes as Qwen3-coder XML text without usage, one whose server refuses
+    the key (its message, escape sequence and all, shown by name), one with an unset key variable."""
+    import os
+    import subprocess
+    import sys
+
+    xml = "<tool_call>\n<function=search>\n<parameter=query>\nmodels-check\n</parameter>\n</function>\n</tool_call>"
+    with ChatServer([tool_call("search", {"query": "models-check"})]) as native, \
+            ChatServer([content("<think>\nThey want a search.\n</think>\n" + xml, usage=None)]) as textual, \
+            ChatServer([openai_error(401, "Incorrect API key provided\x1b[2K", type="invalid_request_error",
+                                     code="invalid_api_key")]) as refused:
+        (tmp_path / "models.toml").write_text(
+            f'[models.native]\nmodel = "gpt-x"\nbase_url = "{native.base_url}"\ntemperature = 0\n'
+            f'[models.qwen3-coder]\nmodel = "Qwen/Qwen3-Coder"\nbase_url = "{textual.base_url}"\n'
+            f'[models.refused]\nmodel = "m"\nbase_url = "{refused.base_url}"\n'
+            f'[models.nokey]\nmodel = "m"\nbase_url = "{refused.base_url}"\napi_key_env = "RA_TEST_UNSET_KEY"\n')
+        cli = lambda *a: subprocess.run([sys.executable, "-m", "repair_agent", "models", "check", *a],
+                                        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                                        env={k: v for k, v in os.environ.items() if k != "RA_TEST_UNSET_KEY"})
+        proc = cli("--json")
+        assert native.requests[0]["temperature"] == 0 and len(native.requests[0]["tools"]) == 8
+    assert proc.returncode == 1, proc.stderr
+    results = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert results["native"]["ok"] and results["native"]["call_format"] == "tool_calls"
+    assert results["native"]["usage_reported"] is True
+    assert results["qwen3-coder"]["ok"] and results["qwen3-coder"]["call_format"] == "text"
+    assert results["qwen3-coder"]["usage_reported"] is False
+    assert not results["refused"]["ok"] and "HTTP 401 invalid_api_key" in results["refused"]["problem"]
+    assert not results["nokey"]["ok"] and "RA_TEST_UNSET_KEY" in results["nokey"]["problem"]
+    with ChatServer([tool_call("search", {"query": "models-check"})] * 2) as native, \
+            ChatServer([openai_error(401, "Incorrect API key provided\x1b[2K", code="invalid_api_key")]) as refused:
+        (tmp_path / "models.toml").write_text(f'[models.native]\nmodel = "gpt-x"\nbase_url = "{native.base_url}"\n'
+                                              f'[models.refused]\nmodel = "m"\nbase_url = "{refused.base_url}"\n')
+        text = cli("native", "refused")
+        only = cli("native")
+    assert text.returncode == 1 and only.returncode == 0
+    assert "native: ok — gpt-x at" in text.stdout and "native tool_calls; usage reported" in text.stdout
+    assert "refused: FAILED" in text.stdout and "\\x1b[2K" in text.stdout and "\x1b" not in text.stdout

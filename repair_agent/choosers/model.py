@@ -30,9 +30,10 @@ import os
 import random
 import re
 import time
-from typing import Any
+from typing import Any, Literal
 
 import openai
+from pydantic import BaseModel
 
 from .. import redaction
 from ..actions import CHECK_TOOLS, REREAD_WINDOW, REREADABLE_TOOLS, InvalidAction, parse_action, tool_schemas
@@ -93,6 +94,26 @@ globs (authorization_required);
 - The loop stops by itself when all conditions are satisfied; you do not declare success.
 - When you are stuck or lack authorization, call `stop` with a summary of what you found \
 and what a person should do next."""
+
+CHECK_CALL = {"tool": "search", "query": "models-check"}
+CHECK_PROMPT = ("This is a check of the connection, not a repair. Call the `search` tool with the query "
+                "\"models-check\" and nothing else.")
+
+
+class ModelCheck(BaseModel):
+    """What `repair-agent models check` found for one model (printed, or --json)."""
+    name: str
+    model: str
+    endpoint: str
+    ok: bool
+    problem: str | None = None
+    call_format: Literal["tool_calls", "text"] | None = None  # how the call came: natively or written as text
+    usage_reported: bool = False
+    requests: int = 0
+    reasks: int = 0
+    adjusted: list[str] = []  # parameters the server rejected and the chooser adjusted
+    latency_s: float = 0.0
+
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 ADJUSTABLE = ("temperature", "max_tokens", "max_completion_tokens", "parallel_tool_calls")
@@ -544,6 +565,38 @@ class ModelChooser:
     def set_deadline(self, deadline: float) -> None:
         """The controller's bound for the coming choose() (time.monotonic()): retries stay inside it."""
         self._deadline = deadline
+
+    # -- `repair-agent models check` --------------------------------------------------------------
+    def check(self, timeout_s: float = 120.0) -> "ModelCheck":
+        """One request as a step makes it (the system prompt, every tool, the same retries, parameter
+        adjustments and reply reading) asking for a known call: whether this model, on this server,
+        can drive a run, and how (native tool calls or a call written as text; usage reported)."""
+        messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                    {"role": "user", "content": CHECK_PROMPT}]
+        tools = [{"type": "function", "function": t} for t in tool_schemas()]
+        started = time.monotonic()
+        call = self.last_call = {"model": self.model, "name": self.model_name, "messages": messages,
+                                 "tools": [t["function"]["name"] for t in tools], "requests": [], "reasks": [],
+                                 "raw": None, "usage": {}}
+        self.last_usage = {}
+        problem, proposal = None, None
+        try:
+            proposal = self._step(messages, tools, started + timeout_s, call)
+        except (ChooserUnavailable, MalformedReply) as exc:
+            problem = str(exc)
+        choices = call["raw"].get("choices") if isinstance(call.get("raw"), dict) else None
+        first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        message = first.get("message") if isinstance(first.get("message"), dict) else {}
+        if problem is None and proposal != CHECK_CALL:
+            problem = f"the model answered {json.dumps(proposal)[:300]} instead of {json.dumps(CHECK_CALL)}"
+        return ModelCheck(
+            name=self.model_name or self.model, model=self.model, endpoint=self.describe_model()["endpoint"],
+            ok=problem is None, problem=problem,
+            call_format=None if proposal is None else ("tool_calls" if message.get("tool_calls") else "text"),
+            usage_reported=bool(self.last_usage) and self.last_usage.get("total_tokens") is not None,
+            requests=len(call["requests"]), reasks=len(call["reasks"]),
+            adjusted=[r["adjusted"] for r in call["requests"] if r.get("adjusted")],
+            latency_s=round(time.monotonic() - started, 3))
 
     # -- one step ----------------------------------------------------------------------------
     def choose(self, view: View) -> dict[str, Any]:

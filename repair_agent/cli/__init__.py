@@ -12,6 +12,7 @@ from ..stops import EXIT_CODES
 from .common import USAGE_ERROR, RunsDirAction, err
 from .containers import cmd_cleanup, cmd_image
 from .importing import register as register_import
+from .models import register as register_models
 from .running import add_repo_arguments, cmd_grant, cmd_resume, cmd_run, cmd_scenarios
 from .runs import cmd_release, cmd_replay, cmd_runs, cmd_show
 from .sweeps import add_check_parser, cmd_compare, cmd_sweep
@@ -149,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_parser(sub, common)
 
     register_import(sub, common)
+
+    register_models(sub, common)
 
     im = sub.add_parser("image", parents=[common], help="build (or find) the sandbox image and print its tag")
     im.add_argument("--base-image")
