@@ -6,7 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 
 from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
@@ -21,22 +21,10 @@ from .plain import ChooserReply, call_with_timeout, consult
 from .records import RunOutcome
 from .sandbox import SandboxError
 from .state import NEXT_ATTEMPT, STALE_SUFFIX, Evidence, HistoryEntry, Observation, State, StopReason, View
-from .tools import Executor, ToolOutcome
+from .tools import MALFORMED_RULES, Edit, Executor, ToolOutcome, malformed_diff
 
 MAX_OBSERVATION_CHARS = 16_000  # what one observation may put in front of the chooser
 CHOOSER_TIMEOUT_S = 300.0
-
-
-class Edit(NamedTuple):
-    """What authorization settled for an edit: the diff to apply (replace_in_file's, computed from the
-    tree), or the observation that takes the place of running it (a malformed diff, no unique match)."""
-    diff: str | None = None
-    observation: ToolOutcome | None = None
-
-
-# Scope-check rules that say the diff cannot be read one way only: nothing in it can run, so the
-# chooser is told and may send a better one; no person's grant could make it acceptable.
-MALFORMED_RULES = frozenset({"unparsable", "empty", "ambiguous-diff"})
 
 
 class Stopped(Exception):
@@ -383,19 +371,6 @@ def _escape(path: str) -> Stopped | None:
         return Stopped(StopReason.AUTHORIZATION_REQUIRED, f"access outside the repository's files: {path!r}",
                        {"asked": path, "grant": "read access beyond the repository's tracked files"})
     return None
-
-
-def malformed_diff(parse_error: str | None, details: list[str]) -> ToolOutcome:
-    """The observation for a diff the scope check could not read one way only: nothing was applied."""
-    detail = parse_error or (details[0] if details else "no file changes found")
-    hint = ""
-    if "git apply reads added" in detail:
-        hint = ("\nA hunk without context lines that only adds lines reads to git as creating a new file. "
-                "Include unchanged lines (starting with a space) around the change, copied from the file.")
-    why = (f"your diff is malformed: {detail[:1500]}\nNothing was applied.{hint}\nSend a unified diff with "
-           "--- a/PATH, +++ b/PATH, @@ headers and context lines, or use replace_in_file {path, old, new}.")
-    return ToolOutcome(status="error", source="controller:diff-check", summary="your diff is malformed; nothing was "
-                       "applied", raw_error=why, duration_s=0.0)
 
 
 def _label(proposal: Any) -> str:

@@ -6,7 +6,7 @@ import difflib
 import re
 import threading
 import time
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -155,6 +155,31 @@ def git_apply_errors(stderr: str) -> str:
         if not line.startswith(("Checking patch", "Applied patch", "Hunk #")) or "fail" in line.lower():
             kept.append(line)
     return "\n".join(kept)
+
+
+class Edit(NamedTuple):
+    """What authorization settled for an edit: the diff to apply (replace_in_file's, computed from the
+    tree), or the observation that takes the place of running it (a malformed diff, no unique match)."""
+    diff: str | None = None
+    observation: ToolOutcome | None = None
+
+
+# Scope-check rules that say the diff cannot be read one way only: nothing in it can run, so the
+# chooser is told and may send a better one; no person's grant could make it acceptable.
+MALFORMED_RULES = frozenset({"unparsable", "empty", "ambiguous-diff"})
+
+
+def malformed_diff(parse_error: str | None, details: list[str]) -> ToolOutcome:
+    """The observation for a diff the scope check could not read one way only: nothing was applied."""
+    detail = parse_error or (details[0] if details else "no file changes found")
+    hint = ""
+    if "git apply reads added" in detail:
+        hint = ("\nA hunk without context lines that only adds lines reads to git as creating a new file. "
+                "Include unchanged lines (starting with a space) around the change, copied from the file.")
+    why = (f"your diff is malformed: {detail[:1500]}\nNothing was applied.{hint}\nSend a unified diff with "
+           "--- a/PATH, +++ b/PATH, @@ headers and context lines, or use replace_in_file {path, old, new}.")
+    return ToolOutcome(status="error", source="controller:diff-check", summary="your diff is malformed; nothing was "
+                       "applied", raw_error=why, duration_s=0.0)
 
 
 class Executor:

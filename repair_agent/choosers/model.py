@@ -4,7 +4,8 @@ Kept in one module: the prompt, the retry and re-ask rules and the usage account
 share the step's state and time limit; the models file and the concurrency slots live apart.
 
 The prompt is rendered from the View (plus, at most, a note about the previous reply), so every
-step can be replayed from the journal. Inside one step the chooser talks to the server the way a
+step can be replayed from the journal: the files read, the model's own notes and the warnings
+about run-ending actions are all derived from the View's evidence. Inside one step the chooser talks to the server the way a
 careful harness does, and records every request in `last_call` (journaled by the controller):
 
 - transient errors (408/409/429/5xx, connection reset, read timeout) are retried with bounded
@@ -15,7 +16,8 @@ careful harness does, and records every request in `last_call` (journaled by the
 - a reply whose call cannot be used (cut off, not JSON, no call, schema-invalid arguments) is
   re-asked at most `max_reasks` times with the exact error; what still fails goes to the
   controller, whose validation is unchanged (invalid_action);
-- arguments as a JSON object, calls written in the text (```json fences, <tool_call> tags,
+- arguments as a JSON object, calls written in the text (after a <think> block: ```json or
+  ```python fences, <tool_call> tags, Qwen3-coder <function=…> XML, JSON after prose,
   {"name", "arguments"|"parameters"}), several calls in one reply (the first acts, the rest are
   journaled as not executed and the next prompt says so) and refusals (a `stop`) are accepted.
 
