@@ -61,6 +61,7 @@ class Checkpoint(BaseModel):
     u_trajectory: list[int]
     patches: list[str]               # accepted, applied patches in order: pristine + these = the diff
     refused_proposal: Any = None     # the proposal an authorization_required stop refused, as proposed
+    refused_diff: str | None = None  # the diff that stop refused (replace_in_file's: the one it became)
     refused_step: int | None = None
     grants_since_stop: list[Grant] = []
     setup: SetupRecord               # the first session's setup line (scenario, chooser, sandbox)
@@ -92,6 +93,7 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
     status, detail, last_canonical = KILLED, "the journal ends without a stop line (the process was killed)", None
     refused_proposal: Any = None
     refused_step: int | None = None
+    refused_diff: str | None = None
     grants: list[Grant] = []
     for rec in records:
         if isinstance(rec, StartRecord):
@@ -118,17 +120,18 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
                 refused_proposal, refused_step = rec.proposal, rec.step
         elif isinstance(rec, StopRecord):
             status, detail = rec.status.value, rec.detail
+            refused_diff = rec.extra.get("raw") if isinstance(rec.extra.get("raw"), str) else None
             u_trajectory = list(rec.u_trajectory or u_trajectory)
         elif isinstance(rec, GrantRecord):
             grants.append(rec.grant)
     if status != StopReason.AUTHORIZATION_REQUIRED.value:
-        refused_proposal = refused_step = None
+        refused_proposal = refused_step = refused_diff = None
     state = stated[-1].state_after
     return Checkpoint(
         run_dir=str(run_dir), status=status, detail=detail, state=state,
         evidence=evidence, actions=actions, fingerprints=fingerprints, last_canonical=last_canonical,
         u_trajectory=u_trajectory or [state.u], patches=patches,
-        refused_proposal=refused_proposal, refused_step=refused_step, grants_since_stop=grants, setup=setups[0],
+        refused_proposal=refused_proposal, refused_step=refused_step, refused_diff=refused_diff, grants_since_stop=grants, setup=setups[0],
         owner_pids=[s.pid for s in setups if s.pid], released=(run_dir / "release.json").exists(),
         torn=torn, lines=len(records))
 
@@ -176,7 +179,10 @@ def record_grant(run_dir: Path, allow: list[str], reason: str) -> tuple[Grant, C
         action = parse_action(cp.refused_proposal)
     except InvalidAction:
         action = None
-    if not isinstance(action, ApplyPatch):
+    # replace_in_file is granted on the diff it became (re-derived from the same tree on resume).
+    diff = action.diff if isinstance(action, ApplyPatch) else \
+        cp.refused_diff if isinstance(action, ReplaceInFile) else None
+    if diff is None:
         raise ResumeRefused(f"step {cp.refused_step} was refused for {cp.detail!r}; a grant widens the paths a patch "
                             "may edit, which would not allow it")
     from verifier.gate import review
@@ -184,13 +190,13 @@ def record_grant(run_dir: Path, allow: list[str], reason: str) -> tuple[Grant, C
     scenario = load_manifest(Path(cp.setup.manifest))
     spec = scenario.spec
     granted = cp.state.authorization.granted_paths + tuple(allow)
-    still = check_scope(action.diff, spec, granted=granted)
+    still = check_scope(diff, spec, granted=granted)
     if not still.ok:
         raise ResumeRefused(f"with this grant the refused patch of step {cp.refused_step} would still be refused "
                             f"for: {'; '.join(still.grants_needed)}. A grant covers 'protected' and 'not-writable' "
                             "paths and code findings ('code:...' keys); escapes, symlinks, binaries, renames, sizes "
                             "and added test infrastructure cannot be granted")
-    gate = review(action.diff, scenario.repo, spec, granted=granted)
+    gate = review(diff, scenario.repo, spec, granted=granted)
     if not gate.ok:
         raise ResumeRefused(f"with this grant the refused patch of step {cp.refused_step} would still need a grant "
                             f"for the code it adds: {'; '.join(gate.grants_needed)} (each is a --allow KEY)")

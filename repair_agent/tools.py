@@ -202,7 +202,8 @@ class Executor:
         if not res.ok or res.timed_out:
             return None, f"could not read {path}: {res.stderr.text.strip()[:500] or f'exit {res.exit_code}'}"
         if res.stdout.truncated:
-            return None, f"{path} is larger than {res.stdout.true_bytes} bytes shown; edit it with apply_patch"
+            return None, (f"{path} ({res.stdout.true_bytes} bytes) is larger than one read returns whole; "
+                          "edit it with apply_patch")
         return res.stdout.text, ""
 
     def replacement(self, action: ReplaceInFile) -> tuple[str | None, ToolOutcome | None]:

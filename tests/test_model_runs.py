@@ -494,3 +494,39 @@ def test_models_check_says_which_models_can_drive_a_run_and_how(tmp_path):
     assert text.returncode == 1 and only.returncode == 0
     assert "native: ok — gpt-x at" in text.stdout and "native tool_calls; usage reported" in text.stdout
     assert "refused: FAILED" in text.stdout and "\\x1b[2K" in text.stdout and "\x1b" not in text.stdout
+
+
+def test_replace_in_file_on_a_protected_file_needs_a_grant_as_a_patch_would(runs_dir):
+    """The edit's diff goes through the same scope check: editing the target test waits for a person."""
+    tests_file = "tests/test_pricing.py"
+    with ChatServer([tool_call("replace_in_file", {"path": tests_file, "old": "== 90", "new": "== 100"})]) as srv:
+        rec = run(srv, runs_dir)
+    assert rec.status is StopReason.AUTHORIZATION_REQUIRED and rec.steps_used == 1
+    stop = [r for r in read_journal(Path(rec.run_dir) / "journal.jsonl") if r["event"] == "stop"][0]
+    assert any(tests_file in g for g in stop["extra"]["grant"]) and "+    assert" in stop["extra"]["raw"]
+    assert "== 90" in (Path(rec.run_dir) / "workspace" / tests_file).read_text()  # nothing was applied
+
+
+def test_a_refused_replace_in_file_is_granted_on_its_diff_and_reoffered_on_resume(runs_dir):
+    """A person grants README.md after a replace_in_file there was refused: the grant is checked
+    against the diff the edit became; the resumed run re-offers the edit, now accepted."""
+    from repair_agent.resume import ResumeRefused, record_grant, resume_run
+
+    readme_edit = {"path": "README.md", "old": "# discount-shop\n", "new": "# discount-shop\n\nDiscounts are percent.\n"}
+    script = [tool_call("replace_in_file", readme_edit),                                       # 1, refused
+              tool_call("replace_in_file", {"path": PRICING, "old": FIX_OLD, "new": FIX_NEW}),  # 3 (2: re-offer)
+              *CHECKS]
+    with ChatServer(script) as srv:
+        refused = run(srv, runs_dir)
+        assert refused.status is StopReason.AUTHORIZATION_REQUIRED and refused.steps_used == 1
+        with pytest.raises(ResumeRefused, match="would still be refused"):
+            record_grant(Path(refused.run_dir), ["docs/**"], "not the file it edits")
+        record_grant(Path(refused.run_dir), ["README.md"], "the fix deserves a line in the README")
+        resumed = resume_run(Path(refused.run_dir), chooser_spec="model", runs_dir=runs_dir,
+                             model_options={"base_url": srv.base_url, "model": "scripted-model", **FAST})
+        assert not srv.script
+    assert resumed.status is StopReason.AWAITING_RELEASE_CONFIRMATION, resumed.detail
+    journaled = steps(refused)
+    assert journaled[1]["proposal"] == journaled[0]["proposal"] and journaled[1]["decision"]["accepted"]
+    diff = (Path(refused.run_dir) / "candidate.diff").read_text()
+    assert "+Discounts are percent." in diff and "discount / 100" in diff
