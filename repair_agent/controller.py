@@ -6,7 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 
 from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
@@ -23,6 +23,7 @@ from .sandbox import SandboxError
 from .state import NEXT_ATTEMPT, STALE_SUFFIX, Evidence, HistoryEntry, Observation, State, StopReason, View
 from .tools import MALFORMED_RULES, Edit, Executor, ToolOutcome, malformed_diff
 
+T = TypeVar("T")
 MAX_OBSERVATION_CHARS = 16_000  # what one observation may put in front of the chooser
 CHOOSER_TIMEOUT_S = 300.0
 
@@ -218,7 +219,7 @@ class Controller:
         if isinstance(action, ReplaceInFile):
             if (escape := _escape(action.path)) is not None:
                 raise escape
-            diff, observation = self.executor.replacement(action)
+            diff, observation = self._tool(lambda: self.executor.replacement(action))
             return Edit(diff, self._authorize_diff(diff)) if diff is not None else Edit(observation=observation)
         if isinstance(action, ApplyPatch):
             return Edit(observation=self._authorize_diff(action.diff))
@@ -250,9 +251,14 @@ class Controller:
         return None
 
     def dispatch(self, action, edit_diff: str | None = None) -> ToolOutcome:
+        return self._tool(lambda: self.executor.dispatch(action, self.diff, edit_diff))
+
+    def _tool(self, work: Callable[[], T]) -> T:
+        """Sandbox work (a tool, or reading the file a replace_in_file edits): its time is the tools'
+        time, and a failure of the sandbox, engine or host ends the run as a dependency failure."""
         started = time.monotonic()
         try:
-            return self.executor.dispatch(action, self.diff, edit_diff)
+            return work()
         except (EngineFailure, SandboxError) as exc:
             raise Stopped(StopReason.DEPENDENCY_FAILURE, f"sandbox or engine failure: {exc}", {"raw": str(exc)})
         except VerifierCompromised as exc:

@@ -75,18 +75,31 @@ NEAREST_CONTEXT = 2
 NEAREST_MAX_LINES = 40
 
 
+NEAREST_WANTED_LINES = 20  # of the model's text, compared: enough to place it, bounded in cost
+
+
 def nearest_lines(text: str, wanted: str, path: str) -> str:
     """The stretch of `text` most like `wanted`, with line numbers and a little context: what a
     model needs to correct an edit whose text is not in the file (it misremembered a line)."""
-    lines, want = split_lines(text), [w.strip() for w in split_lines(wanted)]
+    lines = split_lines(text)
+    stripped = [x.strip() for x in lines]
+    want = [w.strip() for w in split_lines(wanted)][:NEAREST_WANTED_LINES]
     if not lines:
         return f"{path} is empty."
     size = max(1, min(len(want), len(lines)))
+    last_start = len(lines) - size
+    # Candidate windows, cheaply: those sharing the most exact lines with the wanted text, and those
+    # anchored at the lines most like its two longest lines (a line misremembered everywhere).
+    present = set(w for w in want if w)
+    shared = sorted(range(last_start + 1), key=lambda i: -sum(x in present for x in stripped[i:i + size]))[:10]
+    anchors = []
+    for w in sorted((w for w in want if w), key=len, reverse=True)[:2]:
+        offset = want.index(w)
+        for close in difflib.get_close_matches(w, stripped, n=5, cutoff=0.4):
+            anchors += [min(max(0, n - offset), last_start) for n, x in enumerate(stripped) if x == close][:5]
     wanted_text = "\n".join(want)
-    # quick_ratio ranks every window cheaply; ratio() then decides among the ten best.
-    windows = [(i, "\n".join(x.strip() for x in lines[i:i + size])) for i in range(len(lines) - size + 1)]
-    ranked = sorted(windows, key=lambda w: -difflib.SequenceMatcher(None, w[1], wanted_text, autojunk=False).quick_ratio())
-    best = max(ranked[:10], key=lambda w: (difflib.SequenceMatcher(None, w[1], wanted_text, autojunk=False).ratio(), -w[0]))[0]
+    best = max(dict.fromkeys(shared + anchors), key=lambda i: (difflib.SequenceMatcher(
+        None, "\n".join(stripped[i:i + size]), wanted_text, autojunk=False).ratio(), -i))
     start = max(0, best - NEAREST_CONTEXT)
     end = min(len(lines), best + size + NEAREST_CONTEXT, start + NEAREST_MAX_LINES)
     return f"The closest lines in {path} (lines {start + 1}-{end} of {len(lines)}):\n" + numbered(lines[start:end], start + 1)
