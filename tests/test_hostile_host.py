@@ -213,34 +213,6 @@ def assert_nothing_released(run_dir: Path) -> None:
     assert not (run_dir / "release").exists()
 
 
-def test_scenario_json_naming_a_weaker_manifest_is_refused(verified, tmp_path):
-    """The attack that committed a regression: scenario.json names a manifest without the target test
-    and with the whole tree writable; the run's own records are left as they were."""
-    run_dir = copy_run(verified, tmp_path)
-    scenario = json.loads((run_dir / "scenario.json").read_text())
-    manifest = Path(scenario["manifest"])
-    weak = tmp_path / "weak" / manifest.name
-    shutil.copytree(manifest.parent, weak.parent, symlinks=True)
-    text = weak.read_text()
-    weak.write_text(text.replace("protected", "unprotected_ignored", 1))
-    scenario["manifest"] = str(weak)
-    (run_dir / "scenario.json").write_text(json.dumps(scenario, indent=2))
-    proc = release(verified, run_dir, "--confirm", "--yes")
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    assert "seal" in proc.stderr and "scenario.json" in proc.stderr
-    assert_nothing_released(run_dir)
-    # The manifest file itself rewritten in place (scenario.json untouched) is refused too.
-    run_dir = copy_run(verified, tmp_path / "again")
-    original = manifest.read_text()
-    try:
-        manifest.write_text(original + "\n# edited after the run\n")
-        proc = release(verified, run_dir, "--confirm", "--yes")
-    finally:
-        manifest.write_text(original)
-    assert proc.returncode == 1 and "manifest" in proc.stderr and "seal" in proc.stderr, proc.stderr[-2000:]
-    assert_nothing_released(run_dir)
-
-
 def _rechain(path: Path, edit) -> None:
     """Rewrite the journal's lines with `edit` and recompute every hash: a chain that verifies."""
     from repair_agent.journal import record_hash
@@ -255,20 +227,72 @@ def _rechain(path: Path, edit) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
-def test_a_rewritten_diff_run_json_and_rechained_journal_are_refused(verified, tmp_path):
-    """Another diff put in whole: candidate.diff, run.json's and the journal's stop line name it, and
-    the journal's hash chain is recomputed so it verifies. Only the seal can tell."""
+def _put_diff(run_dir: Path, diff: str) -> None:
+    """Another diff put in whole: candidate.diff, run.json and the journal's lines that named the
+    old one name it, and the journal's hash chain is recomputed so that it verifies."""
     import hashlib
 
-    run_dir = copy_run(verified, tmp_path)
-    other = (run_dir / "candidate.diff").read_text().replace("discount / 100", "discount / 99")
-    sha = hashlib.sha256(other.encode()).hexdigest()
-    (run_dir / "candidate.diff").write_text(other)
+    sha = hashlib.sha256(diff.encode()).hexdigest()
+    (run_dir / "candidate.diff").write_text(diff)
     run = json.loads((run_dir / "run.json").read_text())
-    old = run["diff_sha256"]
-    run["diff_sha256"] = sha
+    old, run["diff_sha256"] = run["diff_sha256"], sha
     (run_dir / "run.json").write_text(json.dumps(run, indent=2))
     _rechain(run_dir / "journal.jsonl", lambda r: r.update(diff_sha256=sha) if r.get("diff_sha256") == old else None)
+
+
+GOOD = "+    discounted = price * (1 - discount / 100)\n"
+# Right below 1000 only: the visible tests pass, the held-out cases and the reference fix do not.
+REGRESSION = "+    discounted = price * (1 - discount / 100) if price < 1000 else price * (1 - discount)\n"
+
+
+def test_a_weaker_manifest_named_in_scenario_json_is_refused(verified, tmp_path):
+    """The attack that committed a regression: a regression diff put in whole (candidate.diff,
+    run.json, a re-chained journal) and scenario.json naming a copy of the manifest without its
+    held-out cases and reference fix, so re-verification has nothing to contradict the diff with."""
+    run_dir = copy_run(verified, tmp_path)
+    diff = (run_dir / "candidate.diff").read_text()
+    assert GOOD in diff
+    _put_diff(run_dir, diff.replace(GOOD, REGRESSION))
+    scenario = json.loads((run_dir / "scenario.json").read_text())
+    manifest = Path(scenario["manifest"])
+    weak = tmp_path / "weak"
+    weak.mkdir()
+    (weak / manifest.name).write_text("".join(line for line in manifest.read_text().splitlines(keepends=True)
+                                              if not line.startswith(("heldout", "reference_fix"))))
+    (weak / "discount_shop").symlink_to(manifest.parent / "discount_shop")
+    scenario["manifest"] = str(weak / manifest.name)
+    (run_dir / "scenario.json").write_text(json.dumps(scenario, indent=2))
+    proc = release(verified, run_dir, "--confirm", "--yes")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "SealBroken" in proc.stderr and "scenario.json" in proc.stderr and "candidate.diff" in proc.stderr
+    assert_nothing_released(run_dir)
+
+
+def test_a_manifest_edited_in_place_after_the_run_is_refused(verified, tmp_path, monkeypatch):
+    """scenario.json untouched, the manifest it names rewritten (here: its goal only)."""
+    run_dir = copy_run(verified, tmp_path)
+    manifest = Path(json.loads((run_dir / "scenario.json").read_text())["manifest"])
+    weak = tmp_path / "scenarios"
+    shutil.copytree(manifest.parent, weak, symlinks=True, ignore=shutil.ignore_patterns("dev*", "*.pyc"))
+    scenario = json.loads((run_dir / "scenario.json").read_text())
+    # The run's own manifest must stay as it is for the other tests: seal a copy that names one we own.
+    scenario["manifest"] = str(weak / manifest.name)
+    (run_dir / "scenario.json").write_text(json.dumps(scenario, indent=2))
+    from repair_agent.seal import seal_run
+
+    monkeypatch.setenv("REPAIR_AGENT_STATE_DIR", verified["env"]["REPAIR_AGENT_STATE_DIR"])
+    seal_run(run_dir)  # with the user's key: the seal holds until the manifest is edited
+    (weak / manifest.name).write_text((weak / manifest.name).read_text() + "\n# edited after the run\n")
+    proc = release(verified, run_dir, "--confirm", "--yes")
+    assert proc.returncode == 1 and "SealBroken" in proc.stderr, proc.stderr[-2000:]
+    assert f"the scenario manifest {weak / manifest.name}" in proc.stderr
+    assert_nothing_released(run_dir)
+
+
+def test_a_rewritten_diff_run_json_and_rechained_journal_are_refused(verified, tmp_path):
+    """Another diff put in whole, the journal's hash chain recomputed so it verifies: only the seal can tell."""
+    run_dir = copy_run(verified, tmp_path)
+    _put_diff(run_dir, (run_dir / "candidate.diff").read_text().replace("discount / 100", "discount / 99"))
     replay = cli(verified["env"], verified["runs"], "replay", str(run_dir))
     assert "hash chain: OK" in replay.stdout  # the checksum chain cannot tell
     proc = release(verified, run_dir, "--confirm", "--yes")
@@ -281,19 +305,16 @@ def test_a_rewritten_diff_run_json_and_rechained_journal_are_refused(verified, t
     assert shown.returncode == 0 and "seal" in shown.stdout + shown.stderr
 
 
-def test_a_seal_made_with_another_key_or_no_seal_is_not_releasable(verified, tmp_path):
+def test_a_seal_made_with_another_key_or_no_seal_is_not_releasable(verified, tmp_path, monkeypatch):
     from repair_agent.seal import seal_run
 
     run_dir = copy_run(verified, tmp_path)
     # Resealed by someone with their own key (the forger's state directory): refused.
     forger = tmp_path / "forger-state"
     forger.mkdir()
-    old = os.environ.get("REPAIR_AGENT_STATE_DIR")
-    os.environ["REPAIR_AGENT_STATE_DIR"] = str(forger)
-    try:
+    with monkeypatch.context() as m:
+        m.setenv("REPAIR_AGENT_STATE_DIR", str(forger))
         seal_run(run_dir)
-    finally:
-        os.environ["REPAIR_AGENT_STATE_DIR"] = old or ""
     proc = release(verified, run_dir, "--confirm", "--yes")
     assert proc.returncode == 1 and "seal" in proc.stderr and "key" in proc.stderr, proc.stderr[-2000:]
     assert_nothing_released(run_dir)
