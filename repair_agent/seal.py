@@ -4,7 +4,8 @@ directory, so a rewritten run directory is detected.
 The journal's hash chain is a checksum anyone can recompute; the seal is not: its key is the
 user's (`seal.key` in $REPAIR_AGENT_STATE_DIR, else $XDG_STATE_HOME/repair-agent, else
 ~/.local/state/repair-agent), created 0600 on first use. The seal names run.json, candidate.diff,
-scenario.json, the scenario manifest they point at (path and bytes), the protected-file manifest
+scenario.json, the scenario manifest they point at (path and bytes; a `run --repo` run's origin
+record beside it, which says where release writes), the protected-file manifest
 and pristine tree hashes, the verified diff and the journal's last record: any of them rewritten,
 or a seal made with another key, and `release` refuses.
 """
@@ -24,6 +25,8 @@ from verifier.files import atomic_write
 from verifier.spec import sha256_file
 
 from .journal import read_journal
+from .local_repo import ORIGIN_SUFFIX
+from .scenario import SUFFIX
 
 SEAL_FILE = "seal.json"
 KEY_FILE = "seal.key"
@@ -53,6 +56,7 @@ class RunSeal(BaseModel):
     files: dict[str, str]               # name in the run directory -> sha256 of its bytes
     manifest: str                       # the scenario manifest scenario.json names
     manifest_sha256: str                # ... and its bytes when the run ended
+    origin_sha256: str | None = None    # a `run --repo` run: the origin record beside it (where release writes)
     protected_manifest_sha256: str | None
     pristine_tree_sha256: str | None
     journal_lines: int
@@ -104,9 +108,11 @@ def _measure(run_dir: Path, key: bytes) -> RunSeal:
     run = json.loads((run_dir / "run.json").read_text())
     manifest = Path(json.loads((run_dir / "scenario.json").read_text())["manifest"])
     lines = list(read_journal(run_dir / "journal.jsonl"))
+    origin = manifest.with_name(manifest.name.removesuffix(SUFFIX) + ORIGIN_SUFFIX)
     return RunSeal(run_id=run["run_id"], status=run["status"], diff_sha256=run["diff_sha256"],
                    files={name: sha256_file(run_dir / name) for name in SEALED_FILES},
                    manifest=str(manifest), manifest_sha256=sha256_file(manifest) if manifest.is_file() else "",
+                   origin_sha256=sha256_file(origin) if origin.is_file() else None,
                    protected_manifest_sha256=run.get("protected_manifest_sha256"),
                    pristine_tree_sha256=run.get("pristine_tree_sha256"), journal_lines=len(lines),
                    journal_head=lines[-1].get("record_sha256") if lines else None, key_id=_key_id(key))
@@ -145,6 +151,8 @@ def verify_seal(run_dir: Path) -> RunSeal:
         changed.append(f"the scenario manifest scenario.json names ({seal.manifest} -> {now.manifest})")
     elif now.manifest_sha256 != seal.manifest_sha256:
         changed.append(f"the scenario manifest {seal.manifest}")
+    if now.origin_sha256 != seal.origin_sha256:
+        changed.append("the origin record of the repository the run was made on (where release writes)")
     if (now.journal_lines, now.journal_head) != (seal.journal_lines, seal.journal_head):
         changed.append("journal.jsonl")
     if changed:

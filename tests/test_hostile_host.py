@@ -156,6 +156,8 @@ def _booby_trapped(path: Path) -> tuple[Path, Path]:
         cfg.set_value('filter "trap"', "smudge", str(script))
         cfg.set_value('filter "trap"', "process", str(script))
     (rk.path / ".gitattributes").write_text("*.py filter=trap diff=trap\n")
+    (rk.path / ".git/info").mkdir(exist_ok=True)
+    (rk.path / ".git/info/attributes").write_text("* filter=trap diff=trap\n")  # for every commit's tree too
     with repo.config_writer() as cfg:
         cfg.set_value('diff "trap"', "textconv", str(script))
         cfg.set_value('diff "trap"', "command", str(script))
@@ -182,6 +184,20 @@ def test_the_repository_git_config_runs_nothing_on_run_repo_or_release(host, tmp
     assert repo.commit(decision["branch"]).hexsha == decision["commit"]
     assert "gpgsig" not in repo.git.cat_file("-p", decision["commit"])
     repo.close()
+
+
+def test_the_repository_git_config_runs_nothing_on_import_commit(tmp_path, docker_client, sandbox_image):
+    """`import commit` reads a fix commit of a user's repository (archive, diff): the same trap."""
+    path, marker = _booby_trapped(tmp_path)
+    fix = git.Repo(path).git.rev_parse("HEAD~1")  # rangekit's `fix span`, before the regression on top
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "import", "commit", str(path), fix, "--out",
+                           str(tmp_path / "out"), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "REPAIR_AGENT_CACHE_DIR": str(tmp_path / "c")})
+    assert not marker.exists(), f"import commit ran the repository's git config: {marker.read_text()}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (result,) = json.loads(proc.stdout)["results"]
+    assert result["status"] == "usable", result
+    assert result["target_tests"] == ["tests/test_core.py::test_span_counts_both_ends"]
 
 
 # -- sealed runs -------------------------------------------------------------------------------------
