@@ -85,7 +85,7 @@ def _head(root: Path) -> tuple[str | None, str | None]:
 def _blob_ids(repo: Path, root: Path, files: list[str]) -> dict[str, str]:
     """git's blob id of each file under root, without writing anything (hash-object without -w)."""
     regular = [f for f in files if not (root / f).is_symlink()]
-    ids = {}
+    ids: dict[str, str] = {}
     if regular:
         proc = _run_git(repo, ["hash-object", "--no-filters", "--stdin-paths"],
                         "\n".join(str(root / f) for f in regular) + "\n")

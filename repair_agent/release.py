@@ -191,9 +191,11 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str, s
                              f"{verifier.environment_id}; re-run the scenario here to verify the diff on it")
     with verifier:  # each check in its own fresh container; close() removes any pooled ones
         verifier.prepare()
-        if verifier.snapshot.tree_sha256 != record.pristine_tree_sha256:
+        snapshot = verifier.snapshot
+        assert snapshot is not None  # prepare() took it
+        if snapshot.tree_sha256 != record.pristine_tree_sha256:
             raise ReleaseRefused("the scenario's pristine repository changed since the run; re-run the scenario")
-        if seal.protected_manifest_sha256 and verifier.snapshot.manifest_sha256 != seal.protected_manifest_sha256:
+        if seal.protected_manifest_sha256 and snapshot.manifest_sha256 != seal.protected_manifest_sha256:
             raise ReleaseRefused("the scenario's protected files or acceptance rules changed since the run was "
                                  "verified; re-run the scenario")
         verdicts = [("R1", verifier.check_scope(diff)), ("R2", verifier.run_tests(diff, "target_test")),
@@ -203,7 +205,7 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str, s
     behaviour = suite.behaviour.summary if getattr(suite, "behaviour", None) is not None else None
     return {"u": u_count(conditions), "conditions": [c.model_dump() for c in conditions],
             "correctness": getattr(suite, "correctness", None), "behaviour": behaviour,
-            "protected_manifest_sha256": verifier.snapshot.manifest_sha256, "environment_id": environment_id,
+            "protected_manifest_sha256": snapshot.manifest_sha256, "environment_id": environment_id,
             "image_id": image, "scenario": scenario}
 
 
