@@ -127,6 +127,28 @@ def test_a_models_file_in_the_working_directory_may_not_name_a_key(host, tmp_pat
     assert "api_key_env" in proc.stderr and "--models" in proc.stderr and "repair-agent/models.toml" in proc.stderr
 
 
+def test_a_resume_does_not_take_a_key_variable_from_the_run_directory(host, tmp_path):
+    """The models file's path is journaled; read back on resume it is not the person's word: a file
+    that names a key is used again only when the person names it (--models) or it is their config's."""
+    with ChatServer([tool_call("search", {"query": "discount"}), tool_call("search", {"query": "price"})]) as srv:
+        own = tmp_path / "mine.toml"
+        own.write_text(f'[models.m]\nmodel = "x"\nbase_url = "{srv.base_url}"\napi_key_env = "MY_KEY"\n'
+                       'max_retries = 0\n')
+        env = {**host["env"], "MY_KEY": "sk-mine"}
+        runs = tmp_path / "runs"
+        first = cli(env, runs, "run", "discount-bug", "--chooser", "model:m", "--models", str(own), "--sandbox",
+                    "local", "--max-steps", "1", "--json", cwd=tmp_path)
+        assert first.returncode == 11, first.stderr[-2000:]  # step_budget: the person's --models was used
+        run_id = json.loads(first.stdout)["run_id"]
+        refused = cli(env, runs, "resume", run_id, "--max-steps", "1", cwd=tmp_path)
+        assert refused.returncode == 2 and "api_key_env" in refused.stderr and "--models" in refused.stderr, \
+            refused.stderr[-2000:]
+        assert len(srv.requests) == 1
+        again = cli(env, runs, "resume", run_id, "--max-steps", "1", "--models", str(own), cwd=tmp_path)
+        assert again.returncode == 11, again.stderr[-2000:]  # step_budget again, after one more step
+        assert [h.get("authorization") for h in srv.headers] == ["Bearer sk-mine"] * 2
+
+
 MARKER_SCRIPT = '#!/bin/sh\necho "$0 $*" >> {marker}\ncat\n'
 
 

@@ -100,6 +100,8 @@ def find_models_file(explicit: str | os.PathLike | ModelsFile | None = None, *,
     ./models.toml unless the working directory is inside one of `untrusted` (the repository under
     repair, the scenario trees): then it is refused, never read."""
     if isinstance(explicit, ModelsFile):
+        if not explicit.path.is_file():
+            raise ValueError(f"the models file {explicit.path} is gone; pass --models FILE")
         return explicit
     if explicit:
         path = Path(explicit)
@@ -173,8 +175,8 @@ def named_model(name: str, models_file: str | os.PathLike | ModelsFile | None = 
         # A file that merely sits in the working directory could be anyone's: it would choose which
         # of the user's secrets is sent, and where.
         raise ValueError(f"{found.path}: model {name!r} names api_key_env {settings.api_key_env}, but a models file "
-                         f"found in the working directory may not name a key variable; define the model in your own "
-                         f"models file: --models FILE or {config_models_file()}")
+                         f"found in the working directory (or read back from a run's journal) may not name a key "
+                         f"variable; define the model in your own models file: --models FILE or {config_models_file()}")
     return settings, found.path
 
 
