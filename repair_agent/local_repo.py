@@ -33,8 +33,8 @@ from unidiff import PatchSet
 from .hostgit import run_git
 from .importers.common import manifest_text
 from .scenario import SUFFIX, Scenario, load_manifest, tree_digest
+from .scenario_files import ORIGIN_SUFFIX, origin_record
 
-ORIGIN_SUFFIX = ".origin.json"
 TEST_FILES = ("**/test_*.py", "**/*_test.py")
 
 
@@ -217,7 +217,7 @@ def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: lis
 def origin_of(manifest: Path) -> LocalOrigin | None:
     """The origin record beside a manifest: present only for `run --repo` scenarios."""
     manifest = Path(manifest)
-    record = manifest.with_name(manifest.name.removesuffix(SUFFIX) + ORIGIN_SUFFIX)
+    record = origin_record(manifest)
     if not manifest.name.endswith(SUFFIX) or not record.is_file():
         return None
     return LocalOrigin.model_validate_json(record.read_text(encoding="utf-8"))

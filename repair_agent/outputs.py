@@ -51,7 +51,7 @@ def write_results(session: Session, outcome: RunOutcome, identity: ChooserIdenti
     else:
         try:
             seal_run(run_dir)  # last: what release relies on, as written, under the user's key
-        except (OSError, SealError) as exc:
+        except (OSError, ValueError, SealError) as exc:  # an unreadable record: unsealed, said
             session.log(f"WARNING: the run could not be sealed ({exc}); release will refuse it")
     return record
 

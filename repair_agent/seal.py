@@ -25,8 +25,7 @@ from verifier.files import atomic_write
 from verifier.spec import sha256_file
 
 from .journal import read_journal
-from .local_repo import ORIGIN_SUFFIX
-from .scenario import SUFFIX
+from .scenario_files import origin_record
 
 SEAL_FILE = "seal.json"
 KEY_FILE = "seal.key"
@@ -108,7 +107,7 @@ def _measure(run_dir: Path, key: bytes) -> RunSeal:
     run = json.loads((run_dir / "run.json").read_text())
     manifest = Path(json.loads((run_dir / "scenario.json").read_text())["manifest"])
     lines = list(read_journal(run_dir / "journal.jsonl"))
-    origin = manifest.with_name(manifest.name.removesuffix(SUFFIX) + ORIGIN_SUFFIX)
+    origin = origin_record(manifest)
     return RunSeal(run_id=run["run_id"], status=run["status"], diff_sha256=run["diff_sha256"],
                    files={name: sha256_file(run_dir / name) for name in SEALED_FILES},
                    manifest=str(manifest), manifest_sha256=sha256_file(manifest) if manifest.is_file() else "",
