@@ -4,10 +4,10 @@ directory, so a rewritten run directory is detected.
 The journal's hash chain is a checksum anyone can recompute; the seal is not: its key is the
 user's (`seal.key` in $REPAIR_AGENT_STATE_DIR, else $XDG_STATE_HOME/repair-agent, else
 ~/.local/state/repair-agent), created 0600 on first use. The seal names run.json, candidate.diff,
-scenario.json, the scenario manifest they point at (path and bytes; a `run --repo` run's origin
-record beside it, which says where release writes), the protected-file manifest
-and pristine tree hashes, the verified diff and the journal's last record: any of them rewritten,
-or a seal made with another key, and `release` refuses.
+scenario.json, the scenario manifest they point at (path and bytes), a `run --repo` run's origin
+record beside it (where release writes), the held-out cases and reference fix scenario.json names,
+the protected-file manifest and pristine tree hashes, the verified diff and the journal's last
+record: any of them rewritten, or a seal made with another key, and `release` refuses.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ SEAL_FILE = "seal.json"
 KEY_FILE = "seal.key"
 STATE_DIR_ENV = "REPAIR_AGENT_STATE_DIR"
 SEALED_FILES = ("run.json", "candidate.diff", "scenario.json")
+CHECK_INPUTS = ("heldout", "reference_fix")  # scenario.json's names of the behaviour checks' files
 
 
 class SealError(RuntimeError):
@@ -56,6 +57,8 @@ class RunSeal(BaseModel):
     manifest: str                       # the scenario manifest scenario.json names
     manifest_sha256: str                # ... and its bytes when the run ended
     origin_sha256: str | None = None    # a `run --repo` run: the origin record beside it (where release writes)
+    # The behaviour checks' inputs scenario.json names (held-out cases, reference fix): path -> sha256.
+    checks: dict[str, str] = {}
     protected_manifest_sha256: str | None
     pristine_tree_sha256: str | None
     journal_lines: int
@@ -105,13 +108,16 @@ def _mac(key: bytes, seal: RunSeal) -> str:
 def _measure(run_dir: Path, key: bytes) -> RunSeal:
     """What the run directory holds now, in a seal's shape (its hmac unset)."""
     run = json.loads((run_dir / "run.json").read_text())
-    manifest = Path(json.loads((run_dir / "scenario.json").read_text())["manifest"])
+    scenario = json.loads((run_dir / "scenario.json").read_text())
+    manifest = Path(scenario["manifest"])
+    checks = [Path(scenario[k]) for k in CHECK_INPUTS if isinstance(scenario.get(k), str)]
     lines = list(read_journal(run_dir / "journal.jsonl"))
     origin = origin_record(manifest)
     return RunSeal(run_id=run["run_id"], status=run["status"], diff_sha256=run["diff_sha256"],
                    files={name: sha256_file(run_dir / name) for name in SEALED_FILES},
                    manifest=str(manifest), manifest_sha256=sha256_file(manifest) if manifest.is_file() else "",
                    origin_sha256=sha256_file(origin) if origin.is_file() else None,
+                   checks={str(p): sha256_file(p) if p.is_file() else "" for p in checks},
                    protected_manifest_sha256=run.get("protected_manifest_sha256"),
                    pristine_tree_sha256=run.get("pristine_tree_sha256"), journal_lines=len(lines),
                    journal_head=lines[-1].get("record_sha256") if lines else None, key_id=_key_id(key))
@@ -150,6 +156,8 @@ def verify_seal(run_dir: Path) -> RunSeal:
         changed.append(f"the scenario manifest scenario.json names ({seal.manifest} -> {now.manifest})")
     elif now.manifest_sha256 != seal.manifest_sha256:
         changed.append(f"the scenario manifest {seal.manifest}")
+    changed += [f"the behaviour checks' file {path}" for path in sorted(set(now.checks) | set(seal.checks))
+                if now.checks.get(path) != seal.checks.get(path)]
     if now.origin_sha256 != seal.origin_sha256:
         changed.append("the origin record of the repository the run was made on (where release writes)")
     if (now.journal_lines, now.journal_head) != (seal.journal_lines, seal.journal_head):

@@ -306,24 +306,33 @@ def test_a_weaker_manifest_named_in_scenario_json_is_refused(verified, tmp_path)
     assert_nothing_released(run_dir)
 
 
-def test_a_manifest_edited_in_place_after_the_run_is_refused(verified, tmp_path, monkeypatch):
-    """scenario.json untouched, the manifest it names rewritten (here: its goal only)."""
+@pytest.mark.parametrize("edited", ["manifest", "heldout"])
+def test_a_manifest_or_held_out_file_edited_in_place_after_the_run_is_refused(verified, tmp_path, monkeypatch,
+                                                                              edited):
+    """scenario.json untouched, a file it names rewritten: the manifest (here: a comment only), or
+    the held-out cases (weakened: the behaviour checks would have less to contradict a diff with)."""
     run_dir = copy_run(verified, tmp_path)
-    manifest = Path(json.loads((run_dir / "scenario.json").read_text())["manifest"])
-    weak = tmp_path / "scenarios"
-    shutil.copytree(manifest.parent, weak, symlinks=True, ignore=shutil.ignore_patterns("dev*", "*.pyc"))
     scenario = json.loads((run_dir / "scenario.json").read_text())
-    # The run's own manifest must stay as it is for the other tests: seal a copy that names one we own.
-    scenario["manifest"] = str(weak / manifest.name)
+    manifest = Path(scenario["manifest"])
+    # The run's own scenario files stay as they are for the other tests: a copy of them, named by
+    # the run and sealed with the user's key, is what gets edited.
+    own = tmp_path / "scenarios"
+    shutil.copytree(manifest.parent, own, symlinks=True, ignore=shutil.ignore_patterns("dev*", "*.pyc"))
+    for key in ("manifest", "heldout", "reference_fix"):
+        scenario[key] = str(own / Path(scenario[key]).relative_to(manifest.parent))
     (run_dir / "scenario.json").write_text(json.dumps(scenario, indent=2))
     from repair_agent.seal import seal_run
 
     monkeypatch.setenv("REPAIR_AGENT_STATE_DIR", verified["env"]["REPAIR_AGENT_STATE_DIR"])
-    seal_run(run_dir)  # with the user's key: the seal holds until the manifest is edited
-    (weak / manifest.name).write_text((weak / manifest.name).read_text() + "\n# edited after the run\n")
+    seal_run(run_dir)
+    target = Path(scenario[edited])
+    text = target.read_text()
+    target.write_text(text + "\n# edited after the run\n" if edited == "manifest"
+                      else text[:text.index("[[case]]", text.index("[[case]]") + 1)])
+    assert target.read_text() != text
     proc = release(verified, run_dir, "--confirm", "--yes")
     assert proc.returncode == 1 and "SealBroken" in proc.stderr, proc.stderr[-2000:]
-    assert f"the scenario manifest {weak / manifest.name}" in proc.stderr
+    assert str(target) in proc.stderr
     assert_nothing_released(run_dir)
 
 
@@ -412,3 +421,6 @@ def test_two_confirmations_and_a_rejection_at_once_exactly_one_decides(verified,
             assert code == 1 and ("in progress" in err or "already" in err), err[-1000:]
     clones = list((run_dir / "release").glob("*")) if (run_dir / "release").exists() else []
     assert len(clones) == (0 if decision["decision"] == "rejected" else 1)
+    # The losers never re-verified: the only check directory is the winner's, left in place.
+    attempts = list((run_dir / "release-verification").iterdir()) if (run_dir / "release-verification").exists() else []
+    assert len(attempts) == (0 if decision["decision"] == "rejected" else 1)
