@@ -4,7 +4,7 @@ directory, so a rewritten run directory is detected.
 The journal's hash chain is a checksum anyone can recompute; the seal is not: its key is the
 user's (`seal.key` in $REPAIR_AGENT_STATE_DIR, else $XDG_STATE_HOME/repair-agent, else
 ~/.local/state/repair-agent), created 0600 on first use. The seal names run.json, candidate.diff,
-scenario.json, the scenario manifest they point at (path and bytes), a `run --repo` run's origin
+scenario.json, the report a person reads (report.json, report.md), the scenario manifest they point at (path and bytes), a `run --repo` run's origin
 record beside it (where release writes), the held-out cases and reference fix scenario.json names,
 the protected-file manifest and pristine tree hashes, the verified diff and the journal's last
 record: any of them rewritten, or a seal made with another key, and `release` refuses.
@@ -30,7 +30,8 @@ from .scenario_files import origin_record
 SEAL_FILE = "seal.json"
 KEY_FILE = "seal.key"
 STATE_DIR_ENV = "REPAIR_AGENT_STATE_DIR"
-SEALED_FILES = ("run.json", "candidate.diff", "scenario.json")
+# report.html is not here: a decision renders it again from report.json.
+SEALED_FILES = ("run.json", "candidate.diff", "scenario.json", "report.json", "report.md")
 CHECK_INPUTS = ("heldout", "reference_fix")  # scenario.json's names of the behaviour checks' files
 
 

@@ -352,6 +352,19 @@ def test_a_rewritten_diff_run_json_and_rechained_journal_are_refused(verified, t
     assert shown.returncode == 0 and "seal" in shown.stdout + shown.stderr
 
 
+def test_a_rewritten_report_is_said_by_show_and_refused_by_release(verified, tmp_path):
+    """What the person reads before deciding is sealed too: a report rewritten to hide something."""
+    run_dir = copy_run(verified, tmp_path)
+    report = run_dir / "report.md"
+    report.write_text(report.read_text().replace("awaiting_release_confirmation", "awaiting_release_confirmation "
+                                                 "(reviewed and approved by the security team)", 1))
+    shown = cli(verified["env"], verified["runs"], "show", str(run_dir))
+    assert shown.returncode == 0 and "WARNING" in shown.stderr and "report.md" in shown.stderr, shown.stderr
+    proc = release(verified, run_dir, "--confirm", "--yes")
+    assert proc.returncode == 1 and "SealBroken" in proc.stderr and "report.md" in proc.stderr, proc.stderr[-2000:]
+    assert_nothing_released(run_dir)
+
+
 def test_a_seal_made_with_another_key_or_no_seal_is_not_releasable(verified, tmp_path, monkeypatch):
     from repair_agent.seal import seal_run
 
