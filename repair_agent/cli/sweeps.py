@@ -34,7 +34,8 @@ def cmd_sweep(args) -> int:
         return USAGE_ERROR
     for name, error in selection.broken.items():
         err(f"scenario {name} is unusable and will be reported, not run: {error}")
-    models_file = (find_models_file(args.models, untrusted=untrusted_roots(None))
+    models_file = (find_models_file(args.models, untrusted=[*untrusted_roots(None),
+                                                            *(Path(d) for d in args.scenarios_dir)])
                    if any(c.startswith(MODEL_PREFIX) for c in choosers) else None)
     if selection.scenarios:  # an unknown chooser or model is a usage error before anything runs
         for spec in choosers:
