@@ -82,11 +82,25 @@ def redact(text: str) -> str:
 
 
 def redact_data(data: Any) -> Any:
-    """JSON-like data with every string (keys too) redacted; anything else as it is."""
+    """JSON-like data with every string (keys too) redacted; anything else as it is. Iterative: a
+    chooser's raw proposal may nest as deep as JSON allows, deeper than Python's recursion limit."""
     if isinstance(data, str):
         return redact(data)
-    if isinstance(data, dict):
-        return {redact(k) if isinstance(k, str) else k: redact_data(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [redact_data(v) for v in data]
-    return data
+    if not isinstance(data, (dict, list, tuple)):
+        return data
+    top: dict | list = {} if isinstance(data, dict) else []
+    pending: list[tuple[Any, dict | list]] = [(data, top)]
+    while pending:
+        source, copy = pending.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, value in pairs:
+            if isinstance(value, (dict, list, tuple)):
+                child: Any = {} if isinstance(value, dict) else []
+                pending.append((value, child))  # filled later; its place in `copy` is taken now
+            else:
+                child = redact(value) if isinstance(value, str) else value
+            if isinstance(copy, dict):
+                copy[redact(key) if isinstance(key, str) else key] = child
+            else:
+                copy.append(child)
+    return top
