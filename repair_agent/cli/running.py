@@ -182,7 +182,10 @@ def add_repo_arguments(run_parser) -> None:
     g.add_argument("--repo", metavar="PATH", help="a git repository: its HEAD plus uncommitted changes are repaired "
                    "in the sandbox; nothing in PATH is modified (release --confirm makes a branch or a patch file)")
     g.add_argument("--test", action="append", metavar="NODEID", help="a failing pytest node id to make pass "
-                   "(repeatable), e.g. tests/test_x.py::test_y")
+                   "(repeatable, or @FILE: one id a line), e.g. tests/test_x.py::test_y")
+    g.add_argument("--pass-to-pass", action="extend", nargs="+", metavar="NODEID", help="tests that must keep "
+                   "passing, as node ids or @FILE (one id a line); only they and the targets run (default: the "
+                   "whole suite must keep passing)")
     g.add_argument("--writable", action="append", metavar="GLOB", help="what the repair may edit (repeatable; "
                    "default **: everything but tests and test configuration)")
     g.add_argument("--goal", metavar="TEXT", help="the goal the chooser is given (default: make the tests pass)")
