@@ -39,7 +39,7 @@ from .generated import (CASE_TIMEOUT_S, REFERENCE_CASE_TIMEOUT_S, GeneratedCase,
                         seed_for)
 from .isolation import CommandResult, HardenedContainer, KeepBudget, Limits, LocalRunner, container_user
 from .judge import Baseline, BaselineError, Kind, ProcessFacts, judge, make_baseline
-from .junit import TestCase, collection_cause
+from .junit import TestCase, collection_cause, collection_error_for
 from .pool import CheckPool, FreshCheck, PoolKey
 from .candidate_tree import apply_diff, restore_protected
 from .scope import ScopeVerdict, check_scope, diff_sha256
@@ -430,8 +430,17 @@ class Verifier:
         probe_cases = self._probe_cases(baseline)
         # A file that fails to collect is one failure with its cause, as it is for a person running
         # the suite; without the flag pytest would run no test at all.
-        suite = runner.suite(["-q", f"--junitxml={junit}", "--continue-on-collection-errors", *per_test,
-                              *selection], self.spec.test_timeout_s, probe_cases)
+        def run(chosen: list[str]) -> SuiteRun:
+            return runner.suite(["-q", f"--junitxml={junit}", "--continue-on-collection-errors", *per_test,
+                                 *chosen], self.spec.test_timeout_s, probe_cases)
+        suite = run(selection)
+        if selection and suite.result is not None and suite.result.exit_code == 4:
+            # A named test in a module that cannot be imported: pytest reports the module's error,
+            # then refuses the id and runs nothing. Once more with that module named instead.
+            errors = {c.collected_path: c.message for c in suite.cases if c.collection}
+            again = [n.split("::")[0] if collection_error_for(nodeid_to_junit_key(n), errors) else n for n in selection]
+            if errors and again != selection:
+                suite = run(list(dict.fromkeys(again)))
         out.suite = suite
         root = check.layout.root if self.backend == "docker" else str(tree)
         out.facts = ProcessFacts(exit_code=suite.result.exit_code if suite.result else None,
