@@ -48,7 +48,8 @@ from .spec import (AcceptanceSpec, ProtectedSnapshot, nodeid_to_junit_key, sha25
 # The modules whose code decides how a check runs: a pooled check or a cached baseline made under
 # other code is not used.
 CHECK_CODE = tuple(Path(__file__).with_name(n) for n in ("probe.py", "checkenv.py", "checkrun.py", "canary.py",
-                                                          "generated.py", "behaviour.py"))
+                                                          "generated.py", "behaviour.py", "runner.py", "junit.py",
+                                                          "judge.py"))
 PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
 IMPORT_ROOTS_LABEL = "org.repair-agent.import-roots"  # set by repair_agent's environment builds
 T = TypeVar("T")

@@ -40,7 +40,7 @@ def cmd_run(args) -> int:
 
     # The options alone, before anything is made: a bad one leaves no run directory behind (the
     # scenario's own budget is checked with them once it is read).
-    budget_with(BudgetLimits(max_steps=1000), max_steps=args.max_steps, deadline_s=args.deadline,
+    budget_with(BudgetLimits.model_validate({"max_steps": 1000}), max_steps=args.max_steps, deadline_s=args.deadline,
                 max_tokens=args.max_tokens)
     early = None
     if args.sandbox == "docker" and args.scenario and not args.repo:
