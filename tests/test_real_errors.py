@@ -261,3 +261,15 @@ def test_run_repo_pass_to_pass_from_a_file_is_the_suite_condition(tmp_path, sand
     proc = cli(tmp_path / "runs", "run", "--repo", str(rk.path), "--test", "tests/test_core.py::test_in_range_includes_high",
                "--pass-to-pass", f"@{tmp_path / 'nope.txt'}")
     assert proc.returncode == 2 and "nope.txt" in proc.stderr, proc.stderr
+
+
+def test_a_pytest_that_crashes_before_any_test_says_why_first(tmp_path, sandbox_image):
+    repo = project(tmp_path / "shop", {**SHOP, "tests/conftest.py": "import six\n"})
+    proc = cli(tmp_path / "runs", "run", "--repo", str(repo), "--test", "tests/test_total.py::test_total",
+               "--environment", "none", "--json")
+    record = json.loads(proc.stdout)
+    assert record["status"] == "dependency_failure", proc.stdout[-2000:]
+    first_line = record["detail"].splitlines()[0]
+    assert ("the pristine repository's suite could not be run: no JUnit report was written (pytest exited 4: "
+            "ModuleNotFoundError: No module named 'six' at tests/conftest.py:1 (add it to the environment))"
+            ) in first_line, record["detail"][:2000]
