@@ -226,7 +226,7 @@ if len(sys.argv) > 3:
 """
 
 
-def _absolute_source(mount):
+def absolute_mount(mount):
     """A bind mount's host path made absolute: the engine refuses a relative one (`--out imported`)."""
     if mount.get("Type") == "bind" and mount.get("Source") and not os.path.isabs(mount["Source"]):
         mount["Source"] = os.path.abspath(mount["Source"])
@@ -251,7 +251,7 @@ class HardenedContainer:
         try:
             self.container = client.containers.run(
                 image, command=["sleep", "infinity"], detach=True, working_dir=workdir, name=name,
-                mounts=[_absolute_source(m) for m in mounts], **docker_hardening(self.limits, user, labels or {}, extra_tmpfs, hostname))
+                mounts=[absolute_mount(m) for m in mounts], **docker_hardening(self.limits, user, labels or {}, extra_tmpfs, hostname))
         except BaseException as exc:
             _remove_by_name(client, name)
             if isinstance(exc, (docker.errors.DockerException, OSError)):
