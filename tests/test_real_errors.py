@@ -273,3 +273,32 @@ def test_a_pytest_that_crashes_before_any_test_says_why_first(tmp_path, sandbox_
     assert ("the pristine repository's suite could not be run: no JUnit report was written (pytest exited 4: "
             "ModuleNotFoundError: No module named 'six' at tests/conftest.py:1 (add it to the environment))"
             ) in first_line, record["detail"][:2000]
+
+
+def test_import_swebench_reads_collection_errors_as_swebench_does(tmp_path, sandbox_image):
+    """FAIL_TO_PASS in a module the buggy tree cannot import: usable. PASS_TO_PASS in a module that
+    needs a package the environment lacks: skipped, and the table says which package."""
+    base = {k: v for k, v in SHOP.items() if k != "tests/test_mean.py"}
+    root = project(tmp_path / "repos" / "shop", base)
+    repo = git.Repo(root)
+    initial = repo.head.commit.hexsha
+    (root / "tests/test_mean.py").write_text(SHOP["tests/test_mean.py"])
+    (root / "tests/test_six.py").write_text("import six\n\n\ndef test_text_type():\n    assert six.text_type is str\n")
+    repo.git.add(A=True)
+    test_patch = repo.git.diff("--cached", "--no-color") + "\n"
+    repo.git.reset("--hard")
+    repo.close()
+    shared = {"repo": "example/shop", "base_commit": initial, "patch": SHOP_FIX, "test_patch": test_patch,
+              "FAIL_TO_PASS": ["tests/test_mean.py::test_mean"], "problem_statement": "export mean"}
+    jsonl = tmp_path / "instances.jsonl"
+    jsonl.write_text(json.dumps({**shared, "instance_id": "shop-1", "PASS_TO_PASS": ["tests/test_total.py::test_total"]})
+                     + "\n" + json.dumps({**shared, "instance_id": "shop-2",
+                                          "PASS_TO_PASS": ["tests/test_six.py::test_text_type"]}) + "\n")
+    proc = cli(tmp_path / "runs", "import", "swebench", str(jsonl), "--repos", str(tmp_path / "repos"), "--out",
+               str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("shop-")}
+    assert " usable " in rows["shop-1"], proc.stdout
+    assert rows["shop-2"].split(None, 4)[1:] == ["skipped", "1", "1", "collection error: ModuleNotFoundError: No "
+                                                 "module named 'six' at tests/test_six.py:1 (add it to the "
+                                                 "environment)"], proc.stdout
