@@ -91,8 +91,8 @@ def budget_with(base: BudgetLimits, **overrides: Any) -> "Budget":
                          for e in exc.errors())
         raise ValueError(said) from None
     if budget.reserved_final_steps >= budget.max_steps:
-        raise ValueError(f"--reserve {budget.reserved_final_steps} must be below the run's max steps "
-                         f"({budget.max_steps})")
+        raise ValueError(f"the steps reserved for the handover (--reserve {budget.reserved_final_steps}) must be "
+                         f"below the run's steps (--max-steps {budget.max_steps})")
     return budget
 
 

@@ -48,7 +48,7 @@ def cli(runs: Path, *args: str, **kw) -> subprocess.CompletedProcess:
     (["--max-steps", "-1"], "--max-steps -1"),
     (["--max-steps", "0"], "--max-steps 0"),
     (["--deadline", "-5"], "--deadline -5"),
-    (["--max-steps", "3", "--reserve", "3"], "--reserve 3 must be below"),
+    (["--max-steps", "3", "--reserve", "3"], "(--reserve 3) must be below the run's steps (--max-steps 3)"),
 ])
 def test_bad_budget_options_are_refused_before_a_run_directory_exists(tmp_path, options, said):
     runs = tmp_path / "runs"
