@@ -2,7 +2,8 @@
 
 One file each, no network: CSS is inline, the plots are inline SVG. Everything that came from a run (diffs, tool output, model text, paths) reaches the
 page only through jinja2's autoescaping; nothing here marks run text safe, so a `<script>` in a
-diff shows as text and runs nothing. The page itself carries no script at all.
+diff shows as text and runs nothing; before that, visible.py names every control, bidi or invisible
+character and takes out secrets. The page itself carries no script at all.
 """
 from __future__ import annotations
 
@@ -27,9 +28,13 @@ from .records import Report
 from .sweep import statistics as stats
 from .sweep.chart import sweep_plot
 from .sweep.records import Cell, RunRow, SweepSummary
+from .visible import html_finalize
 
+# finalize: every printed value is shown through visible.py first (secrets out, hidden characters
+# named), then autoescaped: one rule for every field, including ones added later.
 _env = jinja2.Environment(loader=jinja2.PackageLoader("repair_agent", "templates"), autoescape=True,
-                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                          finalize=html_finalize)
 _env.filters["pretty"] = lambda value: value if isinstance(value, str) else json.dumps(value, indent=2,
                                                                                      ensure_ascii=False)
 

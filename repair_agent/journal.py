@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
 from .actions import Action
+from .redaction import redact_data
 from .state import Evidence, Grant, Observation, State, StopReason, View, ViewFields, state_hash
 
 
@@ -294,6 +295,9 @@ class Journal:
         # Each line carries the hash of its own content and of the line before: editing any
         # field of any record (a proposal, a result, a view) breaks the chain, not just states.
         record = _json_safe({**record, "prev_record_sha256": self._last})
+        # No secret reaches a line: everything but the state, whose hash the chain verifies (it holds
+        # the goal, budget, conditions and the sandbox's observation, never a key or a server's text).
+        record = {k: v if k == "state_after" else redact_data(v) for k, v in record.items()}
         body = _dumps(record)
         digest = hashlib.sha256(body).hexdigest()  # == record_hash(line as read back)
         # The line is the hashed body with its own hash appended as the last key (readers hash the

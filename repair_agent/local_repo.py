@@ -26,10 +26,13 @@ import stat
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import git
 from pydantic import BaseModel
 from unidiff import PatchSet
+
+from verifier.trees import TreeRefused, copy_tree, scan
 
 from .importers.common import manifest_text
 from .scenario import SUFFIX, Scenario, load_manifest, tree_digest
@@ -50,7 +53,8 @@ class LocalOrigin(BaseModel):
     head: str | None                   # HEAD at the start (None: a repository with no commit yet)
     head_ref: str | None               # the branch checked out then (None: detached)
     uncommitted: list[str]             # files that differ from HEAD (changed, added, deleted)
-    skipped: list[str] = []            # listed by git but not copied (submodules, vanished files)
+    skipped: list[str] = []            # listed by git but not copied (submodules)
+    left_out: dict[str, str] = {}      # path -> why: links out of the repository, special files
     pristine_digest: str               # tree_digest of the copy
 
 
@@ -130,8 +134,7 @@ def differences(repo: git.Repo, head: str | None, root: Path) -> list[str]:
 
 
 def _tree_files(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
-                  if (p.is_file() or p.is_symlink()) and ".git" not in p.relative_to(root).parts)
+    return scan(root, ignore=(".git",)).files
 
 
 def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
@@ -145,22 +148,21 @@ def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
     staging = Path(tempfile.mkdtemp(dir=dest_root, prefix=".copy-"))
     tree = staging / (re.sub(r"[^A-Za-z0-9_.-]+", "-", root.name).strip(".") or "repo")
     tree.mkdir()
-    skipped = []
-    for rel in dict.fromkeys(filter(None, listed)):
-        src = root / rel
-        if src.is_symlink():
-            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(os.readlink(src), tree / rel)
-        elif src.is_file():
-            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, tree / rel)
-        else:
-            skipped.append(rel)  # a submodule, or a tracked file deleted on disk
+    # Links inside the repository stay links (dangling ones too); a link out of it (to a host file,
+    # /dev/zero) and special files are left out and said, so no host file reaches the copy.
+    try:
+        copied = copy_tree(root, tree, only=filter(None, listed), ignore=(".git",))
+    except TreeRefused as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise LocalRepoError(f"{root} cannot be copied: {exc}") from None
     digest = tree_digest(tree)
-    uncommitted = differences(repo, head, tree)
+    left_out = {rel: why for rel, why in copied.dropped.items()
+                if why not in ("a directory (a submodule?)", "listed but not on disk")}
+    uncommitted = [f for f in differences(repo, head, tree) if f not in left_out]
     repo.close()
     return tree, LocalOrigin(path=str(root), head=head, head_ref=head_ref, uncommitted=uncommitted,
-                             skipped=[s for s in skipped if (root / s).is_dir()], pristine_digest=digest)
+                             skipped=[rel for rel, why in copied.dropped.items() if why == "a directory (a submodule?)"],
+                             left_out=left_out, pristine_digest=digest)
 
 
 def detect_environment(tree: Path) -> dict | None:
@@ -178,7 +180,7 @@ def detect_environment(tree: Path) -> dict | None:
 
 def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: list[str] | None = None,
                   goal: str | None = None, max_steps: int = 12, environment: dict | None | str = "auto",
-                  pass_to_pass: list[str] | None = None) -> Scenario:
+                  pass_to_pass: list[str] | None = None, log: Callable[[str], None] = lambda m: None) -> Scenario:
     """A scenario over the user's repository as it is now: its copy, manifest and origin record.
     `environment`: "auto" (from the repository's files), None (the plain sandbox image), or a section.
     `pass_to_pass`: the suite condition is these tests (and only they and the targets run), not the
@@ -187,6 +189,8 @@ def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: lis
         raise LocalRepoError("run --repo needs at least one --test NODEID (a test that fails now)")
     cache = Path(runs_dir).resolve() / ".cache" / "local-repos"
     tree, origin = snapshot(Path(path), cache)
+    for rel, why in origin.left_out.items():
+        log(f"left out of the copy of {origin.path}: {rel}: {why}")
     if environment == "auto":
         environment = detect_environment(tree)
     base = re.sub(r"[^a-z0-9_.-]+", "-", Path(origin.path).name.lower()).strip("-._") or "repo"
@@ -262,7 +266,8 @@ def release_branch(origin: LocalOrigin, pristine: Path, diff: bytes, *, branch: 
             else:
                 _run_git(repo, ["read-tree", "--empty"], "", env)
             parent, commits = origin.head, []
-            changed = differences(repo, origin.head, pristine)
+            # What the copy left out (a link to a host file) is not a deletion: the branch keeps it.
+            changed = [f for f in differences(repo, origin.head, pristine) if f not in origin.left_out]
             if changed:
                 for rel in changed:
                     src = pristine / rel
@@ -317,7 +322,7 @@ def write_patch_file(target: Path, diff: bytes) -> Path:
     return target
 
 
-def scenario_from_args(args) -> Scenario:
+def scenario_from_args(args, log: Callable[[str], None] = lambda m: None) -> Scenario:
     from .scenario import ManifestError
 
     if not args.repo:
@@ -328,7 +333,7 @@ def scenario_from_args(args) -> Scenario:
         return repo_scenario(Path(args.repo), node_ids(args.test), runs_dir=Path(args.runs_dir),
                              writable=args.writable, goal=args.goal,
                              environment=None if getattr(args, "environment", "auto") == "none" else "auto",
-                             pass_to_pass=node_ids(getattr(args, "pass_to_pass", None)) or None)
+                             pass_to_pass=node_ids(getattr(args, "pass_to_pass", None)) or None, log=log)
     except ManifestError as exc:  # e.g. a --test that is not a node id: said about the option, not a file
         raise LocalRepoError(f"--repo {args.repo}: {str(exc).split(': ', 1)[-1]}") from None
 

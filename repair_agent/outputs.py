@@ -9,6 +9,7 @@ from verifier.files import atomic_write
 
 from .journal import JournalRecord, SetupRecord, read_records
 from .plain import ChooserIdentity
+from .redaction import redact
 from .records import Report, RunOutcome, RunRecord, build_report, final_correctness
 from .scenario import Scenario
 from .session import Session, fallback_run_dir
@@ -55,7 +56,9 @@ def _write_outputs(directory: Path, record: RunRecord, outcome: RunOutcome, scen
     # Each file whole or not at all: a full disk must not leave a truncated run.json that every
     # later `runs` or `show` would stumble on.
     def put(name: str, text: str) -> None:
-        atomic_write(directory / name, text)
+        # candidate.diff is the exact bytes a release applies: never rewritten (the sandbox and the
+        # chooser never hold a host key; the report shows the diff through redaction anyway).
+        atomic_write(directory / name, text if name == "candidate.diff" else redact(text))
 
     put("candidate.diff", outcome.diff)
     put("run.json", record.model_dump_json(indent=2))
@@ -80,7 +83,7 @@ def write_report(run_dir: Path, record: RunRecord, outcome: RunOutcome, scenario
     from .report import render_markdown
 
     report = build_report(record, outcome, scenario, verifier, journal)
-    write = write or (lambda name, text: atomic_write(Path(run_dir) / name, text))
+    write = write or (lambda name, text: atomic_write(Path(run_dir) / name, redact(text)))
     write("report.json", report.model_dump_json(indent=2))
     write("report.md", render_markdown(report))
     write("report.html", render_run_html(report, None))

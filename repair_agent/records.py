@@ -302,7 +302,12 @@ def _behaviour_summary(key: str, part: dict[str, Any]) -> str:
 
 
 def _code_findings(outcome: "RunOutcome", verifier, state) -> list[dict[str, Any]]:
-    """Every gate finding of the final diff, each marked granted or not (a person's grant by its key)."""
+    """Every gate finding of the final diff, each marked granted or not (a person's grant by its key);
+    for a run the gate stopped, the refused patch's findings (never applied, so not in the final diff)."""
+    asked = outcome.extra.get("asked") if outcome.status is StopReason.AUTHORIZATION_REQUIRED else None
+    refused = [{**f, "granted": False} for f in asked or [] if isinstance(f, dict) and str(f.get("key")).startswith("code:")]
+    if refused:
+        return refused
     if not outcome.diff or verifier is None or not hasattr(verifier, "review"):
         return []
     try:

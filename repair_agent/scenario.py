@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -12,7 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifier.heldout import HeldoutError, HeldoutSpec
-from verifier.spec import AcceptanceSpec, tree_sha256
+from verifier.spec import AcceptanceSpec
+from verifier.trees import copy_tree, tree_sha256
 
 from .resources import CACHE_ENV, build_once, cache_root  # noqa: F401 (CACHE_ENV: where callers look)
 from .scenario_files import BUILTIN_DIR, SCENARIO_PATH_ENV, SUFFIX, manifests_named, scenario_dirs  # noqa: F401
@@ -221,7 +221,7 @@ def materialize(source: Path, bug_patch: Path) -> Path:
     target = cache_root() / "trees" / f"{source.name}-{key}"
 
     def build(tree: Path) -> None:
-        shutil.copytree(source, tree, ignore=shutil.ignore_patterns(*IGNORED_PARTS))
+        copy_tree(source, tree, ignore=tuple(IGNORED_PARTS))
         apply_patch_to_tree(tree, bug_patch)
 
     return build_once(target, build)

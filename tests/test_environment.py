@@ -9,13 +9,10 @@ its log and tags nothing.
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
-import json
 import os
 import subprocess
 import tarfile
-import threading
 import time
 from pathlib import Path
 
@@ -26,6 +23,7 @@ from repair_agent.sandbox.environment import (BUILD_FILES, EnvironmentBuildError
                                               environment_tag)
 from repair_agent.scenario import CACHE_ENV, ManifestError, load_manifest
 from repair_agent.sources import SourceError, SourceSection, fetch_source
+from helpers import PypiIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "sandbox_repos" / "real"
@@ -124,42 +122,10 @@ def _sdist(name: str, version: str, files: dict[str, str]) -> bytes:
 @pytest.fixture
 def index(tmp_path, monkeypatch):
     """A PyPI-style JSON API and file host on localhost, serving what the test puts in `files`."""
-    files: dict[str, bytes] = {}
-    hits: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the http.server API
-            hits.append(self.path)
-            parts = self.path.strip("/").split("/")
-            if parts[0] == "pypi" and len(parts) == 4 and parts[3] == "json":
-                name, version = parts[1], parts[2]
-                filename = f"{name}-{version}.tar.gz"
-                if filename not in files:
-                    self.send_error(404)
-                    return
-                body = json.dumps({"urls": [{"packagetype": "sdist", "filename": filename,
-                                             "url": f"../../../files/{filename}",
-                                             "digests": {"sha256": hashlib.sha256(files[filename]).hexdigest()}}]})
-                data = body.encode()
-            elif parts[0] == "files" and parts[-1] in files:
-                data = files[parts[-1]]
-            else:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("REPAIR_AGENT_PYPI_URL", f"http://127.0.0.1:{server.server_port}/pypi")
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
-    yield files, hits
-    server.shutdown()
+    with PypiIndex() as served:
+        monkeypatch.setenv("REPAIR_AGENT_PYPI_URL", served.url)
+        monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+        yield served.files, served.hits
 
 
 def test_pypi_source_is_fetched_verified_and_cached(index, tmp_path):

@@ -178,6 +178,21 @@ def test_a_file_that_does_not_parse_has_no_finding(repo):
     assert gate(repo, "src/shop/pricing.py", PRICING + "\ndef broken(:\n    eval('1')\n").findings == []
 
 
+def test_hidden_characters_are_findings_in_any_text_file_and_in_code_that_does_not_parse(repo):
+    """A person reads every file of the diff: an escape sequence in a README erases the line above it
+    in a terminal, a no-break space passes for a space, private use draws as anything."""
+    readme = only(gate(repo, "README.md", "# shop\n\nok \x1b[1A\x1b[2K\nsee\u00a0this \ue000\n"), "control-character")
+    assert readme.line == 3 and readme.construct == "U+001B" and "\\u001B[1A" in readme.snippet
+    spaced = only(gate(repo, "src/shop/shop.ini", "[shop]\nname\u3000= shop\n"), "control-character")
+    assert spaced.line == 2 and spaced.construct == "U+3000" and "\u3000" not in spaced.snippet
+    broken = gate(repo, "src/shop/pricing.py", PRICING + "\ndef broken(:  # \u2067\n    eval('1')\n")
+    assert rules_of(broken) == {"control-character"} and only(broken, "control-character").construct == "U+2067"
+    assert only(adding(repo, "    x = '\ue000'\n"), "control-character").construct == "U+E000"
+    # Binary data and plain text with tabs, CRLF endings and non-ASCII letters are what they look like.
+    assert gate(repo, "src/shop/logo.bin", b"\x89PNG\r\n\x1a\n\x00\x1b").findings == []
+    assert gate(repo, "README.md", "# shop\r\n\r\nPrix en\tcafé, naïve, 東京\r\n").findings == []
+
+
 # -- rules ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("code, rule, construct", [

@@ -114,9 +114,11 @@ def test_no_bug_repeats_another_corpus_and_the_corpus_is_not_discovered_by_defau
     assert found and not {raw["name"] for raw in _manifests().values()} & set(found)
 
 
-# The two whose checks take minutes (filelock's 100-thread suite, py-cpuinfo's self-spawning one):
-# `pytest -m slow_corpus tests/test_real_suites.py` checks them; the default suite the other six.
-SLOW = ("filelock-thread-local-ignored", "cpuinfo-cpuid-family6-model")
+# Every suite run checks three, one per kind of thing the old guard refused: toolz (its own suite
+# starts processes through multiprocessing), PySnooper (traces with sys.settrace, reads frames,
+# starts threads) and boltons (doctests as targets). `pytest -m slow_corpus tests/test_real_suites.py`
+# checks the other five (filelock's 100-thread suite and py-cpuinfo's self-spawning one take minutes).
+FAST = ("toolz-drop-off-by-one", "pysnooper-thread-info-order", "boltons-chunked-fill-short")
 
 
 @pytest.mark.docker
@@ -128,7 +130,7 @@ def test_every_real_suite_passes_the_corpus_check_in_docker(tmp_path, docker_cli
     them and the whole suite, inside the writable scope. With the old in-process guard (commit
     a6513ec) all eight failed here in prepare ("the pristine repository's suite trips the
     verifier's check process"); the README lists each refusal."""
-    names = sorted(raw["name"] for raw in _manifests().values() if (raw["name"] in SLOW) == (which == "slow"))
+    names = sorted(raw["name"] for raw in _manifests().values() if (raw["name"] in FAST) == (which == "fast"))
     proc = subprocess.run([sys.executable, "-m", "repair_agent", "check", "--scenarios-dir", str(SUITES),
                            "--runs-dir", str(tmp_path / "runs"), "--workers", "2", "--json", *names],
                           cwd=tmp_path, capture_output=True, text=True, timeout=3600)
@@ -145,6 +147,7 @@ def test_every_real_suite_passes_the_corpus_check_in_docker(tmp_path, docker_cli
 
 @pytest.mark.docker
 @pytest.mark.corpus
+@pytest.mark.slow_corpus
 def test_heldout_files_catch_the_bug_and_pass_the_fix(docker_client, sandbox_image):
     """scripts/check_heldout.py on the corpus: each held-out file fails somewhere on the buggy tree
     and passes everywhere on the fixed one (scenarios with an environment are probed in its image)."""

@@ -32,15 +32,20 @@ def restore_protected(tree: Path, snapshot: ProtectedSnapshot, spec: AcceptanceS
         path = tree / rel
         if rel in snapshot.protected_sha256:
             continue
-        if path.is_symlink() or spec.is_protected(rel) or glob_match(rel, REFUSED_INFRASTRUCTURE):
+        # A link the pristine tree has, unchanged, stays: the repository's own links are kept as links.
+        added_link = path.is_symlink() and not ((snap / rel).is_symlink() and os.readlink(snap / rel) == os.readlink(path))
+        if added_link or spec.is_protected(rel) or glob_match(rel, REFUSED_INFRASTRUCTURE):
             refused.append(rel)
             path.unlink()
     for rel, digest in snapshot.protected_sha256.items():
         path = tree / rel
-        if path.is_symlink() or not path.is_file() or sha256_file(path) != digest:
+        if not (path.is_symlink() or path.is_file()) or sha256_file(path) != digest:
             if path.is_symlink() or path.exists():
                 path.unlink()
             path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(snap / rel, path)
+            if (snap / rel).is_symlink():
+                os.symlink(os.readlink(snap / rel), path)
+            else:
+                shutil.copyfile(snap / rel, path)
             restored.append(rel)
     return restored, refused

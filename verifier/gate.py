@@ -53,7 +53,8 @@ RULES: dict[str, str] = {  # rule -> what a construct under it does (the report 
     "encoding": "declares a source encoding other than UTF-8 or does not decode, so Python runs other text "
                 "than a reader sees",
     "identifier-normalisation": "is an identifier Python NFKC-normalises into another name (ｓｙｓ is sys)",
-    "control-character": "is a control, format, bidi or line-separator character that can hide or reorder code",
+    "control-character": "is a control, format, bidi, zero-width, private-use, line-separator or non-ASCII space "
+                         "character that can hide, overwrite or reorder what a person reads in the diff",
     "new-import": "imports a module the pristine code never imports, neither the project's own nor pure stdlib",
     "harness-module": "reaches the test harness (pytest, unittest, doctest, hypothesis, pluggy) in its own process",
     "protected-module-import": "imports a protected module (a test or conftest), whose globals it could rebind",
@@ -425,15 +426,30 @@ def _regions(old: list[str], new: list[str]) -> tuple[dict[int, int], dict[int, 
     return added, replaced
 
 
-def _text_findings(text: str, lines: list[str], lone: list[bool], interest: dict[int, int]) -> list[rules.Raw]:
-    """Control characters on the lines of interest, and identifiers Python reads as other names."""
+def _is_hidden(c: str) -> bool:
+    """A character a reader does not see as itself: a control (an escape sequence, a carriage
+    return), a format character (bidi, zero-width, BOM), private use, unassigned, a line or
+    paragraph separator, or a space that is not the ASCII one."""
+    return c != "\t" and (unicodedata.category(c) in _HIDDEN or (c != " " and unicodedata.category(c) == "Zs"))
+
+
+def _hidden_findings(lines: list[str], lone: list[bool], interest: dict[int, int]) -> list[rules.Raw]:
+    """Hidden characters on the lines of interest: in any text file, they can hide a line from the
+    person reviewing the diff (a terminal acts on them) or reorder what it reads."""
     found: list[rules.Raw] = []
     for n in sorted(interest):
-        hidden = sorted({f"U+{ord(c):04X}" for c in lines[n - 1] if c != "\t"
-                         and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs")})
+        line = lines[n - 1]
+        hidden = [] if line.isascii() and line.isprintable() else sorted(
+            {f"U+{ord(c):04X}" for c in line if _is_hidden(c)})
         hidden += ["U+000D (a lone carriage return: a line break to Python)"] if lone[n - 1] else []
         if hidden:
             found.append(("control-character", n, ", ".join(hidden)))
+    return found
+
+
+def _text_findings(text: str, lines: list[str], lone: list[bool], interest: dict[int, int]) -> list[rules.Raw]:
+    """Hidden characters on the lines of interest, and identifiers Python reads as other names."""
+    found = _hidden_findings(lines, lone, interest)
     if all(lines[n - 1].isascii() for n in interest):
         return found  # ASCII is NFKC-normal
     try:
@@ -466,8 +482,6 @@ def _read_python(old: bytes | None, new: tuple[str | None, str, int, rules.ast.M
     if text is None:
         return [("encoding", cookie, f"does not decode: {encoding}")], []
     lines, lone = _split(text)
-    if tree is None:
-        return [], lines  # compiles to nothing: the tests report it
     old_text = _decode(old)[0] if old is not None else None
     if old is not None and old_text is None:
         old_text = old.decode("utf-8", errors="replace")
@@ -477,6 +491,10 @@ def _read_python(old: bytes | None, new: tuple[str | None, str, int, rules.ast.M
                                [s + "\r" * c for s, c in zip(lines, lone)] if any(lone) else lines)
     if not added:
         return [], lines
+    if tree is None:
+        # Compiles to nothing (the tests report it), but a person still reads it in the diff.
+        return _unseen(_hidden_findings(lines, lone, added), added,
+                       _hidden_findings(old_lines, old_lone, replaced), replaced), lines
     raw = _text_findings(text, lines, lone, added)
     if not encoding.startswith("utf-8") and cookie in added:  # utf-8-sig: a BOM, still UTF-8
         raw.append(("encoding", cookie, f"coding: {encoding}"))
@@ -488,6 +506,33 @@ def _read_python(old: bytes | None, new: tuple[str | None, str, int, rules.ast.M
         before = {(replaced[line], rule, what) for rule, line, what in mine}
         raw = [r for r in raw if (added.get(r[1]), r[0], r[2]) not in before]
     return raw, lines
+
+
+def _unseen(raw: list[rules.Raw], added: dict[int, int], mine: list[rules.Raw],
+            replaced: dict[int, int]) -> list[rules.Raw]:
+    """`raw` less what the pristine lines each region replaced already had."""
+    before = {(replaced[line], rule, what) for rule, line, what in mine}
+    return [r for r in raw if (added.get(r[1]), r[0], r[2]) not in before]
+
+
+def _read_text(old: bytes | None, new: bytes) -> tuple[list[rules.Raw], list[str]]:
+    """Hidden characters on the added lines of a file that is not Python: a README, a config or a
+    data file is read in the diff as much as code is. A file that is not UTF-8 text (NUL bytes, or
+    no decoding) is binary to a reader: the diff shows no lines of it."""
+    if b"\0" in new:
+        return [], []
+    try:
+        text = new.decode("utf-8")
+    except UnicodeDecodeError:
+        return [], []
+    lines, lone = _split(text)
+    old_lines, old_lone = _split((old or b"").decode("utf-8", errors="replace"))
+    added, replaced = _regions([s + "\r" * c for s, c in zip(old_lines, old_lone)] if any(old_lone) else old_lines,
+                               [s + "\r" * c for s, c in zip(lines, lone)] if any(lone) else lines)
+    if not added:
+        return [], lines
+    return _unseen(_hidden_findings(lines, lone, added), added,
+                   _hidden_findings(old_lines, old_lone, replaced), replaced), lines
 
 
 @functools.lru_cache(maxsize=1)
@@ -535,7 +580,8 @@ def _unreadable(rel: str, new: bytes, executable: bool) -> list[rules.Raw]:
 
 def _escape(text: str) -> str:
     return "".join((f"\\u{ord(c):04X}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08X}")
-                   if unicodedata.category(c) in _HIDDEN else c for c in text)
+                   if unicodedata.category(c) in _HIDDEN or (c != " " and unicodedata.category(c) == "Zs") else c
+                   for c in text)
 
 
 def _finding(rule: str, path: str, line: int, construct: str, lines: list[str]) -> Finding:
@@ -581,6 +627,8 @@ def review(diff: str, pristine: Path, spec: AcceptanceSpec, *, granted: tuple[st
             raw.append((rel, ("unreadable-file", 0, "a symbolic link"), []))
         elif not rel.endswith(".py"):
             raw += [(rel, r, new.decode("utf-8", "replace").splitlines()) for r in _unreadable(rel, new, executable)]
+            found, lines = _read_text(old, new)
+            raw += [(rel, r, lines) for r in found]
         else:
             module, is_package = index.primary(rel, new_packages)
             found, lines = _read_python(old, parsed[rel], view, module, is_package)

@@ -44,6 +44,7 @@ from .pool import CheckPool, FreshCheck, PoolKey
 from .candidate_tree import apply_diff, restore_protected
 from .scope import ScopeVerdict, check_scope, diff_sha256
 from .spec import (AcceptanceSpec, ProtectedSnapshot, nodeid_to_junit_key, sha256_file, tree_sha256)
+from .trees import copy_tree
 
 # The modules whose code decides how a check runs: a pooled check or a cached baseline made under
 # other code is not used.
@@ -232,7 +233,7 @@ class Verifier:
         key = self._key
         work = self.state_dir / "checks" / uuid.uuid4().hex[:12]
         tree = work / "tree"
-        shutil.copytree(self._snap.root, tree, symlinks=True, copy_function=shutil.copy)  # modes too
+        copy_tree(Path(self._snap.root), tree)  # modes too
         for p in [tree, *tree.rglob("*")]:
             if not p.is_symlink():
                 p.chmod(0o755 if p.is_dir() or p.stat().st_mode & 0o100 else 0o644)

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The tree helpers live in trees.py; spec keeps their names for its importers.
+from .trees import copy_tree, sha256_file, tree_files, tree_sha256  # noqa: F401
+
 # Always protected, whatever a manifest says: the referee and everything that configures it.
 DEFAULT_PROTECTED: tuple[str, ...] = (
     ".git/**", "tests/**", "test/**", "**/conftest.py", "pyproject.toml", "setup.cfg", "setup.py",
@@ -113,36 +116,6 @@ def nodeid_to_junit_key(nodeid: str) -> str:
     return ".".join(names) + "::" + parts[-1]
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def tree_files(root: Path) -> list[str]:
-    """Every regular file and symlink below root, as sorted POSIX paths (.git and caches skipped)."""
-    found = []
-    for path in root.rglob("*"):
-        rel = path.relative_to(root).as_posix()
-        if rel.split("/")[0] == ".git" or "__pycache__" in rel.split("/"):
-            continue
-        if path.is_symlink() or path.is_file():
-            found.append(rel)
-    return sorted(found)
-
-
-def tree_sha256(root: Path, digests: dict[str, str] | None = None) -> str:
-    """One digest of a whole tree: every file's sha256 and path (the pristine tree's identity). The
-    one tree hash of the project; `digests` when the caller has hashed the files already."""
-    digests = digests if digests is not None else {rel: sha256_file(root / rel) for rel in tree_files(root)}
-    whole = hashlib.sha256()
-    for rel in sorted(digests):
-        whole.update(f"{digests[rel]}  {rel}\n".encode())
-    return whole.hexdigest()
-
-
 class ProtectedSnapshot(BaseModel):
     """The verifier's own copy of the pristine repository and the sha256 of every protected file."""
 
@@ -161,8 +134,7 @@ class ProtectedSnapshot(BaseModel):
     def capture(cls, pristine: Path, dest: Path, spec: AcceptanceSpec) -> "ProtectedSnapshot":
         if dest.exists():
             shutil.rmtree(dest)
-        shutil.copytree(pristine, dest, symlinks=True,
-                        ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
+        copy_tree(pristine, dest)
         digests = {rel: sha256_file(dest / rel) for rel in tree_files(dest)}
         protected = {rel: digest for rel, digest in digests.items() if spec.is_protected(rel)}
         # The snapshot must stay read-only for everyone but the verifier (a script the suite runs
@@ -176,4 +148,4 @@ class ProtectedSnapshot(BaseModel):
         """Protected files of the snapshot whose content no longer matches the captured hash."""
         root = Path(self.root)
         return [rel for rel, digest in self.protected_sha256.items()
-                if not (root / rel).is_file() or sha256_file(root / rel) != digest]
+                if not ((root / rel).is_symlink() or (root / rel).is_file()) or sha256_file(root / rel) != digest]

@@ -34,6 +34,7 @@ from typing import Any
 
 import openai
 
+from .. import redaction
 from ..actions import InvalidAction, parse_action, tool_schemas
 from ..state import Evidence, View
 from .base import ChooserUnavailable, MalformedReply
@@ -314,8 +315,12 @@ class ModelChooser:
         self.model, self.base_url = s.model, s.base_url
         self.mutation_analysis = s.mutation_analysis
         # Local servers ignore the key, but the SDK refuses to start without one.
-        key = api_key or api_key_from_env(s, name) or env("REPAIR_AGENT_MODEL_API_KEY") or env("OPENAI_API_KEY") \
-            or "not-needed"
+        real_key = api_key or api_key_from_env(s, name) or env("REPAIR_AGENT_MODEL_API_KEY") or env("OPENAI_API_KEY")
+        key = real_key or "not-needed"
+        # From here on no record and no printed line carries the key or the URL's credentials.
+        redaction.register(real_key)
+        redaction.register_variable(s.api_key_env)
+        redaction.register_url(s.base_url)
         self.timeout_s = s.timeout_s
         # max_retries=0: the retries are ours, so that every attempt is journaled.
         self.client = openai.OpenAI(base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=0)

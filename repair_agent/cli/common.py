@@ -4,11 +4,19 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..visible import terminal
+
 USAGE_ERROR = 2
 
 
 def err(message: str) -> None:
-    print(f"repair-agent: {message}", file=sys.stderr)
+    # Messages carry outside text (paths, server errors, chooser output): shown, never acted on.
+    print(f"repair-agent: {terminal(message)}", file=sys.stderr)
+
+
+def say(text: object = "") -> None:
+    """One printed line (or block) of outside text: secrets out, hidden characters named (visible.py)."""
+    print(terminal(text), flush=True)
 
 
 class RunsDirAction(argparse.Action):

@@ -11,7 +11,9 @@ if TYPE_CHECKING:
 
 
 def _err(message: str) -> None:
-    print(f"repair-agent: {message}", file=sys.stderr)
+    from ..visible import terminal
+
+    print(f"repair-agent: {terminal(message)}", file=sys.stderr)
 
 
 def register(sub, common) -> None:
@@ -45,10 +47,12 @@ def _finish(args, out: Path, results: list[ImportResult], **extra) -> int:
     from ..importers.common import render_summary, save_summary
 
     summary = save_summary(out, results, **extra)
+    from ..visible import terminal
+
     if args.json:
-        print(summary.read_text())
+        print(terminal(summary.read_text()))
     else:
-        print(render_summary(results))
+        print(terminal(render_summary(results)))
         print(f"summary: {summary}   usable scenarios: repair-agent scenarios --scenarios-dir {out}")
     return 0 if any(r.status == "usable" for r in results) else 1
 

@@ -1,11 +1,11 @@
 """Commands that run a scenario: scenarios, run, resume, grant."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from .common import USAGE_ERROR, err
+from ..visible import terminal, terminal_json
+from .common import USAGE_ERROR, err, say
 
 
 def cmd_scenarios(args) -> int:
@@ -15,13 +15,13 @@ def cmd_scenarios(args) -> int:
     for error in errors:
         err(f"skipping an unusable manifest: {error}")
     if args.json:
-        print(json.dumps([s.summary() for s in scenarios.values()], indent=2))
+        print(terminal_json([s.summary() for s in scenarios.values()]))
     else:
         width = max([28, *(len(name) for name in scenarios)])
         print(f"{'scenario':<{width}} {'repo':<16} {'kind':<20} {'expected':<10} tags")
         for s in scenarios.values():
             expected = "handoff" if s.expected == "handoff_requested" else "repair"
-            print(f"{s.name:<{width}} {(s.source_repo or s.repo).name:<16} {s.kind:<20} {expected:<10} {','.join(s.tags)}")
+            say(f"{s.name:<{width}} {(s.source_repo or s.repo).name:<16} {s.kind:<20} {expected:<10} {','.join(s.tags)}")
         print(f"{len(scenarios)} scenario(s) over {len({(s.source_repo or s.repo) for s in scenarios.values()})} "
               f"repositories")
     return 0
@@ -56,7 +56,7 @@ def cmd_run(args) -> int:
             if args.repo or not args.scenario:  # the user's own repository, as it is on disk
                 from ..local_repo import scenario_from_args
 
-                scenario = scenario_from_args(args)
+                scenario = scenario_from_args(args, log=log)
             else:
                 scenario = resolve(args.scenario, [Path(d) for d in args.scenarios_dir])
             if early is not None and not early.provide(scenario):
@@ -109,25 +109,26 @@ def _progress(quiet: bool):
     def on_step(s: dict) -> None:
         if not quiet:
             outcome = s["status"] or s["decision"]
-            print(f"step {s['step']}/{s['max_steps']}  {s['tool']:<16} {outcome:<9} U={s['u']}  {s['summary']}",
-                  flush=True)
+            # tool and summary are the chooser's and the sandbox's words: one line, shown by name
+            say(f"step {s['step']}/{s['max_steps']}  {terminal(s['tool'], keep_lines=False):<16} {outcome:<9} "
+                f"U={s['u']}  {terminal(s['summary'], keep_lines=False)}")
 
-    log = (lambda m: print(m, file=sys.stderr, flush=True)) if quiet else (lambda m: print(m, flush=True))
+    log = (lambda m: print(terminal(m), file=sys.stderr, flush=True)) if quiet else say
     return on_step, log
 
 
 def _print_outcome(record, args) -> int:
     if args.json:
-        print(record.model_dump_json(indent=2))
+        print(terminal_json(record.model_dump(mode="json")))
     else:
-        print(f"\n{record.status.value}: {record.detail}")
-        print(f"U trajectory: {' -> '.join(map(str, record.u_trajectory))}   steps {record.steps_used}/{record.max_steps}"
-              f"   diff sha256 {record.diff_sha256[:16]}")
-        print(f"next attempt would need: {record.next_attempt}")
+        say(f"\n{record.status.value}: {record.detail}")
+        say(f"U trajectory: {' -> '.join(map(str, record.u_trajectory))}   steps {record.steps_used}/{record.max_steps}"
+            f"   diff sha256 {record.diff_sha256[:16]}")
+        say(f"next attempt would need: {record.next_attempt}")
         if record.correctness:  # after the stop: the chooser never saw it
-            print(f"behaviour checks: {record.correctness}")
+            say(f"behaviour checks: {record.correctness}")
         where = record.report_dir or record.run_dir
-        print(f"report: {where}/report.md   review: repair-agent show {where} --diff")
+        say(f"report: {where}/report.md   review: repair-agent show {where} --diff")
     if record.storage_error:
         err(f"{record.storage_error}; this run's report is in {record.report_dir}")
     return record.exit_code
@@ -166,10 +167,10 @@ def cmd_grant(args) -> int:
     except ResumeRefused as exc:
         err(f"grant refused: {exc}")
         return USAGE_ERROR
-    print(f"granted {', '.join(grant.allow)} to run {run_dir.name} by {grant.who} at {grant.when}: {grant.reason}")
-    print(f"the refused proposal of step {grant.after_step} will be offered again first: "
-          f"repair-agent resume {run_dir}")
-    print("the verifier still restores every protected file from its own copy before it tests")
+    say(f"granted {', '.join(grant.allow)} to run {run_dir.name} by {grant.who} at {grant.when}: {grant.reason}")
+    say(f"the refused proposal of step {grant.after_step} will be offered again first: "
+        f"repair-agent resume {run_dir}")
+    say("the verifier still restores every protected file from its own copy before it tests")
     return 0
 
 

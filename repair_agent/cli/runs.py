@@ -6,7 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from .common import USAGE_ERROR, err
+from ..visible import terminal, terminal_json
+from .common import USAGE_ERROR, err, say
 
 
 def cmd_runs(args) -> int:
@@ -28,12 +29,12 @@ def cmd_runs(args) -> int:
                      "chooser": record.chooser, "release": released, "run_dir": record.run_dir})
     rows += _killed_runs(Path(args.runs_dir))
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(terminal_json(rows))
     else:
-        print(f"{'run id':<40} {'status':<31} {'steps':>5} {'U':>2}  {'release':<9} chooser")
+        say(f"{'run id':<40} {'status':<31} {'steps':>5} {'U':>2}  {'release':<9} chooser")
         for r in rows:
-            print(f"{r['run_id']:<40} {r['status']:<31} {r['steps']:>5} {r['u']:>2}  {r['release']:<9} "
-                  f"{r['chooser']}")
+            say(f"{r['run_id']:<40} {r['status']:<31} {r['steps']:>5} {r['u']:>2}  {r['release']:<9} "
+                f"{r['chooser']}")
     return 1 if unreadable else 0
 
 
@@ -79,11 +80,11 @@ def cmd_replay(args) -> int:
 
         faults = attribute(records)
         if args.json:
-            print(json.dumps([f.model_dump() for f in faults], indent=2))
+            print(terminal_json([f.model_dump() for f in faults]))
         else:
             for f in faults:
-                print(f"step {f.step:>3}  {f.kind:<22} {f.detail}")
-            print(f"{len(faults)} finding(s); heuristics that say where to look, not verdicts")
+                say(f"step {f.step:>3}  {f.kind:<22} {f.detail}")
+            say(f"{len(faults)} finding(s); heuristics that say where to look, not verdicts")
         return 0 if not problems else 1
     if args.step is not None:
         match = [r for r in steps if r.step == args.step]
@@ -92,24 +93,23 @@ def cmd_replay(args) -> int:
             return USAGE_ERROR
         # The View exactly as the chooser got it: its evidence rebuilt from the steps that produced it.
         view = match[0].view.view(evidence_by_id(records))
-        print(json.dumps({"view": view.model_dump(mode="json"), "proposal": match[0].proposal,
-                          "decision": match[0].decision.model_dump(mode="json", exclude_none=True)},
-                         indent=2, ensure_ascii=False))
+        print(terminal_json({"view": view.model_dump(mode="json"), "proposal": match[0].proposal,
+                             "decision": match[0].decision.model_dump(mode="json", exclude_none=True)}))
         return 0 if not problems else 1
-    print(f"{'step':>4}  {'state':>9}  {'tool':<16} {'decision':<9} {'evidence':<8} {'status':<8} U")
+    say(f"{'step':>4}  {'state':>9}  {'tool':<16} {'decision':<9} {'evidence':<8} {'status':<8} U")
     for r in records:
         if isinstance(r, (GrantRecord, ResumeRecord)):
             _print_session_event(r)
         if not isinstance(r, StepRecord):
             continue
         result = r.result
-        print(f"{r.step:>4}  v{r.view.state_version:>3}->{r.state_after.version:<3} {r.tool:<16} "
-              f"{'accepted' if r.decision.accepted else 'rejected':<9} "
-              f"{result.id if result else '-':<8} {result.status if result else '-':<8} {r.u}")
+        say(f"{r.step:>4}  v{r.view.state_version:>3}->{r.state_after.version:<3} {r.tool:<16} "
+            f"{'accepted' if r.decision.accepted else 'rejected':<9} "
+            f"{result.id if result else '-':<8} {result.status if result else '-':<8} {r.u}")
     stop = last_stop(records)
     if stop:
-        print(f"stop: {stop.status.value} — {stop.detail}")
-    print("hash chain: OK" if not problems else "hash chain: BROKEN\n  " + "\n  ".join(problems))
+        say(f"stop: {stop.status.value} — {stop.detail}")
+    say("hash chain: OK" if not problems else "hash chain: BROKEN\n  " + "\n  ".join(problems))
     return 0 if not problems else 1
 
 
@@ -119,12 +119,12 @@ def _print_session_event(r) -> None:
     version = f"v{r.state_after.version - 1:>3}->{r.state_after.version:<3}"
     if isinstance(r, GrantRecord):
         g = r.grant
-        print(f"{'':>4}  {version} grant by {g.who} at {g.when}: {', '.join(g.allow)} — {g.reason}")
+        say(f"{'':>4}  {version} grant by {g.who} at {g.when}: {', '.join(g.allow)} — {g.reason}")
     else:
         b = r.state_after.budget
         again = ", ".join(f"{x.evidence} {x.status}" for x in r.reverified) or "none"
-        print(f"{'':>4}  {version} resume from {r.checkpoint_status}: +{r.extra_steps} step(s) "
-              f"(max {b.max_steps}), {b.deadline_s:g}s; verdicts re-earned: {again}")
+        say(f"{'':>4}  {version} resume from {r.checkpoint_status}: +{r.extra_steps} step(s) "
+            f"(max {b.max_steps}), {b.deadline_s:g}s; verdicts re-earned: {again}")
 
 
 def cmd_show(args) -> int:
@@ -132,19 +132,21 @@ def cmd_show(args) -> int:
 
     run_dir = find_run(args.run, Path(args.runs_dir))
     if args.diff:
-        sys.stdout.write((run_dir / "candidate.diff").read_text())
+        # The diff's bytes as a person must read them: an escape sequence or a carriage return that
+        # would hide a line is shown by name (visible.py); decoded leniently, as the prompt shows it.
+        sys.stdout.write(terminal((run_dir / "candidate.diff").read_bytes().decode("utf-8", errors="replace")))
         return 0
     if args.html or args.open:
         return _show_html(run_dir, args.open)
     if args.json:
-        print((run_dir / "report.json").read_text())
+        print(terminal_json(json.loads((run_dir / "report.json").read_text())))
     else:
-        print((run_dir / "report.md").read_text())
+        say((run_dir / "report.md").read_text())
         decision = run_dir / "release.json"
         if decision.exists():
             d = json.loads(decision.read_text())
-            print(f"## Decision\n\n{d['decision']} by {d['who']} at {d['when']}"
-                  + (f": {d.get('reason')}" if d.get("reason") else f" — branch {d.get('branch')} commit {d.get('commit')}"))
+            say(f"## Decision\n\n{d['decision']} by {d['who']} at {d['when']}"
+                + (f": {d.get('reason')}" if d.get("reason") else f" — branch {d.get('branch')} commit {d.get('commit')}"))
     return 0
 
 
@@ -176,7 +178,7 @@ def cmd_release(args) -> int:
     try:
         if args.reject:
             d = release.reject(run_dir, args.reason or "")
-            print(f"rejected run {d['run_id']} by {d['who']}: {d['reason']}")
+            say(f"rejected run {d['run_id']} by {d['who']}: {d['reason']}")
             return 0
         shown = None
         if not args.yes:
@@ -184,7 +186,8 @@ def cmd_release(args) -> int:
                 err("refusing to release without confirmation: pass --yes, or run in a terminal")
                 return USAGE_ERROR
             data = (run_dir / "candidate.diff").read_bytes()
-            print(data.decode("utf-8", errors="replace"))
+            # Shown by name, never sent: an escape sequence must not erase the line it hides.
+            say(data.decode("utf-8", errors="replace"))
             if input("Release this diff? Type 'yes' to confirm: ").strip() != "yes":
                 print("not released")
                 return 1
@@ -193,8 +196,8 @@ def cmd_release(args) -> int:
                             shown_sha256=shown, branch=args.branch,
                             patch_file=Path(args.patch_file) if args.patch_file else None,
                             accept_plausible=args.accept_plausible)
-        print(f"released run {d['run_id']}: " + (d.get("summary") or
-                                                  f"branch {d['branch']} commit {d['commit'][:12]} in {d['clone']}"))
+        say(f"released run {d['run_id']}: " + (d.get("summary") or
+                                                f"branch {d['branch']} commit {d['commit'][:12]} in {d['clone']}"))
         return 0
     except release.ReleaseRefused as exc:
         err(f"release refused: {exc}")

@@ -1,12 +1,12 @@
 """Commands over many runs: sweep and check."""
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
 
-from .common import USAGE_ERROR, err
+from ..visible import terminal_json
+from .common import USAGE_ERROR, err, say
 
 
 def cmd_sweep(args) -> int:
@@ -45,9 +45,9 @@ def cmd_sweep(args) -> int:
     outcome = sweep(jobs, out, workers=args.workers, executor=args.executor, group_by=args.group_by,
                     command=command)
     if args.json:
-        print(json.dumps(outcome.model_dump(), indent=2))
+        print(terminal_json(outcome.model_dump(mode="json")))
     else:
-        print(render_markdown(outcome.summary, cost_comparisons=False))
+        say(render_markdown(outcome.summary, cost_comparisons=False))
         print(f"cost comparisons (steps, tokens, wall time) with their bands: {out.resolve() / 'summary.md'}")
         print(f"{outcome.ran} run(s) now, {outcome.skipped} already finished, of {outcome.total}; "
               f"results: {out.resolve() / 'results.jsonl'}")
@@ -73,7 +73,10 @@ def cmd_compare(args) -> int:
     if a_label == b_label:
         a_label, b_label = "a", "b"
     comparison = compare_sweeps(*summaries, a_label=a_label, b_label=b_label)
-    print(comparison.model_dump_json(indent=2) if args.json else render_comparison(comparison))
+    if args.json:
+        print(terminal_json(comparison.model_dump(mode="json")))
+    else:
+        say(render_comparison(comparison))
     return 0
 
 
@@ -133,9 +136,9 @@ def cmd_check(args) -> int:
                               log=err, **kwargs)
     checks += [broken_manifest(stem, error) for stem, error in selection.broken.items()]
     if args.json:
-        print(json.dumps([c.model_dump() for c in checks], indent=2))
+        print(terminal_json([c.model_dump(mode="json") for c in checks]))
     else:
-        print(render_table(checks))
+        say(render_table(checks))
     return 0 if all(c.ok for c in checks) else 1
 
 

@@ -10,7 +10,6 @@ suite="changed" a pass-to-pass list of the changed modules' tests that pass befo
 """
 from __future__ import annotations
 
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +21,7 @@ from unidiff import PatchSet
 from verifier.isolation import HardenedContainer, Limits, LocalRunner, container_user
 from verifier.junit import MAX_JUNIT_BYTES, collection_error_for, parse_junit_bytes, read_result_file
 from verifier.spec import glob_match, nodeid_to_junit_key
+from verifier.trees import copy_tree
 
 from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
                      resolve_commit, scenario_name, validate, write_scenario)
@@ -108,6 +108,9 @@ def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, n
     except InstanceError as exc:
         result.reason = str(exc)
         return result
+    except (git.GitCommandError, OSError) as exc:  # the repository or the disk: a refusal, not a traceback
+        result.reason = f"cannot be read: {exc}"[:600]
+        return result
     validate(out, [Written(result=result, manifest=manifest)], log=log, **check)
     return result
 
@@ -139,7 +142,7 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
     log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
     with tempfile.TemporaryDirectory(prefix="repair-agent-fixed-") as tmp:
         fixed = Path(tmp) / "tree"
-        shutil.copytree(tree, fixed, symlinks=True)
+        copy_tree(tree, fixed)
         apply_patch_text(fixed, fix, "commit's non-test changes")
         before, unimported = run_tests(tree, runnable, check)
         after, unimported_after = run_tests(fixed, runnable, check)

@@ -15,7 +15,6 @@ import io
 import json
 import re
 import shutil
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,8 @@ import git
 from pydantic import BaseModel
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
+
+from verifier.trees import TreeRefused, extract_tar
 
 from ..corpus import CorpusCheck, check_corpus
 from ..scenario import SUFFIX, ManifestError, Scenario, apply_patch_to_tree, load_manifest
@@ -64,8 +65,10 @@ def export_tree(repo: git.Repo, rev: str, dest: Path) -> str:
     repo.archive(data, sha, format="tar")
     data.seek(0)
     dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=data) as tar:
-        tar.extractall(dest, filter="data")  # no absolute paths, no links out of dest
+    try:
+        extract_tar(None, dest, fileobj=data)  # no escaping member, no link out, no special file, bounded
+    except TreeRefused as exc:
+        raise InstanceError(f"the tree of {sha[:12]} is refused: {exc}") from None
     return sha
 
 

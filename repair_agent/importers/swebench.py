@@ -67,11 +67,17 @@ class SwebenchInstance(BaseModel):
 
 
 def find_clone(repos_dir: Path, repo: str) -> Path:
-    """DIR/owner__name, else DIR/name: a local git clone of `owner/name`."""
+    """DIR/owner__name, else DIR/name: a local git clone of `owner/name`, never outside DIR (no `..`,
+    no link out: the instance's author may be the attacker)."""
     owner, name = repo.split("/", 1)
+    if {owner, name} & {".", ".."}:
+        raise InstanceError(f"repo {repo!r} is not owner/name: '.' and '..' are not names")
+    root = repos_dir.resolve()
     candidates = [repos_dir / f"{owner}__{name}", repos_dir / name]
     for c in candidates:
         if (c / ".git").exists() or (c / "HEAD").is_file():  # a working clone or a bare one
+            if not c.resolve().is_relative_to(root):
+                raise InstanceError(f"the clone of {repo} ({c}) resolves to {c.resolve()}, outside {root}")
             return c
     raise InstanceError(f"no local clone of {repo} (looked for {', '.join(str(c) for c in candidates)})")
 
@@ -149,6 +155,9 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
             manifest = write_instance(inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw)
         except InstanceError as exc:
             result.reason = str(exc)
+            continue
+        except (git.GitCommandError, OSError) as exc:  # the clone or the disk: a line of the table, not a traceback
+            result.reason = f"cannot be read: {exc}"[:600]
             continue
         written.append(Written(result=result, manifest=manifest))
     validate(out, written, workers=workers, log=log, **check)

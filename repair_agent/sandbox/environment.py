@@ -39,6 +39,7 @@ from typing import Callable, Iterator, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verifier.isolation import absolute_mount
+from verifier.trees import copy_tree, sha256_file
 
 
 ENV_REPO = "repair-agent-env"
@@ -118,7 +119,7 @@ def environment_key(env: EnvironmentSection, base_image_id: str, tree: Path) -> 
     read = ([env.requirements] if env.requirements else []) + (list(BUILD_FILES) if env.install else [])
     for rel in read:
         path = tree / rel
-        files[rel] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+        files[rel] = sha256_file(path) if path.is_symlink() or path.is_file() else None  # a link by its text
     record = {"recipe": RECIPE, "base": base_image_id, "environment": env.model_dump(mode="json"), "files": files}
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
 
@@ -302,6 +303,14 @@ print("ra-step: import check ok:", ", ".join(sorted(names)) or "no package direc
 '''
 
 
+def build_context(tree: Path, build: Path) -> Path:
+    """The copy of the tree the build container mounts at /workspace. That container runs as root
+    with network: no link out of the tree and no special file is in it (verifier.trees)."""
+    work = build / "workspace"
+    copy_tree(tree, work)
+    return work
+
+
 def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, key: str, tag: str, log: Log) -> None:
     import docker.errors
     from docker.types import Mount
@@ -313,8 +322,7 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
     container = None
     started = time.monotonic()
     try:
-        work = build / "workspace"
-        shutil.copytree(tree, work, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
+        work = build_context(tree, build)
         ra = build / "ra-build"
         (ra / "bin").mkdir(parents=True)
         shutil.copyfile(pip_wheel(log), ra / "pip.whl")

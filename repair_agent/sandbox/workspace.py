@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from verifier.isolation import SANDBOX_UID
+from verifier.trees import copy_tree
 
 BASE_IDENTITY = ("repair-agent", "repair-agent@localhost")  # name, email of the base commit
 
@@ -19,8 +20,7 @@ def create_workspace(pristine: Path, dest: Path, *, for_container: bool = True) 
     """Copy the pristine files into `dest` (new, or an empty directory) as one base commit; return its sha."""
     if dest.is_dir() and any(dest.iterdir()):
         raise FileExistsError(f"workspace {dest} is not empty")
-    shutil.copytree(pristine, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"),
-                    dirs_exist_ok=True)
+    copy_tree(pristine, dest)  # links stay links; none out of the tree, no special file
     # The git command line, not gitpython: a run builds its workspace while its sandbox container
     # starts, and gitpython's import (~0.2 s of CPU) would hold the interpreter the run's own set-up
     # needs then. No template (so no sample hooks), no user or system configuration (no signing, no

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
+from ..redaction import redact_data
 from ..scenario import SUFFIX, ManifestError, Scenario, discover, load_manifest
 
 RESULTS = "results.jsonl"
@@ -182,7 +183,8 @@ class ResultsWriter:
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def append(self, line: dict) -> None:
-        append_line(self.fd, (json.dumps(line, sort_keys=True) + "\n").encode())
+        # a run's detail can quote a server's error: no secret reaches the sweep's record either
+        append_line(self.fd, (json.dumps(redact_data(line), sort_keys=True) + "\n").encode())
 
     def close(self) -> None:
         os.close(self.fd)

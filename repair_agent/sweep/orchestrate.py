@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from verifier.files import atomic_write
 
+from ..redaction import redact
 from .executors import run_local, run_ray
 from .jobs import RESULTS, RETRIED_ON_RESUME, SUMMARY_JSON, SUMMARY_MD, ResultsWriter, SweepJob, load_results, result_key
 from .markdown import render_markdown
@@ -81,8 +82,8 @@ def write_summary(results: list[dict], out_dir: Path, *, group_by: str = "all",
     results = sorted(results, key=result_key)
     summary = summarize(results, group_by=group_by)
     summary.command = command
-    atomic_write(out_dir / SUMMARY_JSON, summary.to_json())  # read back with SweepSummary.read
-    atomic_write(out_dir / SUMMARY_MD, render_markdown(summary, command))
+    atomic_write(out_dir / SUMMARY_JSON, redact(summary.to_json()))  # read back with SweepSummary.read
+    atomic_write(out_dir / SUMMARY_MD, redact(render_markdown(summary, command)))
     # summary.html: the same figures, the success-against-budget chart, each run's report linked.
     from ..html_report import render_sweep_html
 
