@@ -193,6 +193,14 @@ def test_a_missing_dependency_is_named_per_test_as_the_user_wrote_it(tmp_path, s
     assert check["target_failures"]["tests.test_six::test_text_type"] == (
         "collection error: ModuleNotFoundError: No module named 'six' at tests/test_six.py:1 "
         "(add it to the environment)")
+    # Under the whole-suite rule a module no target is in that cannot be imported is named too.
+    manifest.write_text(SHOP_MANIFEST.replace('name = "shop-mean"', 'name = "shop-whole"'))
+    proc = cli(tmp_path / "runs", "check", str(manifest), "--json")
+    check = json.loads(proc.stdout)[0]
+    assert proc.returncode == 1 and not check["buggy_tree_ok"], proc.stdout
+    assert ("test modules cannot be collected on the buggy tree: tests.test_six [collection error: "
+            "ModuleNotFoundError: No module named 'six' at tests/test_six.py:1 (add it to the environment)]"
+            ) in check["problems"], check["problems"]
 
 
 MEAN_FIX = '''\
