@@ -174,9 +174,11 @@ def detect_environment(tree: Path) -> dict | None:
 
 def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: list[str] | None = None,
                   goal: str | None = None, max_steps: int = 12, environment: dict | None | str = "auto",
-                  log: Callable[[str], None] = lambda m: None) -> Scenario:
+                  pass_to_pass: list[str] | None = None, log: Callable[[str], None] = lambda m: None) -> Scenario:
     """A scenario over the user's repository as it is now: its copy, manifest and origin record.
-    `environment`: "auto" (from the repository's files), None (the plain sandbox image), or a section."""
+    `environment`: "auto" (from the repository's files), None (the plain sandbox image), or a section.
+    `pass_to_pass`: the suite condition is these tests (and only they and the targets run), not the
+    whole suite."""
     if not tests:
         raise LocalRepoError("run --repo needs at least one --test NODEID (a test that fails now)")
     cache = Path(runs_dir).resolve() / ".cache" / "local-repos"
@@ -191,7 +193,8 @@ def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: lis
     # Test modules wherever they live (a project may keep them beside its code), and the ones the
     # targets are in: never the repair's to edit.
     protected = list(dict.fromkeys([*TEST_FILES, *(t.split("::")[0] for t in tests)]))
-    settings = json.dumps([origin.pristine_digest, tests, writable, goal, max_steps, environment], sort_keys=True)
+    settings = json.dumps([origin.pristine_digest, tests, writable, goal, max_steps, environment,
+                           *([pass_to_pass] if pass_to_pass else [])], sort_keys=True)
     where = cache / f"{name}-{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
     try:
         os.rename(tree.parent, where)
@@ -203,7 +206,8 @@ def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: lis
         "goal": {"text": goal or f"Make the failing test(s) pass without changing tests or test configuration: "
                                  f"{', '.join(tests)}",
                  "failure_signature": f"failing: {', '.join(tests[:3])}"},
-        "acceptance": {"target_tests": tests, "writable": writable, "protected": protected},
+        "acceptance": {"target_tests": tests, "writable": writable, "protected": protected,
+                       **({"pass_to_pass": pass_to_pass} if pass_to_pass else {})},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
     }
     if environment:
@@ -312,9 +316,25 @@ def scenario_from_args(args, log: Callable[[str], None] = lambda m: None) -> Sce
     if args.scenario:
         raise LocalRepoError(f"give a scenario ({args.scenario}) or --repo, not both")
     try:
-        return repo_scenario(Path(args.repo), list(args.test or []), runs_dir=Path(args.runs_dir),
+        return repo_scenario(Path(args.repo), node_ids(args.test), runs_dir=Path(args.runs_dir),
                              writable=args.writable, goal=args.goal,
                              environment=None if getattr(args, "environment", "auto") == "none" else "auto",
-                             log=log)
+                             pass_to_pass=node_ids(getattr(args, "pass_to_pass", None)) or None, log=log)
     except ManifestError as exc:  # e.g. a --test that is not a node id: said about the option, not a file
         raise LocalRepoError(f"--repo {args.repo}: {str(exc).split(': ', 1)[-1]}") from None
+
+
+def node_ids(values: list[str] | None) -> list[str]:
+    """Node ids as given on the command line: each value an id, or @FILE with one id a line (blank
+    lines and # comments skipped)."""
+    ids: list[str] = []
+    for value in values or []:
+        if not value.startswith("@"):
+            ids.append(value)
+            continue
+        try:
+            text = Path(value[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise LocalRepoError(f"{value}: {exc.strerror or exc}") from None
+        ids += [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return list(dict.fromkeys(ids))

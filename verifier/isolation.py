@@ -226,6 +226,13 @@ if len(sys.argv) > 3:
 """
 
 
+def absolute_mount(mount):
+    """A bind mount's host path made absolute: the engine refuses a relative one (`--out imported`)."""
+    if mount.get("Type") == "bind" and mount.get("Source") and not os.path.isabs(mount["Source"]):
+        mount["Source"] = os.path.abspath(mount["Source"])
+    return mount
+
+
 class HardenedContainer:
     """One long-lived hardened container; commands run in it with `exec`, each under a deadline."""
 
@@ -244,7 +251,7 @@ class HardenedContainer:
         try:
             self.container = client.containers.run(
                 image, command=["sleep", "infinity"], detach=True, working_dir=workdir, name=name,
-                mounts=list(mounts), **docker_hardening(self.limits, user, labels or {}, extra_tmpfs, hostname))
+                mounts=[absolute_mount(m) for m in mounts], **docker_hardening(self.limits, user, labels or {}, extra_tmpfs, hostname))
         except BaseException as exc:
             _remove_by_name(client, name)
             if isinstance(exc, (docker.errors.DockerException, OSError)):

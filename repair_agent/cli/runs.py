@@ -39,8 +39,12 @@ def cmd_runs(args) -> int:
 
 
 def _killed_runs(runs_dir: Path) -> list[dict]:
-    """Runs whose process died before writing run.json: `repair-agent resume` continues them."""
-    from ..resume import ResumeRefused, load_checkpoint
+    """Runs without run.json: still running (a process that wrote their journal is alive, as resume
+    checks it), or killed before they could write it (`repair-agent resume` continues those)."""
+    import os
+
+    from ..resume import KILLED, ResumeRefused, load_checkpoint
+    from ..session import pid_alive
 
     rows = []
     for journal in sorted(runs_dir.glob("*/journal.jsonl")):
@@ -51,7 +55,9 @@ def _killed_runs(runs_dir: Path) -> list[dict]:
         except (ResumeRefused, ValueError):
             continue  # a refused manifest's record, or a torn tail: resume sets it aside and says so
         b = cp.state.budget
-        rows.append({"run_id": journal.parent.name, "scenario": cp.state.goal.scenario, "status": cp.status,
+        live = cp.status == KILLED and any(pid != os.getpid() and pid_alive(pid) for pid in cp.owner_pids)
+        rows.append({"run_id": journal.parent.name, "scenario": cp.state.goal.scenario,
+                     "status": "running" if live else cp.status,
                      "steps": f"{b.steps_used}/{b.max_steps}", "u": cp.state.u,
                      "chooser": cp.setup.chooser_spec or cp.setup.chooser, "release": "-",
                      "run_dir": str(journal.parent.resolve())})

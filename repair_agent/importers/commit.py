@@ -19,7 +19,7 @@ import git
 from unidiff import PatchSet
 
 from verifier.isolation import HardenedContainer, Limits, LocalRunner, container_user
-from verifier.junit import MAX_JUNIT_BYTES, parse_junit_bytes, read_result_file
+from verifier.junit import MAX_JUNIT_BYTES, collection_error_for, parse_junit_bytes, read_result_file
 from verifier.spec import glob_match, nodeid_to_junit_key
 from verifier.trees import copy_tree
 
@@ -55,9 +55,10 @@ def split_commit(repo: git.Repo, parent: str, commit: str) -> tuple[str, str, li
     return "".join(tests), "".join(rest), test_paths
 
 
-def run_tests(tree: Path, files: list[str], check: dict) -> dict[str, str]:
-    """node id -> outcome (passed, failed, error, skipped) of the given test files, run with pytest
-    in a fresh container of the sandbox image (tree mounted read-only) or locally."""
+def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """(node id -> outcome (passed, failed, error, skipped), the files pytest could not collect: dotted
+    path -> cause) of the given test files, run with pytest in a fresh container of the sandbox image
+    (tree mounted read-only) or locally."""
     docker = check.get("backend") == "docker"
     root = "/workspace" if docker else str(tree)
     with tempfile.TemporaryDirectory(prefix="repair-agent-import-run-") as tmp:
@@ -77,7 +78,8 @@ def run_tests(tree: Path, files: list[str], check: dict) -> dict[str, str]:
             listing = runner.exec([*base, "--collect-only", "-q", *files], timeout_s=RUN_TIMEOUT_S, env=env,
                                   output_dir=Path(tmp), output_cap=4 * 1024 * 1024)
             nodeids = [line.strip() for line in listing.stdout.text.splitlines() if "::" in line]
-            result = runner.exec([*base, "-q", "-o", "junit_family=xunit2", f"--junitxml={junit}", *files],
+            result = runner.exec([*base, "-q", "-o", "junit_family=xunit2", f"--junitxml={junit}",
+                                  "--continue-on-collection-errors", *files],
                                  timeout_s=RUN_TIMEOUT_S, env=env, output_dir=Path(tmp))
             if result.timed_out:
                 raise InstanceError(f"the commit's tests did not finish within {RUN_TIMEOUT_S:.0f}s")
@@ -90,7 +92,8 @@ def run_tests(tree: Path, files: list[str], check: dict) -> dict[str, str]:
         raise InstanceError(f"the commit's tests could not be run: {parse_problem or problem}; "
                             f"{result.stderr.text[-500:] or result.stdout.text[-500:]}")
     by_key = {nodeid_to_junit_key(n): n for n in nodeids}
-    return {by_key[c.key]: c.outcome for c in cases if c.key in by_key}
+    return ({by_key[c.key]: c.outcome for c in cases if c.key in by_key and not c.collection},
+            {c.collected_path: c.message for c in cases if c.collection})
 
 
 def _python() -> str:
@@ -147,13 +150,21 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         fixed = Path(tmp) / "tree"
         copy_tree(tree, fixed)
         apply_patch_text(fixed, fix, "commit's non-test changes")
-        before, after = run_tests(tree, runnable, check), run_tests(fixed, runnable, check)
+        before, unimported = run_tests(tree, runnable, check)
+        after, unimported_after = run_tests(fixed, runnable, check)
+    # A test whose module cannot be imported before the fix (it imports a name the fix adds) fails
+    # there: SWE-bench counts it failing, and so does the verifier.
+    before.update({n: "error" for n in after if n not in before
+                   and collection_error_for(nodeid_to_junit_key(n), unimported) is not None})
     targets = sorted(n for n, outcome in before.items() if outcome in ("failed", "error") and after.get(n) == "passed")
     result.target_tests = targets
     if not targets:
+        errors = "; ".join(f"collection error in {path}: {cause}" for path, cause in
+                           {**unimported, **unimported_after}.items())
         raise InstanceError(f"no test of {runnable} fails at the parent with the commit's test changes and passes "
                             f"at the commit ({sum(o == 'passed' for o in before.values())}/{len(before)} pass before, "
-                            f"{sum(o == 'passed' for o in after.values())}/{len(after)} after)")
+                            f"{sum(o == 'passed' for o in after.values())}/{len(after)} after)"
+                            + (f"; {errors}" if errors else ""))
     listed = sorted(n for n, outcome in before.items() if outcome == "passed" and after.get(n) == "passed")
     result.pass_to_pass = len(listed) if suite == "changed" else 0
     subject = commit.message.strip().splitlines()[0] if commit.message.strip() else commit.hexsha[:12]

@@ -214,6 +214,10 @@ def validate(out: Path, written: list[Written], *, backend: Literal["docker", "l
 def _why(c: CorpusCheck) -> str:
     """The corpus check's verdict in the words an importer's user needs."""
     text = "; ".join(c.problems)
+    cause = re.search(r"collection error: ([^;\]]+)", text)
+    if cause:  # pytest's own words for why a file could not be imported (a missing dependency, ...)
+        said = cause.group(1).strip()
+        return "collection error: " + (said[:-1] if said.count(")") > said.count("(") else said)
     if "already pass" in text:
         return "a FAIL_TO_PASS test already passes on the buggy tree"
     if c.buggy_tree_ok is False:

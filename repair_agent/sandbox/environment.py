@@ -38,6 +38,7 @@ from typing import Callable, Iterator, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from verifier.isolation import absolute_mount
 from verifier.trees import copy_tree, sha256_file
 
 
@@ -337,7 +338,8 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
         log(f"building environment {tag} for {name} on {base} (log: {log_path})")
         container = client.containers.run(
             base, command=["sh", "/ra-build/build.sh"], user="0:0", working_dir="/workspace", detach=True,
-            mounts=[Mount("/workspace", str(work), type="bind"), Mount("/ra-build", str(ra), type="bind", read_only=True)],
+            mounts=[absolute_mount(Mount("/workspace", str(work), type="bind")),
+                    absolute_mount(Mount("/ra-build", str(ra), type="bind", read_only=True))],
             labels={ROLE_LABEL: BUILD_ROLE, "org.repair-agent.owner-pid": str(os.getpid())},
             name=f"repair-agent-envbuild-{key[:12]}-{os.getpid()}")
         step, lines = "start", []
