@@ -34,9 +34,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from verifier.trees import copy_tree, sha256_file
 
@@ -80,6 +80,14 @@ class EnvironmentSection(BaseModel):
     env: dict[str, str] = {}
     # Another Python image to layer on (it must have python3 on PATH); default: the sandbox's base.
     base_image: str | None = Field(None, min_length=1)
+    # Another Python: the sandbox built on the Debian release that ships it (image.PYTHON_SUITES).
+    python: Literal["3.9", "3.11", "3.13"] | None = None
+
+    @model_validator(mode="after")
+    def _one_base(self) -> "EnvironmentSection":
+        if self.python and self.base_image:
+            raise ValueError("give python or base_image, not both")
+        return self
 
     @field_validator("packages", "plugins")
     @classmethod
@@ -184,6 +192,11 @@ def _present(client, tag: str) -> bool:
 def _base_image(client, env: EnvironmentSection, log: Log) -> str:
     from .image import ImageBuildError, ensure_sandbox_image
 
+    if env.python is not None:
+        try:
+            return ensure_sandbox_image(client, log=log, python=env.python)
+        except ImageBuildError as exc:
+            raise EnvironmentBuildError(f"the sandbox for Python {env.python} cannot be built: {exc}") from None
     if env.base_image is None:
         return ensure_sandbox_image(client, log=log)
     import docker.errors
