@@ -208,3 +208,27 @@ def test_swebench_instances_of_one_version_share_one_environment(tinyslug, tmp_p
     assert envs[0] is not None and envs[0] == envs[1] and "text-unidecode==1.3" in envs[0].packages
     # Detected once for the (repo, version), on environment_setup_commit's tree.
     assert proc.stderr.count("resolving ") == 1, proc.stderr[-2000:]
+
+
+def test_run_repo_detects_the_environment_of_the_repository(tinyslug, tmp_path, docker_client, sandbox_image):
+    """`run --repo` (default --environment auto) on a checkout with an uncommitted failing test: the
+    copy (under RUNS/.cache, a dot directory) is read, its environment written into the generated
+    manifest, and the pristine suite runs in it (without six and mocker it could not be collected)."""
+    clone = tmp_path / "checkout"
+    repo = git.Repo.clone_from(str(tinyslug.path), clone)
+    repo.git.checkout(tinyslug.initial)
+    repo.close()
+    with (clone / "tests/test_slug.py").open("a") as f:
+        f.write('\n\ndef test_strip():\n    assert slug(" a b ") == "a-b"\n')
+    runs = tmp_path / "runs"
+    proc = cli("run", "--repo", str(clone), "--test", "tests/test_slug.py::test_strip", "--chooser", "search",
+               "--runs-dir", str(runs), "--json", cache=tmp_path / "cache")
+    record = json.loads(proc.stdout)
+    assert record["status"] in ("awaiting_release_confirmation", "handoff_requested", "step_budget"), record["detail"]
+    (manifest,) = (runs / ".cache" / "local-repos").glob("*/local-*.scenario.toml")
+    env = load_manifest(manifest).environment
+    assert "text-unidecode==1.3" in env.packages and any(p.startswith("six==") for p in env.packages), env
+    assert [p.split("==")[0] for p in env.plugins] == ["pytest-mock"]
+    none = cli("run", "--repo", str(clone), "--test", "tests/test_slug.py::test_strip", "--chooser", "search",
+               "--runs-dir", str(tmp_path / "bare"), "--environment", "none", "--json", cache=tmp_path / "cache")
+    assert json.loads(none.stdout)["status"] == "dependency_failure"  # the sandbox image alone cannot run it

@@ -223,7 +223,8 @@ def _requirements_file(path: Path, tree: Path, seen: set[Path]) -> list[str]:
 def _test_files(tree: Path) -> list[Path]:
     return sorted(p for p in tree.rglob("*.py") if p.is_file() and not p.is_symlink()
                   and (p.name.startswith("test_") or p.name.endswith("_test.py") or p.name == "conftest.py")
-                  and not any(part.startswith(".") or part in ("node_modules", "venv") for part in p.parts))
+                  and not any(part.startswith(".") or part in ("node_modules", "venv")
+                              for part in p.relative_to(tree).parts))  # the tree itself may be under a dot directory
 
 
 def _local_modules(tree: Path) -> set[str]:

@@ -484,7 +484,10 @@ def detect_environment(declared: Declared, *, client=None, log: Log = lambda m: 
     if client is None:
         import docker
 
-        client = docker.from_env()
+        try:
+            client = docker.from_env()
+        except docker.errors.DockerException as exc:
+            raise EnvironmentBuildError(f"resolving the declared requirements needs a Docker Engine: {exc}") from None
     pinned = resolve_requirements(client, [*declared.requirements, *declared.plugins], declared.guesses, log=log)
     plugins = {normalize(p) for p in declared.plugins}
     return EnvironmentSection(packages=tuple(p for p in pinned if requirement_name(p) not in plugins),
@@ -527,8 +530,8 @@ def resolve_requirements(client, requirements: list[str], guesses: list[str], *,
                                                                          r"([A-Za-z0-9._-]+)", line)] if m), None)
         guessed = [g for g in left if missing and normalize(g) == normalize(missing)]
         if not guessed:
-            raise EnvironmentBuildError(f"resolving the declared requirements failed (exit {code}): "
-                                        f"{' | '.join(lines[-4:])[:500]}")
+            raise EnvironmentBuildError(f"resolving the declared requirements failed (exit {code}; pytest held at the "
+                                        f"image's version): {' | '.join(lines[-4:])[:500]}")
         log(f"left out {guessed[0]}: imported by the tests, declared nowhere, and no index has it")
         left.remove(guessed[0])
     cached.parent.mkdir(parents=True, exist_ok=True)
