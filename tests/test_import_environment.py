@@ -232,3 +232,21 @@ def test_run_repo_detects_the_environment_of_the_repository(tinyslug, tmp_path, 
     none = cli("run", "--repo", str(clone), "--test", "tests/test_slug.py::test_strip", "--chooser", "search",
                "--runs-dir", str(tmp_path / "bare"), "--environment", "none", "--json", cache=tmp_path / "cache")
     assert json.loads(none.stdout)["status"] == "dependency_failure"  # the sandbox image alone cannot run it
+
+
+def test_an_environment_file_is_what_the_import_writes_and_runs_in(tinyslug, tmp_path, docker_client, sandbox_image):
+    spec = tmp_path / "env.toml"
+    spec.write_text('[environment]\npackages = ["text-unidecode==1.3", "six==1.16.0"]\n'
+                    'plugins = ["pytest-mock==3.14.0"]\ninstall = ["pip install --no-deps -e ."]\n')
+    proc = cli("import", "commit", str(tinyslug.path), tinyslug.fix_words, "--out", str(tmp_path / "out"),
+               "--environment", str(spec), "--json", cache=tmp_path / "cache")
+    (result,) = json.loads(proc.stdout)["results"]
+    assert proc.returncode == 0 and result["status"] == "usable", (result, proc.stderr[-2000:])
+    env = load_manifest(Path(result["manifest"])).environment
+    assert env.packages == ("text-unidecode==1.3", "six==1.16.0") and env.plugins == ("pytest-mock==3.14.0",)
+    assert "resolving" not in proc.stderr  # taken as written
+    spec.write_text('packages = ["six"]\n')
+    bad = cli("import", "commit", str(tinyslug.path), tinyslug.fix_words, "--out", str(tmp_path / "bad"),
+              "--environment", str(spec), "--json", cache=tmp_path / "cache")
+    (refused,) = json.loads(bad.stdout)["results"]
+    assert bad.returncode == 1 and "'six' is not a pinned requirement" in refused["reason"], refused
