@@ -97,8 +97,11 @@ def instance_environment(inst: SwebenchInstance, repo: git.Repo, tree: Path, nam
     with tempfile.TemporaryDirectory(prefix="repair-agent-envsetup-") as tmp:
         where = tree
         if key and inst.environment_setup_commit:
-            where = Path(tmp) / "tree"
-            export_tree(repo, inst.environment_setup_commit, where)
+            try:
+                export_tree(repo, inst.environment_setup_commit, Path(tmp) / "tree")
+                where = Path(tmp) / "tree"
+            except InstanceError as exc:
+                log(f"{inst.instance_id}: environment_setup_commit not used ({exc}); detecting on its own tree")
         section, _ = scenario_environment(option, where, name, {**check, "backend": "none"}, log)
     if key:
         shared[key] = section
