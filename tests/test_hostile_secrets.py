@@ -52,7 +52,9 @@ def test_a_key_echoed_in_a_401_is_in_no_record_and_no_output(tmp_path):
         (tmp_path / "models.toml").write_text(f'[models.echo]\nmodel = "coder"\nbase_url = "{srv.base_url}"\n'
                                               'api_key_env = "HOSTILE_TEST_KEY"\nretry_base_s = 0.001\n')
         runs = tmp_path / "runs"
-        run = cli(runs, "run", "discount-bug", "--chooser", "model:echo", "--sandbox", "local", "--json",
+        # The user's own models file (named with --models) may name a key variable; ./models.toml may not.
+        run = cli(runs, "run", "discount-bug", "--chooser", "model:echo", "--models", str(tmp_path / "models.toml"),
+                  "--sandbox", "local", "--json",
                   cwd=tmp_path, env={"HOSTILE_TEST_KEY": KEY})
         assert srv.headers[0]["authorization"] == f"Bearer {KEY}"  # the key was really sent
     assert run.returncode == 17, run.stdout + run.stderr  # dependency_failure

@@ -136,12 +136,26 @@ def cmd_show(args) -> int:
         print(terminal_json(json.loads((run_dir / "report.json").read_text())))
     else:
         say((run_dir / "report.md").read_text())
+        _warn_unsealed(run_dir)
         decision = run_dir / "release.json"
         if decision.exists():
             d = json.loads(decision.read_text())
             say(f"## Decision\n\n{d['decision']} by {d['who']} at {d['when']}"
                 + (f": {d.get('reason')}" if d.get("reason") else f" — branch {d.get('branch')} commit {d.get('commit')}"))
     return 0
+
+
+def _warn_unsealed(run_dir: Path) -> None:
+    """A run waiting for a person whose seal does not hold: said before anyone reviews it."""
+    from ..seal import seal_warning
+
+    try:
+        waiting = json.loads((run_dir / "run.json").read_text()).get("status") == "awaiting_release_confirmation"
+    except (OSError, ValueError):
+        return
+    warning = seal_warning(run_dir) if waiting else None
+    if warning:
+        err(f"WARNING: {warning}")
 
 
 def _show_html(run_dir: Path, open_it: bool) -> int:

@@ -23,8 +23,10 @@ from verifier.junit import MAX_JUNIT_BYTES, parse_junit_bytes, read_result_file
 from verifier.spec import glob_match, nodeid_to_junit_key
 from verifier.trees import copy_tree
 
+from ..hostgit import run_git
 from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_sections, export_tree,
-                     fresh_data_dir, resolve_commit, scenario_environment, scenario_name, validate, write_scenario)
+                     fresh_data_dir, repo_path, resolve_commit, scenario_environment, scenario_name, validate,
+                     write_scenario)
 
 Suite = Literal["whole", "changed"]
 TEST_GLOBS = ("tests/**", "test/**", "**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
@@ -38,7 +40,12 @@ def is_test_file(path: str) -> bool:
 
 def split_commit(repo: git.Repo, parent: str, commit: str) -> tuple[str, str, list[str]]:
     """(the test changes, the other changes, the test files changed) as unified diffs."""
-    text = repo.git.diff(parent, commit, "--no-renames", "--no-color", "--no-ext-diff")
+    # hostgit, and no textconv: the repository's diff drivers run nothing, and the diff is of the bytes.
+    proc = run_git(["diff", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", parent, commit],
+                   repo_path(repo), timeout=600)
+    if proc.returncode:
+        raise InstanceError(f"git diff {parent[:12]} {commit[:12]} failed: {proc.stderr.decode(errors='replace')[-500:]}")
+    text = proc.stdout.decode("utf-8", errors="surrogateescape")
     tests, rest, test_paths = [], [], []
     for f in PatchSet(text if text.endswith("\n") else text + "\n"):
         if is_test_file(f.path):

@@ -28,6 +28,7 @@ from unidiff.errors import UnidiffParseError
 from verifier.trees import TreeRefused, extract_tar
 
 from ..corpus import CorpusCheck, check_corpus
+from ..hostgit import run_git
 from ..sandbox.environment import EnvironmentSection
 from ..scenario import SUFFIX, ManifestError, Scenario, apply_patch_to_tree, load_manifest
 
@@ -59,12 +60,18 @@ def scenario_name(instance_id: str) -> str:
     return name
 
 
+def repo_path(repo: git.Repo) -> Path:
+    return Path(repo.working_tree_dir or repo.git_dir)
+
+
 def export_tree(repo: git.Repo, rev: str, dest: Path) -> str:
-    """The files of `rev` into `dest` (git archive: no .git, no history); returns the full sha."""
+    """The files of `rev` into `dest` (git archive: no .git, no history); returns the full sha.
+    Through hostgit: the repository's filter drivers (archive smudges) run nothing."""
     sha = resolve_commit(repo, rev)
-    data = io.BytesIO()
-    repo.archive(data, sha, format="tar")
-    data.seek(0)
+    proc = run_git(["archive", "--format=tar", sha], repo_path(repo), timeout=600)
+    if proc.returncode:
+        raise InstanceError(f"git archive {sha[:12]} failed: {proc.stderr.decode(errors='replace')[-500:]}")
+    data = io.BytesIO(proc.stdout)
     dest.mkdir(parents=True, exist_ok=True)
     try:
         extract_tar(None, dest, fileobj=data)  # no escaping member, no link out, no special file, bounded
@@ -75,10 +82,10 @@ def export_tree(repo: git.Repo, rev: str, dest: Path) -> str:
 
 def resolve_commit(repo: git.Repo, rev: str) -> str:
     """The full sha of a commit that is really in the repository (its object present)."""
-    try:
-        return repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")
-    except git.GitCommandError:
-        raise InstanceError(f"no commit {rev!r} in {repo.working_dir}") from None
+    proc = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], repo_path(repo))
+    if proc.returncode:
+        raise InstanceError(f"no commit {rev!r} in {repo.working_dir}")
+    return proc.stdout.decode().strip()
 
 
 def apply_patch_text(tree: Path, text: str, what: str) -> None:
