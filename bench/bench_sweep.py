@@ -39,10 +39,10 @@ def timed_sweep(selection: Selection, runs: int, workers: int, busy: list | None
             start = time.perf_counter()
             outcome = sweep(jobs, out, workers=workers, progress_stream=quiet)
             elapsed = time.perf_counter() - start
-        assert outcome.ran == runs and all(r["status"] == "awaiting_release_confirmation"
-                                           for r in outcome.summary["runs"]), outcome.summary["runs"]
+        rows = outcome.summary.runs
+        assert outcome.ran == runs and all(r.status == "awaiting_release_confirmation" for r in rows), rows
         if busy is not None:
-            busy.append(sum(r["wall_s"] for r in outcome.summary["runs"]) / (workers * elapsed))
+            busy.append(sum(r.wall_s or 0.0 for r in rows) / (workers * elapsed))
         return elapsed
 
 

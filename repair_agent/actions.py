@@ -140,7 +140,7 @@ def parse_action(proposal: Any) -> _Action:
             raise InvalidAction(f"not JSON: {type(exc).__name__}: {str(exc)[:300]}", proposal) from None
     if not isinstance(proposal, dict):
         raise InvalidAction(f"expected one action object, got {type(proposal).__name__}", proposal)
-    if _nested_deeper_than(proposal, MAX_NESTING):
+    if nested_deeper_than(proposal, MAX_NESTING):
         # No action has a nested field; and the validator would recurse into it (or loop, if circular).
         raise InvalidAction(f"schema violation: nested deeper than {MAX_NESTING} levels", proposal)
     try:
@@ -158,7 +158,7 @@ def parse_action(proposal: Any) -> _Action:
 MAX_NESTING = 32
 
 
-def _nested_deeper_than(value: Any, limit: int) -> bool:
+def nested_deeper_than(value: Any, limit: int) -> bool:
     """Iterative, so neither depth nor a circular reference can exhaust the stack."""
     stack = [(value, 0)]
     while stack:

@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Literal
 from pydantic import BaseModel
 
 from verifier import Verifier
+from verifier.junit import collection_error_for
 from verifier.spec import nodeid_to_junit_key
 
 from .scenario import Scenario
@@ -113,6 +114,13 @@ def _check(scenario: Scenario, verifier, result: dict, t0: float) -> CorpusCheck
         problems.append(f"the buggy tree fails {sorted(baseline.target_failures)}, the manifest declares {declared}")
     if failing:
         problems.append(f"tests other than the targets fail on the buggy tree: {failing}")
+    # A module no target is in that cannot be imported on the buggy tree (a missing dependency): its
+    # tests fail there too, in pytest's words.
+    unimported = {path: cause for path, cause in baseline.collection_errors.items()
+                  if not any(collection_error_for(t, {path: cause}) for t in declared)}
+    if unimported:
+        problems.append("test modules cannot be collected on the buggy tree: "
+                        + "; ".join(f"{path} [collection error: {cause}]" for path, cause in unimported.items()))
     result["buggy_tree_ok"] = not problems
     if scenario.reference_fix is None:
         problems.append("no reference_fix")

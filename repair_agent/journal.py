@@ -287,6 +287,11 @@ class Journal:
 
     def write(self, typed: _Record) -> None:
         record = _plain(typed)
+        try:  # what is written must read back: a record built without validation is refused here
+            parse_record(record)
+        except ValueError as exc:
+            raise JournalError(f"{self.path}: a {record.get('event')} record that would not read back was not "
+                               f"written ({str(exc)[:300]})") from None
         # Each line carries the hash of its own content and of the line before: editing any
         # field of any record (a proposal, a result, a view) breaks the chain, not just states.
         record = _json_safe({**record, "prev_record_sha256": self._last})

@@ -12,6 +12,7 @@ from .plain import ChooserIdentity
 from .redaction import redact
 from .records import Report, RunOutcome, RunRecord, build_report, final_correctness
 from .scenario import Scenario
+from .seal import SealError, seal_run
 from .session import Session, fallback_run_dir
 from .state import StopReason
 from .usage import model_of, summarize_usage
@@ -48,6 +49,11 @@ def write_results(session: Session, outcome: RunOutcome, identity: ChooserIdenti
                                            "storage_error": f"{run_dir} cannot be written: {type(exc).__name__}: {exc}"})
         session.log(f"WARNING: {record.storage_error}; the report goes to {fallback}")
         _write_outputs(fallback, record, outcome, scenario, verifier, journal)
+    else:
+        try:
+            seal_run(run_dir)  # last: what release relies on, as written, under the user's key
+        except (OSError, ValueError, SealError) as exc:  # an unreadable record: unsealed, said
+            session.log(f"WARNING: the run could not be sealed ({exc}); release will refuse it")
     return record
 
 

@@ -13,9 +13,11 @@ from verifier import check_scope
 from verifier.conditions import Condition
 from verifier.scope import FileChange
 
+from .actions import MAX_NESTING, nested_deeper_than
 from .faults import Fault, attribute
 from .journal import JournalRecord, ResumeRecord, SetupRecord, StepRecord, read_records
 from .state import Authorization, Evidence, Goal, Grant, State, StopReason
+from .plain import capped
 from .usage import UsageSummary
 
 if TYPE_CHECKING:
@@ -346,8 +348,11 @@ def step_rows(records: list[JournalRecord]) -> list[StepRow]:
             result = StepResult(**r.result.model_dump(include={"id", "tool", "status", "summary", "raw_error",
                                                                "diff_sha256", "duration_s"}),
                                 output=output[:STEP_OUTPUT_CHARS], output_chars=len(output))
+        # A proposal nested past what any action holds was refused for it; the report (whose serializer
+        # has a depth limit) shows its JSON's head, the journal keeps it whole.
+        proposal = capped(json.dumps(r.proposal)) if nested_deeper_than(r.proposal, MAX_NESTING) else r.proposal
         rows.append(StepRow(step=r.step, tool=r.tool if r.tool != "?" or not isinstance(r.proposal, dict) else "?",
-                            proposal=r.proposal, decision=decision, result=result, u=r.u,
+                            proposal=proposal, decision=decision, result=result, u=r.u,
                             tokens=_step_tokens(r.usage)))
     return rows
 

@@ -83,23 +83,24 @@ def redact(text: str) -> str:
 
 def redact_data(data: Any) -> Any:
     """JSON-like data with every string (keys too) redacted; anything else as it is. Iterative: a
-    chooser's proposal nested as deep as JSON allows must not exhaust the stack here."""
-    holder: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any]] = [(data, holder, 0)]
-    while stack:
-        value, parent, key = stack.pop()
-        if isinstance(value, str):
-            parent[key] = redact(value)
-        elif isinstance(value, dict):
-            mapping: dict[Any, Any] = {}
-            parent[key] = mapping
-            items = [(redact(k) if isinstance(k, str) else k, v) for k, v in value.items()]
-            mapping.update((k, None) for k, _ in items)  # the original key order
-            stack.extend((v, mapping, k) for k, v in reversed(items))  # the last of equal keys wins, as in a dict
-        elif isinstance(value, (list, tuple)):
-            sequence: list[Any] = [None] * len(value)
-            parent[key] = sequence
-            stack.extend((v, sequence, i) for i, v in enumerate(value))
-        else:
-            parent[key] = value
-    return holder[0]
+    chooser's raw proposal may nest as deep as JSON allows, deeper than Python's recursion limit."""
+    if isinstance(data, str):
+        return redact(data)
+    if not isinstance(data, (dict, list, tuple)):
+        return data
+    top: dict | list = {} if isinstance(data, dict) else []
+    pending: list[tuple[Any, dict | list]] = [(data, top)]
+    while pending:
+        source, copy = pending.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, value in pairs:
+            if isinstance(value, (dict, list, tuple)):
+                child: Any = {} if isinstance(value, dict) else []
+                pending.append((value, child))  # filled later; its place in `copy` is taken now
+            else:
+                child = redact(value) if isinstance(value, str) else value
+            if isinstance(copy, dict):
+                copy[redact(key) if isinstance(key, str) else key] = child
+            else:
+                copy.append(child)
+    return top

@@ -1,27 +1,29 @@
 """The release gate: a person's decision, never derived from all-green. Only the CLI calls this."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import getpass
 import hashlib
-import json
 import os
 import shutil
-import subprocess
+import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
-import git
 from pydantic import BaseModel
 from unidiff import PatchSet
 
 from verifier import Verifier, diff_sha256, u_count, unsatisfied
-from verifier.files import atomic_write
+from verifier.files import atomic_create
 
+from .hostgit import run_git
 from .journal import SetupRecord, StopRecord, parse_record, read_journal, verify_chain
 from .local_repo import origin_of
 from .records import RunRecord, load_record
 from .scenario import load_manifest
+from .seal import RunSeal, SealError, verify_seal
 from .state import StopReason
 from .sandbox.workspace import BASE_IDENTITY, create_workspace
 
@@ -53,6 +55,38 @@ class ReleaseRefused(RuntimeError):
 
 def _decision_path(run_dir: Path) -> Path:
     return Path(run_dir) / "release.json"
+
+
+@contextlib.contextmanager
+def _deciding(run_dir: Path) -> Iterator[None]:
+    """One decision on a run at a time: an exclusive lock on RUN/release.lock for the whole of a
+    confirmation (re-verification included) or a rejection. Another decision in progress is
+    refused at once, not waited for: the person is told, and then sees its outcome."""
+    path = Path(run_dir) / "release.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+            raise ReleaseRefused(f"a release decision on run {Path(run_dir).name} is in progress ({holder}); "
+                                 "nothing was changed: wait for it, then see `repair-agent show`") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} of {_who()}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _sealed(run_dir: Path, record: RunRecord) -> RunSeal:
+    """The run's seal, which must hold under this user's key and name this record's run and diff."""
+    try:
+        seal = verify_seal(run_dir)
+    except SealError as exc:
+        raise ReleaseRefused(f"{type(exc).__name__}: {exc}; nothing is released") from None
+    if (seal.run_id, seal.diff_sha256) != (record.run_id, record.diff_sha256):
+        raise ReleaseRefused("SealBroken: the seal names another run or diff; nothing is released")
+    return seal
 
 
 def _check_releasable(run_dir: Path) -> tuple[RunRecord, bytes]:
@@ -134,10 +168,10 @@ def _who() -> str:
         return "unknown"
 
 
-def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str) -> dict:
+def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str, seal: RunSeal) -> dict:
     """Re-run the protected checks on the diff, in fresh containers of the image the run was verified
-    on (or the same local interpreter), against the pristine repository."""
-    scenario = load_manifest(Path(json.loads((Path(run_dir) / "scenario.json").read_text())["manifest"]))
+    on (or the same local interpreter), against the pristine repository and the sealed manifest."""
+    scenario = load_manifest(Path(seal.manifest))
     client = image = None
     backend = record.sandbox["kind"]
     if backend == "docker":
@@ -145,8 +179,10 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str) -
 
         client = docker.from_env()
         image = _run_image(client, environment_id, record.image)
-    state_dir = Path(run_dir) / "release-verification"
-    shutil.rmtree(state_dir, ignore_errors=True)
+    # Each attempt its own check directory: an earlier or failed attempt's is kept, never shared.
+    attempts = Path(run_dir) / "release-verification"
+    attempts.mkdir(exist_ok=True)
+    state_dir = Path(tempfile.mkdtemp(dir=attempts, prefix=dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-")))
     # A person's grants widen the diff's scope here too; protected files are still restored before testing.
     verifier = Verifier(scenario.spec, scenario.repo, state_dir, backend=backend, client=client, image=image,
                         granted=tuple(record.granted_paths), **scenario.verifier_inputs())
@@ -155,8 +191,13 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str) -
                              f"{verifier.environment_id}; re-run the scenario here to verify the diff on it")
     with verifier:  # each check in its own fresh container; close() removes any pooled ones
         verifier.prepare()
-        if verifier.snapshot.tree_sha256 != record.pristine_tree_sha256:
+        snapshot = verifier.snapshot
+        assert snapshot is not None  # prepare() took it
+        if snapshot.tree_sha256 != record.pristine_tree_sha256:
             raise ReleaseRefused("the scenario's pristine repository changed since the run; re-run the scenario")
+        if seal.protected_manifest_sha256 and snapshot.manifest_sha256 != seal.protected_manifest_sha256:
+            raise ReleaseRefused("the scenario's protected files or acceptance rules changed since the run was "
+                                 "verified; re-run the scenario")
         verdicts = [("R1", verifier.check_scope(diff)), ("R2", verifier.run_tests(diff, "target_test")),
                     ("R3", verifier.run_tests(diff, "full_suite"))]
     conditions = unsatisfied(verdicts, diff_sha256(diff))
@@ -164,7 +205,7 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str) -
     behaviour = suite.behaviour.summary if getattr(suite, "behaviour", None) is not None else None
     return {"u": u_count(conditions), "conditions": [c.model_dump() for c in conditions],
             "correctness": getattr(suite, "correctness", None), "behaviour": behaviour,
-            "protected_manifest_sha256": verifier.snapshot.manifest_sha256, "environment_id": environment_id,
+            "protected_manifest_sha256": snapshot.manifest_sha256, "environment_id": environment_id,
             "image_id": image, "scenario": scenario}
 
 
@@ -175,13 +216,21 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str 
     once: the bytes re-verified are the bytes applied (from memory, not from the file again).
     `shown_sha256`: the diff a person was shown, which must be the one released."""
     run_dir = Path(run_dir)
+    with _deciding(run_dir):
+        return _confirm(run_dir, output_dir=output_dir, shown_sha256=shown_sha256, branch=branch,
+                        patch_file=patch_file, accept_plausible=accept_plausible)
+
+
+def _confirm(run_dir: Path, *, output_dir: Path | None, shown_sha256: str | None, branch: str | None,
+             patch_file: Path | None, accept_plausible: bool) -> dict:
     record, data = _check_releasable(run_dir)
     verified_sha256 = hashlib.sha256(data).hexdigest()
     if shown_sha256 is not None and shown_sha256 != verified_sha256:
         raise ReleaseRefused("candidate.diff changed after it was shown; nothing is released")
+    seal = _sealed(run_dir, record)
     environment_id = _journal_says(run_dir, record)
     diff = data.decode("utf-8", errors="surrogateescape")  # the same bytes back when encoded
-    check = reverify(run_dir, record, diff, environment_id)
+    check = reverify(run_dir, record, diff, environment_id, seal)
     if check["u"] != 0:
         raise ReleaseRefused(f"re-verification gives Uₜ={check['u']}: "
                              + "; ".join(c["description"] for c in check["conditions"] if not c["satisfied"]))
@@ -199,28 +248,44 @@ def confirm(run_dir: Path, *, output_dir: Path | None = None, shown_sha256: str 
     if clone.exists():
         raise ReleaseRefused(f"output clone {clone} already exists")
     if (scenario.repo / ".git").exists():
-        git.Repo.clone_from(str(scenario.repo), str(clone), no_hardlinks=True)
+        _clone_git("the scenario's repository cannot be cloned",
+                   ["clone", "--quiet", "--no-hardlinks", "--", str(scenario.repo), str(clone)], scenario.repo,
+                   cwd=clone.parent, make=clone.parent)
     else:
         create_workspace(scenario.repo, clone, for_container=False)
-    repo = git.Repo(clone)
     branch = branch or f"repair/{record.run_id}"
-    repo.git.checkout("-b", branch)
-    applied = subprocess.run(["git", "apply", "--index", "--whitespace=nowarn", "-"], cwd=clone, input=data,
-                             capture_output=True, timeout=120)
+    _clone_git("the clone's branch cannot be made", ["checkout", "--quiet", "-b", branch], clone)
+    applied = run_git(["apply", "--index", "--whitespace=nowarn", "-"], clone, stdin=data, timeout=120)
     if applied.returncode:
         shutil.rmtree(clone, ignore_errors=True)
         raise ReleaseRefused(f"the verified diff does not apply to a fresh clone: "
                              f"{applied.stderr.decode(errors='replace')[-1000:]}")
     who, when = _who(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     message = _message(scenario, record, verified_sha256, environment_id, check, who)
-    commit = repo.index.commit(message, author=git.Actor(who, f"{who}@localhost"), committer=git.Actor(*BASE_IDENTITY))
-    committed_diff = repo.git.diff(f"{commit.hexsha}~1", commit.hexsha)
+    identity = {"GIT_AUTHOR_NAME": who, "GIT_AUTHOR_EMAIL": f"{who}@localhost",
+                "GIT_COMMITTER_NAME": BASE_IDENTITY[0], "GIT_COMMITTER_EMAIL": BASE_IDENTITY[1]}
+    _clone_git("the release commit cannot be made", ["commit", "--quiet", "--no-verify", "-F", "-"], clone,
+               stdin=message, env=identity)
+    commit = _clone_git("the release commit cannot be read", ["rev-parse", "HEAD"], clone).strip()
+    committed_diff = _clone_git("the release commit cannot be read",
+                                ["diff", "--no-ext-diff", "--no-textconv", "--no-color", f"{commit}~1", commit], clone)
     decision = ReleaseDecision(decision="confirmed", who=who, when=when, run_id=record.run_id,
                                diff_sha256=verified_sha256, environment_id=environment_id,
-                               image_id=check["image_id"], branch=branch, commit=commit.hexsha,
+                               image_id=check["image_id"], branch=branch, commit=commit,
                                clone=str(clone.resolve()), reverification=check)
     _record_decision(run_dir, decision)
     return {**decision.model_dump(), "committed_diff": committed_diff}
+
+
+def _clone_git(what: str, args: list[str], repo: Path, *, cwd: Path | None = None, make: Path | None = None,
+               stdin: str = "", env: dict | None = None) -> str:
+    """Host git for the release clone (hostgit: no config, hooks or drivers of the repository run)."""
+    if make is not None:
+        make.mkdir(parents=True, exist_ok=True)
+    proc = run_git(args, repo, cwd=cwd, stdin=stdin, env=env)
+    if proc.returncode:
+        raise ReleaseRefused(f"{what}: {proc.stderr.decode(errors='replace')[-1000:]}")
+    return proc.stdout.decode("utf-8", errors="surrogateescape")
 
 
 def _message(scenario, record: RunRecord, verified_sha256: str, environment_id: str, check: dict, who: str) -> str:
@@ -271,9 +336,15 @@ def _release_to_user(run_dir: Path, record: RunRecord, data: bytes, scenario, or
 
 def reject(run_dir: Path, reason: str) -> dict:
     run_dir = Path(run_dir)
-    record, _ = _check_releasable(run_dir)
     if not reason.strip():
         raise ReleaseRefused("a rejection needs a reason (--reason TEXT)")
+    with _deciding(run_dir):
+        record, _ = _check_releasable(run_dir)
+        _sealed(run_dir, record)
+        return _reject(run_dir, record, reason)
+
+
+def _reject(run_dir: Path, record: RunRecord, reason: str) -> dict:
     decision = ReleaseDecision(decision="rejected", who=_who(),
                                when=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                                run_id=record.run_id, diff_sha256=record.diff_sha256, reason=reason)
@@ -282,8 +353,12 @@ def reject(run_dir: Path, reason: str) -> dict:
 
 
 def _record_decision(run_dir: Path, decision: "ReleaseDecision") -> None:
-    """release.json, and report.html rendered again so the page a reviewer opens shows the decision."""
+    """release.json, written once (never overwritten, even by a racing writer), and report.html
+    rendered again so the page a reviewer opens shows the decision."""
     from .html_report import write_run_html
 
-    atomic_write(_decision_path(run_dir), decision.model_dump_json(indent=2))
+    try:
+        atomic_create(_decision_path(run_dir), decision.model_dump_json(indent=2))
+    except FileExistsError:
+        raise ReleaseRefused(f"run {decision.run_id} was decided meanwhile; see {_decision_path(run_dir)}") from None
     write_run_html(Path(run_dir))

@@ -257,7 +257,13 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
             raise ResumeRefused("the journal does not name the chooser this run used: pass --chooser")
         options = dict(model_options or {})
         if not options.get("models_file") and setup.models_file and spec == setup.chooser_spec:
-            options["models_file"] = setup.models_file  # model:NAME resolves where it did at the start
+            # model:NAME resolves where it did at the start. A path read back from the run directory
+            # is not the person's word: it may name a key only if it is their config directory's.
+            from .choosers.models_file import ModelsFile, config_models_file
+
+            journaled = Path(setup.models_file)
+            options["models_file"] = ModelsFile(
+                path=journaled, origin="config" if journaled == config_models_file().resolve() else "cwd")
         chooser = load_chooser(spec, scenario, seed=setup.seed or 0, **options)
         started_at = setup.started_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         session = Session(scenario, run_dir, setup.run_id, setup.sandbox, client, log, runs_dir=Path(runs_dir))

@@ -21,7 +21,7 @@ from .records import RunOutcome, RunRecord
 from .sandbox.early import EarlySandbox, new_run_id
 from .scenario import Scenario
 from .session import Session, fallback_run_dir
-from .state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StopReason
+from .state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StopReason, budget_with
 from .tools import Executor
 
 
@@ -47,10 +47,8 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
     this run's); the session takes it, or removes it whichever way the run ends."""
     t0 = time.monotonic()
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    budget = scenario.budget.model_copy(update={k: v for k, v in {
-        "max_steps": max_steps, "deadline_s": deadline_s, "reserved_final_steps": reserved_final_steps,
-        "max_tokens": max_tokens}.items()
-        if v is not None})
+    budget = budget_with(scenario.budget, max_steps=max_steps, deadline_s=deadline_s,
+                         reserved_final_steps=reserved_final_steps, max_tokens=max_tokens)
     run_id = early.run_id if early is not None else new_run_id(scenario.name)
     run_dir = (Path(runs_dir) / run_id).resolve()
     state = initial_state(scenario, budget)

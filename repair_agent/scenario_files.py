@@ -14,6 +14,13 @@ from .resources import data_path
 BUILTIN_DIR = data_path("sandbox_repos")
 SCENARIO_PATH_ENV = "REPAIR_AGENT_SCENARIO_PATH"
 SUFFIX = ".scenario.toml"
+ORIGIN_SUFFIX = ".origin.json"  # beside a `run --repo` scenario's manifest: the repository it came from
+
+
+def origin_record(manifest: Path) -> Path:
+    """Where a manifest's origin record is (present only for `run --repo` scenarios)."""
+    manifest = Path(manifest)
+    return manifest.with_name(manifest.name.removesuffix(SUFFIX) + ORIGIN_SUFFIX)
 
 
 def scenario_dirs(extra: list[Path] | None = None) -> list[Path]:

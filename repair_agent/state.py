@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier.conditions import Condition
 from .localization import Localization
@@ -56,6 +56,14 @@ class Authorization(BaseModel):
     def granted_paths(self) -> tuple[str, ...]:
         return tuple(p for g in self.grants for p in g.allow)
 
+    def may_edit(self, path: str) -> bool:
+        """What the verifier's scope check would let a patch touch: writable and not protected, or
+        granted by a person (a chooser asks before proposing, the controller still decides)."""
+        from verifier.spec import glob_match
+
+        return bool(glob_match(path, self.granted_paths)
+                    or (glob_match(path, self.writable) and not glob_match(path, self.protected)))
+
 
 class BudgetLimits(BaseModel):
     """What a budget allows: a scenario manifest's [budget] section, and the first half of B."""
@@ -66,6 +74,26 @@ class BudgetLimits(BaseModel):
     reserved_final_steps: int = Field(0, ge=0)
     deadline_s: float = Field(900.0, gt=0)
     max_tokens: int | None = Field(None, ge=1)
+
+
+BUDGET_OPTIONS = {"max_steps": "--max-steps", "deadline_s": "--deadline", "reserved_final_steps": "--reserve",
+                  "max_tokens": "--max-tokens"}
+
+
+def budget_with(base: BudgetLimits, **overrides: Any) -> "Budget":
+    """`base` with the given (not None) overrides, validated as a manifest's budget is: a run that
+    asks for -1 steps is refused here, by option name, before it has a directory or a journal."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        budget = Budget.model_validate({**base.model_dump(), **given})
+    except ValidationError as exc:
+        said = "; ".join(f"{BUDGET_OPTIONS.get(str(e['loc'][0]), e['loc'][0])} {e['input']!r}: {e['msg']}"
+                         for e in exc.errors())
+        raise ValueError(said) from None
+    if budget.reserved_final_steps >= budget.max_steps:
+        raise ValueError(f"the steps reserved for the handover (--reserve {budget.reserved_final_steps}) must be "
+                         f"below the run's steps (--max-steps {budget.max_steps})")
+    return budget
 
 
 class Budget(BudgetLimits):

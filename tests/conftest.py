@@ -55,6 +55,15 @@ def sandbox_image(docker_client) -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _seal_key_of_the_session(tmp_path_factory):
+    """Runs are sealed with a key in the user's state directory: the tests' runs (in this process
+    and in the CLI processes it starts) use one of the session's own, never the tester's."""
+    if not os.environ.get("REPAIR_AGENT_STATE_DIR"):
+        os.environ["REPAIR_AGENT_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_leaked_containers():
     """Torn down last: any managed container still present after the docker tests is a leak.
 

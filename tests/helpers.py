@@ -7,9 +7,12 @@ small calculator repository with a buggy `clamp` in a local sandbox (localizatio
 from __future__ import annotations
 
 import difflib
+import hashlib
+import http.server
 import itertools
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -27,6 +30,49 @@ T = TypeVar("T")
 
 
 # -- required parts and waiting ----------------------------------------------------------------------
+
+class PypiIndex:
+    """A PyPI-style JSON API and file host on localhost serving what a test puts in `files`
+    (`NAME-VERSION.tar.gz` -> bytes); `hits` lists the paths requested. `digests=False` serves no
+    sha256, as an index may. Use as a context manager; `url` is the REPAIR_AGENT_PYPI_URL value."""
+
+    def __init__(self, digests: bool = True) -> None:
+        self.files: dict[str, bytes] = {}
+        self.hits: list[str] = []
+        index = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the http.server API
+                index.hits.append(self.path)
+                parts = self.path.strip("/").split("/")
+                filename = f"{parts[1]}-{parts[2]}.tar.gz" if len(parts) == 4 else ""
+                if parts[0] == "pypi" and parts[-1] == "json" and filename in index.files:
+                    sha = {"sha256": hashlib.sha256(index.files[filename]).hexdigest()} if digests else {}
+                    data = json.dumps({"urls": [{"packagetype": "sdist", "filename": filename,
+                                                 "url": f"../../../files/{filename}", "digests": sha}]}).encode()
+                elif parts[0] == "files" and parts[-1] in index.files:
+                    data = index.files[parts[-1]]
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/pypi"
+
+    def __enter__(self) -> "PypiIndex":
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+
 
 def required() -> bool:
     """CI (`.ci/run`) sets REPAIR_AGENT_REQUIRE_DOCKER=1: every part a test needs must be there."""

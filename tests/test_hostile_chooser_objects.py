@@ -30,6 +30,7 @@ import pytest
 from pydantic import ValidationError
 
 import hostile_objects as h
+from repair_agent.seal import seal_run
 from repair_agent import release
 from repair_agent.actions import TOOL_NAMES
 from repair_agent.choosers import BaselineChooser
@@ -437,6 +438,10 @@ def test_release_refuses_a_run_whose_journal_did_not_end_awaiting(runs_dir):
     forged = json.loads((run_dir / "run.json").read_text())
     forged.update(status="awaiting_release_confirmation", exit_code=0)
     (run_dir / "run.json").write_text(json.dumps(forged, indent=2))
+    with pytest.raises(release.ReleaseRefused, match="SealBroken: changed since the run was sealed: run.json"):
+        within(300, lambda: release.confirm(run_dir))
+    # Sealed again with the user's own key (someone running as the user): the journal still refuses.
+    seal_run(run_dir)
     with pytest.raises(release.ReleaseRefused, match="journal"):
         within(300, lambda: release.confirm(run_dir))
     assert_nothing_released(run_dir)
@@ -484,6 +489,9 @@ def record_image(run_dir: Path, *, image: str | None = None, environment_id: str
     data = json.loads((run_dir / "run.json").read_text())
     data.update({k: v for k, v in (("image", image), ("environment_id", environment_id)) if v})
     (run_dir / "run.json").write_text(json.dumps(data, indent=2))
+    # Sealed again with the user's key: these tests stand for the machine's images changing after
+    # a run, not for a rewritten run directory (tests/test_hostile_host.py has those).
+    seal_run(run_dir)
 
 
 def derived_image(client, base: str, tag: str) -> str:

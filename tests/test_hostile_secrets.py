@@ -52,7 +52,9 @@ def test_a_key_echoed_in_a_401_is_in_no_record_and_no_output(tmp_path):
         (tmp_path / "models.toml").write_text(f'[models.echo]\nmodel = "coder"\nbase_url = "{srv.base_url}"\n'
                                               'api_key_env = "HOSTILE_TEST_KEY"\nretry_base_s = 0.001\n')
         runs = tmp_path / "runs"
-        run = cli(runs, "run", "discount-bug", "--chooser", "model:echo", "--sandbox", "local", "--json",
+        # The user's own models file (named with --models) may name a key variable; ./models.toml may not.
+        run = cli(runs, "run", "discount-bug", "--chooser", "model:echo", "--models", str(tmp_path / "models.toml"),
+                  "--sandbox", "local", "--json",
                   cwd=tmp_path, env={"HOSTILE_TEST_KEY": KEY})
         assert srv.headers[0]["authorization"] == f"Bearer {KEY}"  # the key was really sent
     assert run.returncode == 17, run.stdout + run.stderr  # dependency_failure
@@ -83,3 +85,20 @@ def test_credentials_in_the_base_url_are_in_no_record_and_no_output(tmp_path):
     assert record["model"]["endpoint"] == plain.replace("http://", "http://[REDACTED]@")
     assert "http://\\[REDACTED\\]@127.0.0.1" in (run_dir / "report.md").read_text()  # Markdown-escaped
     assert_nowhere((PASSWORD, "reviewer-bot"), runs, [run, *views(runs, run_dir.name, tmp_path)])
+
+
+
+def test_a_key_inside_a_proposal_nested_past_the_recursion_limit_is_in_no_record(tmp_path):
+    """The journal keeps a chooser's raw proposal, however deep it nests (JSON allows far more levels
+    than Python's recursion limit): redaction walks it without recursing. A plug-in whose proposal
+    nests 900 levels with the key in the innermost ends `invalid_action`, the chain intact, and
+    the key is in no file and no output."""
+    runs = tmp_path / "runs"
+    run = cli(runs, "run", "discount-bug", "--sandbox", "local", "--json", "--chooser", "hostile_choosers:DeepSecret",
+              cwd=tmp_path, env={"HOSTILE_TEST_KEY": KEY, "OPENAI_API_KEY": KEY})
+    assert run.returncode != 0 and run.stdout.strip().startswith("{"), run.stdout[-2000:] + run.stderr[-2000:]
+    out = json.loads(run.stdout)
+    assert out["status"] == "invalid_action", out
+    replay = cli(runs, "replay", out["run_id"], cwd=tmp_path)
+    assert "hash chain: OK" in replay.stdout, replay.stdout[-2000:]
+    assert_nowhere((KEY,), runs, [run, *views(runs, out["run_id"], tmp_path)])

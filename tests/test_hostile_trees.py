@@ -1,4 +1,4 @@
-"""Trees, archives and import paths handled as hostile (issue 29, the host boundary).
+"""Trees, archives and import paths handled as hostile.
 
 Each test is an attack that once worked, through the real CLI, real git and (for `run --repo`)
 real Docker:
@@ -17,14 +17,12 @@ real Docker:
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
 import json
 import os
 import subprocess
 import sys
 import tarfile
-import threading
 import uuid
 import zipfile
 from pathlib import Path
@@ -32,6 +30,7 @@ from pathlib import Path
 import git
 import pytest
 
+from helpers import PypiIndex
 from rangekit_project import build_rangekit
 from verifier.trees import TreeLimits, TreeRefused, copy_tree, extract_tar, extract_zip, tree_sha256
 
@@ -74,34 +73,9 @@ def manifest(directory: Path, name: str, body: str) -> Path:
 @pytest.fixture
 def index(tmp_path):
     """A PyPI-style JSON API and file host on localhost serving `files`; the cache under tmp_path."""
-    files: dict[str, bytes] = {}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the http.server API
-            parts = self.path.strip("/").split("/")
-            if parts[0] == "pypi" and len(parts) == 4 and f"{parts[1]}-{parts[2]}.tar.gz" in files:
-                filename = f"{parts[1]}-{parts[2]}.tar.gz"
-                data = json.dumps({"urls": [{"packagetype": "sdist", "filename": filename,
-                                             "url": f"../../../files/{filename}", "digests": {}}]}).encode()
-            elif parts[0] == "files" and parts[-1] in files:
-                data = files[parts[-1]]
-            else:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = {"REPAIR_AGENT_PYPI_URL": f"http://127.0.0.1:{server.server_port}/pypi",
-           "REPAIR_AGENT_CACHE_DIR": str(tmp_path / "area" / "cache")}
-    yield files, env
-    server.shutdown()
+    with PypiIndex(digests=False) as served:
+        yield served.files, {"REPAIR_AGENT_PYPI_URL": served.url,
+                             "REPAIR_AGENT_CACHE_DIR": str(tmp_path / "area" / "cache")}
 
 
 def _tar(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:

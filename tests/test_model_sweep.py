@@ -62,7 +62,10 @@ def test_two_models_and_a_baseline_get_their_own_rows_with_tokens_and_cost(tmp_p
     with ChatServer([], responder=lambda body: alpha_sequence[step_of(body) - 1]) as alpha, \
             ChatServer([], responder=Beta()) as beta:
         alpha_url = alpha.base_url
-        (tmp_path / "models.toml").write_text(f"""
+        # The user's own models file (their config directory): the only kind that may name a key variable.
+        models = tmp_path / "config" / "repair-agent" / "models.toml"
+        models.parent.mkdir(parents=True)
+        models.write_text(f"""
 [models.alpha]
 model = "alpha-1"
 base_url = "{alpha.base_url}"
@@ -82,9 +85,10 @@ retry_base_s = 0.001
 retry_max_s = 0.01
 """)
         env = {**os.environ, "BETA_TEST_KEY": "sk-beta-secret", "REPAIR_AGENT_LOCK_DIR": str(tmp_path / "locks"),
+               "XDG_CONFIG_HOME": str(tmp_path / "config"),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
         out = tmp_path / "sweep"
-        proc = sweep(tmp_path, out, env=env)  # ./models.toml
+        proc = sweep(tmp_path, out, env=env)  # the config directory's models.toml
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert alpha.max_in_flight == 1 and len(alpha.requests) == 12  # two runs, one request at a time
         assert all(h["authorization"] == "Bearer sk-beta-secret" for h in beta.headers)
@@ -93,7 +97,7 @@ retry_max_s = 0.01
         # Running it again into the same directory runs exactly the infrastructure failure again.
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
-        again = sweep(elsewhere, out, "--models", str(tmp_path / "models.toml"), env=env)
+        again = sweep(elsewhere, out, "--models", str(models), env={**env, "XDG_CONFIG_HOME": str(elsewhere)})
         assert again.returncode == 0, again.stderr[-3000:]
         assert "1 run(s) now, 5 already finished, of 6" in again.stdout
         second = json.loads((out / "summary.json").read_text())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -372,3 +373,44 @@ def test_replaying_a_view_ranks_once_however_many_patches_it_holds(textbits, run
     assert stop.model_dump() == s[-1]["proposal"] and len(calls) == 1
     chooser.choose(last)
     assert len(calls) == 1   # and none again for the same evidence
+
+
+GEO_MANIFEST = '''
+name = "geo"
+repo = "geo"
+[goal]
+text = "area is w times h"
+failure_signature = "assert 5 == 6"
+[acceptance]
+target_tests = ["tests/test_geo.py::test_area"]
+writable = ["src/**"]
+protected = ["src/geo/core.py"]
+[budget]
+max_steps = 12
+'''
+
+
+def test_a_candidate_in_a_protected_file_is_passed_over_not_proposed(tmp_path):
+    """The spectrum's best line is in a file the run may not edit (as an in-package test folder is
+    under the default `**`): the chooser moves on to its next candidate instead of proposing a patch
+    the controller must refuse (which ended the run with authorization_required)."""
+    repo = tmp_path / "geo"
+    (repo / "src/geo").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
+    (repo / "src/geo/__init__.py").write_text("")
+    (repo / "src/geo/core.py").write_text("from .frozen import clip\n\n\ndef area(w, h):\n    return clip(w + h)\n\n\n"
+                                          "def perimeter(w, h):\n    return 2 * (w + h)\n")
+    (repo / "src/geo/frozen.py").write_text("def clip(x):\n    if x < 0:\n        return 0\n    return x\n")
+    (repo / "tests/test_geo.py").write_text("from geo.core import area, perimeter\n\n\ndef test_area():\n"
+                                            "    assert area(2, 3) == 6\n\n\ndef test_perimeter():\n"
+                                            "    assert perimeter(2, 3) == 10\n")
+    (tmp_path / "geo.scenario.toml").write_text(GEO_MANIFEST)
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "--runs-dir", str(tmp_path / "runs"), "run",
+                           str(tmp_path / "geo.scenario.toml"), "--chooser", "search", "--sandbox", "local", "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    record = json.loads(proc.stdout)
+    assert record["status"] != "authorization_required", record["detail"]
+    patches = [r["proposal"]["diff"] for r in read_journal(Path(record["run_dir"]) / "journal.jsonl")
+               if r.get("event") == "step" and r["proposal"]["tool"] == "apply_patch"]
+    assert patches and not any("src/geo/core.py" in diff for diff in patches), patches

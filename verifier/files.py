@@ -26,6 +26,22 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
+def atomic_create(path: Path, data: str | bytes) -> None:
+    """Write aside, then link into place only if `path` does not exist yet (FileExistsError): a
+    record written once, whole, and never overwritten, even by a racing writer."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
+    try:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def append_line(fd: int, line: bytes) -> None:
     """Append one line with its newline, fsynced. A short write (a full disk takes part of a line)
     goes on until the whole line is down; when the rest is refused the part is cut back off, so the

@@ -213,7 +213,8 @@ def read_capped(path: str, cap: int) -> tuple[bytes | None, str | None]:
 # printed (and flushed) as one line for the host; then, when a command follows the two arguments,
 # that command in this process's place. Whatever the command prints comes after the line, so code
 # it runs cannot change what was read, and a check's next command costs no exec of its own.
-_READER = inspect.getsource(read_capped) + """
+# The future import: its annotations are not evaluated, so the reader also runs on Python 3.9.
+_READER = "from __future__ import annotations\n" + inspect.getsource(read_capped) + """
 import base64, os, sys
 try:
     data, why = read_capped(sys.argv[1], int(sys.argv[2]))
@@ -224,6 +225,13 @@ print(line, flush=True)
 if len(sys.argv) > 3:
     os.execvp(sys.argv[3], sys.argv[3:])
 """
+
+
+def absolute_mount(mount):
+    """A bind mount's host path made absolute: the engine refuses a relative one (`--out imported`)."""
+    if mount.get("Type") == "bind" and mount.get("Source") and not os.path.isabs(mount["Source"]):
+        mount["Source"] = os.path.abspath(mount["Source"])
+    return mount
 
 
 class HardenedContainer:
@@ -244,7 +252,7 @@ class HardenedContainer:
         try:
             self.container = client.containers.run(
                 image, command=["sleep", "infinity"], detach=True, working_dir=workdir, name=name,
-                mounts=list(mounts), **docker_hardening(self.limits, user, labels or {}, extra_tmpfs, hostname))
+                mounts=[absolute_mount(m) for m in mounts], **docker_hardening(self.limits, user, labels or {}, extra_tmpfs, hostname))
         except BaseException as exc:
             _remove_by_name(client, name)
             if isinstance(exc, (docker.errors.DockerException, OSError)):

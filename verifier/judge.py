@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .junit import TestCase
+from .junit import TestCase, collection_error_for
 
 Kind = Literal["target_test", "full_suite"]
 
@@ -26,6 +26,9 @@ class Baseline(BaseModel):
     pass_to_pass: list[str]
     known_failing: list[str]
     target_failures: dict[str, str]
+    # Files or directories pytest could not collect on the pristine tree (dotted path -> cause): a
+    # target under one counts as failing there; other tests under one are not known before the fix.
+    collection_errors: dict[str, str] = {}
     # Skipped on the pristine tree (for its environment): may stay skipped, or pass, never fail.
     known_skipped: list[str] = []
     # True: the suite condition is the spec's pass-to-pass list (all_tests holds the targets and
@@ -49,38 +52,57 @@ class BaselineError(ValueError):
     """The pristine tree's results contradict the acceptance spec: the scenario is unusable."""
 
 
-def make_baseline(cases: list[TestCase], target_keys: list[str], listed: list[str] | None = None) -> Baseline:
+def make_baseline(cases: list[TestCase], target_keys: list[str], listed: list[str] | None = None,
+                  names: dict[str, str] | None = None) -> Baseline:
     """The baseline from the pristine tree's test cases. `listed`: the pass-to-pass keys when the
-    spec lists them (the run selected targets + these), None for the whole suite.
+    spec lists them (the run selected targets + these), None for the whole suite; `names`: JUnit
+    key -> the node id the user wrote, for the messages.
 
-    A target must fail there (not pass, not skip). A listed pass-to-pass test must pass there, or
-    be skipped (for this environment: it may stay skipped); one that fails or is not collected is
-    a contradiction of the list, said as such, not a test the candidate may leave failing."""
-    by_key = {c.key: c for c in cases}
+    A target must fail there (not pass, not skip); one in a file pytest could not collect fails
+    there too (a fix whose test imports a name the fix adds: SWE-bench counts it failing). A listed
+    pass-to-pass test must pass there, or be skipped (for this environment: it may stay skipped); one
+    that fails or is not collected is a contradiction of the list, said as such with its cause."""
+    names = names or {}
+    errors = {c.collected_path: c.message for c in cases if c.collection}
+    by_key = {c.key: c for c in cases if not c.collection}
+
+    def said(keys: list[str]) -> str:
+        return "; ".join(f"{names.get(k, k)} ({_absent_cause(k, errors)})" for k in keys[:10])
+    for key in target_keys:
+        cause = collection_error_for(key, errors)
+        if key not in by_key and cause is not None:
+            by_key[key] = TestCase(key=key, outcome="error", message=f"collection error: {cause}")
     missing = [t for t in target_keys if t not in by_key]
     if missing:
-        raise BaselineError(f"target tests not collected on the pristine repository: {missing}")
+        raise BaselineError(f"target tests not collected on the pristine repository: {said(missing)}")
     already = [t for t in target_keys if by_key[t].outcome == "passed"]
     if already:
-        raise BaselineError(f"target tests already pass on the pristine repository: {already}")
+        raise BaselineError(f"target tests already pass on the pristine repository: {[names.get(t, t) for t in already]}")
     skipped = [t for t in target_keys if by_key[t].outcome == "skipped"]
     if skipped:
-        raise BaselineError(f"target tests are skipped on the pristine repository (a target must fail there): {skipped}")
+        raise BaselineError("target tests are skipped on the pristine repository (a target must fail there): "
+                            f"{[names.get(t, t) for t in skipped]}")
     if listed is not None:
         absent = [k for k in listed if k not in by_key]
         if absent:
-            raise BaselineError(f"pass-to-pass tests not collected on the pristine repository: {absent[:10]}")
+            raise BaselineError(f"pass-to-pass tests not collected on the pristine repository: {said(absent)}")
         failing = [k for k in listed if k not in target_keys and by_key[k].outcome in ("failed", "error")]
         if failing:
             raise BaselineError("pass-to-pass tests fail on the pristine repository: "
-                                + "; ".join(f"{k} [{by_key[k].message[:200]}]" for k in failing[:5]))
+                                + "; ".join(f"{names.get(k, k)} [{by_key[k].message[:200]}]" for k in failing[:5]))
     keys = sorted(by_key)
     return Baseline(
         all_tests=keys, target_keys=list(target_keys),
         pass_to_pass=sorted(k for k in keys if by_key[k].outcome == "passed"),
         known_failing=sorted(k for k in keys if by_key[k].outcome in ("failed", "error") and k not in target_keys),
         known_skipped=sorted(k for k in keys if by_key[k].outcome == "skipped" and k not in target_keys),
-        target_failures={t: by_key[t].message for t in target_keys}, listed=listed is not None)
+        target_failures={t: by_key[t].message for t in target_keys}, listed=listed is not None,
+        collection_errors=errors)
+
+
+def _absent_cause(key: str, errors: dict[str, str]) -> str:
+    cause = collection_error_for(key, errors)
+    return f"collection error: {cause}" if cause is not None else "no such test was collected"
 
 
 class ProcessFacts(BaseModel):
@@ -114,12 +136,22 @@ def judge(kind: Kind, baseline: Baseline, cases: list[TestCase], junit_problem: 
     doubts = ([junit_problem] if junit_problem else []) + list(integrity)
     by_key: dict[str, TestCase] = {}
     for case in cases:
+        if case.collection:
+            continue
         if case.key in by_key:
             doubts.append(f"test reported twice: {case.key}")
         by_key[case.key] = case
     expected_ids = set(baseline.target_keys) if kind == "target_test" else set(baseline.all_tests)
+    # A test in a file pytest could not collect here is failing for that cause, not missing; a test
+    # in a file the pristine tree could not collect is one nobody knew before, not an unknown one.
+    errors = {c.collected_path: c.message for c in cases if c.collection}
+    for key in sorted(expected_ids - by_key.keys()):
+        cause = collection_error_for(key, errors)
+        if cause is not None:
+            by_key[key] = TestCase(key=key, outcome="error", message=f"collection error: {cause}")
     missing = sorted(expected_ids - by_key.keys())
-    unexpected = sorted(by_key.keys() - expected_ids)
+    unexpected = sorted(k for k in by_key.keys() - expected_ids
+                        if collection_error_for(k, baseline.collection_errors) is None)
     if missing:
         doubts.append(f"{len(missing)} protected test(s) not reported (missing, deselected): {missing[:5]}")
     if unexpected:
@@ -139,6 +171,11 @@ def judge(kind: Kind, baseline: Baseline, cases: list[TestCase], junit_problem: 
     if kind == "full_suite":
         failing.update({k: f"{by_key[k].outcome} (skipped on the pristine tree): {by_key[k].message}"
                         for k in baseline.known_skipped if k in by_key and by_key[k].outcome in ("failed", "error")})
+    # A file that now fails to collect and held no test anyone expected (new, or broken where the
+    # pristine tree collected it) still fails the run, with its cause.
+    failing.update({f"::{path}": f"collection error: {cause}" for path, cause in errors.items()
+                    if path not in baseline.collection_errors
+                    and not any(collection_error_for(k, {path: cause}) for k in expected_ids)})
     if failing:
         failures.append(f"{len(failing)} test(s) not passing: "
                         + "; ".join(f"{k} [{v}]" for k, v in list(failing.items())[:3]))
@@ -152,6 +189,6 @@ def judge(kind: Kind, baseline: Baseline, cases: list[TestCase], junit_problem: 
     targets_passed = all(k in by_key and by_key[k].outcome == "passed" for k in baseline.target_keys)
     problems = doubts + failures
     return Judgement(ok=not problems, targets_ok=targets_passed and not doubts, problems=problems, failing=failing,
-                     missing=missing, unexpected=unexpected, collected=len(cases),
-                     passed=sum(c.outcome == "passed" for c in cases),
+                     missing=missing, unexpected=unexpected, collected=sum(not c.collection for c in cases),
+                     passed=sum(c.outcome == "passed" for c in cases if not c.collection),
                      visible_ok=targets_passed and not failing and not missing)

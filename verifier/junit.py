@@ -1,6 +1,7 @@
 """pytest's JUnit XML, read as untrusted input: defusedxml, a size cap, no symlink followed."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +22,14 @@ class TestCase(BaseModel):
     key: str
     outcome: Outcome
     message: str = ""
+    # pytest could not collect a file or directory: `key` is "::" + its dotted path (pytest's JUnit
+    # name for it), `message` the cause in pytest's own words (collection_cause).
+    collection: bool = False
+
+    @property
+    def collected_path(self) -> str:
+        """The dotted path a collection error covers (e.g. `tests.test_x`)."""
+        return self.key.split("::", 1)[-1]
 
 
 def parse_junit_bytes(data: bytes | None) -> tuple[list[TestCase], str | None]:
@@ -38,15 +47,45 @@ def parse_junit_bytes(data: bytes | None) -> tuple[list[TestCase], str | None]:
         outcome: Outcome = "passed"
         message = ""
         readings: tuple[tuple[str, Outcome], ...] = (("failure", "failed"), ("error", "error"), ("skipped", "skipped"))
+        collection = False
         for tag, meaning in readings:
             child = tc.find(tag)
             if child is not None:
                 outcome = meaning
+                # pytest reports a module it could not import as an error "collection failure"
+                # whose text is the traceback: its cause is the line worth reading.
+                collection = tag == "error" and child.get("message") == "collection failure"
                 first = (child.get("message") or child.text or "").strip().splitlines()[:1]
-                message = first[0][:300] if first else ""
+                message = collection_cause(child.text or "") if collection else (first[0][:300] if first else "")
                 break
-        cases.append(TestCase(key=key, outcome=outcome, message=message))
+        cases.append(TestCase(key=key, outcome=outcome, message=message, collection=collection))
     return cases, None
+
+
+_RAISED = re.compile(r"^E\s+(\w[\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b.*)$")
+_WHERE = re.compile(r"^([^/<\s][^:\s]*\.py):(\d+): in ")
+
+
+def collection_cause(text: str) -> str:
+    """The cause of a collection error in pytest's words: the raised line (`ModuleNotFoundError: No
+    module named 'six'`), where in the project it was raised, and a hint when it is the environment."""
+    lines = text.splitlines()
+    raised = [m.group(1).strip() for m in map(_RAISED.match, lines) if m]
+    e_lines = [line[1:].strip() for line in lines if line.startswith("E ")]
+    cause = (raised or e_lines or [line.strip() for line in lines if line.strip()][-1:] or ["unknown"])[-1][:300]
+    where = [f"{m.group(1)}:{m.group(2)}" for m in map(_WHERE.match, lines) if m]
+    hint = " (add it to the environment)" if cause.startswith(("ModuleNotFoundError", "ImportError: No module")) else ""
+    return cause + (f" at {where[-1]}" if where else "") + hint
+
+
+def collection_error_for(key: str, errors: dict[str, str]) -> str | None:
+    """The cause of the collection error (dotted path -> cause) a test's JUnit key or dotted path is
+    under, or None: `tests.test_x::test_a` and `tests.test_x.TestK::test_b` are under `tests.test_x`."""
+    dotted = key.split("::", 1)[0]
+    for path, cause in errors.items():
+        if dotted == path or dotted.startswith(path + ".") or not path:
+            return cause
+    return None
 
 
 def read_result_file(path: Path, cap: int = MAX_JUNIT_BYTES) -> tuple[bytes | None, str | None]:

@@ -39,7 +39,7 @@ from .generated import (CASE_TIMEOUT_S, REFERENCE_CASE_TIMEOUT_S, GeneratedCase,
                         seed_for)
 from .isolation import CommandResult, HardenedContainer, KeepBudget, Limits, LocalRunner, container_user
 from .judge import Baseline, BaselineError, Kind, ProcessFacts, judge, make_baseline
-from .junit import TestCase
+from .junit import TestCase, collection_cause, collection_error_for
 from .pool import CheckPool, FreshCheck, PoolKey
 from .candidate_tree import apply_diff, restore_protected
 from .scope import ScopeVerdict, check_scope, diff_sha256
@@ -49,7 +49,8 @@ from .trees import copy_tree
 # The modules whose code decides how a check runs: a pooled check or a cached baseline made under
 # other code is not used.
 CHECK_CODE = tuple(Path(__file__).with_name(n) for n in ("probe.py", "checkenv.py", "checkrun.py", "canary.py",
-                                                          "generated.py", "behaviour.py"))
+                                                          "generated.py", "behaviour.py", "runner.py", "junit.py",
+                                                          "judge.py"))
 PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
 IMPORT_ROOTS_LABEL = "org.repair-agent.import-roots"  # set by repair_agent's environment builds
 T = TypeVar("T")
@@ -178,8 +179,9 @@ class Verifier:
                                    if out.suite and out.suite.result else ""))
         targets = [nodeid_to_junit_key(t) for t in self.spec.target_tests]
         listed = [nodeid_to_junit_key(t) for t in self.spec.pass_to_pass] if self.spec.pass_to_pass else None
+        names = {nodeid_to_junit_key(t): t for t in (*self.spec.target_tests, *self.spec.pass_to_pass)}
         try:
-            baseline = make_baseline(out.cases, targets, listed)
+            baseline = make_baseline(out.cases, targets, listed, names)
         except BaselineError as exc:
             raise ScenarioError(str(exc)) from None
         facts = out.facts
@@ -423,12 +425,24 @@ class Verifier:
         if selection and canaries:
             selection += [c.nodeid for c in canaries]
             selection.sort(key=lambda _: secrets.randbelow(1 << 30))
-        per_test = ["-o", f"timeout={self.spec.per_test_timeout_s:g}"] if self.spec.per_test_timeout_s else []
+        per_test_s = self.spec.check_per_test_timeout_s
+        per_test = ["-o", f"timeout={per_test_s:g}"] if per_test_s else []
         runner = self._check_runner(check)
         junit = check.layout.junit if self.backend == "docker" else "{junit}"
         probe_cases = self._probe_cases(baseline)
-        suite = runner.suite(["-q", f"--junitxml={junit}", *per_test, *selection], self.spec.test_timeout_s,
-                             probe_cases)
+        # A file that fails to collect is one failure with its cause, as it is for a person running
+        # the suite; without the flag pytest would run no test at all.
+        def run(chosen: list[str]) -> SuiteRun:
+            return runner.suite(["-q", f"--junitxml={junit}", "--continue-on-collection-errors", *per_test,
+                                 *chosen], self.spec.test_timeout_s, probe_cases)
+        suite = run(selection)
+        if selection and suite.result is not None and suite.result.exit_code == 4:
+            # A named test in a module that cannot be imported: pytest reports the module's error,
+            # then refuses the id and runs nothing. Once more with that module named instead.
+            errors = {c.collected_path: c.message for c in suite.cases if c.collection}
+            again = [n.split("::")[0] if collection_error_for(nodeid_to_junit_key(n), errors) else n for n in selection]
+            if errors and again != selection:
+                suite = run(list(dict.fromkeys(again)))
         out.suite = suite
         root = check.layout.root if self.backend == "docker" else str(tree)
         out.facts = ProcessFacts(exit_code=suite.result.exit_code if suite.result else None,
@@ -436,6 +450,12 @@ class Verifier:
                                  leftover_processes=suite.leftover, result_problem=suite.read_problem)
         if suite.junit_problem and not suite.read_problem:
             out.problem = suite.junit_problem
+            if suite.result is not None and not out.facts.timed_out:  # pytest crashed: its own words first
+                said = suite.result.stdout.text + "\n" + suite.result.stderr.text
+                out.problem += f" (pytest exited {suite.result.exit_code}: {collection_cause(said)})"
+            if out.facts.timed_out:  # pytest writes its report at the end: a cut suite leaves none
+                out.problem = (f"the suite ran past its {self.spec.test_timeout_s:g} s limit and was stopped before "
+                               f"pytest wrote its report (each test's own limit: {per_test_s:g} s)")
         out.cases, out.canary_problems = canary.judge(canaries, suite.cases)
         out.canaries, out.placed = len(canaries), canaries
         keys = {c.key for c in canaries}

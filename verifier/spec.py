@@ -57,6 +57,8 @@ def glob_match(path: str, patterns) -> str | None:
             return pattern
     return None
 
+PER_TEST_FLOOR_S = 5.0
+
 
 class AcceptanceSpec(BaseModel):
     """The protected goal's technical half. Frozen: nothing inside the loop can change it."""
@@ -76,6 +78,15 @@ class AcceptanceSpec(BaseModel):
     per_test_timeout_s: float = 60.0
     max_diff_bytes: int = 200_000
     max_changed_lines: int = 2_000
+
+    @property
+    def check_per_test_timeout_s(self) -> float:
+        """The per-test limit a check passes to pytest-timeout: the spec's, but at most a quarter of
+        the suite's limit (never under 5 s unless the suite's is under 10 s), so a test that hangs
+        fails alone with its id instead of the suite limit cutting pytest before it reports anything."""
+        if not self.per_test_timeout_s:
+            return 0.0
+        return min(self.per_test_timeout_s, max(min(PER_TEST_FLOOR_S, self.test_timeout_s / 2), self.test_timeout_s / 4))
 
     @property
     def suite_selection(self) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ import inspect
 
 from .base import Chooser, ChooserError, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
 from .baseline import BaselineChooser
-from .models_file import MODEL_PREFIX, named_model
+from .models_file import MODEL_PREFIX, named_model, untrusted_roots
 
 
 def __getattr__(name: str):
@@ -21,7 +21,8 @@ def __getattr__(name: str):
 def load_chooser(spec: str, scenario=None, *, seed: int = 0, models_file=None, **model_options) -> Chooser:
     """`baseline` (the scenario's recipe), `search` (repairs without a recipe; `seed` orders its
     candidates), `model` (ad hoc: `model_options` or the environment), `model:NAME` (a model of
-    the models file: `models_file`, else ./models.toml), or a plug-in `package.module:attr` naming
+    the models file: `models_file`, else the user's config directory's, else ./models.toml
+    outside the repository under repair and the scenario trees), or a plug-in `package.module:attr` naming
     a chooser factory or class. A plug-in factory or class that takes a `seed` parameter gets it too."""
     if spec == "baseline":
         return BaselineChooser(scenario.baseline if scenario is not None else None)
@@ -42,7 +43,7 @@ def load_chooser(spec: str, scenario=None, *, seed: int = 0, models_file=None, *
             raise ValueError(f"--model and --model-base-url are for --chooser model; {spec} takes its settings "
                              "from the models file")
         name = spec[len(MODEL_PREFIX):]
-        settings, path = named_model(name, models_file)
+        settings, path = named_model(name, models_file, untrusted=untrusted_roots(scenario))
         chooser = ModelChooser(settings=settings, name=name, **options)
         chooser.models_file = str(path)
         return chooser

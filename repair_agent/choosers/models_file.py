@@ -1,5 +1,8 @@
-"""Named models: a TOML file (`models.toml` in the working directory, or `--models FILE`) that
-`--chooser model:NAME` refers to.
+"""Named models: a TOML file that `--chooser model:NAME` refers to: `--models FILE`, else the
+user's own `$XDG_CONFIG_HOME/repair-agent/models.toml` (~/.config/...), else ./models.toml when the
+working directory is not inside the repository under repair nor any scenario tree (a repository
+may ship a models.toml of its own: it must not say where requests go). Only the user's own file
+(--models or the config directory) may name a key variable.
 
     [models.gpt-4o-mini]
     model = "gpt-4o-mini"
@@ -17,7 +20,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -62,15 +65,81 @@ class _File(BaseModel):
     models: dict[str, ModelSettings] = {}
 
 
-def find_models_file(explicit: str | os.PathLike | None = None) -> Path | None:
-    """`--models FILE` (which must exist), else ./models.toml when there is one."""
+class ModelsFile(BaseModel):
+    """Where the models came from: only the user's own file ("explicit", "config") may name a key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: Path
+    origin: Literal["explicit", "config", "cwd"]
+
+    @property
+    def own(self) -> bool:
+        return self.origin != "cwd"
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def config_models_file() -> Path:
+    """The user's own models file: $XDG_CONFIG_HOME/repair-agent/models.toml (~/.config when unset)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "repair-agent" / MODELS_FILE
+
+
+def _inside(path: Path, roots: Iterable[Path]) -> Path | None:
+    for root in roots:
+        try:
+            if path.is_relative_to(Path(root).resolve()):
+                return Path(root)
+        except OSError:
+            continue
+    return None
+
+
+def find_models_file(explicit: str | os.PathLike | ModelsFile | None = None, *,
+                     untrusted: Iterable[Path] = ()) -> ModelsFile | None:
+    """`--models FILE` (which must exist), else the user's config directory's file, else
+    ./models.toml unless the working directory is inside one of `untrusted` (the repository under
+    repair, the scenario trees): then it is refused, never read."""
+    if isinstance(explicit, ModelsFile):
+        if not explicit.path.is_file():
+            raise ValueError(f"the models file {explicit.path} is gone; pass --models FILE")
+        return explicit
     if explicit:
         path = Path(explicit)
         if not path.is_file():
             raise ValueError(f"--models {explicit}: no such file")
-        return path.resolve()
-    default = Path.cwd() / MODELS_FILE
-    return default.resolve() if default.is_file() else None
+        return ModelsFile(path=path.resolve(), origin="explicit")
+    config = config_models_file()
+    if config.is_file():
+        return ModelsFile(path=config.resolve(), origin="config")
+    cwd = Path.cwd().resolve()
+    default = cwd / MODELS_FILE
+    if not default.is_file():
+        return None
+    root = _inside(cwd, untrusted)
+    if root is not None:
+        raise ValueError(f"./{MODELS_FILE} is not read: the working directory {cwd} is inside the repository under "
+                         f"repair or a scenario tree ({root}), whose files must not say where model requests go; "
+                         f"put your models in {config} or pass --models FILE")
+    return ModelsFile(path=default, origin="cwd")
+
+
+def untrusted_roots(scenario) -> list[Path]:
+    """Trees whose files are not the user's configuration: the scenario's repository and manifest
+    directory, a `run --repo` run's repository, and every scenario directory."""
+    from ..scenario_files import scenario_dirs
+
+    roots = list(scenario_dirs())
+    if scenario is not None:
+        roots += [Path(scenario.repo), Path(scenario.manifest_path).parent]
+        from ..local_repo import origin_of
+
+        origin = origin_of(scenario.manifest_path)
+        if origin is not None:
+            roots.append(Path(origin.path))
+    return roots
 
 
 def load_models_file(path: str | os.PathLike) -> dict[str, ModelSettings]:
@@ -93,17 +162,25 @@ def load_models_file(path: str | os.PathLike) -> dict[str, ModelSettings]:
     return models
 
 
-def named_model(name: str, models_file: str | os.PathLike | None = None) -> tuple[ModelSettings, Path]:
+def named_model(name: str, models_file: str | os.PathLike | ModelsFile | None = None, *,
+                untrusted: Iterable[Path] = ()) -> tuple[ModelSettings, Path]:
     """The settings of `model:NAME`, and the file they came from."""
-    path = find_models_file(models_file)
-    if path is None:
-        raise ValueError(f"--chooser {MODEL_PREFIX}{name} needs a models file: ./{MODELS_FILE} or --models FILE "
-                         "(see docs/models.md)")
-    models = load_models_file(path)
+    found = find_models_file(models_file, untrusted=untrusted)
+    if found is None:
+        raise ValueError(f"--chooser {MODEL_PREFIX}{name} needs a models file: --models FILE, {config_models_file()} "
+                         f"or ./{MODELS_FILE} (see docs/models.md)")
+    models = load_models_file(found.path)
     if name not in models:
         known = ", ".join(sorted(models)) or "none"
-        raise ValueError(f"{path}: no model named {name!r} (defined: {known})")
-    return models[name], path
+        raise ValueError(f"{found.path}: no model named {name!r} (defined: {known})")
+    settings = models[name]
+    if settings.api_key_env and not found.own:
+        # A file that merely sits in the working directory could be anyone's: it would choose which
+        # of the user's secrets is sent, and where.
+        raise ValueError(f"{found.path}: model {name!r} names api_key_env {settings.api_key_env}, but a models file "
+                         f"found in the working directory (or read back from a run's journal) may not name a key "
+                         f"variable; define the model in your own models file: --models FILE or {config_models_file()}")
+    return settings, found.path
 
 
 def api_key_from_env(settings: ModelSettings, name: str | None) -> str | None:

@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_repo_arguments(r)
     r.add_argument("--chooser", default="baseline", help="baseline | search | model | model:NAME (a model of the "
                    "models file) | package.module:attr")
-    r.add_argument("--models", metavar="FILE", help="models file for --chooser model:NAME (default: ./models.toml)")
+    r.add_argument("--models", metavar="FILE", help="models file for --chooser model:NAME (default: "
+                   "~/.config/repair-agent/models.toml, else ./models.toml outside the repository under repair; docs/models.md)")
     r.add_argument("--seed", type=int, default=0, help="seed for choosers that take one (search: the order in "
                    "which equally scored candidates are tried); default 0")
     r.add_argument("--sandbox", choices=["docker", "local"], default="docker",
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--chooser", help="baseline | search | model | model:NAME | package.module:attr (default: the "
                     "run's own)")
     rs.add_argument("--models", metavar="FILE", help="models file for model:NAME (default: the one the run used, "
-                    "else ./models.toml)")
+                    "else as for run)")
     rs.add_argument("--max-steps", type=int, help="further steps this resume grants (default: the steps left; "
                     "required after step_budget)")
     rs.add_argument("--deadline-s", type=float, help="seconds the resumed loop may take, from the resume "
@@ -123,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--scenarios", nargs="+", metavar="NAME|GLOB|tag:T|kind:K",
                     help="which scenarios (default: all, broken manifests included as reported entries)")
     sw.add_argument("--chooser", action="extend", nargs="+", metavar="C", help="one or more (or repeat the flag): baseline | search | model | model:NAME | package.module:attr; default: baseline")
-    sw.add_argument("--models", metavar="FILE", help="models file for model:NAME choosers (default: ./models.toml)")
+    sw.add_argument("--models", metavar="FILE", help="models file for model:NAME choosers (default: "
+                    "~/.config/repair-agent/models.toml, else ./models.toml outside the repository under repair; docs/models.md)")
     sw.add_argument("--budgets", default="2,4,6,8,12", help="max_steps values (default: 2,4,6,8,12)")
     sw.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per cell (default: 3); the band needs >= 2")
     sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU count)")

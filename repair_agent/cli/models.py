@@ -12,7 +12,7 @@ def register(sub, common) -> None:
     ck = actions.add_parser("check", parents=[common], help="one request per model, as a run's step makes it, "
                             "asking for a known tool call: reachable, calls tools (natively or as text), reports usage")
     ck.add_argument("names", nargs="*", metavar="NAME", help="models to check (default: all in the file)")
-    ck.add_argument("--models", metavar="FILE", help="the models file (default: ./models.toml)")
+    ck.add_argument("--models", metavar="FILE", help="the models file (default: your config directory's, else ./models.toml)")
     ck.add_argument("--timeout", type=float, default=120.0, help="seconds per model, retries included")
     ck.add_argument("--json", action="store_true", help="one JSON object per model, in a list")
     ck.set_defaults(func=cmd_models_check)
@@ -21,11 +21,13 @@ def register(sub, common) -> None:
 def cmd_models_check(args) -> int:
     """Exit 0 when every model checked can drive a run, 1 when one cannot."""
     from ..choosers.model import ModelCheck, ModelChooser
-    from ..choosers.models_file import find_models_file, load_models_file
+    from ..choosers.models_file import config_models_file, find_models_file, load_models_file, named_model
 
-    path = find_models_file(args.models)
-    if path is None:
-        raise ValueError("models check needs a models file: ./models.toml or --models FILE (see docs/models.md)")
+    found = find_models_file(args.models)
+    if found is None:
+        raise ValueError(f"models check needs a models file: --models FILE, {config_models_file()} or ./models.toml "
+                         "(see docs/models.md)")
+    path = found.path
     models = load_models_file(path)
     unknown = [n for n in args.names if n not in models]
     if unknown:
@@ -34,6 +36,7 @@ def cmd_models_check(args) -> int:
     results = []
     for name in args.names or models:
         try:
+            named_model(name, found)  # the same rules as a run: only the user's own file may name a key
             chooser = ModelChooser(settings=models[name], name=name)
         except ValueError as exc:  # e.g. api_key_env names a variable that is not set
             settings = models[name]

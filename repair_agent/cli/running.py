@@ -36,6 +36,12 @@ def cmd_run(args) -> int:
 
         gc.disable()
     on_step, log = _progress(args.json)
+    from ..state import BudgetLimits, budget_with
+
+    # The options alone, before anything is made: a bad one leaves no run directory behind (the
+    # scenario's own budget is checked with them once it is read).
+    budget_with(BudgetLimits.model_validate({"max_steps": 1000}), max_steps=args.max_steps, deadline_s=args.deadline,
+                max_tokens=args.max_tokens)
     early = None
     if args.sandbox == "docker" and args.scenario and not args.repo:
         early = _begin_sandbox(args, log)
@@ -57,7 +63,13 @@ def cmd_run(args) -> int:
                 early.discard(unused_dir=True)
                 early = None
         except ManifestError as exc:
-            err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}")
+            from ..scenario_files import first_manifest
+
+            # A manifest that does not load leaves a record of itself; a name that is no scenario
+            # has nothing to keep.
+            found = args.scenario and (Path(args.scenario).is_file()
+                                       or first_manifest(args.scenario, [Path(d) for d in args.scenarios_dir]))
+            err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}" if found else str(exc))
             return USAGE_ERROR
         from ..choosers import load_chooser
         from ..run import execute_run
@@ -183,10 +195,15 @@ def add_repo_arguments(run_parser) -> None:
     g.add_argument("--repo", metavar="PATH", help="a git repository: its HEAD plus uncommitted changes are repaired "
                    "in the sandbox; nothing in PATH is modified (release --confirm makes a branch or a patch file)")
     g.add_argument("--test", action="append", metavar="NODEID", help="a failing pytest node id to make pass "
-                   "(repeatable), e.g. tests/test_x.py::test_y")
+                   "(repeatable, or @FILE: one id a line), e.g. tests/test_x.py::test_y")
+    g.add_argument("--pass-to-pass", action="extend", nargs="+", metavar="NODEID", help="tests that must keep "
+                   "passing, as node ids or @FILE (one id a line); only they and the targets run (default: the "
+                   "whole suite must keep passing)")
     g.add_argument("--writable", action="append", metavar="GLOB", help="what the repair may edit (repeatable; "
                    "default **: everything but tests and test configuration)")
     g.add_argument("--goal", metavar="TEXT", help="the goal the chooser is given (default: make the tests pass)")
-    g.add_argument("--environment", choices=["auto", "none"], default="auto", help="auto (default): install "
-                   "requirements.txt and the project itself (pip install -e .) into an environment image built once "
-                   "with the network; none: the plain sandbox image")
+    g.add_argument("--environment", metavar="auto|none|FILE", default="auto", help="auto (default): what the "
+                   "repository declares (dependencies, test extras, requirements files, the tests' imports and "
+                   "plugins) pinned, and the project itself installed editable, in an environment image built once "
+                   "with the network; FILE: a TOML file with the fields of [environment]; none: the plain sandbox "
+                   "image")

@@ -39,8 +39,12 @@ def cmd_runs(args) -> int:
 
 
 def _killed_runs(runs_dir: Path) -> list[dict]:
-    """Runs whose process died before writing run.json: `repair-agent resume` continues them."""
-    from ..resume import ResumeRefused, load_checkpoint
+    """Runs without run.json: still running (a process that wrote their journal is alive, as resume
+    checks it), or killed before they could write it (`repair-agent resume` continues those)."""
+    import os
+
+    from ..resume import KILLED, ResumeRefused, load_checkpoint
+    from ..session import pid_alive
 
     rows = []
     for journal in sorted(runs_dir.glob("*/journal.jsonl")):
@@ -51,7 +55,9 @@ def _killed_runs(runs_dir: Path) -> list[dict]:
         except (ResumeRefused, ValueError):
             continue  # a refused manifest's record, or a torn tail: resume sets it aside and says so
         b = cp.state.budget
-        rows.append({"run_id": journal.parent.name, "scenario": cp.state.goal.scenario, "status": cp.status,
+        live = cp.status == KILLED and any(pid != os.getpid() and pid_alive(pid) for pid in cp.owner_pids)
+        rows.append({"run_id": journal.parent.name, "scenario": cp.state.goal.scenario,
+                     "status": "running" if live else cp.status,
                      "steps": f"{b.steps_used}/{b.max_steps}", "u": cp.state.u,
                      "chooser": cp.setup.chooser_spec or cp.setup.chooser, "release": "-",
                      "run_dir": str(journal.parent.resolve())})
@@ -136,12 +142,26 @@ def cmd_show(args) -> int:
         print(terminal_json(json.loads((run_dir / "report.json").read_text())))
     else:
         say((run_dir / "report.md").read_text())
+        _warn_unsealed(run_dir)
         decision = run_dir / "release.json"
         if decision.exists():
             d = json.loads(decision.read_text())
             say(f"## Decision\n\n{d['decision']} by {d['who']} at {d['when']}"
                 + (f": {d.get('reason')}" if d.get("reason") else f" — branch {d.get('branch')} commit {d.get('commit')}"))
     return 0
+
+
+def _warn_unsealed(run_dir: Path) -> None:
+    """A run waiting for a person whose seal does not hold: said before anyone reviews it."""
+    from ..seal import seal_warning
+
+    try:
+        waiting = json.loads((run_dir / "run.json").read_text()).get("status") == "awaiting_release_confirmation"
+    except (OSError, ValueError):
+        return
+    warning = seal_warning(run_dir) if waiting else None
+    if warning:
+        err(f"WARNING: {warning}")
 
 
 def _show_html(run_dir: Path, open_it: bool) -> int:

@@ -11,7 +11,7 @@ from .common import USAGE_ERROR, err, say
 
 def cmd_sweep(args) -> int:
     from ..choosers import load_chooser
-    from ..choosers.models_file import MODEL_PREFIX, find_models_file
+    from ..choosers.models_file import MODEL_PREFIX, find_models_file, untrusted_roots
     from ..sweep import plan_jobs, render_markdown, select_scenarios, sweep
     from ..sweep.statistics import NO_BAND_NOTE
 
@@ -34,7 +34,9 @@ def cmd_sweep(args) -> int:
         return USAGE_ERROR
     for name, error in selection.broken.items():
         err(f"scenario {name} is unusable and will be reported, not run: {error}")
-    models_file = find_models_file(args.models) if any(c.startswith(MODEL_PREFIX) for c in choosers) else None
+    models_file = (find_models_file(args.models, untrusted=[*untrusted_roots(None),
+                                                            *(Path(d) for d in args.scenarios_dir)])
+                   if any(c.startswith(MODEL_PREFIX) for c in choosers) else None)
     if selection.scenarios:  # an unknown chooser or model is a usage error before anything runs
         for spec in choosers:
             load_chooser(spec, selection.scenarios[0], seed=0, models_file=models_file)

@@ -3,8 +3,8 @@
 The commit's changes are split by path: test files (tests/, test/, test_*.py, *_test.py,
 conftest.py) and the rest. The buggy tree is the commit's first parent plus the commit's test
 changes; the reference fix is the rest. The targets are found by running the test files the commit
-changed on the buggy tree and on the buggy tree with the fix (in a container of the sandbox image,
-or locally with --sandbox local): every test that fails before and passes after. The scenario then
+changed on the buggy tree and on the buggy tree with the fix (in a container of the scenario's
+environment image, the one its runs and checks use, or locally with --sandbox local): every test that fails before and passes after. The scenario then
 goes through the corpus check like any import. The suite condition is the whole suite, or with
 suite="changed" a pass-to-pass list of the changed modules' tests that pass before and after.
 """
@@ -19,12 +19,14 @@ import git
 from unidiff import PatchSet
 
 from verifier.isolation import HardenedContainer, Limits, LocalRunner, container_user
-from verifier.junit import MAX_JUNIT_BYTES, parse_junit_bytes, read_result_file
+from verifier.junit import MAX_JUNIT_BYTES, collection_error_for, parse_junit_bytes, read_result_file
 from verifier.spec import glob_match, nodeid_to_junit_key
 from verifier.trees import copy_tree
 
-from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
-                     resolve_commit, scenario_name, validate, write_scenario)
+from ..hostgit import run_git
+from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_sections, export_tree,
+                     fresh_data_dir, repo_path, resolve_commit, scenario_environment, scenario_name, validate,
+                     write_scenario)
 
 Suite = Literal["whole", "changed"]
 TEST_GLOBS = ("tests/**", "test/**", "**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
@@ -38,7 +40,12 @@ def is_test_file(path: str) -> bool:
 
 def split_commit(repo: git.Repo, parent: str, commit: str) -> tuple[str, str, list[str]]:
     """(the test changes, the other changes, the test files changed) as unified diffs."""
-    text = repo.git.diff(parent, commit, "--no-renames", "--no-color", "--no-ext-diff")
+    # hostgit, and no textconv: the repository's diff drivers run nothing, and the diff is of the bytes.
+    proc = run_git(["diff", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", parent, commit],
+                   repo_path(repo), timeout=600)
+    if proc.returncode:
+        raise InstanceError(f"git diff {parent[:12]} {commit[:12]} failed: {proc.stderr.decode(errors='replace')[-500:]}")
+    text = proc.stdout.decode("utf-8", errors="surrogateescape")
     tests, rest, test_paths = [], [], []
     for f in PatchSet(text if text.endswith("\n") else text + "\n"):
         if is_test_file(f.path):
@@ -49,14 +56,16 @@ def split_commit(repo: git.Repo, parent: str, commit: str) -> tuple[str, str, li
     return "".join(tests), "".join(rest), test_paths
 
 
-def run_tests(tree: Path, files: list[str], check: dict) -> dict[str, str]:
-    """node id -> outcome (passed, failed, error, skipped) of the given test files, run with pytest
-    in a fresh container of the sandbox image (tree mounted read-only) or locally."""
+def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """(node id -> outcome (passed, failed, error, skipped), the files pytest could not collect: dotted
+    path -> cause) of the given test files, run with pytest in a fresh container of the sandbox image
+    (tree mounted read-only) or locally."""
     docker = check.get("backend") == "docker"
     root = "/workspace" if docker else str(tree)
     with tempfile.TemporaryDirectory(prefix="repair-agent-import-run-") as tmp:
         junit = f"{OUT_DIR}/junit.xml" if docker else str(Path(tmp) / "junit.xml")
-        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
+        # Plugins load as installed, as in the verifier's checks (the environment's pytest-mock gives `mocker`).
+        env = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
         base = ["python3" if docker else _python(), "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={root}"]
         if docker:
             from docker.types import Mount
@@ -71,7 +80,8 @@ def run_tests(tree: Path, files: list[str], check: dict) -> dict[str, str]:
             listing = runner.exec([*base, "--collect-only", "-q", *files], timeout_s=RUN_TIMEOUT_S, env=env,
                                   output_dir=Path(tmp), output_cap=4 * 1024 * 1024)
             nodeids = [line.strip() for line in listing.stdout.text.splitlines() if "::" in line]
-            result = runner.exec([*base, "-q", "-o", "junit_family=xunit2", f"--junitxml={junit}", *files],
+            result = runner.exec([*base, "-q", "-o", "junit_family=xunit2", f"--junitxml={junit}",
+                                  "--continue-on-collection-errors", *files],
                                  timeout_s=RUN_TIMEOUT_S, env=env, output_dir=Path(tmp))
             if result.timed_out:
                 raise InstanceError(f"the commit's tests did not finish within {RUN_TIMEOUT_S:.0f}s")
@@ -84,7 +94,8 @@ def run_tests(tree: Path, files: list[str], check: dict) -> dict[str, str]:
         raise InstanceError(f"the commit's tests could not be run: {parse_problem or problem}; "
                             f"{result.stderr.text[-500:] or result.stdout.text[-500:]}")
     by_key = {nodeid_to_junit_key(n): n for n in nodeids}
-    return {by_key[c.key]: c.outcome for c in cases if c.key in by_key}
+    return ({by_key[c.key]: c.outcome for c in cases if c.key in by_key and not c.collection},
+            {c.collected_path: c.message for c in cases if c.collection})
 
 
 def _python() -> str:
@@ -93,15 +104,16 @@ def _python() -> str:
 
 def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, name: str | None = None,
                   writable: tuple[str, ...] = ("**",), max_steps: int = 12, suite: Suite = "whole",
-                  log: Callable[[str], None] = lambda m: None) -> ImportResult:
+                  environment: str = "declared", log: Callable[[str], None] = lambda m: None) -> ImportResult:
     """One scenario from one fix commit, checked; an unusable commit is a skipped result saying why.
     `suite`: "whole" (the whole-suite rule) or "changed" (a pass-to-pass list: the tests of the
-    changed test modules that pass both before and after the fix)."""
+    changed test modules that pass both before and after the fix). `environment`: see
+    sandbox.environment.environment_option ("declared", "auto", "none" or a TOML file)."""
     out.mkdir(parents=True, exist_ok=True)
     result = ImportResult(instance_id=f"{Path(repo_path).name}@{fix_commit}", status="skipped")
     try:
         manifest = _write(Path(repo_path), fix_commit, out, check, result, name=name, writable=writable,
-                          max_steps=max_steps, suite=suite, log=log)
+                          max_steps=max_steps, suite=suite, environment=environment, log=log)
     except InstanceError as exc:
         result.reason = str(exc)
         return result
@@ -113,7 +125,8 @@ def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, n
 
 
 def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: ImportResult, *, name: str | None,
-           writable: tuple[str, ...], max_steps: int, suite: Suite, log: Callable[[str], None]) -> Path:
+           writable: tuple[str, ...], max_steps: int, suite: Suite, environment: str,
+           log: Callable[[str], None]) -> Path:
     try:
         repo = git.Repo(repo_path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
@@ -136,18 +149,27 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
                 and (glob_match(p, ("**/test_*.py", "**/*_test.py")) is not None)]
     if not runnable:
         raise InstanceError(f"{commit.hexsha[:12]} changes no test module that pytest would run: {test_paths}")
+    section, check = scenario_environment(environment, tree, name, check, log)
     log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
     with tempfile.TemporaryDirectory(prefix="repair-agent-fixed-") as tmp:
         fixed = Path(tmp) / "tree"
         copy_tree(tree, fixed)
         apply_patch_text(fixed, fix, "commit's non-test changes")
-        before, after = run_tests(tree, runnable, check), run_tests(fixed, runnable, check)
+        before, unimported = run_tests(tree, runnable, check)
+        after, unimported_after = run_tests(fixed, runnable, check)
+    # A test whose module cannot be imported before the fix (it imports a name the fix adds) fails
+    # there: SWE-bench counts it failing, and so does the verifier.
+    before.update({n: "error" for n in after if n not in before
+                   and collection_error_for(nodeid_to_junit_key(n), unimported) is not None})
     targets = sorted(n for n, outcome in before.items() if outcome in ("failed", "error") and after.get(n) == "passed")
     result.target_tests = targets
     if not targets:
+        errors = "; ".join(f"collection error in {path}: {cause}" for path, cause in
+                           {**unimported, **unimported_after}.items())
         raise InstanceError(f"no test of {runnable} fails at the parent with the commit's test changes and passes "
                             f"at the commit ({sum(o == 'passed' for o in before.values())}/{len(before)} pass before, "
-                            f"{sum(o == 'passed' for o in after.values())}/{len(after)} after)")
+                            f"{sum(o == 'passed' for o in after.values())}/{len(after)} after)"
+                            + (f"; {errors}" if errors else ""))
     listed = sorted(n for n, outcome in before.items() if outcome == "passed" and after.get(n) == "passed")
     result.pass_to_pass = len(listed) if suite == "changed" else 0
     subject = commit.message.strip().splitlines()[0] if commit.message.strip() else commit.hexsha[:12]
@@ -157,6 +179,7 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         "acceptance": {"target_tests": targets, "pass_to_pass": listed if suite == "changed" else None,
                        "writable": list(writable), "protected": test_paths},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
+        **environment_sections(section),
     }
     top = {"description": f"{Path(repo.working_dir).name}: {subject}"[:200], "kind": "fix-commit",
            "tags": ["fix-commit", f"repo:{Path(repo.working_dir).name}"]}

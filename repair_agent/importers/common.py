@@ -28,6 +28,8 @@ from unidiff.errors import UnidiffParseError
 from verifier.trees import TreeRefused, extract_tar
 
 from ..corpus import CorpusCheck, check_corpus
+from ..hostgit import run_git
+from ..sandbox.environment import EnvironmentSection
 from ..scenario import SUFFIX, ManifestError, Scenario, apply_patch_to_tree, load_manifest
 
 
@@ -58,12 +60,18 @@ def scenario_name(instance_id: str) -> str:
     return name
 
 
+def repo_path(repo: git.Repo) -> Path:
+    return Path(repo.working_tree_dir or repo.git_dir)
+
+
 def export_tree(repo: git.Repo, rev: str, dest: Path) -> str:
-    """The files of `rev` into `dest` (git archive: no .git, no history); returns the full sha."""
+    """The files of `rev` into `dest` (git archive: no .git, no history); returns the full sha.
+    Through hostgit: the repository's filter drivers (archive smudges) run nothing."""
     sha = resolve_commit(repo, rev)
-    data = io.BytesIO()
-    repo.archive(data, sha, format="tar")
-    data.seek(0)
+    proc = run_git(["archive", "--format=tar", sha], repo_path(repo), timeout=600)
+    if proc.returncode:
+        raise InstanceError(f"git archive {sha[:12]} failed: {proc.stderr.decode(errors='replace')[-500:]}")
+    data = io.BytesIO(proc.stdout)
     dest.mkdir(parents=True, exist_ok=True)
     try:
         extract_tar(None, dest, fileobj=data)  # no escaping member, no link out, no special file, bounded
@@ -74,10 +82,10 @@ def export_tree(repo: git.Repo, rev: str, dest: Path) -> str:
 
 def resolve_commit(repo: git.Repo, rev: str) -> str:
     """The full sha of a commit that is really in the repository (its object present)."""
-    try:
-        return repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")
-    except git.GitCommandError:
-        raise InstanceError(f"no commit {rev!r} in {repo.working_dir}") from None
+    proc = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], repo_path(repo))
+    if proc.returncode:
+        raise InstanceError(f"no commit {rev!r} in {repo.working_dir}")
+    return proc.stdout.decode().strip()
 
 
 def apply_patch_text(tree: Path, text: str, what: str) -> None:
@@ -118,6 +126,8 @@ def toml_value(value) -> str:
         return json.dumps(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"no TOML for {type(value).__name__}")
 
 
@@ -207,6 +217,10 @@ def validate(out: Path, written: list[Written], *, backend: Literal["docker", "l
 def _why(c: CorpusCheck) -> str:
     """The corpus check's verdict in the words an importer's user needs."""
     text = "; ".join(c.problems)
+    cause = re.search(r"collection error: ([^;\]]+)", text)
+    if cause:  # pytest's own words for why a file could not be imported (a missing dependency, ...)
+        said = cause.group(1).strip()
+        return "collection error: " + (said[:-1] if said.count(")") > said.count("(") else said)
     if "already pass" in text:
         return "a FAIL_TO_PASS test already passes on the buggy tree"
     if c.buggy_tree_ok is False:
@@ -238,6 +252,26 @@ def render_summary(results: list[ImportResult]) -> str:
         if r.status == "skipped" and r.problems:
             rows += [f"\n{r.instance_id}:"] + [f"  - {p[:400]}" for p in r.problems]
     return "\n".join(rows)
+
+
+def scenario_environment(option: str, tree: Path, name: str, check: dict,
+                         log: Callable[[str], None]) -> tuple[EnvironmentSection | None, dict]:
+    """The `--environment` of an imported tree, and the backend arguments its tests run with: in
+    Docker, its environment image (built now, the one the corpus check and its runs then reuse)."""
+    from ..sandbox.environment import EnvironmentBuildError, ensure_environment_image, environment_option
+
+    try:
+        section = environment_option(option, tree, client=check.get("client"), log=log)
+        if section is None or check.get("backend") != "docker":
+            return section, check
+        return section, {**check, "image": ensure_environment_image(check["client"], section, tree, name, log=log)}
+    except EnvironmentBuildError as exc:
+        raise InstanceError(f"environment: {exc}") from None
+
+
+def environment_sections(section: EnvironmentSection | None) -> dict[str, dict]:
+    """The manifest's `[environment]` table for a section (nothing for none)."""
+    return {"environment": section.model_dump(mode="json", exclude_defaults=True)} if section else {}
 
 
 def verifier_backend(sandbox: str, log: Callable[[str], None]) -> dict:

@@ -11,22 +11,26 @@ pass it are written where `--scenarios-dir OUT` finds them.
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 import git
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
-                     patch_paths, scenario_name, validate, write_scenario)
+from ..sandbox.environment import EnvironmentSection
+from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_sections, export_tree,
+                     fresh_data_dir, patch_paths, scenario_environment, scenario_name, validate, write_scenario)
 
 # The fields a scenario is made of; every other field is kept in source.json and named as ignored.
 USED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS",
         "problem_statement")
-# Known SWE-bench fields with no counterpart here: the environment of an imported scenario is the
-# sandbox image (or a manifest's [environment] section), not a prebuilt per-instance image.
-KNOWN_IGNORED = ("environment_setup_commit", "version", "image_name", "docker_image", "instance_image",
-                 "hints_text", "created_at")
+# Used for the environment (unless --environment none): instances of one repo and version share one,
+# detected on environment_setup_commit's tree (or the first instance's).
+ENVIRONMENT_FIELDS = ("environment_setup_commit", "version")
+# Known SWE-bench fields with no counterpart here: the environment of an imported scenario is its
+# [environment] section, not a prebuilt per-instance image.
+KNOWN_IGNORED = ("image_name", "docker_image", "instance_image", "hints_text", "created_at")
 
 
 class SwebenchInstance(BaseModel):
@@ -82,8 +86,32 @@ def find_clone(repos_dir: Path, repo: str) -> Path:
     raise InstanceError(f"no local clone of {repo} (looked for {', '.join(str(c) for c in candidates)})")
 
 
+def instance_environment(inst: SwebenchInstance, repo: git.Repo, tree: Path, name: str, *, option: str,
+                         shared: dict[tuple[str, str], EnvironmentSection | None], check: dict,
+                         log: Callable[[str], None]) -> EnvironmentSection | None:
+    """The instance's environment: one per (repo, version), detected on environment_setup_commit's
+    tree when the clone has it, else on this instance's tree; without a version, its own."""
+    key = (inst.repo, inst.version) if inst.version else None
+    if key in shared:
+        return shared[key]
+    with tempfile.TemporaryDirectory(prefix="repair-agent-envsetup-") as tmp:
+        where = tree
+        if key and inst.environment_setup_commit:
+            try:
+                export_tree(repo, inst.environment_setup_commit, Path(tmp) / "tree")
+                where = Path(tmp) / "tree"
+            except InstanceError as exc:
+                log(f"{inst.instance_id}: environment_setup_commit not used ({exc}); detecting on its own tree")
+        section, _ = scenario_environment(option, where, name, {**check, "backend": "none"}, log)
+    if key:
+        shared[key] = section
+    return section
+
+
 def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writable: tuple[str, ...],
-                   max_steps: int, raw: dict) -> Path:
+                   max_steps: int, raw: dict, environment: str = "none",
+                   shared: dict[tuple[str, str], EnvironmentSection | None] | None = None, check: dict | None = None,
+                   log: Callable[[str], None] = lambda m: None) -> Path:
     """The instance as a scenario in OUT/rejected/ (moved to OUT once the corpus check passes it)."""
     name = scenario_name(inst.instance_id)
     clone = find_clone(repos_dir, inst.repo)
@@ -100,6 +128,8 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
     tested = [n.split("::")[0] for n in inst.FAIL_TO_PASS + inst.PASS_TO_PASS]
     protected = list(dict.fromkeys(test_files + tested))
     f2p = inst.FAIL_TO_PASS
+    section = instance_environment(inst, repo, tree, name, option=environment, shared={} if shared is None else shared,
+                                   check=check or {}, log=log)
     top = {"description": f"{inst.repo} at {sha[:12]} ({inst.instance_id})", "kind": "swebench",
            "tags": ["swebench", f"repo:{inst.repo}"]}
     sections = {
@@ -108,6 +138,7 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
         "acceptance": {"target_tests": f2p, "pass_to_pass": inst.PASS_TO_PASS, "writable": list(writable),
                        "protected": protected},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
+        **environment_sections(section),
     }
     return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=inst.patch,
                           source={"format": "swebench", "instance": raw, "clone": str(clone), "base_commit": sha},
@@ -116,10 +147,13 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
 
 
 def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, writable: tuple[str, ...] = ("**",),
-                    max_steps: int = 12, workers: int = 1,
+                    max_steps: int = 12, workers: int = 1, environment: str = "declared",
                     log: Callable[[str], None] = lambda m: None) -> list[ImportResult]:
     """Every line of `jsonl` imported and checked, in order; a bad line is a skipped entry, never an abort.
-    `check`: the corpus check's backend arguments (backend, client, image)."""
+    `check`: the corpus check's backend arguments (backend, client, image). `environment`: see
+    sandbox.environment.environment_option; instances of one repo and version share one."""
+    used = USED + (ENVIRONMENT_FIELDS if environment != "none" else ())
+    shared: dict[tuple[str, str], EnvironmentSection | None] = {}
     out.mkdir(parents=True, exist_ok=True)
     results: list[ImportResult] = []
     written: list[Written] = []
@@ -142,7 +176,7 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
                                         reason=f"not a SWE-bench instance: {fields}"[:600]))
             continue
         result = ImportResult(instance_id=inst.instance_id, status="skipped", line=number,
-                              ignored_fields=sorted(k for k in raw if k not in USED),
+                              ignored_fields=sorted(k for k in raw if k not in used),
                               target_tests=inst.FAIL_TO_PASS, pass_to_pass=len(inst.PASS_TO_PASS))
         results.append(result)
         try:
@@ -152,7 +186,8 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
                 raise InstanceError(f"a second instance named {name!r} (instance ids must be unique)")
             seen.add(name)
             log(f"writing {inst.instance_id} -> {name}")
-            manifest = write_instance(inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw)
+            manifest = write_instance(inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw,
+                                      environment=environment, shared=shared, check=check, log=log)
         except InstanceError as exc:
             result.reason = str(exc)
             continue

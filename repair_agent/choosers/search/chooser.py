@@ -134,7 +134,9 @@ class SearchChooser:
         candidates = self._ranked(plan, view)
         self.last_candidates = candidates
         tried = {c.key for c, _ in plan.tried}
-        untried = [c for c in candidates if c.key not in tried]
+        # A candidate in a protected file (a test folder inside the package, under the default `**`)
+        # would be refused and end the run: the next one is tried instead.
+        untried = [c for c in candidates if c.key not in tried and view.authorization.may_edit(c.path)]
         # Before the first candidate: the code of a pattern the failure quotes, when one of its ranges
         # stops one short of a character of the input it rejected; then every place the spectrum
         # ranks as high as the best line (a wrapper and the function it calls often tie).
