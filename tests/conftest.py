@@ -60,6 +60,8 @@ def _seal_key_of_the_session(tmp_path_factory):
     and in the CLI processes it starts) use one of the session's own, never the tester's."""
     if not os.environ.get("REPAIR_AGENT_STATE_DIR"):
         os.environ["REPAIR_AGENT_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    # Nor the tester's own models file (~/.config/repair-agent/models.toml would win over a test's).
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
     yield
 
 
