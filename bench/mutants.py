@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from repair_agent.resources import cache_root  # noqa: E402
 from repair_agent.scenario import Manifest  # noqa: E402
+from verifier.scope import HUNK_HEADER  # noqa: E402
 from repair_agent.sources import fetch_source  # noqa: E402
 
 CORPORA = ("real", "dev")
@@ -134,7 +135,6 @@ def corpus_projects(root: Path = ROOT / "sandbox_repos") -> dict[str, Project]:
     return found
 
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 
 
 def touched_lines(diff: str) -> dict[str, set[int]]:
@@ -146,7 +146,7 @@ def touched_lines(diff: str) -> dict[str, set[int]]:
             continue
         if text.startswith("+++ "):
             rel = text[4:].split("\t")[0].removeprefix("b/")
-        elif (m := _HUNK.match(text)):
+        elif (m := HUNK_HEADER.match(text)):
             line = int(m.group(1))
         elif text.startswith("-"):
             out.setdefault(rel, set()).update({line - 1, line, line + 1})

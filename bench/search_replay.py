@@ -36,8 +36,8 @@ from repair_agent.choosers.search.chooser import STEPS_FOR_A_RIGHT_CANDIDATE  # 
 from repair_agent.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
 from repair_agent.scenario import Scenario, load_manifest  # noqa: E402
 from repair_agent.state import Evidence, View  # noqa: E402
+from verifier.scope import HUNK_HEADER  # noqa: E402
 
-HUNK_RE = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
 
 
 def apply_diff(text: str, diff: str) -> str:
@@ -63,7 +63,7 @@ def apply_diff(text: str, diff: str) -> str:
             elif h.startswith("+"):
                 out.append(h[1:])
     for line in diff.splitlines(keepends=True):
-        m = HUNK_RE.match(line)
+        m = HUNK_HEADER.match(line)
         if m:
             flush()
             start, hunk = int(m.group(1)), []

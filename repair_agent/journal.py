@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import reprlib
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Iterator, Literal, Union
 
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
 from .actions import Action
+from .bounded import bounded_repr
 from .redaction import redact_data
 from .state import Evidence, Grant, Observation, State, StopReason, View, ViewFields, state_hash
 
@@ -339,17 +339,8 @@ def _json_safe(record: dict[str, Any]) -> dict[str, Any]:
             safe[str(key)] = json.loads(json.dumps(value, default=str))
         except (ValueError, TypeError, RecursionError) as exc:
             safe[str(key)] = {"unjournalable": type(value).__name__, "why": f"{type(exc).__name__}: {exc}"[:300],
-                              "repr": _bounded_repr(value)}
+                              "repr": bounded_repr(value)}
     return safe
-
-
-def _bounded_repr(value: Any) -> str:
-    short = reprlib.Repr()
-    short.maxlevel, short.maxstring, short.maxother, short.maxdict, short.maxlist = 8, 2000, 2000, 50, 50
-    try:
-        return short.repr(value)
-    except Exception as exc:  # a hostile __repr__
-        return f"<{type(value).__name__}: repr failed with {type(exc).__name__}>"
 
 
 def _dumps(record: dict[str, Any]) -> bytes:

@@ -10,20 +10,18 @@ journals, only that data; an object that cannot be read becomes a bounded record
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import reprlib
 import threading
 from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from .bounded import MAX_RECORD_CHARS, bounded_record, capped, describe, exception_text, type_name
 from .choosers.base import ChooserError, ChooserUnavailable, MalformedReply, TokenBudgetExceeded
 
 MAX_PROPOSAL_CHARS = 1_000_000   # as JSON; the largest valid action (a 200,000-character diff) fits many times
 MAX_USAGE_CHARS = 10_000
 MAX_CALL_CHARS = 1_000_000       # a model chooser's prompt and raw reply; larger is kept as a capped record
-MAX_RECORD_CHARS = 20_000        # what the journal keeps of an object that could not be read
 MAX_NAME_CHARS = 200
 
 
@@ -148,9 +146,9 @@ def _failure(exc: BaseException) -> ChooserReply:
     """A chooser's exception as plain data: its kind, its (bounded) text, and what it carries."""
     kind = ("token_budget" if isinstance(exc, TokenBudgetExceeded) else "malformed" if isinstance(exc, MalformedReply)
             else "unavailable" if isinstance(exc, ChooserUnavailable) else "raised")
-    text = _text(exc)
+    text = exception_text(exc)
     if not isinstance(exc, ChooserError):
-        name = _type_name(exc)
+        name = type_name(exc)
         raw = f"{name}({text!r})"  # the raw error is the step's proposal, as the journal keeps it
         return ChooserReply(failure=kind, detail=f"the chooser raised {name}: {text}", raw=raw, proposal=raw)
     raw = bounded_record(_attribute_or_none(exc, "raw"), MAX_PROPOSAL_CHARS)
@@ -202,7 +200,7 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> Choos
             return exc, None, "", None, None, False
         except BaseException as exc:
             return Unreadable(f"reading its name, seed, model or mutation_analysis raised {describe(exc)}", None), None, "", None, None, False
-        return name, seed, _type_name(chooser), model, models_file, wants
+        return name, seed, type_name(chooser), model, models_file, wants
 
     try:
         name, seed, class_name, model, models_file, wants = call_with_timeout(read, timeout_s, name="chooser-identity")
@@ -222,54 +220,3 @@ def read_identity(chooser: Any, timeout_s: float, fallback: str | None) -> Choos
     return ChooserIdentity(name=name, seed=seed, model=model if isinstance(model, dict) else None,
                            models_file=models_file if isinstance(models_file, str) else None,
                            mutation_analysis=wants)
-
-
-# -- bounded records -------------------------------------------------------------------------------
-
-def bounded_record(value: Any, max_chars: int = MAX_RECORD_CHARS) -> Any:
-    """What the journal keeps of a value that could not be read as plain data: its JSON with anything
-    else as text (as the journal writes any value), or a bounded repr that says why not."""
-    try:
-        text = json.dumps(value, default=str)
-    except BaseException as exc:
-        return {"unjournalable": _type_name(value), "why": describe(exc)[:300], "repr": bounded_repr(value)}
-    if len(text) > max_chars:
-        return capped(text)
-    return json.loads(text)
-
-
-def capped(text: str) -> dict[str, Any]:
-    return {"capped": True, "chars": len(text), "head": text[:2000],
-            "sha256": hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()}
-
-
-def bounded_repr(value: Any) -> str:
-    short = reprlib.Repr()
-    short.maxlevel, short.maxstring, short.maxother, short.maxdict, short.maxlist = 6, 2000, 2000, 50, 50
-    try:
-        text = short.repr(value)
-        if type(text) is not str:
-            raise TypeError("repr did not return text")
-        return text[:MAX_RECORD_CHARS]
-    except BaseException as exc:  # a hostile __repr__
-        return f"<{_type_name(value)}: repr failed with {_type_name(exc)}>"
-
-
-def describe(exc: BaseException) -> str:
-    return f"{_type_name(exc)}: {_text(exc)}"
-
-
-def _text(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-        return text[:500] if type(text) is str else "<message unreadable>"
-    except BaseException:
-        return "<message unreadable>"
-
-
-def _type_name(value: Any) -> str:
-    try:
-        name = type(value).__name__
-        return name[:100] if type(name) is str else "object"
-    except BaseException:
-        return "object"

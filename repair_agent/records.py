@@ -17,7 +17,7 @@ from .actions import MAX_NESTING, nested_deeper_than
 from .faults import Fault, attribute
 from .journal import JournalRecord, ResumeRecord, SetupRecord, StepRecord, read_records
 from .state import Authorization, Evidence, Goal, Grant, State, StopReason
-from .plain import capped
+from .bounded import capped
 from .usage import UsageSummary
 
 if TYPE_CHECKING:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from verifier import ScopeVerdict, TestVerdict, Verifier, diff_sha256
 from verifier.isolation import CommandResult
+from verifier.scope import HUNK_HEADER
 
 from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, _Action)
 from .localization import Localization, localize
@@ -132,7 +133,6 @@ def replacement_diff(path: str, text: str, old: str, new: str) -> tuple[str | No
     return "".join(diff), ""
 
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
 _PATCH_FAILED = re.compile(r"^error: patch failed: (.+):(\d+)$", re.M)
 
 
@@ -146,7 +146,7 @@ def failed_hunk(diff: str, git_stderr: str) -> tuple[str, str] | None:
     for raw in diff.split("\n"):
         if raw.startswith("+++ "):
             current = raw[4:].strip().removeprefix("b/")
-        elif (m := _HUNK.match(raw)) and current == path:
+        elif (m := HUNK_HEADER.match(raw)) and current == path:
             hunks.append((int(m[1]), []))
         elif hunks and current == path and raw[:1] in (" ", "-"):
             hunks[-1][1].append(raw[1:] + "\n")

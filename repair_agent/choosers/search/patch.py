@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import difflib
-import re
+
+from verifier.scope import HUNK_HEADER
 
 from .catalogue import Candidate
 
@@ -53,7 +54,7 @@ def render_patch(known: dict[str, dict[int, str]], before: Candidate | None, aft
             old, new = with_edit(before), with_edit(after)
             if old != new:
                 for line in list(difflib.unified_diff(old, new, n=3))[2:]:
-                    m = re.match(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", line)
+                    m = HUNK_HEADER.match(line)
                     if m:
                         a, b = int(m.group(1)), int(m.group(3))
                         line = (f"@@ -{a + lo - 1 + shift_old},{m.group(2) or 1} "
