@@ -10,7 +10,6 @@ suite="changed" a pass-to-pass list of the changed modules' tests that pass befo
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 from typing import Callable, Literal
@@ -18,19 +17,18 @@ from typing import Callable, Literal
 import git
 from unidiff import PatchSet
 
-from verifier.isolation import HardenedContainer, Limits, LocalRunner, container_user
 from verifier.junit import MAX_JUNIT_BYTES, collection_error_for, parse_junit_bytes, read_result_file
 from verifier.spec import glob_match, nodeid_to_junit_key
 from verifier.trees import copy_tree
 
 from ..hostgit import run_git
-from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
-                     repo_path, resolve_commit, scenario_name, validate, write_scenario)
+from .derived import derive_heldout
+from .common import (OUT_DIR, ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
+                     python_of, repo_path, resolve_commit, scenario_name, tree_runner, validate, write_scenario)
 
 Suite = Literal["whole", "changed"]
 TEST_GLOBS = ("tests/**", "test/**", "**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 RUN_TIMEOUT_S = 600.0
-OUT_DIR = "/import-out"
 
 
 def is_test_file(path: str) -> bool:
@@ -64,16 +62,8 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
     with tempfile.TemporaryDirectory(prefix="repair-agent-import-run-") as tmp:
         junit = f"{OUT_DIR}/junit.xml" if docker else str(Path(tmp) / "junit.xml")
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
-        base = ["python3" if docker else _python(), "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={root}"]
-        if docker:
-            from docker.types import Mount
-
-            runner = HardenedContainer(check["client"], check["image"], user=container_user(),
-                                       mounts=[Mount("/workspace", str(tree), type="bind", read_only=True)],
-                                       labels={"org.repair-agent.role": "import"},
-                                       extra_tmpfs={OUT_DIR: "rw,nosuid,nodev,noexec,size=16m,mode=1777"})
-        else:
-            runner = LocalRunner(Limits(), workdir=tree)
+        base = [python_of(check), "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={root}"]
+        runner = tree_runner(tree, check)
         try:
             listing = runner.exec([*base, "--collect-only", "-q", *files], timeout_s=RUN_TIMEOUT_S, env=env,
                                   output_dir=Path(tmp), output_cap=4 * 1024 * 1024)
@@ -96,8 +86,13 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
             {c.collected_path: c.message for c in cases if c.collection})
 
 
-def _python() -> str:
-    return sys.executable
+def _targets(before: dict[str, str], after: dict[str, str], unimported: dict[str, str]) -> list[str]:
+    """The tests that fail before the fix and pass after. A test whose module cannot be imported
+    before the fix (it imports a name the fix adds) fails there: SWE-bench counts it failing, and so
+    does the verifier."""
+    before.update({n: "error" for n in after if n not in before
+                   and collection_error_for(nodeid_to_junit_key(n), unimported) is not None})
+    return sorted(n for n, outcome in before.items() if outcome in ("failed", "error") and after.get(n) == "passed")
 
 
 def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, name: str | None = None,
@@ -152,11 +147,9 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         apply_patch_text(fixed, fix, "commit's non-test changes")
         before, unimported = run_tests(tree, runnable, check)
         after, unimported_after = run_tests(fixed, runnable, check)
-    # A test whose module cannot be imported before the fix (it imports a name the fix adds) fails
-    # there: SWE-bench counts it failing, and so does the verifier.
-    before.update({n: "error" for n in after if n not in before
-                   and collection_error_for(nodeid_to_junit_key(n), unimported) is not None})
-    targets = sorted(n for n, outcome in before.items() if outcome in ("failed", "error") and after.get(n) == "passed")
+        targets = _targets(before, after, unimported)
+        heldout = tree.parent / f"{name}.heldout.toml"
+        result.heldout_cases = derive_heldout(fixed, tree, targets, fix, check, heldout) if targets else 0
     result.target_tests = targets
     if not targets:
         errors = "; ".join(f"collection error in {path}: {cause}" for path, cause in
@@ -176,7 +169,8 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
     }
     top = {"description": f"{Path(repo.working_dir).name}: {subject}"[:200], "kind": "fix-commit",
-           "tags": ["fix-commit", f"repo:{Path(repo.working_dir).name}"]}
+           "tags": ["fix-commit", f"repo:{Path(repo.working_dir).name}"],
+           "heldout": f"../data/{name}/{heldout.name}" if result.heldout_cases else None}
     return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=fix,
                           source={"format": "commit", "repo": str(Path(repo.working_dir).resolve()),
                                   "fix_commit": commit.hexsha, "parent": parent, "test_files": test_paths,
