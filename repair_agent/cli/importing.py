@@ -39,6 +39,9 @@ def register(sub, common) -> None:
         p.add_argument("--sandbox", choices=["docker", "local"], default="docker",
                        help="where tests run for the check: docker (default) or local (NOT isolated)")
         p.add_argument("--json", action="store_true", help="print the summary as JSON")
+        p.add_argument("--hidden-tests", action="store_true",
+                       help="hold the test changes back from the chooser (SWE-bench's protocol): the workspace is "
+                            "the buggy tree without them; only the verifier's checks apply them")
     sw.set_defaults(func=cmd_import_swebench)
     cm.set_defaults(func=cmd_import_commit)
 
@@ -77,7 +80,8 @@ def cmd_import_swebench(args) -> int:
     if check is None:
         return 2
     results = import_swebench(Path(args.file), Path(args.repos), out, check=check,
-                              writable=tuple(args.writable or ["**"]), max_steps=args.max_steps, log=_err)
+                              writable=tuple(args.writable or ["**"]), max_steps=args.max_steps,
+                              hidden_tests=args.hidden_tests, log=_err)
     return _finish(args, out, results, source=str(Path(args.file).resolve()), format="swebench")
 
 
@@ -90,6 +94,6 @@ def cmd_import_commit(args) -> int:
         return 2
     result = import_commit(Path(args.repo), args.commit, out, check=check, name=args.name,
                            writable=tuple(args.writable or ["**"]), max_steps=args.max_steps, suite=args.suite,
-                           log=_err)
+                           hidden_tests=args.hidden_tests, log=_err)
     return _finish(args, out, [result], source=str(Path(args.repo).resolve()), format="commit")
 

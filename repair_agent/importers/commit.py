@@ -53,9 +53,9 @@ def split_commit(repo: git.Repo, parent: str, commit: str) -> tuple[str, str, li
     return "".join(tests), "".join(rest), test_paths
 
 
-def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str], dict[str, str]]:
+def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """(node id -> outcome (passed, failed, error, skipped), the files pytest could not collect: dotted
-    path -> cause) of the given test files, run with pytest in a fresh container of the sandbox image
+    path -> cause, node id -> pytest's one-line failure message) of the given test files, run with pytest in a fresh container of the sandbox image
     (tree mounted read-only) or locally."""
     docker = check.get("backend") == "docker"
     root = "/workspace" if docker else str(tree)
@@ -83,7 +83,8 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
                             f"{result.stderr.text[-500:] or result.stdout.text[-500:]}")
     by_key = {nodeid_to_junit_key(n): n for n in nodeids}
     return ({by_key[c.key]: c.outcome for c in cases if c.key in by_key and not c.collection},
-            {c.collected_path: c.message for c in cases if c.collection})
+            {c.collected_path: c.message for c in cases if c.collection},
+            {by_key[c.key]: c.message for c in cases if c.key in by_key and not c.collection and c.message})
 
 
 def _targets(before: dict[str, str], after: dict[str, str], unimported: dict[str, str]) -> list[str]:
@@ -97,15 +98,16 @@ def _targets(before: dict[str, str], after: dict[str, str], unimported: dict[str
 
 def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, name: str | None = None,
                   writable: tuple[str, ...] = ("**",), max_steps: int = 12, suite: Suite = "whole",
-                  log: Callable[[str], None] = lambda m: None) -> ImportResult:
+                  hidden_tests: bool = False, log: Callable[[str], None] = lambda m: None) -> ImportResult:
     """One scenario from one fix commit, checked; an unusable commit is a skipped result saying why.
     `suite`: "whole" (the whole-suite rule) or "changed" (a pass-to-pass list: the tests of the
-    changed test modules that pass both before and after the fix)."""
+    changed test modules that pass both before and after the fix). `hidden_tests`: the commit's test
+    changes are held back from the chooser and applied only in the verifier's checks."""
     out.mkdir(parents=True, exist_ok=True)
     result = ImportResult(instance_id=f"{Path(repo_path).name}@{fix_commit}", status="skipped")
     try:
         manifest = _write(Path(repo_path), fix_commit, out, check, result, name=name, writable=writable,
-                          max_steps=max_steps, suite=suite, log=log)
+                          max_steps=max_steps, suite=suite, hidden_tests=hidden_tests, log=log)
     except InstanceError as exc:
         result.reason = str(exc)
         return result
@@ -117,7 +119,8 @@ def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, n
 
 
 def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: ImportResult, *, name: str | None,
-           writable: tuple[str, ...], max_steps: int, suite: Suite, log: Callable[[str], None]) -> Path:
+           writable: tuple[str, ...], max_steps: int, suite: Suite, hidden_tests: bool,
+           log: Callable[[str], None]) -> Path:
     try:
         repo = git.Repo(repo_path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
@@ -135,21 +138,25 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
     result.instance_id, result.scenario = f"{Path(repo.working_dir).name}@{commit.hexsha[:12]}", name
     tree = fresh_data_dir(out, name, Path(repo.working_dir).name)
     export_tree(repo, parent, tree)
-    apply_patch_text(tree, test_changes, "commit's test changes")
-    runnable = [p for p in test_paths if (tree / p).is_file()
-                and (glob_match(p, ("**/test_*.py", "**/*_test.py")) is not None)]
-    if not runnable:
-        raise InstanceError(f"{commit.hexsha[:12]} changes no test module that pytest would run: {test_paths}")
-    log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
     with tempfile.TemporaryDirectory(prefix="repair-agent-fixed-") as tmp:
-        fixed = Path(tmp) / "tree"
-        copy_tree(tree, fixed)
+        # Hidden tests: the scenario's tree stays the parent's; the test changes go to the verifier only.
+        tested = Path(tmp) / "tested" if hidden_tests else tree
+        if hidden_tests:
+            copy_tree(tree, tested)
+        apply_patch_text(tested, test_changes, "commit's test changes")
+        runnable = [p for p in test_paths if (tested / p).is_file()
+                    and (glob_match(p, ("**/test_*.py", "**/*_test.py")) is not None)]
+        if not runnable:
+            raise InstanceError(f"{commit.hexsha[:12]} changes no test module that pytest would run: {test_paths}")
+        log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
+        fixed = Path(tmp) / "fixed"
+        copy_tree(tested, fixed)
         apply_patch_text(fixed, fix, "commit's non-test changes")
-        before, unimported = run_tests(tree, runnable, check)
-        after, unimported_after = run_tests(fixed, runnable, check)
+        before, unimported, messages = run_tests(tested, runnable, check)
+        after, unimported_after, _ = run_tests(fixed, runnable, check)
         targets = _targets(before, after, unimported)
         heldout = tree.parent / f"{name}.heldout.toml"
-        result.heldout_cases = derive_heldout(fixed, tree, targets, fix, check, heldout) if targets else 0
+        result.heldout_cases = derive_heldout(fixed, tested, targets, fix, check, heldout) if targets else 0
     result.target_tests = targets
     if not targets:
         errors = "; ".join(f"collection error in {path}: {cause}" for path, cause in
@@ -161,8 +168,11 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
     listed = sorted(n for n, outcome in before.items() if outcome == "passed" and after.get(n) == "passed")
     result.pass_to_pass = len(listed) if suite == "changed" else 0
     subject = commit.message.strip().splitlines()[0] if commit.message.strip() else commit.hexsha[:12]
+    hidden = tree.parent / "hidden.tests.diff"
+    if hidden_tests:
+        hidden.write_text(test_changes, encoding="utf-8")
     sections = {
-        "goal": {"text": f"{subject}\n\nThese tests fail and must pass: {', '.join(targets)}",
+        "goal": {"text": _goal(subject, targets, messages if hidden_tests else None),
                  "failure_signature": f"failing: {', '.join(targets[:3])}" + (" ..." if len(targets) > 3 else "")},
         "acceptance": {"target_tests": targets, "pass_to_pass": listed if suite == "changed" else None,
                        "writable": list(writable), "protected": test_paths},
@@ -170,10 +180,23 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
     }
     top = {"description": f"{Path(repo.working_dir).name}: {subject}"[:200], "kind": "fix-commit",
            "tags": ["fix-commit", f"repo:{Path(repo.working_dir).name}"],
-           "heldout": f"../data/{name}/{heldout.name}" if result.heldout_cases else None}
+           "heldout": f"../data/{name}/{heldout.name}" if result.heldout_cases else None,
+           "hidden_tests": f"../data/{name}/{hidden.name}" if hidden_tests else None}
     return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=fix,
                           source={"format": "commit", "repo": str(Path(repo.working_dir).resolve()),
                                   "fix_commit": commit.hexsha, "parent": parent, "test_files": test_paths,
                                   "before": before, "after": after},
                           comment=f"Imported from fix commit {commit.hexsha} of {Path(repo.working_dir).resolve()}\n"
-                                  f"buggy tree = its parent {parent} + its test changes; reference fix = the rest")
+                                  f"buggy tree = its parent {parent} + its test changes"
+                                  + (" (hidden: only the verifier applies them)" if hidden_tests else "")
+                                  + "; reference fix = the rest")
+
+
+def _goal(subject: str, targets: list[str], messages: dict[str, str] | None) -> str:
+    """The commit's subject and the targets; with hidden tests, as a problem statement would, also how
+    each fails on the buggy tree (pytest's one-line message: the failure, never the test's source)."""
+    if messages is None:
+        return f"{subject}\n\nThese tests fail and must pass: {', '.join(targets)}"
+    lines = [f"- {n}: {messages.get(n) or 'fails'}" for n in targets]
+    return (f"{subject}\n\nOn the current code these tests fail (their source is not in the repository you "
+            "see; the verifier runs them):\n" + "\n".join(lines))

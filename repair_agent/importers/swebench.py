@@ -11,14 +11,18 @@ pass it are written where `--scenarios-dir OUT` finds them.
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 import git
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from verifier.trees import copy_tree
+
 from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
                      patch_paths, scenario_name, validate, write_scenario)
+from .derived import derive_heldout
 
 # The fields a scenario is made of; every other field is kept in source.json and named as ignored.
 USED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS",
@@ -83,8 +87,10 @@ def find_clone(repos_dir: Path, repo: str) -> Path:
 
 
 def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writable: tuple[str, ...],
-                   max_steps: int, raw: dict) -> Path:
-    """The instance as a scenario in OUT/rejected/ (moved to OUT once the corpus check passes it)."""
+                   max_steps: int, raw: dict, check: dict, hidden_tests: bool = False) -> tuple[Path, int]:
+    """The instance as a scenario in OUT/rejected/ (moved to OUT once the corpus check passes it), and
+    the number of held-out cases derived for it.
+    `hidden_tests`: test_patch is held back from the chooser, applied only in the verifier's checks."""
     name = scenario_name(inst.instance_id)
     clone = find_clone(repos_dir, inst.repo)
     try:
@@ -95,13 +101,23 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
     patch_paths(inst.patch, "gold patch")  # a gold patch that is not a diff is refused here, not later
     tree = fresh_data_dir(out, name, inst.repo.split("/", 1)[1])
     sha = export_tree(repo, inst.base_commit, tree)
-    apply_patch_text(tree, inst.test_patch, "test_patch")
+    heldout, hidden = tree.parent / f"{name}.heldout.toml", tree.parent / "hidden.tests.diff"
+    with tempfile.TemporaryDirectory(prefix="repair-agent-swebench-") as tmp:
+        tested = Path(tmp) / "tested" if hidden_tests else tree
+        if hidden_tests:
+            copy_tree(tree, tested)
+            hidden.write_text(inst.test_patch if inst.test_patch.endswith("\n") else inst.test_patch + "\n",
+                              encoding="utf-8")
+        apply_patch_text(tested, inst.test_patch, "test_patch")
+        cases = _derived(tested, Path(tmp) / "fixed", inst, check, heldout)
     # The files the test patch touches and the modules the named tests live in: never writable.
     tested = [n.split("::")[0] for n in inst.FAIL_TO_PASS + inst.PASS_TO_PASS]
     protected = list(dict.fromkeys(test_files + tested))
     f2p = inst.FAIL_TO_PASS
     top = {"description": f"{inst.repo} at {sha[:12]} ({inst.instance_id})", "kind": "swebench",
-           "tags": ["swebench", f"repo:{inst.repo}"]}
+           "tags": ["swebench", f"repo:{inst.repo}"],
+           "heldout": f"../data/{name}/{heldout.name}" if cases else None,
+           "hidden_tests": f"../data/{name}/{hidden.name}" if hidden_tests else None}
     sections = {
         "goal": {"text": inst.problem_statement.strip(),
                  "failure_signature": f"failing: {', '.join(f2p[:3])}" + (" ..." if len(f2p) > 3 else "")},
@@ -112,11 +128,24 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
     return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=inst.patch,
                           source={"format": "swebench", "instance": raw, "clone": str(clone), "base_commit": sha},
                           comment=f"Imported from a SWE-bench-style instance: {inst.instance_id}\n"
-                                  f"buggy tree = {inst.repo} at {sha} + test_patch; reference fix = the gold patch")
+                                  f"buggy tree = {inst.repo} at {sha} + test_patch"
+                                  + (" (hidden: only the verifier applies it)" if hidden_tests else "")
+                                  + "; reference fix = the gold patch"), cases
+
+
+def _derived(tested: Path, fixed: Path, inst: SwebenchInstance, check: dict, dest: Path) -> int:
+    """Held-out cases from FAIL_TO_PASS's literal calls (derived.py); none when the gold patch does not
+    apply (the corpus check then says so) or the reference's answers cannot be read."""
+    copy_tree(tested, fixed)
+    try:
+        apply_patch_text(fixed, inst.patch, "gold patch")
+        return derive_heldout(fixed, tested, inst.FAIL_TO_PASS, inst.patch, check, dest)
+    except InstanceError:
+        return 0
 
 
 def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, writable: tuple[str, ...] = ("**",),
-                    max_steps: int = 12, workers: int = 1,
+                    max_steps: int = 12, workers: int = 1, hidden_tests: bool = False,
                     log: Callable[[str], None] = lambda m: None) -> list[ImportResult]:
     """Every line of `jsonl` imported and checked, in order; a bad line is a skipped entry, never an abort.
     `check`: the corpus check's backend arguments (backend, client, image)."""
@@ -152,7 +181,8 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
                 raise InstanceError(f"a second instance named {name!r} (instance ids must be unique)")
             seen.add(name)
             log(f"writing {inst.instance_id} -> {name}")
-            manifest = write_instance(inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw)
+            manifest, result.heldout_cases = write_instance(inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw,
+                                      check=check, hidden_tests=hidden_tests)
         except InstanceError as exc:
             result.reason = str(exc)
             continue
