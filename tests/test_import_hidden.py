@@ -20,8 +20,9 @@ import pytest
 from helpers import runs_dir_with_cache
 from hostile_choosers import unified
 from rangekit_project import CORE_BUGGY, SPAN_TEST, build_rangekit
+from repair_agent.choosers import BaselineChooser
 from repair_agent.run import execute_run
-from repair_agent.scenario import load_manifest
+from repair_agent.scenario import BaselineRecipe, load_manifest
 from repair_agent.state import StopReason
 
 pytestmark = pytest.mark.docker
@@ -113,6 +114,16 @@ def test_a_run_fixes_what_it_cannot_see_and_never_observes_the_hidden_source(imp
     # The same run with the tests visible shows pytest's output, which quotes the test.
     _, shown = run(imports["visible"]["manifest"], RunFirstThenFix(FIX))
     assert HIDDEN_SOURCE in shown
+
+
+def test_the_baseline_chooser_repairs_the_hidden_task(imports, run):
+    """Search, read, patch, check in the workspace without the tests: awaiting confirmation, correct."""
+    recipe = BaselineRecipe(search="return high - low", replace="return high - low + 1", path_glob="src/**")
+    record, journal = run(imports["hidden"]["manifest"], BaselineChooser(recipe))
+    assert record.status is StopReason.AWAITING_RELEASE_CONFIRMATION, record.detail
+    assert record.correctness == "correct"
+    assert "+    return high - low + 1" in (Path(record.run_dir) / "candidate.diff").read_text()
+    assert HIDDEN_SOURCE not in journal
 
 
 def test_a_file_the_hidden_patch_creates_stays_protected(rangekit, tmp_path, run):
