@@ -17,6 +17,7 @@ from typing import Callable, Literal
 import git
 from unidiff import PatchSet
 
+from verifier.isolation import HardenedContainer
 from verifier.junit import MAX_JUNIT_BYTES, collection_error_for, parse_junit_bytes, read_result_file
 from verifier.spec import glob_match, nodeid_to_junit_key
 from verifier.trees import copy_tree
@@ -73,7 +74,7 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
                                  timeout_s=RUN_TIMEOUT_S, env=env, output_dir=Path(tmp))
             if result.timed_out:
                 raise InstanceError(f"the commit's tests did not finish within {RUN_TIMEOUT_S:.0f}s")
-            data, problem = (runner.read_file(junit, MAX_JUNIT_BYTES) if docker
+            data, problem = (runner.read_file(junit, MAX_JUNIT_BYTES) if isinstance(runner, HardenedContainer)
                              else read_result_file(Path(junit)))
         finally:
             runner.close()
@@ -167,11 +168,12 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
                             + (f"; {errors}" if errors else ""))
     listed = sorted(n for n, outcome in before.items() if outcome == "passed" and after.get(n) == "passed")
     result.pass_to_pass = len(listed) if suite == "changed" else 0
-    subject = commit.message.strip().splitlines()[0] if commit.message.strip() else commit.hexsha[:12]
+    message = commit.message if isinstance(commit.message, str) else commit.message.decode(errors="replace")
+    subject = message.strip().splitlines()[0] if message.strip() else commit.hexsha[:12]
     hidden = tree.parent / "hidden.tests.diff"
     if hidden_tests:
         hidden.write_text(test_changes, encoding="utf-8")
-    sections = {
+    sections: dict[str, dict] = {
         "goal": {"text": _goal(subject, targets, messages if hidden_tests else None),
                  "failure_signature": f"failing: {', '.join(targets[:3])}" + (" ..." if len(targets) > 3 else "")},
         "acceptance": {"target_tests": targets, "pass_to_pass": listed if suite == "changed" else None,

@@ -87,20 +87,20 @@ def literal_calls(test_source: str, test_names: set[tuple[str | None, str]],
             tests.append((node.name, node))
     calls = []
     for name, test in tests:
-        for node in ast.walk(test):
-            if not isinstance(node, ast.Call):
+        for call in ast.walk(test):
+            if not isinstance(call, ast.Call):
                 continue
-            callee = node.func.id if isinstance(node.func, ast.Name) else \
-                node.func.attr if isinstance(node.func, ast.Attribute) else None
-            if callee not in functions or any(isinstance(a, ast.Starred) for a in node.args) \
-                    or any(k.arg is None for k in node.keywords):
+            callee = call.func.id if isinstance(call.func, ast.Name) else \
+                call.func.attr if isinstance(call.func, ast.Attribute) else None
+            if callee not in functions or any(isinstance(a, ast.Starred) for a in call.args) \
+                    or any(k.arg is None for k in call.keywords):
                 continue
-            args = [*node.args, *(k.value for k in node.keywords)]
+            args = [*call.args, *(k.value for k in call.keywords)]
             if not all(_is_literal(a) for a in args):
                 continue
-            text = [ast.get_source_segment(test_source, a) or ast.unparse(a) for a in node.args]
+            text = [ast.get_source_segment(test_source, a) or ast.unparse(a) for a in call.args]
             text += [f"{k.arg}={ast.get_source_segment(test_source, k.value) or ast.unparse(k.value)}"
-                     for k in node.keywords]
+                     for k in call.keywords]
             calls.append((name, f"{callee}({', '.join(text)})"))
     return calls
 
@@ -124,13 +124,14 @@ def probe_cases(fixed: Path, test_tree: Path, targets: list[str], fix_diff: str)
         path, *names = nodeid.split("::")
         function = re.sub(r"\[.*\]$", "", names[-1])
         by_file.setdefault(path, set()).add((names[0] if len(names) > 1 else None, function))
-    cases, seen = [], set()
-    for path, names in sorted(by_file.items()):
+    cases: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for path, wanted in sorted(by_file.items()):
         try:
             source = (test_tree / path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        for test, expr in literal_calls(source, names, functions):
+        for test, expr in literal_calls(source, wanted, functions):
             if expr in seen or len(cases) >= MAX_CASES:
                 continue
             seen.add(expr)

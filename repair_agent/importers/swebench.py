@@ -103,13 +103,13 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
     sha = export_tree(repo, inst.base_commit, tree)
     heldout, hidden = tree.parent / f"{name}.heldout.toml", tree.parent / "hidden.tests.diff"
     with tempfile.TemporaryDirectory(prefix="repair-agent-swebench-") as tmp:
-        tested = Path(tmp) / "tested" if hidden_tests else tree
+        with_tests = Path(tmp) / "with_tests" if hidden_tests else tree
         if hidden_tests:
-            copy_tree(tree, tested)
+            copy_tree(tree, with_tests)
             hidden.write_text(inst.test_patch if inst.test_patch.endswith("\n") else inst.test_patch + "\n",
                               encoding="utf-8")
-        apply_patch_text(tested, inst.test_patch, "test_patch")
-        cases = _derived(tested, Path(tmp) / "fixed", inst, check, heldout)
+        apply_patch_text(with_tests, inst.test_patch, "test_patch")
+        cases = _derived(with_tests, Path(tmp) / "fixed", inst, check, heldout)
     # The files the test patch touches and the modules the named tests live in: never writable.
     tested = [n.split("::")[0] for n in inst.FAIL_TO_PASS + inst.PASS_TO_PASS]
     protected = list(dict.fromkeys(test_files + tested))
@@ -118,7 +118,7 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
            "tags": ["swebench", f"repo:{inst.repo}"],
            "heldout": f"../data/{name}/{heldout.name}" if cases else None,
            "hidden_tests": f"../data/{name}/{hidden.name}" if hidden_tests else None}
-    sections = {
+    sections: dict[str, dict] = {
         "goal": {"text": inst.problem_statement.strip(),
                  "failure_signature": f"failing: {', '.join(f2p[:3])}" + (" ..." if len(f2p) > 3 else "")},
         "acceptance": {"target_tests": f2p, "pass_to_pass": inst.PASS_TO_PASS, "writable": list(writable),
