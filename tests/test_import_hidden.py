@@ -49,6 +49,11 @@ class RunFirstThenFix:
         return {"tool": "stop", "reason": "script complete", "summary": "done"}
 
 
+def span_fixer() -> RunFirstThenFix:
+    """For the CLI (`--chooser test_import_hidden:span_fixer`, tests/ on PYTHONPATH)."""
+    return RunFirstThenFix(FIX)
+
+
 def cli_import(*args: str, cache: Path) -> dict:
     proc = subprocess.run([sys.executable, "-m", "repair_agent", "import", *args, "--json"], cwd=ROOT,
                           capture_output=True, text=True, timeout=900,
@@ -114,6 +119,27 @@ def test_a_run_fixes_what_it_cannot_see_and_never_observes_the_hidden_source(imp
     # The same run with the tests visible shows pytest's output, which quotes the test.
     _, shown = run(imports["visible"]["manifest"], RunFirstThenFix(FIX))
     assert HIDDEN_SOURCE in shown
+
+
+def test_the_cli_runs_and_releases_a_hidden_task(imports, tmp_path):
+    """`run` (its early sandbox builds the workspace) and `release --confirm` (re-verified on the tree
+    with the hidden tests; the release clone is the chooser's tree + the verified diff)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), "REPAIR_AGENT_RELEASER": "hidden-tester"}
+    runs = tmp_path / "runs"
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "repair_agent", "--runs-dir", str(runs), *args], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=600)
+    ran = cli("run", imports["hidden"]["manifest"], "--chooser", "test_import_hidden:span_fixer", "--json")
+    out = json.loads(ran.stdout)
+    assert out["status"] == "awaiting_release_confirmation", ran.stderr[-2000:]
+    assert not (Path(out["run_dir"]) / "workspace/tests/test_core.py").read_text().count("span_counts")
+    assert HIDDEN_SOURCE not in (Path(out["run_dir"]) / "journal.jsonl").read_text()
+    released = cli("release", out["run_id"], "--confirm", "--yes")
+    assert released.returncode == 0, released.stderr[-2000:]
+    clone = Path(out["run_dir"]) / "release" / load_manifest(Path(imports["hidden"]["manifest"])).name
+    assert "return high - low + 1" in (clone / "src/rangekit/core.py").read_text()
+    assert "span_counts" not in (clone / "tests/test_core.py").read_text()
 
 
 def test_the_baseline_chooser_repairs_the_hidden_task(imports, run):
