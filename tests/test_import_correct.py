@@ -19,7 +19,7 @@ import pytest
 from helpers import runs_dir_with_cache
 from rangekit_project import build_rangekit
 from repair_agent.choosers import BaselineChooser
-from repair_agent.importers.derived import literal_calls, module_of, touched_functions
+from repair_agent.importers.derived import derive_heldout, literal_calls, module_of, touched_functions
 from repair_agent.run import execute_run
 from repair_agent.scenario import BaselineRecipe, load_manifest
 from repair_agent.state import StopReason
@@ -79,6 +79,23 @@ def test_a_fix_that_special_cases_the_tested_literal_is_plausible(run_with):
     assert record.correctness == "plausible"
     report = (Path(record.run_dir) / "report.md").read_text()
     assert "first disagreement:" in report and "span(" in report
+
+
+def test_a_call_the_reference_answers_differently_twice_is_left_out(tmp_path):
+    """Locally (the probe in a plain subprocess): a touched function whose answer changes between two
+    askings gives no case; a deterministic one does, with the reference's answer."""
+    (tmp_path / "fixed/tests").mkdir(parents=True)
+    (tmp_path / "fixed/mod.py").write_text("import time\n\n\ndef now(x):\n    return time.time_ns() + x\n\n\n"
+                                           "def half(x):\n    return x / 2\n")
+    (tmp_path / "fixed/tests/test_mod.py").write_text("from mod import half, now\n\n\ndef test_it():\n"
+                                                      "    assert now(1) > 0\n    assert half(3) == 1.5\n")
+    fix = ("--- a/mod.py\n+++ b/mod.py\n@@ -4,6 +4,6 @@\n def now(x):\n-    return time.time_ns()\n"
+           "+    return time.time_ns() + x\n \n \n def half(x):\n-    return x // 2\n+    return x / 2\n")
+    dest = tmp_path / "case.heldout.toml"
+    assert derive_heldout(tmp_path / "fixed", tmp_path / "fixed", ["tests/test_mod.py::test_it"], fix,
+                          {"backend": "local"}, dest) == 1
+    (case,) = tomllib.loads(dest.read_text())["case"]
+    assert case["expr"] == "half(3)" and case["expect_json"] == "1.5"
 
 
 def test_touched_functions_and_literal_calls(tmp_path):

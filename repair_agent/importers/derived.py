@@ -7,7 +7,7 @@ every argument a literal, becomes a held-out case, and its expected value is wha
 fix answers (the probe of the verifier, run once on the fixed tree in the import's container).
 The verifier then judges a candidate on those cases and, from them, on ~300 generated inputs
 (literal variants: verifier/generated.py) against the reference fix, as for any scenario.
-A call whose answer is not plain data, or that times out, is left out; no call left: no file, and
+A call whose answer is not plain data, that times out, or that differs between two askings is left out; no call left: no file, and
 the run is judged on its tests alone (`plausible` at best, since a reference fix exists).
 """
 from __future__ import annotations
@@ -189,7 +189,11 @@ def derive_heldout(fixed: Path, test_tree: Path, targets: list[str], fix_diff: s
     request = probe_cases(fixed, test_tree, targets, fix_diff)
     if request is None:
         return 0
-    text = heldout_text(request, reference_answers(fixed, request, check))
+    # Asked twice, each in a fresh container: a case answered differently (a clock, a random draw, a
+    # set's order) has no expected value, and is left out.
+    first, second = (reference_answers(fixed, request, check) for _ in range(2))
+    again = {r.get("name"): r for r in second if isinstance(r, dict)}
+    text = heldout_text(request, [r for r in first if isinstance(r, dict) and again.get(r.get("name")) == r])
     if text is None:
         return 0
     dest.write_text(text, encoding="utf-8")
