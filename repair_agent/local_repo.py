@@ -11,10 +11,12 @@ uncommitted) live in RUNS/.cache/local-repos/. `release --confirm` of such a run
 only what the person chose: a branch (git plumbing on a private index: objects and one new ref,
 never the working tree, the index or the checked-out branch), or a patch file.
 
-The environment comes from the repository's own files (`detect_environment`): a `requirements.txt`
-is installed, and a project with `pyproject.toml`, `setup.py` or `setup.cfg` is installed editable
-at the mount point (its dependencies with it), so the candidate tree is what runs. With neither, or
-with `--environment none`, the plain sandbox image is used.
+The environment comes from the repository's own files (`--environment auto`, the default; see
+sandbox/declared.py): what it declares (dependencies, test extras, requirements files, the tests'
+third-party imports and plugins) pinned, and a project with `pyproject.toml`, `setup.py` or
+`setup.cfg` installed editable at the mount point, so the candidate tree is what runs. With
+nothing to install, or with `--environment none`, the plain sandbox image is used; `--environment
+FILE` reads an `[environment]` section from a TOML file.
 """
 from __future__ import annotations
 
@@ -159,34 +161,32 @@ def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
                              left_out=left_out, pristine_digest=digest)
 
 
-def detect_environment(tree: Path) -> dict | None:
-    """The `[environment]` a repository's own files describe, or None when it needs none."""
-    environment: dict = {}
-    if (tree / "requirements.txt").is_file():
-        environment["requirements"] = "requirements.txt"
-    from .sandbox.environment import BUILD_FILES
+def repo_environment(tree: Path, option: str, log: Callable[[str], None]) -> dict | None:
+    """The `[environment]` table for `--environment OPTION` (auto, none or a TOML file), or None."""
+    from .sandbox.environment import EnvironmentBuildError, environment_option
 
-    if any((tree / name).is_file() for name in BUILD_FILES):
-        # Editable at /workspace, where the candidate tree is mounted: the patch is what runs.
-        environment["install"] = ["pip install -e ."]
-    return environment or None
+    try:
+        section = environment_option(option, tree, log=log)
+    except EnvironmentBuildError as exc:
+        raise LocalRepoError(str(exc)) from None
+    return section.model_dump(mode="json", exclude_defaults=True) if section else None
 
 
 def repo_scenario(path: Path, tests: list[str], *, runs_dir: Path, writable: list[str] | None = None,
                   goal: str | None = None, max_steps: int = 12, environment: dict | None | str = "auto",
                   pass_to_pass: list[str] | None = None, log: Callable[[str], None] = lambda m: None) -> Scenario:
     """A scenario over the user's repository as it is now: its copy, manifest and origin record.
-    `environment`: "auto" (from the repository's files), None (the plain sandbox image), or a section.
-    `pass_to_pass`: the suite condition is these tests (and only they and the targets run), not the
-    whole suite."""
+    `environment`: "auto" (from the repository's files), "none" or None (the plain sandbox image), the path
+    of a TOML file, or a section. `pass_to_pass`: the suite condition is these tests (and only they and
+    the targets run), not the whole suite."""
     if not tests:
         raise LocalRepoError("run --repo needs at least one --test NODEID (a test that fails now)")
     cache = Path(runs_dir).resolve() / ".cache" / "local-repos"
     tree, origin = snapshot(Path(path), cache)
     for rel, why in origin.left_out.items():
         log(f"left out of the copy of {origin.path}: {rel}: {why}")
-    if environment == "auto":
-        environment = detect_environment(tree)
+    if isinstance(environment, str):
+        environment = repo_environment(tree, environment, log)
     base = re.sub(r"[^a-z0-9_.-]+", "-", Path(origin.path).name.lower()).strip("-._") or "repo"
     name = f"local-{base}"
     writable = writable or ["**"]
@@ -318,7 +318,7 @@ def scenario_from_args(args, log: Callable[[str], None] = lambda m: None) -> Sce
     try:
         return repo_scenario(Path(args.repo), node_ids(args.test), runs_dir=Path(args.runs_dir),
                              writable=args.writable, goal=args.goal,
-                             environment=None if getattr(args, "environment", "auto") == "none" else "auto",
+                             environment=getattr(args, "environment", "auto"),
                              pass_to_pass=node_ids(getattr(args, "pass_to_pass", None)) or None, log=log)
     except ManifestError as exc:  # e.g. a --test that is not a node id: said about the option, not a file
         raise LocalRepoError(f"--repo {args.repo}: {str(exc).split(': ', 1)[-1]}") from None

@@ -54,7 +54,8 @@ if size <= args["copy_limit"]:
     root = os.path.join(tempfile.mkdtemp(prefix="ra-spectrum-"), "tree")
     shutil.copytree(src, root, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache"))
     os.chdir(root)
-os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+# Plugins load as installed (an environment's pytest-mock gives the tests their `mocker`), as in the verifier.
+os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
 os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 import pytest
 roots = tuple(dict.fromkeys([root + os.sep, src + os.sep]))

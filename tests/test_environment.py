@@ -87,11 +87,89 @@ def test_environment_key_covers_base_section_and_the_files_it_reads(tmp_path):
     before = environment_key(installs, "sha256:base", tree)
     (tree / BUILD_FILES[0]).write_text("[project]\nname = 'r'\n")
     assert before != environment_key(installs, "sha256:base", tree)
+    assert key != environment_key(EnvironmentSection(packages=("a==1",), plugins=("pytest-mock==3.14.0",)),
+                                  "sha256:base", tree)
     reqs = EnvironmentSection(requirements="req.txt")
     before = environment_key(reqs, "sha256:base", tree)
     (tree / "req.txt").write_text("a==2\n")
     assert before != environment_key(reqs, "sha256:base", tree)
     assert environment_tag(key) == f"repair-agent-env:{key[:16]}"
+
+
+def test_install_key_follows_what_the_install_depends_on_not_the_whole_build_files(tmp_path):
+    """Two commits of one project that change its version, readme, pytest settings and code, but
+    not its dependencies or layout, share one image; a dependency or a package layout change does not."""
+    installs = EnvironmentSection(packages=("six==1.16.0",), install=("pip install --no-deps -e .",))
+
+    def key(pyproject: str, setup_py: str = "from setuptools import setup\nsetup(name='p', version='1.0')\n",
+            code: str = "X = 1\n") -> str:
+        tree = tmp_path / hashlib.sha256((pyproject + setup_py + code).encode()).hexdigest()[:12]
+        (tree / "p").mkdir(parents=True, exist_ok=True)
+        (tree / "pyproject.toml").write_text(pyproject)
+        (tree / "setup.py").write_text(setup_py)
+        (tree / "p" / "__init__.py").write_text(code)
+        return environment_key(installs, "sha256:base", tree)
+
+    first = key('[project]\nname = "p"\nversion = "1.0"\ndependencies = ["six"]\n[tool.pytest.ini_options]\nx = 1\n')
+    later = key('[project]\nname = "p"\nversion = "1.1"\ndescription = "new"\ndependencies = ["six"]\n'
+                '[tool.pytest.ini_options]\nx = 2\n', "from setuptools import setup\nsetup(name='p', version='1.1',"
+                " long_description='more')\n", code="X = 2\n")
+    assert first == later
+    assert first != key('[project]\nname = "p"\nversion = "1.0"\ndependencies = ["six", "attrs"]\n')
+    assert first != key('[project]\nname = "p"\nversion = "1.0"\ndependencies = ["six"]\n'
+                        '[tool.setuptools]\npackage-dir = {"" = "src"}\n')
+    assert first != key('[project]\nname = "p"\nversion = "1.0"\ndependencies = ["six"]\n',
+                        "from setuptools import setup\nsetup(name='p', version='1.0', packages=['p'])\n")
+    assert first != key("[project\n")  # unreadable: the whole file counts
+
+
+def test_what_a_tree_declares_is_read_without_running_it(tmp_path):
+    from repair_agent.sandbox.declared import read_declared
+
+    (tmp_path / "src/proj").mkdir(parents=True)
+    (tmp_path / "src/proj/__init__.py").write_text("import text_unidecode\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "proj"\ndependencies = ["text-unidecode==1.3"]\n'
+        '[project.optional-dependencies]\ntest = ["proj[extra]", "attrs>=20"]\ndocs = ["sphinx"]\n')
+    (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires =\n    idna\n")
+    # Never executed: a setup.py that would fail (or worse) when run is still read.
+    (tmp_path / "setup.py").write_text("import sys\nsys.exit('never run')\nfrom setuptools import setup\n"
+                                       "setup(name='proj', install_requires=['packaging'], extras_require="
+                                       "{'testing': ['tomli'], 'docs': ['furo']}, tests_require=open('x').read())\n")
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements-dev.txt").write_text("-r requirements/base.txt\n-e .\n--index-url http://x\nwcwidth==0.2\n")
+    (tmp_path / "requirements/base.txt").write_text("# base\nsix  # inline\n")
+    (tmp_path / "tests/helper_mod.py").write_text("")
+    (tmp_path / "tests/test_a.py").write_text(
+        "import os, json\nimport yaml\nimport proj\nimport helper_mod\nimport pytest\nimport attr\n"
+        "from . import sibling\nimport sqlite3\n\n"
+        "@pytest.mark.asyncio\nasync def test_a(mocker):\n    pass\n\ndef test_b(benchmark):\n    pass\n")
+    declared = read_declared(tmp_path)
+    assert declared.project == "proj" and declared.installable
+    assert declared.requirements == ["text-unidecode==1.3", "attrs>=20", "idna", "packaging", "tomli", "six",
+                                     "wcwidth==0.2"]
+    # yaml is imported and declared nowhere (its distribution is PyYAML); attr is attrs, declared.
+    assert declared.guesses == ["PyYAML"]
+    assert declared.plugins == ["pytest-asyncio", "pytest-benchmark", "pytest-mock"]
+    (tmp_path / "empty").mkdir()
+    assert not read_declared(tmp_path / "empty").anything
+
+
+def test_an_environment_file_has_the_fields_of_the_section(tmp_path):
+    from repair_agent.sandbox.environment import environment_option
+
+    (tmp_path / "env.toml").write_text('[environment]\npackages = ["six==1.16.0"]\nplugins = ["pytest-mock==3.14.0"]\n')
+    (tmp_path / "flat.toml").write_text('install = ["pip install --no-deps -e ."]\n')
+    (tmp_path / "bad.toml").write_text('packages = ["six"]\n')
+    assert environment_option(str(tmp_path / "env.toml"), tmp_path) == EnvironmentSection(
+        packages=("six==1.16.0",), plugins=("pytest-mock==3.14.0",))
+    assert environment_option(str(tmp_path / "flat.toml"), tmp_path).install == ("pip install --no-deps -e .",)
+    assert environment_option("none", tmp_path) is None and environment_option("declared", tmp_path) is None
+    with pytest.raises(EnvironmentBuildError, match="packages: Value error, 'six' is not a pinned"):
+        environment_option(str(tmp_path / "bad.toml"), tmp_path)
+    with pytest.raises(EnvironmentBuildError, match="cannot be read"):
+        environment_option(str(tmp_path / "absent.toml"), tmp_path)
 
 
 def test_build_script_runs_each_step_and_failures_name_the_package():

@@ -239,7 +239,9 @@ def test_import_commit_counts_an_unimportable_target_module_failing_and_names_a_
     core.write_text(core.read_text().replace("return sum(xs)", "return sum(xs, 0)"))
     (tmp_path / "shop/tests/test_six.py").write_text("import six\n\n\ndef test_total_text():\n    assert six\n")
     commit_all(tmp_path / "shop", "total: start at 0")
-    proc = cli(tmp_path / "runs", "import", "commit", "shop", "HEAD", "--out", "imported", cwd=tmp_path)
+    # (`--environment auto` would install six, from the test's import: none keeps the image bare.)
+    proc = cli(tmp_path / "runs", "import", "commit", "shop", "HEAD", "--out", "imported", "--environment", "none",
+               cwd=tmp_path)
     assert proc.returncode == 1
     assert ("collection error in tests.test_six: ModuleNotFoundError: No module named 'six' at tests/test_six.py:1 "
             "(add it to the environment)") in proc.stdout, proc.stdout
@@ -303,7 +305,7 @@ def test_import_swebench_reads_collection_errors_as_swebench_does(tmp_path, sand
                      + "\n" + json.dumps({**shared, "instance_id": "shop-2",
                                           "PASS_TO_PASS": ["tests/test_six.py::test_text_type"]}) + "\n")
     proc = cli(tmp_path / "runs", "import", "swebench", str(jsonl), "--repos", str(tmp_path / "repos"), "--out",
-               str(tmp_path / "out"))
+               str(tmp_path / "out"), "--environment", "none")  # auto would install six
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("shop-")}
     assert " usable " in rows["shop-1"], proc.stdout

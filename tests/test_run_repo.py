@@ -183,10 +183,12 @@ def test_run_repo_refuses_what_it_cannot_use(tmp_path):
 
 
 def test_the_environment_comes_from_the_repository_files(tmp_path):
-    from repair_agent.local_repo import detect_environment
+    from repair_agent.local_repo import repo_environment
+    from repair_agent.sandbox.declared import read_declared
 
-    assert detect_environment(tmp_path) is None  # nothing to install: the plain sandbox image
+    assert repo_environment(tmp_path, "auto", print) is None  # nothing to install: the plain sandbox image
     (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup(name='x')\n")
-    assert detect_environment(tmp_path) == {"install": ["pip install -e ."]}
+    assert repo_environment(tmp_path, "auto", print) == {"install": ["pip install --no-deps -e ."]}
+    assert repo_environment(tmp_path, "none", print) is None
     (tmp_path / "requirements.txt").write_text("text-unidecode==1.3\n")
-    assert detect_environment(tmp_path) == {"requirements": "requirements.txt", "install": ["pip install -e ."]}
+    assert read_declared(tmp_path).requirements == ["text-unidecode==1.3"]  # resolved to pins in Docker

@@ -213,7 +213,8 @@ def read_capped(path: str, cap: int) -> tuple[bytes | None, str | None]:
 # printed (and flushed) as one line for the host; then, when a command follows the two arguments,
 # that command in this process's place. Whatever the command prints comes after the line, so code
 # it runs cannot change what was read, and a check's next command costs no exec of its own.
-_READER = inspect.getsource(read_capped) + """
+# The future import: its annotations are not evaluated, so the reader also runs on Python 3.9.
+_READER = "from __future__ import annotations\n" + inspect.getsource(read_capped) + """
 import base64, os, sys
 try:
     data, why = read_capped(sys.argv[1], int(sys.argv[2]))

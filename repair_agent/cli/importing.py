@@ -39,6 +39,10 @@ def register(sub, common) -> None:
         p.add_argument("--sandbox", choices=["docker", "local"], default="docker",
                        help="where tests run for the check: docker (default) or local (NOT isolated)")
         p.add_argument("--json", action="store_true", help="print the summary as JSON")
+        p.add_argument("--environment", metavar="auto|none|FILE", default="declared", help="auto: the packages the "
+                       "tree declares (pyproject, setup.cfg, setup.py, requirements files, the tests' imports and "
+                       "plugins) pinned, and the project installed editable; FILE: a TOML file with the fields of "
+                       "[environment]; none: the sandbox image. Default: auto when the tree declares dependencies")
         p.add_argument("--hidden-tests", action="store_true",
                        help="hold the test changes back from the chooser (SWE-bench's protocol): the workspace is "
                             "the buggy tree without them; only the verifier's checks apply them")
@@ -81,7 +85,7 @@ def cmd_import_swebench(args) -> int:
         return 2
     results = import_swebench(Path(args.file), Path(args.repos), out, check=check,
                               writable=tuple(args.writable or ["**"]), max_steps=args.max_steps,
-                              hidden_tests=args.hidden_tests, log=_err)
+                              environment=args.environment, hidden_tests=args.hidden_tests, log=_err)
     return _finish(args, out, results, source=str(Path(args.file).resolve()), format="swebench")
 
 
@@ -94,6 +98,6 @@ def cmd_import_commit(args) -> int:
         return 2
     result = import_commit(Path(args.repo), args.commit, out, check=check, name=args.name,
                            writable=tuple(args.writable or ["**"]), max_steps=args.max_steps, suite=args.suite,
-                           hidden_tests=args.hidden_tests, log=_err)
+                           environment=args.environment, hidden_tests=args.hidden_tests, log=_err)
     return _finish(args, out, [result], source=str(Path(args.repo).resolve()), format="commit")
 

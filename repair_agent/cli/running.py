@@ -202,6 +202,8 @@ def add_repo_arguments(run_parser) -> None:
     g.add_argument("--writable", action="append", metavar="GLOB", help="what the repair may edit (repeatable; "
                    "default **: everything but tests and test configuration)")
     g.add_argument("--goal", metavar="TEXT", help="the goal the chooser is given (default: make the tests pass)")
-    g.add_argument("--environment", choices=["auto", "none"], default="auto", help="auto (default): install "
-                   "requirements.txt and the project itself (pip install -e .) into an environment image built once "
-                   "with the network; none: the plain sandbox image")
+    g.add_argument("--environment", metavar="auto|none|FILE", default="auto", help="auto (default): what the "
+                   "repository declares (dependencies, test extras, requirements files, the tests' imports and "
+                   "plugins) pinned, and the project itself installed editable, in an environment image built once "
+                   "with the network; FILE: a TOML file with the fields of [environment]; none: the plain sandbox "
+                   "image")

@@ -3,8 +3,8 @@
 The commit's changes are split by path: test files (tests/, test/, test_*.py, *_test.py,
 conftest.py) and the rest. The buggy tree is the commit's first parent plus the commit's test
 changes; the reference fix is the rest. The targets are found by running the test files the commit
-changed on the buggy tree and on the buggy tree with the fix (in a container of the sandbox image,
-or locally with --sandbox local): every test that fails before and passes after. The scenario then
+changed on the buggy tree and on the buggy tree with the fix (in a container of the scenario's
+environment image, the one its runs and checks use, or locally with --sandbox local): every test that fails before and passes after. The scenario then
 goes through the corpus check like any import. The suite condition is the whole suite, or with
 suite="changed" a pass-to-pass list of the changed modules' tests that pass before and after.
 """
@@ -23,9 +23,10 @@ from verifier.spec import glob_match, nodeid_to_junit_key
 from verifier.trees import copy_tree
 
 from ..hostgit import run_git
+from .common import (OUT_DIR, ImportResult, InstanceError, Written, apply_patch_text, environment_sections,
+                     export_tree, fresh_data_dir, python_of, repo_path, resolve_commit, scenario_environment,
+                     scenario_name, tree_runner, validate, write_scenario)
 from .derived import derive_heldout
-from .common import (OUT_DIR, ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
-                     python_of, repo_path, resolve_commit, scenario_name, tree_runner, validate, write_scenario)
 
 Suite = Literal["whole", "changed"]
 TEST_GLOBS = ("tests/**", "test/**", "**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
@@ -62,7 +63,8 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
     root = "/workspace" if docker else str(tree)
     with tempfile.TemporaryDirectory(prefix="repair-agent-import-run-") as tmp:
         junit = f"{OUT_DIR}/junit.xml" if docker else str(Path(tmp) / "junit.xml")
-        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
+        # Plugins load as installed, as in the verifier's checks (the environment's pytest-mock gives `mocker`).
+        env = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
         base = [python_of(check), "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={root}"]
         runner = tree_runner(tree, check)
         try:
@@ -99,16 +101,19 @@ def _targets(before: dict[str, str], after: dict[str, str], unimported: dict[str
 
 def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, name: str | None = None,
                   writable: tuple[str, ...] = ("**",), max_steps: int = 12, suite: Suite = "whole",
-                  hidden_tests: bool = False, log: Callable[[str], None] = lambda m: None) -> ImportResult:
+                  environment: str = "declared", hidden_tests: bool = False,
+                  log: Callable[[str], None] = lambda m: None) -> ImportResult:
     """One scenario from one fix commit, checked; an unusable commit is a skipped result saying why.
     `suite`: "whole" (the whole-suite rule) or "changed" (a pass-to-pass list: the tests of the
-    changed test modules that pass both before and after the fix). `hidden_tests`: the commit's test
-    changes are held back from the chooser and applied only in the verifier's checks."""
+    changed test modules that pass both before and after the fix). `environment`: see
+    sandbox.environment.environment_option ("declared", "auto", "none" or a TOML file). `hidden_tests`:
+    the commit's test changes are held back from the chooser and applied only in the verifier's checks."""
     out.mkdir(parents=True, exist_ok=True)
     result = ImportResult(instance_id=f"{Path(repo_path).name}@{fix_commit}", status="skipped")
     try:
         manifest = _write(Path(repo_path), fix_commit, out, check, result, name=name, writable=writable,
-                          max_steps=max_steps, suite=suite, hidden_tests=hidden_tests, log=log)
+                          max_steps=max_steps, suite=suite, environment=environment, hidden_tests=hidden_tests,
+                          log=log)
     except InstanceError as exc:
         result.reason = str(exc)
         return result
@@ -120,7 +125,7 @@ def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, n
 
 
 def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: ImportResult, *, name: str | None,
-           writable: tuple[str, ...], max_steps: int, suite: Suite, hidden_tests: bool,
+           writable: tuple[str, ...], max_steps: int, suite: Suite, environment: str, hidden_tests: bool,
            log: Callable[[str], None]) -> Path:
     try:
         repo = git.Repo(repo_path)
@@ -149,6 +154,7 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
                     and (glob_match(p, ("**/test_*.py", "**/*_test.py")) is not None)]
         if not runnable:
             raise InstanceError(f"{commit.hexsha[:12]} changes no test module that pytest would run: {test_paths}")
+        section, check = scenario_environment(environment, tested, name, check, log)
         log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
         fixed = Path(tmp) / "fixed"
         copy_tree(tested, fixed)
@@ -179,6 +185,7 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         "acceptance": {"target_tests": targets, "pass_to_pass": listed if suite == "changed" else None,
                        "writable": list(writable), "protected": test_paths},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
+        **environment_sections(section),
     }
     top = {"description": f"{Path(repo.working_dir).name}: {subject}"[:200], "kind": "fix-commit",
            "tags": ["fix-commit", f"repo:{Path(repo.working_dir).name}"],

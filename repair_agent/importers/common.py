@@ -31,6 +31,7 @@ from verifier.trees import TreeRefused, extract_tar
 
 from ..corpus import CorpusCheck, check_corpus
 from ..hostgit import run_git
+from ..sandbox.environment import EnvironmentSection
 from ..scenario import SUFFIX, ManifestError, Scenario, apply_patch_to_tree, load_manifest
 
 
@@ -131,6 +132,8 @@ def toml_value(value) -> str:
         return json.dumps(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"no TOML for {type(value).__name__}")
 
 
@@ -255,6 +258,38 @@ def render_summary(results: list[ImportResult]) -> str:
         if r.status == "skipped" and r.problems:
             rows += [f"\n{r.instance_id}:"] + [f"  - {p[:400]}" for p in r.problems]
     return "\n".join(rows)
+
+
+def scenario_environment(option: str, tree: Path, name: str, check: dict,
+                         log: Callable[[str], None]) -> tuple[EnvironmentSection | None, dict]:
+    """The `--environment` of an imported tree, and the backend arguments its tests run with: in
+    Docker, its environment image (built now, the one the corpus check and its runs then reuse)."""
+    from ..sandbox.environment import EnvironmentBuildError, environment_option
+
+    try:
+        section = environment_option(option, tree, client=check.get("client"), log=log)
+    except EnvironmentBuildError as exc:
+        raise InstanceError(f"environment: {exc}") from None
+    return section, environment_check(check, section, tree, name, log)
+
+
+def environment_check(check: dict, section: EnvironmentSection | None, tree: Path, name: str,
+                      log: Callable[[str], None]) -> dict:
+    """The backend arguments to run `tree`'s code in `section`'s environment: in Docker, its image
+    (built now, once; the corpus check and the runs then reuse it)."""
+    from ..sandbox.environment import EnvironmentBuildError, ensure_environment_image
+
+    if section is None or check.get("backend") != "docker":
+        return check
+    try:
+        return {**check, "image": ensure_environment_image(check["client"], section, tree, name, log=log)}
+    except EnvironmentBuildError as exc:
+        raise InstanceError(f"environment: {exc}") from None
+
+
+def environment_sections(section: EnvironmentSection | None) -> dict[str, dict]:
+    """The manifest's `[environment]` table for a section (nothing for none)."""
+    return {"environment": section.model_dump(mode="json", exclude_defaults=True)} if section else {}
 
 
 def verifier_backend(sandbox: str, log: Callable[[str], None]) -> dict:

@@ -173,7 +173,8 @@ def heldout_text(request: dict, rows: list[dict]) -> str | None:
         row = by_name.get(case["name"], {})
         if "value" in row and "__unjudgeable__" not in json.dumps(row["value"]):
             expect = f"expect_json = {toml_value(json.dumps(row['value']))}"
-        elif isinstance(row.get("raised"), list) and row["raised"] and not row.get("fatal"):
+        elif isinstance(row.get("raised"), list) and row["raised"] and not row.get("fatal") \
+                and "builtins.ImportError" not in row["raised"]:  # the code could not be imported: no answer
             expect = f"raises = {toml_value(row['raised'][0])}"
         else:
             continue

@@ -20,17 +20,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from verifier.trees import copy_tree
 
-from .common import (ImportResult, InstanceError, Written, apply_patch_text, export_tree, fresh_data_dir,
-                     patch_paths, scenario_name, validate, write_scenario)
+from ..sandbox.environment import EnvironmentSection
+from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_check,
+                     environment_sections, export_tree, fresh_data_dir, patch_paths, scenario_environment,
+                     scenario_name, validate, write_scenario)
 from .derived import derive_heldout
 
 # The fields a scenario is made of; every other field is kept in source.json and named as ignored.
 USED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS",
         "problem_statement")
-# Known SWE-bench fields with no counterpart here: the environment of an imported scenario is the
-# sandbox image (or a manifest's [environment] section), not a prebuilt per-instance image.
-KNOWN_IGNORED = ("environment_setup_commit", "version", "image_name", "docker_image", "instance_image",
-                 "hints_text", "created_at")
+# Used for the environment (unless --environment none): instances of one repo and version share one,
+# detected on environment_setup_commit's tree (or the first instance's).
+ENVIRONMENT_FIELDS = ("environment_setup_commit", "version")
+# Known SWE-bench fields with no counterpart here: the environment of an imported scenario is its
+# [environment] section, not a prebuilt per-instance image.
+KNOWN_IGNORED = ("image_name", "docker_image", "instance_image", "hints_text", "created_at")
 
 
 class SwebenchInstance(BaseModel):
@@ -86,11 +90,35 @@ def find_clone(repos_dir: Path, repo: str) -> Path:
     raise InstanceError(f"no local clone of {repo} (looked for {', '.join(str(c) for c in candidates)})")
 
 
+def instance_environment(inst: SwebenchInstance, repo: git.Repo, tree: Path, name: str, *, option: str,
+                         shared: dict[tuple[str, str], EnvironmentSection | None], check: dict,
+                         log: Callable[[str], None]) -> EnvironmentSection | None:
+    """The instance's environment: one per (repo, version), detected on environment_setup_commit's
+    tree when the clone has it, else on this instance's tree; without a version, its own."""
+    key = (inst.repo, inst.version) if inst.version else None
+    if key in shared:
+        return shared[key]
+    with tempfile.TemporaryDirectory(prefix="repair-agent-envsetup-") as tmp:
+        where = tree
+        if key and inst.environment_setup_commit:
+            try:
+                export_tree(repo, inst.environment_setup_commit, Path(tmp) / "tree")
+                where = Path(tmp) / "tree"
+            except InstanceError as exc:
+                log(f"{inst.instance_id}: environment_setup_commit not used ({exc}); detecting on its own tree")
+        section, _ = scenario_environment(option, where, name, {**check, "backend": "none"}, log)
+    if key:
+        shared[key] = section
+    return section
+
+
 def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writable: tuple[str, ...],
-                   max_steps: int, raw: dict, check: dict, hidden_tests: bool = False) -> tuple[Path, int]:
+                   max_steps: int, raw: dict, environment: str = "none",
+                   shared: dict[tuple[str, str], EnvironmentSection | None] | None = None, check: dict | None = None,
+                   hidden_tests: bool = False, log: Callable[[str], None] = lambda m: None) -> tuple[Path, int]:
     """The instance as a scenario in OUT/rejected/ (moved to OUT once the corpus check passes it), and
-    the number of held-out cases derived for it.
-    `hidden_tests`: test_patch is held back from the chooser, applied only in the verifier's checks."""
+    the number of held-out cases derived for it. `hidden_tests`: test_patch is held back from the
+    chooser, applied only in the verifier's checks."""
     name = scenario_name(inst.instance_id)
     clone = find_clone(repos_dir, inst.repo)
     try:
@@ -109,7 +137,10 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
             hidden.write_text(inst.test_patch if inst.test_patch.endswith("\n") else inst.test_patch + "\n",
                               encoding="utf-8")
         apply_patch_text(with_tests, inst.test_patch, "test_patch")
-        cases = _derived(with_tests, Path(tmp) / "fixed", inst, check, heldout)
+        section = instance_environment(inst, repo, with_tests, name, option=environment,
+                                       shared={} if shared is None else shared, check=check or {}, log=log)
+        cases = _derived(with_tests, Path(tmp) / "fixed", inst, check or {"backend": "local"}, section, name, heldout,
+                         log)
     # The files the test patch touches and the modules the named tests live in: never writable.
     tested = [n.split("::")[0] for n in inst.FAIL_TO_PASS + inst.PASS_TO_PASS]
     protected = list(dict.fromkeys(test_files + tested))
@@ -124,6 +155,7 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
         "acceptance": {"target_tests": f2p, "pass_to_pass": inst.PASS_TO_PASS, "writable": list(writable),
                        "protected": protected},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
+        **environment_sections(section),
     }
     return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=inst.patch,
                           source={"format": "swebench", "instance": raw, "clone": str(clone), "base_commit": sha},
@@ -133,22 +165,28 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
                                   + "; reference fix = the gold patch"), cases
 
 
-def _derived(tested: Path, fixed: Path, inst: SwebenchInstance, check: dict, dest: Path) -> int:
-    """Held-out cases from FAIL_TO_PASS's literal calls (derived.py); none when the gold patch does not
-    apply (the corpus check then says so) or the reference's answers cannot be read."""
+def _derived(tested: Path, fixed: Path, inst: SwebenchInstance, check: dict, section: EnvironmentSection | None,
+             name: str, dest: Path, log: Callable[[str], None]) -> int:
+    """Held-out cases from FAIL_TO_PASS's literal calls (derived.py), answered in the instance's
+    environment; none when the gold patch does not apply (the corpus check then says so), the
+    environment cannot be built, or the reference's answers cannot be read."""
     copy_tree(tested, fixed)
     try:
         apply_patch_text(fixed, inst.patch, "gold patch")
-        return derive_heldout(fixed, tested, inst.FAIL_TO_PASS, inst.patch, check, dest)
+        return derive_heldout(fixed, tested, inst.FAIL_TO_PASS, inst.patch,
+                              environment_check(check, section, tested, name, log), dest)
     except InstanceError:
         return 0
 
 
 def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, writable: tuple[str, ...] = ("**",),
-                    max_steps: int = 12, workers: int = 1, hidden_tests: bool = False,
+                    max_steps: int = 12, workers: int = 1, environment: str = "declared", hidden_tests: bool = False,
                     log: Callable[[str], None] = lambda m: None) -> list[ImportResult]:
     """Every line of `jsonl` imported and checked, in order; a bad line is a skipped entry, never an abort.
-    `check`: the corpus check's backend arguments (backend, client, image)."""
+    `check`: the corpus check's backend arguments (backend, client, image). `environment`: see
+    sandbox.environment.environment_option; instances of one repo and version share one."""
+    used = USED + (ENVIRONMENT_FIELDS if environment != "none" else ())
+    shared: dict[tuple[str, str], EnvironmentSection | None] = {}
     out.mkdir(parents=True, exist_ok=True)
     results: list[ImportResult] = []
     written: list[Written] = []
@@ -171,7 +209,7 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
                                         reason=f"not a SWE-bench instance: {fields}"[:600]))
             continue
         result = ImportResult(instance_id=inst.instance_id, status="skipped", line=number,
-                              ignored_fields=sorted(k for k in raw if k not in USED),
+                              ignored_fields=sorted(k for k in raw if k not in used),
                               target_tests=inst.FAIL_TO_PASS, pass_to_pass=len(inst.PASS_TO_PASS))
         results.append(result)
         try:
@@ -181,8 +219,9 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
                 raise InstanceError(f"a second instance named {name!r} (instance ids must be unique)")
             seen.add(name)
             log(f"writing {inst.instance_id} -> {name}")
-            manifest, result.heldout_cases = write_instance(inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw,
-                                      check=check, hidden_tests=hidden_tests)
+            manifest, result.heldout_cases = write_instance(
+                inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw, environment=environment,
+                shared=shared, check=check, hidden_tests=hidden_tests, log=log)
         except InstanceError as exc:
             result.reason = str(exc)
             continue

@@ -34,12 +34,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from verifier.isolation import absolute_mount
 from verifier.trees import copy_tree, sha256_file
+
+from .declared import BUILD_FILES as BUILD_FILES, Declared, install_digest, normalize, read_declared, requirement_name
 
 
 ENV_REPO = "repair-agent-env"
@@ -52,10 +54,8 @@ IMPORT_ROOTS_LABEL = "org.repair-agent.import-roots"
 BUILD_ROLE = "environment-build"
 # pip run from its wheel when the base image has none (Debian's python3 ships without pip).
 PIP_VERSION = "24.3.1"
-# Build files that define what an install command does; their bytes are part of the key.
-BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 # Bumped when the build recipe below changes what an image contains.
-RECIPE = "2"  # 2: the image says where the install put the tree (import-roots label)
+RECIPE = "3"  # 2: the image says where the install put the tree; 3: keyed on install_digest, not build file bytes
 BUILD_TIMEOUT_S = 1800
 _REQ = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]*\])?\s*===?\s*[A-Za-z0-9.+!*_-]+\s*(;.*)?$")
 
@@ -70,6 +70,9 @@ class EnvironmentSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     # Pinned requirement strings, e.g. "text-unidecode==1.3": the key must say what gets installed.
     packages: tuple[str, ...] = ()
+    # pytest plugins, pinned like packages (e.g. "pytest-mock==3.14.0"). pytest loads installed
+    # plugins itself (autoload is never turned off where tests run), as the project's own config says.
+    plugins: tuple[str, ...] = ()
     # A requirements file inside the repository (its bytes are part of the key).
     requirements: str | None = None
     # Shell commands run as root in /workspace (the pristine tree) after the packages, e.g.
@@ -78,8 +81,16 @@ class EnvironmentSection(BaseModel):
     env: dict[str, str] = {}
     # Another Python image to layer on (it must have python3 on PATH); default: the sandbox's base.
     base_image: str | None = Field(None, min_length=1)
+    # Another Python: the sandbox built on the Debian release that ships it (image.PYTHON_SUITES).
+    python: Literal["3.9", "3.11", "3.13"] | None = None
 
-    @field_validator("packages")
+    @model_validator(mode="after")
+    def _one_base(self) -> "EnvironmentSection":
+        if self.python and self.base_image:
+            raise ValueError("give python or base_image, not both")
+        return self
+
+    @field_validator("packages", "plugins")
     @classmethod
     def _pinned(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for req in value:
@@ -114,13 +125,17 @@ class EnvironmentInfo(BaseModel):
 
 
 def environment_key(env: EnvironmentSection, base_image_id: str, tree: Path) -> str:
-    """sha256 of what defines the image: base image id, the section, the files it reads."""
+    """sha256 of what defines the image: the base image id, the section (its pinned packages and
+    install steps), the requirements file it reads and, with install steps, what the build files say
+    an install depends on (declared.install_digest: not the version or the readme, so commits of one
+    project with the same dependencies share one image; the editable install points at the mounted
+    tree, so the code itself is never in the image)."""
     files: dict[str, str | None] = {}
-    read = ([env.requirements] if env.requirements else []) + (list(BUILD_FILES) if env.install else [])
-    for rel in read:
-        path = tree / rel
-        files[rel] = sha256_file(path) if path.is_symlink() or path.is_file() else None  # a link by its text
-    record = {"recipe": RECIPE, "base": base_image_id, "environment": env.model_dump(mode="json"), "files": files}
+    if env.requirements:
+        path = tree / env.requirements
+        files[env.requirements] = sha256_file(path) if path.is_symlink() or path.is_file() else None  # a link by its text
+    record = {"recipe": RECIPE, "base": base_image_id, "environment": env.model_dump(mode="json"), "files": files,
+              "install": install_digest(tree) if env.install else None}
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
 
 
@@ -178,6 +193,11 @@ def _present(client, tag: str) -> bool:
 def _base_image(client, env: EnvironmentSection, log: Log) -> str:
     from .image import ImageBuildError, ensure_sandbox_image
 
+    if env.python is not None:
+        try:
+            return ensure_sandbox_image(client, log=log, python=env.python)
+        except ImageBuildError as exc:
+            raise EnvironmentBuildError(f"the sandbox for Python {env.python} cannot be built: {exc}") from None
     if env.base_image is None:
         return ensure_sandbox_image(client, log=log)
     import docker.errors
@@ -241,8 +261,8 @@ FORWARDED = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DE
              "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 
 
-def build_script(env: EnvironmentSection, has_ca: bool) -> str:
-    """The build's shell script. Each step prints a marker line, so a failure is named by its step."""
+def _pip_setup(has_ca: bool) -> list[str]:
+    """Shell lines giving a script pip (from /ra-build), the host's index, proxy and certificates."""
     lines = ["set -eu", "export HOME=/tmp PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore",
              "export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off PIP_NO_INPUT=1",
              "export PATH=/ra-build/bin:$PATH"]
@@ -251,9 +271,16 @@ def build_script(env: EnvironmentSection, has_ca: bool) -> str:
     for var in FORWARDED:
         if os.environ.get(var):
             lines.append(f"export {var}={shlex.quote(os.environ[var])}")
+    return lines
+
+
+def build_script(env: EnvironmentSection, has_ca: bool) -> str:
+    """The build's shell script. Each step prints a marker line, so a failure is named by its step."""
+    lines = _pip_setup(has_ca)
     lines += ["python3 -c 'import sys; print(\"ra-step: python\", sys.version.split()[0])'", "cd /workspace"]
-    if env.packages:
-        lines += ["echo 'ra-step: packages'", "pip install " + " ".join(shlex.quote(p) for p in env.packages)]
+    if env.packages or env.plugins:
+        lines += ["echo 'ra-step: packages'",
+                  "pip install " + " ".join(shlex.quote(p) for p in (*env.packages, *env.plugins))]
     if env.requirements:
         lines += [f"echo {shlex.quote('ra-step: requirements ' + env.requirements)}",
                   f"pip install -r {shlex.quote(env.requirements)}"]
@@ -303,6 +330,22 @@ print("ra-step: import check ok:", ", ".join(sorted(names)) or "no package direc
 '''
 
 
+def build_files(build: Path, log: Log) -> tuple[Path, bool]:
+    """BUILD/ra-build, mounted read-only at /ra-build: pip (its wheel, run by a shim when the base
+    has none) and the host's CA bundle. Returns the directory and whether the bundle is there."""
+    ra = build / "ra-build"
+    (ra / "bin").mkdir(parents=True)
+    shutil.copyfile(pip_wheel(log), ra / "pip.whl")
+    ca = _ca_bundle()
+    if ca:
+        shutil.copyfile(ca, ra / "ca.crt")
+    pip = ra / "bin" / "pip"
+    pip.write_text('#!/bin/sh\nif python3 -c "import pip" 2>/dev/null; then exec python3 -m pip "$@"; fi\n'
+                   'exec python3 /ra-build/pip.whl/pip "$@"\n')
+    pip.chmod(0o755)
+    return ra, ca is not None
+
+
 def build_context(tree: Path, build: Path) -> Path:
     """The copy of the tree the build container mounts at /workspace. That container runs as root
     with network: no link out of the tree and no special file is in it (verifier.trees)."""
@@ -323,17 +366,8 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
     started = time.monotonic()
     try:
         work = build_context(tree, build)
-        ra = build / "ra-build"
-        (ra / "bin").mkdir(parents=True)
-        shutil.copyfile(pip_wheel(log), ra / "pip.whl")
-        ca = _ca_bundle()
-        if ca:
-            shutil.copyfile(ca, ra / "ca.crt")
-        pip = ra / "bin" / "pip"
-        pip.write_text('#!/bin/sh\nif python3 -c "import pip" 2>/dev/null; then exec python3 -m pip "$@"; fi\n'
-                       'exec python3 /ra-build/pip.whl/pip "$@"\n')
-        pip.chmod(0o755)
-        (ra / "build.sh").write_text(build_script(env, ca is not None))
+        ra, has_ca = build_files(build, log)
+        (ra / "build.sh").write_text(build_script(env, has_ca))
         (ra / "import_check.py").write_text(IMPORT_CHECK)
         log(f"building environment {tag} for {name} on {base} (log: {log_path})")
         container = client.containers.run(
@@ -405,6 +439,133 @@ def describe_failure(step: str, lines: list[str], env: EnvironmentSection) -> st
             if m:
                 return f"installing {m.group(1).strip(chr(39))} failed at step '{step}'"
     return f"step '{step}' failed: {' | '.join(lines[-3:])[:400]}"
+
+
+# -- detection: what a tree declares, resolved to pinned packages -----------------------------------
+
+EnvironmentOption = str  # "auto", "none", "declared" (auto when the tree declares dependencies), or a TOML file
+
+
+def environment_option(option: EnvironmentOption, tree: Path, *, client=None, log: Log = lambda m: None
+                       ) -> EnvironmentSection | None:
+    """The `--environment` of an import or `run --repo`: "none" (the sandbox image), "auto" (what the
+    tree declares, resolved), "declared" (auto when the tree declares dependencies, else none), or
+    the path of a TOML file holding the fields of `[environment]` (at its top or in that table)."""
+    if option == "none":
+        return None
+    if option not in ("auto", "declared"):
+        return load_environment_file(Path(option))
+    declared = read_declared(tree)
+    if option == "declared" and not declared.anything:
+        return None
+    return detect_environment(declared, client=client, log=log)
+
+
+def load_environment_file(path: Path) -> EnvironmentSection:
+    import tomllib
+
+    from pydantic import ValidationError
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return EnvironmentSection.model_validate(data.get("environment", data))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise EnvironmentBuildError(f"--environment {path}: cannot be read: {exc}") from None
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'environment'}: {e['msg']}" for e in exc.errors())
+        raise EnvironmentBuildError(f"--environment {path}: not an [environment] section: {fields}") from None
+
+
+def detect_environment(declared: Declared, *, client=None, log: Log = lambda m: None) -> EnvironmentSection | None:
+    """The environment a tree declares: its requirements, the third-party imports of its tests and
+    the plugins its tests use, resolved to pinned versions on the sandbox image; and an editable
+    install of the tree itself (without its dependencies: they are the pinned packages)."""
+    install = ("pip install --no-deps -e .",) if declared.installable else ()
+    if not declared.anything:
+        return EnvironmentSection(install=install) if install else None
+    if client is None:
+        import docker
+
+        try:
+            client = docker.from_env()
+        except docker.errors.DockerException as exc:
+            raise EnvironmentBuildError(f"resolving the declared requirements needs a Docker Engine: {exc}") from None
+    pinned = resolve_requirements(client, [*declared.requirements, *declared.plugins], declared.guesses, log=log)
+    plugins = {normalize(p) for p in declared.plugins}
+    return EnvironmentSection(packages=tuple(p for p in pinned if requirement_name(p) not in plugins),
+                              plugins=tuple(p for p in pinned if requirement_name(p) in plugins), install=install)
+
+
+# The resolver's report: what pip would install on the base (already there: left out), pytest held at
+# the base's version so that plugins resolve to releases that work with it (and with pytest-timeout).
+RESOLVE_SCRIPT = """
+python3 -c 'import pytest; print("pytest==" + pytest.__version__)' > /tmp/constraints.txt
+pip install --dry-run --quiet --report /tmp/report.json -c /tmp/constraints.txt -r /ra-build/wanted.txt
+python3 -c 'import json; r = json.load(open("/tmp/report.json")); print("ra-pinned: " + json.dumps(sorted(
+    i["metadata"]["name"] + "==" + i["metadata"]["version"] for i in r["install"])))'
+"""
+
+
+def resolve_requirements(client, requirements: list[str], guesses: list[str], *,
+                         log: Log = lambda m: None) -> tuple[str, ...]:
+    """Pinned `name==version` of everything pip would install on the sandbox image for these
+    requirements, resolved once (with the network) and then read from the cache, so commits of one
+    project that declare the same requirements get the same pins and share one image. A guess (an
+    import name) that no index has is left out, with a line in the log."""
+    from .image import ensure_sandbox_image
+
+    base = ensure_sandbox_image(client, log=log)
+    wanted = sorted(dict.fromkeys(requirements)), sorted(dict.fromkeys(guesses))
+    key = hashlib.sha256(json.dumps([RECIPE, client.images.get(base).id, *wanted]).encode()).hexdigest()
+    cached = cache_dir() / "resolved" / f"{key[:32]}.json"
+    if cached.is_file():
+        return tuple(json.loads(cached.read_text())["pinned"])
+    reqs, left = list(wanted[0]), list(wanted[1])
+    while True:
+        log(f"resolving {len(reqs) + len(left)} requirement(s) on {base}: {', '.join([*reqs, *left])[:300]}")
+        code, lines = _run_resolver(client, base, [*reqs, *left], log)
+        pinned = next((json.loads(line.removeprefix("ra-pinned: ")) for line in lines
+                       if line.startswith("ra-pinned: ")), None)
+        if code == 0 and pinned is not None:
+            break
+        missing = next((m.group(1) for line in lines for m in [re.search(r"No matching distribution found for "
+                                                                         r"([A-Za-z0-9._-]+)", line)] if m), None)
+        guessed = [g for g in left if missing and normalize(g) == normalize(missing)]
+        if not guessed:
+            raise EnvironmentBuildError(f"resolving the declared requirements failed (exit {code}; pytest held at the "
+                                        f"image's version): {' | '.join(lines[-4:])[:500]}")
+        log(f"left out {guessed[0]}: imported by the tests, declared nowhere, and no index has it")
+        left.remove(guessed[0])
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps({"requirements": wanted[0], "guesses": wanted[1], "pinned": pinned}))
+    return tuple(pinned)
+
+
+def _run_resolver(client, base: str, requirements: list[str], log: Log) -> tuple[int, list[str]]:
+    import docker.errors
+    from docker.types import Mount
+
+    build = Path(tempfile.mkdtemp(prefix="repair-agent-resolve-"))
+    container = None
+    try:
+        ra, has_ca = build_files(build, log)
+        (ra / "wanted.txt").write_text("\n".join(requirements) + "\n")
+        (ra / "resolve.sh").write_text("\n".join(_pip_setup(has_ca)) + RESOLVE_SCRIPT)
+        container = client.containers.run(
+            base, command=["sh", "/ra-build/resolve.sh"], user="0:0", detach=True,
+            mounts=[Mount("/ra-build", str(ra), type="bind", read_only=True)],
+            labels={ROLE_LABEL: BUILD_ROLE, "org.repair-agent.owner-pid": str(os.getpid())})
+        code = container.wait(timeout=BUILD_TIMEOUT_S).get("StatusCode", -1)
+        return code, list(_lines([container.logs()]))
+    except docker.errors.DockerException as exc:
+        raise EnvironmentBuildError(f"resolving the declared requirements: the engine failed: {exc}") from None
+    finally:
+        if container is not None:
+            try:
+                container.remove(force=True, v=True)
+            except docker.errors.DockerException:
+                pass
+        shutil.rmtree(build, ignore_errors=True)
 
 
 # -- list / prune ----------------------------------------------------------------------------------

@@ -41,6 +41,9 @@ LOCAL_BASE_REPO = "repair-agent-base"
 # Local base recipe. Everything that affects the resulting rootfs goes into the
 # tag hash, so changing any of it yields a new base (and thus a new sandbox).
 _SUITE = "bookworm"
+# Another Python is another Debian release's python3, its base built the same way (a scenario's
+# `[environment] python`); the default release's Python is the sandbox image itself.
+PYTHON_SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 _VARIANT = "minbase"
 _PACKAGES = ("python3", "python3-pytest", "python3-pytest-timeout", "faketime", "git")
 # Paths (globs relative to the rootfs) dropped before import: caches, docs and
@@ -77,6 +80,7 @@ def ensure_sandbox_image(
     *,
     log: Log = lambda m: None,
     base_image: str | None = None,
+    python: str | None = None,
 ) -> str:
     """Return the tag of a sandbox image built from the project's Dockerfile, building it (and, when the base cannot be pulled, a local Debian base) if needed."""
     try:
@@ -84,8 +88,12 @@ def ensure_sandbox_image(
     except OSError as exc:
         raise ImageBuildError(f"cannot read the sandbox Dockerfile: {exc}") from exc
 
-    requested = base_image or os.environ.get(BASE_IMAGE_ENV) or DEFAULT_BASE_IMAGE
-    local_base = _local_base_tag()
+    suite = PYTHON_SUITES[python] if python else _SUITE
+    if suite != _SUITE:
+        requested = f"debian:{suite}-slim"
+    else:
+        requested = base_image or os.environ.get(BASE_IMAGE_ENV) or DEFAULT_BASE_IMAGE
+    local_base = _local_base_tag(suite)
     wanted = _sandbox_tag(dockerfile, requested)
     fallback = _sandbox_tag(dockerfile, local_base)
 
@@ -98,7 +106,7 @@ def ensure_sandbox_image(
     if _normalize(requested) not in refs and fallback in refs:
         return fallback
 
-    base = _resolve_base(client, requested, local_base, log)
+    base = _resolve_base(client, requested, local_base, log, suite)
     tag = _sandbox_tag(dockerfile, base)
     if tag in refs:  # only possible when we fell back after all
         return tag
@@ -114,13 +122,13 @@ def _sandbox_tag(dockerfile: bytes, base: str) -> str:
     return f"{SANDBOX_REPO}:{digest[:12]}"
 
 
-def _local_base_tag() -> str:
+def _local_base_tag(suite: str = _SUITE) -> str:
     recipe = "\n".join(
-        [f"suite={_SUITE}", f"variant={_VARIANT}", "packages=" + ",".join(_PACKAGES)]
+        [f"suite={suite}", f"variant={_VARIANT}", "packages=" + ",".join(_PACKAGES)]
         + [f"strip={p}" for p in _STRIP]
         + [f"change={c}" for c in _IMPORT_CHANGES]
     )
-    return f"{LOCAL_BASE_REPO}:{_SUITE}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
+    return f"{LOCAL_BASE_REPO}:{suite}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
 
 
 def _normalize(ref: str) -> str:
@@ -147,7 +155,7 @@ def _local_refs(client: DockerClient) -> set[str]:
 # --------------------------------------------------------------------------- base
 
 
-def _resolve_base(client: DockerClient, requested: str, local_base: str, log: Log) -> str:
+def _resolve_base(client: DockerClient, requested: str, local_base: str, log: Log, suite: str = _SUITE) -> str:
     """Name of a base image that exists locally: the requested one if it is
     present or pullable, else the debootstrap-built fallback."""
     try:
@@ -171,7 +179,7 @@ def _resolve_base(client: DockerClient, requested: str, local_base: str, log: Lo
         return local_base
     except docker.errors.ImageNotFound:
         pass
-    _build_local_base(client, local_base, log)
+    _build_local_base(client, local_base, log, suite)
     return local_base
 
 
@@ -181,7 +189,7 @@ def _one_line(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
-def _build_local_base(client: DockerClient, tag: str, log: Log) -> None:
+def _build_local_base(client: DockerClient, tag: str, log: Log, suite: str = _SUITE) -> None:
     debootstrap = _ensure_debootstrap(log)
     mirror = _host_debian_mirror()
     # /var/tmp is disk-backed on most hosts; /tmp may be a small/noexec tmpfs
@@ -191,14 +199,14 @@ def _build_local_base(client: DockerClient, tag: str, log: Log) -> None:
     rootfs = workdir / "rootfs"
     archive = workdir / "rootfs.tar"
     try:
-        log(f"building local base {tag}: debootstrap {_SUITE} from {mirror} (takes ~1 min)")
+        log(f"building local base {tag}: debootstrap {suite} from {mirror} (takes ~1 min)")
         start = time.monotonic()
         _run(
             [
                 debootstrap,
                 f"--variant={_VARIANT}",
                 "--include=" + ",".join(_PACKAGES),
-                _SUITE,
+                suite,
                 str(rootfs),
                 mirror,
             ],
