@@ -247,12 +247,13 @@ def _confirm(run_dir: Path, *, output_dir: Path | None, shown_sha256: str | None
     clone = Path(output_dir or run_dir / "release") / scenario.name
     if clone.exists():
         raise ReleaseRefused(f"output clone {clone} already exists")
-    if (scenario.repo / ".git").exists():
+    tree = scenario.workspace_tree  # the diff was made on it (without hidden tests)
+    if (tree / ".git").exists():
         _clone_git("the scenario's repository cannot be cloned",
-                   ["clone", "--quiet", "--no-hardlinks", "--", str(scenario.repo), str(clone)], scenario.repo,
+                   ["clone", "--quiet", "--no-hardlinks", "--", str(tree), str(clone)], tree,
                    cwd=clone.parent, make=clone.parent)
     else:
-        create_workspace(scenario.repo, clone, for_container=False)
+        create_workspace(tree, clone, for_container=False)
     branch = branch or f"repair/{record.run_id}"
     _clone_git("the clone's branch cannot be made", ["checkout", "--quiet", "-b", branch], clone)
     applied = run_git(["apply", "--index", "--whitespace=nowarn", "-"], clone, stdin=data, timeout=120)

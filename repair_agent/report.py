@@ -13,7 +13,7 @@ def _correctness_text(value: str | None) -> str:
     return {"correct": "correct — the visible tests pass and the behaviour checks agree (held-out cases, and generated "
                        "inputs against the reference fix where there is one)",
             "plausible": "plausible only — the visible tests pass, the behaviour checks do not agree (see below)",
-            "unchecked": "unchecked — this scenario has no held-out checks and no reference fix"}.get(
+            "unchecked": "unchecked — this scenario has no held-out checks (none written, none derived at import), so nothing to judge the behaviour by"}.get(
         value or "", "not judged — no green test run on the final diff")
 
 

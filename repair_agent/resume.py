@@ -290,7 +290,8 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                     f"{len(checkpoint.patches)} journaled patch(es) on the pristine tree, diff {diff_sha256(diff)[:12]}; "
                     f"granting {steps} more step(s) and {deadline_s or budget.deadline_s:g}s")
                 controller = resumed_controller(
-                    checkpoint, diff, chooser, Executor(sandbox, verifier, mutate=identity.mutation_analysis), verifier,
+                    checkpoint, diff, chooser, Executor(sandbox, verifier, mutate=identity.mutation_analysis,
+                                                     hidden_tests=session.scenario.hidden_tests is not None), verifier,
                     journal, environment_id=verifier.environment_id, extra_steps=steps,
                     deadline_s=deadline_s or budget.deadline_s, on_step=on_step)
                 outcome = controller.run()

@@ -78,7 +78,8 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
             outcome = early_stop(state, journal, session.failure(exc))
         else:
             sandbox, verifier = session.live
-            controller = Controller(state, chooser, Executor(sandbox, verifier, mutate=identity.mutation_analysis), verifier, journal,
+            controller = Controller(state, chooser, Executor(sandbox, verifier, mutate=identity.mutation_analysis,
+                                                     hidden_tests=session.scenario.hidden_tests is not None), verifier, journal,
                                     environment_id=verifier.environment_id, on_step=on_step)
             outcome = controller.run()
     except BaseException:  # interrupted or broken: remove the containers before anything else

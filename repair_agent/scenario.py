@@ -82,6 +82,10 @@ class Manifest(BaseModel):
     # A unified diff applied to the pristine `repo` to make this scenario's buggy tree, so one
     # repository serves many scenarios. The tree is built once into a content-addressed cache.
     bug_patch: str | None = None
+    # A unified diff of test changes held back from the chooser (SWE-bench's protocol): the workspace
+    # is `repo` (after bug_patch) without them; the verifier judges `repo` + this diff, so the targets
+    # may name tests the chooser cannot see. Its files should be protected (the importers do so).
+    hidden_tests: str | None = None
     # The known-good fix, relative to the manifest. Only the corpus check reads it: it is never
     # copied into a workspace, mounted, or shown to a chooser.
     reference_fix: str | None = None
@@ -122,6 +126,14 @@ class Scenario(BaseModel):
     expected: Expected = "awaiting_release_confirmation"
     source: SourceSection | None = None
     environment: EnvironmentSection | None = None
+    hidden_tests: Path | None = None
+    # With hidden tests: the tree the chooser works in (`repo` without them); `repo` is the verifier's.
+    visible_repo: Path | None = None
+
+    @property
+    def workspace_tree(self) -> Path:
+        """What a workspace (and a release clone) is made from: never the hidden tests."""
+        return self.visible_repo or self.repo
 
     def verifier_inputs(self) -> dict:
         """What every Verifier of this scenario is built with besides where it runs: its held-out
@@ -139,6 +151,7 @@ class Scenario(BaseModel):
                 "expected": self.expected, "target_tests": list(self.spec.target_tests),
                 "writable": list(self.spec.writable), "max_steps": self.budget.max_steps,
                 "has_reference_fix": self.reference_fix is not None, "has_heldout": self.heldout is not None,
+                "hidden_tests": self.hidden_tests is not None,
                 "source": self.source.describe() if self.source else None,
                 "environment": self.environment.model_dump(mode="json") if self.environment else None}
 
@@ -172,7 +185,7 @@ def load_manifest(path: Path) -> Scenario:
         except HeldoutError as exc:
             raise ManifestError(f"{path}: field 'heldout': {exc}") from None
     extras = {}
-    for field in ("bug_patch", "reference_fix"):
+    for field in ("bug_patch", "reference_fix", "hidden_tests"):
         value = getattr(m, field)
         extras[field] = (path.parent / value).resolve() if value else None
         if extras[field] and not extras[field].is_file():
@@ -183,6 +196,12 @@ def load_manifest(path: Path) -> Scenario:
             repo = materialize(source_repo, extras["bug_patch"])
         except ValueError as exc:
             raise ManifestError(f"{path}: field 'bug_patch': {exc}") from None
+    visible = None
+    if extras["hidden_tests"]:
+        try:
+            visible, repo = repo, materialize(repo, extras["hidden_tests"])
+        except ValueError as exc:
+            raise ManifestError(f"{path}: field 'hidden_tests': {exc}") from None
     if m.budget.reserved_final_steps >= m.budget.max_steps:
         raise ManifestError(f"{path}: field 'budget.reserved_final_steps' must be below budget.max_steps")
     spec = AcceptanceSpec(scenario=m.name, target_tests=tuple(m.acceptance.target_tests),
@@ -194,7 +213,8 @@ def load_manifest(path: Path) -> Scenario:
                     heldout=heldout, goal=m.goal, spec=spec,
                     budget=Budget(**m.budget.model_dump()),
                     baseline=m.baseline, source_repo=source_repo, kind=m.kind, tags=tuple(m.tags),
-                    expected=m.expected, source=m.source, environment=m.environment, **extras)
+                    expected=m.expected, source=m.source, environment=m.environment, visible_repo=visible,
+                    **extras)
 
 
 def tree_digest(root: Path) -> str:

@@ -82,7 +82,7 @@ class Session:
             # directory: nothing runs in the container before the first tool call.
             workspace.mkdir()
             with ThreadPoolExecutor(1, thread_name_prefix="workspace") as builder:
-                building = builder.submit(create_workspace, self.scenario.repo, workspace, for_container=True)
+                building = builder.submit(create_workspace, self.scenario.workspace_tree, workspace, for_container=True)
                 try:
                     self.sandbox = sandbox = DockerSandbox(self.client, self.image or "", workspace, "",
                                                            run_id=self.run_id, output_dir=tool_out)
@@ -90,7 +90,7 @@ class Session:
                     wait([building])
             self.base = sandbox.base_commit = building.result()
         else:
-            self.base = base = create_workspace(self.scenario.repo, workspace, for_container=False)
+            self.base = base = create_workspace(self.scenario.workspace_tree, workspace, for_container=False)
             self.sandbox = LocalSandbox(workspace, base, output_dir=tool_out)
         self.sandbox.use_keep_budget(self.keep_budget)
 

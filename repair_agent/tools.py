@@ -196,9 +196,14 @@ def malformed_diff(parse_error: str | None, details: list[str]) -> ToolOutcome:
 
 
 class Executor:
-    def __init__(self, sandbox: Sandbox, verifier: Verifier, *, localize: bool = True, mutate: bool = False):
+    def __init__(self, sandbox: Sandbox, verifier: Verifier, *, localize: bool = True, mutate: bool = False,
+                 hidden_tests: bool = False):
         self.sandbox, self.verifier = sandbox, verifier
-        self.localize = localize  # spectrum-based localization with the target-test observation of the given tree
+        # The targets are hidden tests (SWE-bench's protocol): the chooser learns which tests pass and
+        # pytest's one-line failure messages, never pytest's output, which quotes the tests' source;
+        # and there is no localization (it runs the targets in the chooser's workspace, where they are not).
+        self.hidden_tests = hidden_tests
+        self.localize = localize and not hidden_tests  # spectrum-based localization with the target-test observation of the given tree
         self.mutate = mutate      # and the mutation analysis after it (a chooser asks for it)
         self.source = f"sandbox:{sandbox.kind}"
 
@@ -293,18 +298,19 @@ class Executor:
                     tracer.join()
             failures = "\n".join(f"{k}: {v}" for k, v in verdict.failing.items())
             output = "\n".join(filter(None, [verdict.summary, failures, *verdict.problems]))
-            if verdict.pytest is not None:
-                output += "\n--- pytest output (failures) ---\n" + pytest_excerpt(verdict.pytest.stdout.text)
+            pytest = None if self.hidden_tests else verdict.pytest
+            if pytest is not None:
+                output += "\n--- pytest output (failures) ---\n" + pytest_excerpt(pytest.stdout.text)
             return ToolOutcome(status="ok" if verdict.ok else ("timeout" if verdict.timed_out else "failed"),
                                source=f"verifier:{self.verifier.backend}", summary=verdict.summary,
                                output=output, duration_s=0.0, verdict=verdict,
                                localization=spectrum[0] if spectrum else None,
-                               raw_error=(verdict.pytest.stderr.text[-2000:] or None) if verdict.pytest else verdict.apply_error,
+                               raw_error=(pytest.stderr.text[-2000:] or None) if pytest else verdict.apply_error,
                                # What the held-out probe said (held-out checks, generated inputs,
                                # correctness) stays out of the chooser's view: it is an independent
                                # measure, read from behaviour_file after the stop.
                                data={**verdict.model_dump(mode="json", exclude={"pytest", "behaviour", "correctness"}),
-                                     "pytest": _command_data(verdict.pytest) if verdict.pytest else None})
+                                     "pytest": _command_data(pytest) if pytest else None})
         if isinstance(action, CheckDiff):
             verdict = self.verifier.check_scope(current_diff)
             lines = [f"{f.kind} {f.path} (+{f.added} -{f.removed})" for f in verdict.files]

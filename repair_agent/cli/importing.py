@@ -43,6 +43,9 @@ def register(sub, common) -> None:
                        "tree declares (pyproject, setup.cfg, setup.py, requirements files, the tests' imports and "
                        "plugins) pinned, and the project installed editable; FILE: a TOML file with the fields of "
                        "[environment]; none: the sandbox image. Default: auto when the tree declares dependencies")
+        p.add_argument("--hidden-tests", action="store_true",
+                       help="hold the test changes back from the chooser (SWE-bench's protocol): the workspace is "
+                            "the buggy tree without them; only the verifier's checks apply them")
     sw.set_defaults(func=cmd_import_swebench)
     cm.set_defaults(func=cmd_import_commit)
 
@@ -82,7 +85,7 @@ def cmd_import_swebench(args) -> int:
         return 2
     results = import_swebench(Path(args.file), Path(args.repos), out, check=check,
                               writable=tuple(args.writable or ["**"]), max_steps=args.max_steps,
-                              environment=args.environment, log=_err)
+                              environment=args.environment, hidden_tests=args.hidden_tests, log=_err)
     return _finish(args, out, results, source=str(Path(args.file).resolve()), format="swebench")
 
 
@@ -95,6 +98,6 @@ def cmd_import_commit(args) -> int:
         return 2
     result = import_commit(Path(args.repo), args.commit, out, check=check, name=args.name,
                            writable=tuple(args.writable or ["**"]), max_steps=args.max_steps, suite=args.suite,
-                           environment=args.environment, log=_err)
+                           environment=args.environment, hidden_tests=args.hidden_tests, log=_err)
     return _finish(args, out, [result], source=str(Path(args.repo).resolve()), format="commit")
 

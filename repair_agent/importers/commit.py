@@ -10,7 +10,6 @@ suite="changed" a pass-to-pass list of the changed modules' tests that pass befo
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 from typing import Callable, Literal
@@ -18,20 +17,20 @@ from typing import Callable, Literal
 import git
 from unidiff import PatchSet
 
-from verifier.isolation import HardenedContainer, Limits, LocalRunner, container_user
+from verifier.isolation import HardenedContainer
 from verifier.junit import MAX_JUNIT_BYTES, collection_error_for, parse_junit_bytes, read_result_file
 from verifier.spec import glob_match, nodeid_to_junit_key
 from verifier.trees import copy_tree
 
 from ..hostgit import run_git
-from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_sections, export_tree,
-                     fresh_data_dir, repo_path, resolve_commit, scenario_environment, scenario_name, validate,
-                     write_scenario)
+from .common import (OUT_DIR, ImportResult, InstanceError, Written, apply_patch_text, environment_sections,
+                     export_tree, fresh_data_dir, python_of, repo_path, resolve_commit, scenario_environment,
+                     scenario_name, tree_runner, validate, write_scenario)
+from .derived import derive_heldout
 
 Suite = Literal["whole", "changed"]
 TEST_GLOBS = ("tests/**", "test/**", "**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 RUN_TIMEOUT_S = 600.0
-OUT_DIR = "/import-out"
 
 
 def is_test_file(path: str) -> bool:
@@ -56,9 +55,9 @@ def split_commit(repo: git.Repo, parent: str, commit: str) -> tuple[str, str, li
     return "".join(tests), "".join(rest), test_paths
 
 
-def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str], dict[str, str]]:
+def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """(node id -> outcome (passed, failed, error, skipped), the files pytest could not collect: dotted
-    path -> cause) of the given test files, run with pytest in a fresh container of the sandbox image
+    path -> cause, node id -> pytest's one-line failure message) of the given test files, run with pytest in a fresh container of the sandbox image
     (tree mounted read-only) or locally."""
     docker = check.get("backend") == "docker"
     root = "/workspace" if docker else str(tree)
@@ -66,16 +65,8 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
         junit = f"{OUT_DIR}/junit.xml" if docker else str(Path(tmp) / "junit.xml")
         # Plugins load as installed, as in the verifier's checks (the environment's pytest-mock gives `mocker`).
         env = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
-        base = ["python3" if docker else _python(), "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={root}"]
-        if docker:
-            from docker.types import Mount
-
-            runner = HardenedContainer(check["client"], check["image"], user=container_user(),
-                                       mounts=[Mount("/workspace", str(tree), type="bind", read_only=True)],
-                                       labels={"org.repair-agent.role": "import"},
-                                       extra_tmpfs={OUT_DIR: "rw,nosuid,nodev,noexec,size=16m,mode=1777"})
-        else:
-            runner = LocalRunner(Limits(), workdir=tree)
+        base = [python_of(check), "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={root}"]
+        runner = tree_runner(tree, check)
         try:
             listing = runner.exec([*base, "--collect-only", "-q", *files], timeout_s=RUN_TIMEOUT_S, env=env,
                                   output_dir=Path(tmp), output_cap=4 * 1024 * 1024)
@@ -85,7 +76,7 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
                                  timeout_s=RUN_TIMEOUT_S, env=env, output_dir=Path(tmp))
             if result.timed_out:
                 raise InstanceError(f"the commit's tests did not finish within {RUN_TIMEOUT_S:.0f}s")
-            data, problem = (runner.read_file(junit, MAX_JUNIT_BYTES) if docker
+            data, problem = (runner.read_file(junit, MAX_JUNIT_BYTES) if isinstance(runner, HardenedContainer)
                              else read_result_file(Path(junit)))
         finally:
             runner.close()
@@ -95,25 +86,34 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
                             f"{result.stderr.text[-500:] or result.stdout.text[-500:]}")
     by_key = {nodeid_to_junit_key(n): n for n in nodeids}
     return ({by_key[c.key]: c.outcome for c in cases if c.key in by_key and not c.collection},
-            {c.collected_path: c.message for c in cases if c.collection})
+            {c.collected_path: c.message for c in cases if c.collection},
+            {by_key[c.key]: c.message for c in cases if c.key in by_key and not c.collection and c.message})
 
 
-def _python() -> str:
-    return sys.executable
+def _targets(before: dict[str, str], after: dict[str, str], unimported: dict[str, str]) -> list[str]:
+    """The tests that fail before the fix and pass after. A test whose module cannot be imported
+    before the fix (it imports a name the fix adds) fails there: SWE-bench counts it failing, and so
+    does the verifier."""
+    before.update({n: "error" for n in after if n not in before
+                   and collection_error_for(nodeid_to_junit_key(n), unimported) is not None})
+    return sorted(n for n, outcome in before.items() if outcome in ("failed", "error") and after.get(n) == "passed")
 
 
 def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, name: str | None = None,
                   writable: tuple[str, ...] = ("**",), max_steps: int = 12, suite: Suite = "whole",
-                  environment: str = "declared", log: Callable[[str], None] = lambda m: None) -> ImportResult:
+                  environment: str = "declared", hidden_tests: bool = False,
+                  log: Callable[[str], None] = lambda m: None) -> ImportResult:
     """One scenario from one fix commit, checked; an unusable commit is a skipped result saying why.
     `suite`: "whole" (the whole-suite rule) or "changed" (a pass-to-pass list: the tests of the
     changed test modules that pass both before and after the fix). `environment`: see
-    sandbox.environment.environment_option ("declared", "auto", "none" or a TOML file)."""
+    sandbox.environment.environment_option ("declared", "auto", "none" or a TOML file). `hidden_tests`:
+    the commit's test changes are held back from the chooser and applied only in the verifier's checks."""
     out.mkdir(parents=True, exist_ok=True)
     result = ImportResult(instance_id=f"{Path(repo_path).name}@{fix_commit}", status="skipped")
     try:
         manifest = _write(Path(repo_path), fix_commit, out, check, result, name=name, writable=writable,
-                          max_steps=max_steps, suite=suite, environment=environment, log=log)
+                          max_steps=max_steps, suite=suite, environment=environment, hidden_tests=hidden_tests,
+                          log=log)
     except InstanceError as exc:
         result.reason = str(exc)
         return result
@@ -125,7 +125,7 @@ def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, n
 
 
 def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: ImportResult, *, name: str | None,
-           writable: tuple[str, ...], max_steps: int, suite: Suite, environment: str,
+           writable: tuple[str, ...], max_steps: int, suite: Suite, environment: str, hidden_tests: bool,
            log: Callable[[str], None]) -> Path:
     try:
         repo = git.Repo(repo_path)
@@ -144,24 +144,26 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
     result.instance_id, result.scenario = f"{Path(repo.working_dir).name}@{commit.hexsha[:12]}", name
     tree = fresh_data_dir(out, name, Path(repo.working_dir).name)
     export_tree(repo, parent, tree)
-    apply_patch_text(tree, test_changes, "commit's test changes")
-    runnable = [p for p in test_paths if (tree / p).is_file()
-                and (glob_match(p, ("**/test_*.py", "**/*_test.py")) is not None)]
-    if not runnable:
-        raise InstanceError(f"{commit.hexsha[:12]} changes no test module that pytest would run: {test_paths}")
-    section, check = scenario_environment(environment, tree, name, check, log)
-    log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
     with tempfile.TemporaryDirectory(prefix="repair-agent-fixed-") as tmp:
-        fixed = Path(tmp) / "tree"
-        copy_tree(tree, fixed)
+        # Hidden tests: the scenario's tree stays the parent's; the test changes go to the verifier only.
+        tested = Path(tmp) / "tested" if hidden_tests else tree
+        if hidden_tests:
+            copy_tree(tree, tested)
+        apply_patch_text(tested, test_changes, "commit's test changes")
+        runnable = [p for p in test_paths if (tested / p).is_file()
+                    and (glob_match(p, ("**/test_*.py", "**/*_test.py")) is not None)]
+        if not runnable:
+            raise InstanceError(f"{commit.hexsha[:12]} changes no test module that pytest would run: {test_paths}")
+        section, check = scenario_environment(environment, tested, name, check, log)
+        log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
+        fixed = Path(tmp) / "fixed"
+        copy_tree(tested, fixed)
         apply_patch_text(fixed, fix, "commit's non-test changes")
-        before, unimported = run_tests(tree, runnable, check)
-        after, unimported_after = run_tests(fixed, runnable, check)
-    # A test whose module cannot be imported before the fix (it imports a name the fix adds) fails
-    # there: SWE-bench counts it failing, and so does the verifier.
-    before.update({n: "error" for n in after if n not in before
-                   and collection_error_for(nodeid_to_junit_key(n), unimported) is not None})
-    targets = sorted(n for n, outcome in before.items() if outcome in ("failed", "error") and after.get(n) == "passed")
+        before, unimported, messages = run_tests(tested, runnable, check)
+        after, unimported_after, _ = run_tests(fixed, runnable, check)
+        targets = _targets(before, after, unimported)
+        heldout = tree.parent / f"{name}.heldout.toml"
+        result.heldout_cases = derive_heldout(fixed, tested, targets, fix, check, heldout) if targets else 0
     result.target_tests = targets
     if not targets:
         errors = "; ".join(f"collection error in {path}: {cause}" for path, cause in
@@ -172,9 +174,13 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
                             + (f"; {errors}" if errors else ""))
     listed = sorted(n for n, outcome in before.items() if outcome == "passed" and after.get(n) == "passed")
     result.pass_to_pass = len(listed) if suite == "changed" else 0
-    subject = commit.message.strip().splitlines()[0] if commit.message.strip() else commit.hexsha[:12]
-    sections = {
-        "goal": {"text": f"{subject}\n\nThese tests fail and must pass: {', '.join(targets)}",
+    message = commit.message if isinstance(commit.message, str) else commit.message.decode(errors="replace")
+    subject = message.strip().splitlines()[0] if message.strip() else commit.hexsha[:12]
+    hidden = tree.parent / "hidden.tests.diff"
+    if hidden_tests:
+        hidden.write_text(test_changes, encoding="utf-8")
+    sections: dict[str, dict] = {
+        "goal": {"text": _goal(subject, targets, messages if hidden_tests else None),
                  "failure_signature": f"failing: {', '.join(targets[:3])}" + (" ..." if len(targets) > 3 else "")},
         "acceptance": {"target_tests": targets, "pass_to_pass": listed if suite == "changed" else None,
                        "writable": list(writable), "protected": test_paths},
@@ -182,10 +188,24 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         **environment_sections(section),
     }
     top = {"description": f"{Path(repo.working_dir).name}: {subject}"[:200], "kind": "fix-commit",
-           "tags": ["fix-commit", f"repo:{Path(repo.working_dir).name}"]}
+           "tags": ["fix-commit", f"repo:{Path(repo.working_dir).name}"],
+           "heldout": f"../data/{name}/{heldout.name}" if result.heldout_cases else None,
+           "hidden_tests": f"../data/{name}/{hidden.name}" if hidden_tests else None}
     return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=fix,
                           source={"format": "commit", "repo": str(Path(repo.working_dir).resolve()),
                                   "fix_commit": commit.hexsha, "parent": parent, "test_files": test_paths,
                                   "before": before, "after": after},
                           comment=f"Imported from fix commit {commit.hexsha} of {Path(repo.working_dir).resolve()}\n"
-                                  f"buggy tree = its parent {parent} + its test changes; reference fix = the rest")
+                                  f"buggy tree = its parent {parent} + its test changes"
+                                  + (" (hidden: only the verifier applies them)" if hidden_tests else "")
+                                  + "; reference fix = the rest")
+
+
+def _goal(subject: str, targets: list[str], messages: dict[str, str] | None) -> str:
+    """The commit's subject and the targets; with hidden tests, as a problem statement would, also how
+    each fails on the buggy tree (pytest's one-line message: the failure, never the test's source)."""
+    if messages is None:
+        return f"{subject}\n\nThese tests fail and must pass: {', '.join(targets)}"
+    lines = [f"- {n}: {messages.get(n) or 'fails'}" for n in targets]
+    return (f"{subject}\n\nOn the current code these tests fail (their source is not in the repository you "
+            "see; the verifier runs them):\n" + "\n".join(lines))

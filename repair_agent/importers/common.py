@@ -15,6 +15,7 @@ import io
 import json
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +26,16 @@ from pydantic import BaseModel
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from verifier.isolation import HardenedContainer, Limits, LocalRunner, container_user
 from verifier.trees import TreeRefused, extract_tar
 
 from ..corpus import CorpusCheck, check_corpus
 from ..hostgit import run_git
 from ..sandbox.environment import EnvironmentSection
 from ..scenario import SUFFIX, ManifestError, Scenario, apply_patch_to_tree, load_manifest
+
+
+OUT_DIR = "/import-out"  # the small writable directory of an import's container
 
 
 class InstanceError(ValueError):
@@ -50,6 +55,7 @@ class ImportResult(BaseModel):
     ignored_fields: list[str] = []          # input fields kept in source.json but not used
     target_tests: list[str] = []
     pass_to_pass: int = 0
+    heldout_cases: int = 0                  # held-out cases derived from the fix's tests (derived.py)
 
 
 def scenario_name(instance_id: str) -> str:
@@ -258,13 +264,25 @@ def scenario_environment(option: str, tree: Path, name: str, check: dict,
                          log: Callable[[str], None]) -> tuple[EnvironmentSection | None, dict]:
     """The `--environment` of an imported tree, and the backend arguments its tests run with: in
     Docker, its environment image (built now, the one the corpus check and its runs then reuse)."""
-    from ..sandbox.environment import EnvironmentBuildError, ensure_environment_image, environment_option
+    from ..sandbox.environment import EnvironmentBuildError, environment_option
 
     try:
         section = environment_option(option, tree, client=check.get("client"), log=log)
-        if section is None or check.get("backend") != "docker":
-            return section, check
-        return section, {**check, "image": ensure_environment_image(check["client"], section, tree, name, log=log)}
+    except EnvironmentBuildError as exc:
+        raise InstanceError(f"environment: {exc}") from None
+    return section, environment_check(check, section, tree, name, log)
+
+
+def environment_check(check: dict, section: EnvironmentSection | None, tree: Path, name: str,
+                      log: Callable[[str], None]) -> dict:
+    """The backend arguments to run `tree`'s code in `section`'s environment: in Docker, its image
+    (built now, once; the corpus check and the runs then reuse it)."""
+    from ..sandbox.environment import EnvironmentBuildError, ensure_environment_image
+
+    if section is None or check.get("backend") != "docker":
+        return check
+    try:
+        return {**check, "image": ensure_environment_image(check["client"], section, tree, name, log=log)}
     except EnvironmentBuildError as exc:
         raise InstanceError(f"environment: {exc}") from None
 
@@ -284,3 +302,20 @@ def verifier_backend(sandbox: str, log: Callable[[str], None]) -> dict:
 
     client = docker.from_env()
     return {"backend": "docker", "client": client, "image": ensure_sandbox_image(client, log=log)}
+
+
+def python_of(check: dict) -> str:
+    return "python3" if check.get("backend") == "docker" else sys.executable
+
+
+def tree_runner(tree: Path, check: dict) -> HardenedContainer | LocalRunner:
+    """Where an import runs code of `tree`: a fresh container of the sandbox image with the tree
+    mounted read-only at /workspace (and a small writable OUT_DIR), or a local subprocess runner."""
+    if check.get("backend") != "docker":
+        return LocalRunner(Limits(), workdir=tree)
+    from docker.types import Mount
+
+    return HardenedContainer(check["client"], check["image"], user=container_user(),
+                             mounts=[Mount("/workspace", str(tree), type="bind", read_only=True)],
+                             labels={"org.repair-agent.role": "import"},
+                             extra_tmpfs={OUT_DIR: "rw,nosuid,nodev,noexec,size=16m,mode=1777"})

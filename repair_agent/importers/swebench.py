@@ -18,9 +18,13 @@ from typing import Any, Callable
 import git
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from verifier.trees import copy_tree
+
 from ..sandbox.environment import EnvironmentSection
-from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_sections, export_tree,
-                     fresh_data_dir, patch_paths, scenario_environment, scenario_name, validate, write_scenario)
+from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_check,
+                     environment_sections, export_tree, fresh_data_dir, patch_paths, scenario_environment,
+                     scenario_name, validate, write_scenario)
+from .derived import derive_heldout
 
 # The fields a scenario is made of; every other field is kept in source.json and named as ignored.
 USED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS",
@@ -111,8 +115,10 @@ def instance_environment(inst: SwebenchInstance, repo: git.Repo, tree: Path, nam
 def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writable: tuple[str, ...],
                    max_steps: int, raw: dict, environment: str = "none",
                    shared: dict[tuple[str, str], EnvironmentSection | None] | None = None, check: dict | None = None,
-                   log: Callable[[str], None] = lambda m: None) -> Path:
-    """The instance as a scenario in OUT/rejected/ (moved to OUT once the corpus check passes it)."""
+                   hidden_tests: bool = False, log: Callable[[str], None] = lambda m: None) -> tuple[Path, int]:
+    """The instance as a scenario in OUT/rejected/ (moved to OUT once the corpus check passes it), and
+    the number of held-out cases derived for it. `hidden_tests`: test_patch is held back from the
+    chooser, applied only in the verifier's checks."""
     name = scenario_name(inst.instance_id)
     clone = find_clone(repos_dir, inst.repo)
     try:
@@ -123,16 +129,27 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
     patch_paths(inst.patch, "gold patch")  # a gold patch that is not a diff is refused here, not later
     tree = fresh_data_dir(out, name, inst.repo.split("/", 1)[1])
     sha = export_tree(repo, inst.base_commit, tree)
-    apply_patch_text(tree, inst.test_patch, "test_patch")
+    heldout, hidden = tree.parent / f"{name}.heldout.toml", tree.parent / "hidden.tests.diff"
+    with tempfile.TemporaryDirectory(prefix="repair-agent-swebench-") as tmp:
+        with_tests = Path(tmp) / "with_tests" if hidden_tests else tree
+        if hidden_tests:
+            copy_tree(tree, with_tests)
+            hidden.write_text(inst.test_patch if inst.test_patch.endswith("\n") else inst.test_patch + "\n",
+                              encoding="utf-8")
+        apply_patch_text(with_tests, inst.test_patch, "test_patch")
+        section = instance_environment(inst, repo, with_tests, name, option=environment,
+                                       shared={} if shared is None else shared, check=check or {}, log=log)
+        cases = _derived(with_tests, Path(tmp) / "fixed", inst, check or {"backend": "local"}, section, name, heldout,
+                         log)
     # The files the test patch touches and the modules the named tests live in: never writable.
     tested = [n.split("::")[0] for n in inst.FAIL_TO_PASS + inst.PASS_TO_PASS]
     protected = list(dict.fromkeys(test_files + tested))
     f2p = inst.FAIL_TO_PASS
-    section = instance_environment(inst, repo, tree, name, option=environment, shared={} if shared is None else shared,
-                                   check=check or {}, log=log)
     top = {"description": f"{inst.repo} at {sha[:12]} ({inst.instance_id})", "kind": "swebench",
-           "tags": ["swebench", f"repo:{inst.repo}"]}
-    sections = {
+           "tags": ["swebench", f"repo:{inst.repo}"],
+           "heldout": f"../data/{name}/{heldout.name}" if cases else None,
+           "hidden_tests": f"../data/{name}/{hidden.name}" if hidden_tests else None}
+    sections: dict[str, dict] = {
         "goal": {"text": inst.problem_statement.strip(),
                  "failure_signature": f"failing: {', '.join(f2p[:3])}" + (" ..." if len(f2p) > 3 else "")},
         "acceptance": {"target_tests": f2p, "pass_to_pass": inst.PASS_TO_PASS, "writable": list(writable),
@@ -143,11 +160,27 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
     return write_scenario(out, name, tree=tree, top=top, sections=sections, reference_fix=inst.patch,
                           source={"format": "swebench", "instance": raw, "clone": str(clone), "base_commit": sha},
                           comment=f"Imported from a SWE-bench-style instance: {inst.instance_id}\n"
-                                  f"buggy tree = {inst.repo} at {sha} + test_patch; reference fix = the gold patch")
+                                  f"buggy tree = {inst.repo} at {sha} + test_patch"
+                                  + (" (hidden: only the verifier applies it)" if hidden_tests else "")
+                                  + "; reference fix = the gold patch"), cases
+
+
+def _derived(tested: Path, fixed: Path, inst: SwebenchInstance, check: dict, section: EnvironmentSection | None,
+             name: str, dest: Path, log: Callable[[str], None]) -> int:
+    """Held-out cases from FAIL_TO_PASS's literal calls (derived.py), answered in the instance's
+    environment; none when the gold patch does not apply (the corpus check then says so), the
+    environment cannot be built, or the reference's answers cannot be read."""
+    copy_tree(tested, fixed)
+    try:
+        apply_patch_text(fixed, inst.patch, "gold patch")
+        return derive_heldout(fixed, tested, inst.FAIL_TO_PASS, inst.patch,
+                              environment_check(check, section, tested, name, log), dest)
+    except InstanceError:
+        return 0
 
 
 def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, writable: tuple[str, ...] = ("**",),
-                    max_steps: int = 12, workers: int = 1, environment: str = "declared",
+                    max_steps: int = 12, workers: int = 1, environment: str = "declared", hidden_tests: bool = False,
                     log: Callable[[str], None] = lambda m: None) -> list[ImportResult]:
     """Every line of `jsonl` imported and checked, in order; a bad line is a skipped entry, never an abort.
     `check`: the corpus check's backend arguments (backend, client, image). `environment`: see
@@ -186,8 +219,9 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
                 raise InstanceError(f"a second instance named {name!r} (instance ids must be unique)")
             seen.add(name)
             log(f"writing {inst.instance_id} -> {name}")
-            manifest = write_instance(inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw,
-                                      environment=environment, shared=shared, check=check, log=log)
+            manifest, result.heldout_cases = write_instance(
+                inst, Path(repos_dir), out, writable=writable, max_steps=max_steps, raw=raw, environment=environment,
+                shared=shared, check=check, hidden_tests=hidden_tests, log=log)
         except InstanceError as exc:
             result.reason = str(exc)
             continue

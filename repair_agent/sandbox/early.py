@@ -69,7 +69,7 @@ class EarlySandbox:
                     self._scenario_known.wait()
                     if self._scenario is None:
                         raise RuntimeError("the early sandbox's scenario was not provided")
-                    built.append(create_workspace(self._scenario.repo, workspace, for_container=True))
+                    built.append(create_workspace(self._scenario.workspace_tree, workspace, for_container=True))
                 except BaseException as exc:
                     built.append(exc)
 
