@@ -67,6 +67,7 @@ class Checkpoint(BaseModel):
     setup: SetupRecord               # the first session's setup line (scenario, chooser, sandbox)
     owner_pids: list[int]            # every session's process: their leftover containers are removed
     released: bool = False
+    endpoint_failed: bool = False    # it stopped because the model's endpoint failed, not the model
     torn: TornTail | None = None
     lines: int
 
@@ -95,6 +96,7 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
     refused_step: int | None = None
     refused_diff: str | None = None
     grants: list[Grant] = []
+    endpoint_failed = False
     for rec in records:
         if isinstance(rec, StartRecord):
             u_trajectory = [rec.u]
@@ -120,6 +122,7 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
                 refused_proposal, refused_step = rec.proposal, rec.step
         elif isinstance(rec, StopRecord):
             status, detail = rec.status.value, rec.detail
+            endpoint_failed = rec.status is StopReason.DEPENDENCY_FAILURE and rec.extra.get("infrastructure") is True
             refused_diff = rec.extra.get("raw") if isinstance(rec.extra.get("raw"), str) else None
             u_trajectory = list(rec.u_trajectory or u_trajectory)
         elif isinstance(rec, GrantRecord):
@@ -133,7 +136,8 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
         u_trajectory=u_trajectory or [state.u], patches=patches,
         refused_proposal=refused_proposal, refused_step=refused_step, refused_diff=refused_diff, grants_since_stop=grants, setup=setups[0],
         owner_pids=[s.pid for s in setups if s.pid], released=(run_dir / "release.json").exists(),
-        torn=torn, lines=len(records))
+        endpoint_failed=endpoint_failed and status == StopReason.DEPENDENCY_FAILURE.value, torn=torn,
+        lines=len(records))
 
 
 def check_resumable(cp: Checkpoint) -> None:
@@ -246,7 +250,9 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
             raise ResumeRefused(f"run {run_dir.name} has no stop line and its process {live[-1]} is still alive: "
                                 "it is still running")
         budget = checkpoint.state.budget
-        steps = extra_steps if extra_steps is not None else budget.steps_left
+        # The step whose endpoint failed got no answer from the model: it is given back, so the
+        # model has the steps it would have had had the endpoint answered.
+        steps = extra_steps if extra_steps is not None else budget.steps_left + checkpoint.endpoint_failed
         if steps < 1:
             raise ResumeRefused(f"run {run_dir.name} used all {budget.max_steps} steps: say how many more this resume "
                                 "grants (--max-steps N)")
