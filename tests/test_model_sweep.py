@@ -187,3 +187,43 @@ def test_a_sweep_run_whose_endpoint_failed_journals_its_requests_and_resumes_wit
     assert record["status"] == "awaiting_release_confirmation" and record["chooser"] == "model:alpha"
     assert (record["steps_used"], record["max_steps"]) == (7, 7)  # the failed step, then six of the model's
     assert len(srv.requests) == 8
+
+
+def test_a_sweep_stops_starting_runs_once_its_cost_limit_is_reached_and_says_so(tmp_path):
+    """`sweep --max-cost`: a run of the six-step fix costs 6 × (120 × 2.5 + 30 × 10) / 1e6 = 0.0036;
+    with 0.004 the second run starts (0.0036 spent) and the third does not (0.0072). The summary
+    says so; the same command with a larger limit runs only the one left. An unpriced model is a
+    usage error before anything runs."""
+    sequence = fix_sequence()
+    with ChatServer([], responder=lambda body: sequence[step_of(body) - 1]) as srv:
+        models = tmp_path / "models.toml"
+        models.write_text(f'[models.alpha]\nmodel = "alpha-1"\nbase_url = "{srv.base_url}"\nprice_per_mtok_in = 2.5\n'
+                          f'price_per_mtok_out = 10.0\n\n[models.free]\nmodel = "f-1"\nbase_url = "{srv.base_url}"\n')
+        env = {**os.environ, "REPAIR_AGENT_LOCK_DIR": str(tmp_path / "locks"), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+        out = tmp_path / "sweep"
+
+        def run(chooser: str, limit: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "repair_agent", "sweep", "--scenarios", "discount-bug",
+                                   "--chooser", chooser, "--models", str(models), "--budgets", "6", "--seeds", "3",
+                                   "--workers", "1", "--sandbox", "local", "--out", str(out), "--max-cost", limit],
+                                  capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+
+        unpriced = run("model:free", "1")
+        assert unpriced.returncode == 2 and "free has no price_per_mtok_in" in unpriced.stderr
+        assert srv.requests == [] and not out.exists()
+
+        first = run("model:alpha", "0.004")
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert len(srv.requests) == 12 and len((out / RESULTS).read_text().splitlines()) == 2
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["cost_limit"] == {"max_cost": 0.004, "spent": 0.0072, "unknown_cost_runs": 0, "not_started": 1}
+        assert "The limit was reached: 1 run(s) were not started." in first.stdout
+        assert "The limit was reached: 1 run(s) were not started." in (out / "summary.html").read_text()
+
+        more = run("model:alpha", "0.02")
+        assert more.returncode == 0, more.stderr[-3000:]
+        assert "1 run(s) now, 2 already finished, of 3" in more.stdout and len(srv.requests) == 18
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cost_limit"]["spent"] == 0.0108 and summary["cost_limit"]["not_started"] == 0
+    assert "not started" not in (out / "summary.md").read_text()

@@ -138,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--sandbox", choices=["docker", "local"], default="docker")
     sw.add_argument("--group-by", choices=["all", "kind", "tag", "scenario", "expected"], default="all")
     sw.add_argument("--out", default="sweeps/latest", help="output directory; re-running into it resumes")
+    sw.add_argument("--max-cost", type=float, metavar="USD", help="what the sweep's runs may cost in all (the "
+                    "models file's prices): no run starts once the finished runs' cost reaches it")
     sw.add_argument("--json", action="store_true", help="print the summary as JSON")
     sw.set_defaults(func=cmd_sweep)
 
