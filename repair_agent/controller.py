@@ -163,11 +163,11 @@ class Controller:
             counted = self.state.budget.max_tokens is not None or self.cost_limit is not None
             if counted and "total_tokens" in reply.usage and reply.usage["total_tokens"] is None:
                 # A budget that cannot be counted is not a budget: refused at the first such reply.
-                limit = (f"a token budget is set ({self.state.budget.max_tokens})" if self.cost_limit is None
+                which = (f"a token budget is set ({self.state.budget.max_tokens})" if self.cost_limit is None
                          else f"a cost budget is set ({self.cost_limit.max_cost:g})")
                 return reply, Stopped(
                     StopReason.DEPENDENCY_FAILURE,
-                    f"{limit} but the model endpoint reports no token usage, so it cannot be enforced; run without "
+                    f"{which} but the model endpoint reports no token usage, so it cannot be enforced; run without "
                     "--max-tokens/--max-cost, or use an endpoint that returns `usage` in its replies",
                     {"raw": reply.call.get("raw") if isinstance(reply.call, dict) else None, "infrastructure": False})
             return reply, None

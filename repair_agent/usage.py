@@ -79,7 +79,8 @@ def summarize_usage(records: list[JournalRecord], model: dict[str, Any] | None =
 
 def priced(model: dict[str, Any] | None) -> bool:
     """Whether a model description carries a price (the models file's price_per_mtok_in/out)."""
-    return bool(model) and (model.get("price_per_mtok_in") is not None or model.get("price_per_mtok_out") is not None)
+    return model is not None and (model.get("price_per_mtok_in") is not None
+                                  or model.get("price_per_mtok_out") is not None)
 
 
 def step_cost(usage: dict[str, Any], model: dict[str, Any] | None) -> float | None:
