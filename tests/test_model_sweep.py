@@ -192,8 +192,9 @@ def test_a_sweep_run_whose_endpoint_failed_journals_its_requests_and_resumes_wit
 def test_a_sweep_stops_starting_runs_once_its_cost_limit_is_reached_and_says_so(tmp_path):
     """`sweep --max-cost`: a run of the six-step fix costs 6 × (120 × 2.5 + 30 × 10) / 1e6 = 0.0036;
     with 0.004 the second run starts (0.0036 spent) and the third does not (0.0072). The summary
-    says so; the same command with a larger limit runs only the one left. An unpriced model is a
-    usage error before anything runs."""
+    says so; the same command with a larger limit runs only the one left, here with
+    `--max-run-cost 0.0015`, which stops that run cost_budget after three steps (0.0018). An
+    unpriced model is a usage error before anything runs."""
     sequence = fix_sequence()
     with ChatServer([], responder=lambda body: sequence[step_of(body) - 1]) as srv:
         models = tmp_path / "models.toml"
@@ -203,10 +204,11 @@ def test_a_sweep_stops_starting_runs_once_its_cost_limit_is_reached_and_says_so(
                "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
         out = tmp_path / "sweep"
 
-        def run(chooser: str, limit: str) -> subprocess.CompletedProcess:
+        def run(chooser: str, limit: str, *extra: str) -> subprocess.CompletedProcess:
             return subprocess.run([sys.executable, "-m", "repair_agent", "sweep", "--scenarios", "discount-bug",
                                    "--chooser", chooser, "--models", str(models), "--budgets", "6", "--seeds", "3",
-                                   "--workers", "1", "--sandbox", "local", "--out", str(out), "--max-cost", limit],
+                                   "--workers", "1", "--sandbox", "local", "--out", str(out), "--max-cost", limit,
+                                   *extra],
                                   capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
 
         unpriced = run("model:free", "1")
@@ -221,9 +223,11 @@ def test_a_sweep_stops_starting_runs_once_its_cost_limit_is_reached_and_says_so(
         assert "The limit was reached: 1 run(s) were not started." in first.stdout
         assert "The limit was reached: 1 run(s) were not started." in (out / "summary.html").read_text()
 
-        more = run("model:alpha", "0.02")
+        more = run("model:alpha", "0.02", "--max-run-cost", "0.0015")
         assert more.returncode == 0, more.stderr[-3000:]
-        assert "1 run(s) now, 2 already finished, of 3" in more.stdout and len(srv.requests) == 18
+        assert "1 run(s) now, 2 already finished, of 3" in more.stdout and len(srv.requests) == 15
+    last = json.loads((out / RESULTS).read_text().splitlines()[-1])
+    assert (last["status"], last["exit_code"], last["steps"], last["cost"]) == ("cost_budget", 18, 3, 0.0018)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["cost_limit"]["spent"] == 0.0108 and summary["cost_limit"]["not_started"] == 0
+    assert summary["cost_limit"]["spent"] == 0.009 and summary["cost_limit"]["not_started"] == 0
     assert "not started" not in (out / "summary.md").read_text()

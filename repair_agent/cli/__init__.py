@@ -140,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", default="sweeps/latest", help="output directory; re-running into it resumes")
     sw.add_argument("--max-cost", type=float, metavar="USD", help="what the sweep's runs may cost in all (the "
                     "models file's prices): no run starts once the finished runs' cost reaches it")
+    sw.add_argument("--max-run-cost", type=float, metavar="USD", help="each run's --max-cost: a run stops "
+                    "(cost_budget) once what its steps cost reaches it")
     sw.add_argument("--json", action="store_true", help="print the summary as JSON")
     sw.set_defaults(func=cmd_sweep)
 

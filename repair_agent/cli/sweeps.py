@@ -38,18 +38,20 @@ def cmd_sweep(args) -> int:
     models_file = (find_models_file(args.models, untrusted=[*untrusted_roots(None),
                                                             *(Path(d) for d in args.scenarios_dir)])
                    if any(c.startswith(MODEL_PREFIX) for c in choosers) else None)
-    if args.max_cost is not None and not args.max_cost > 0:
-        err(f"--max-cost {args.max_cost}: must be positive")
-        return USAGE_ERROR
+    for option, value in (("--max-cost", args.max_cost), ("--max-run-cost", args.max_run_cost)):
+        if value is not None and not value > 0:
+            err(f"{option} {value}: must be positive")
+            return USAGE_ERROR
+    limited = args.max_cost if args.max_cost is not None else args.max_run_cost
     if selection.scenarios:  # an unknown chooser or model is a usage error before anything runs
         for spec in choosers:
             chooser = load_chooser(spec, selection.scenarios[0], seed=0, models_file=models_file)
-            if (problem := unpriced(chooser, args.max_cost)) is not None:
+            if (problem := unpriced(chooser, limited)) is not None:
                 err(problem)
                 return USAGE_ERROR
     out = Path(args.out)
     jobs = plan_jobs(selection, choosers, budgets, args.seeds, out / "runs", sandbox=args.sandbox,
-                     models_file=str(models_file) if models_file else None)
+                     models_file=str(models_file) if models_file else None, max_run_cost=args.max_run_cost)
     command = "repair-agent " + shlex.join(sys.argv[1:])
     outcome = sweep(jobs, out, workers=args.workers, executor=args.executor, group_by=args.group_by,
                     command=command, max_cost=args.max_cost)
