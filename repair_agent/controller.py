@@ -22,6 +22,7 @@ from .records import RunOutcome
 from .sandbox import SandboxError
 from .state import NEXT_ATTEMPT, STALE_SUFFIX, Evidence, HistoryEntry, Observation, State, StopReason, View
 from .tools import MALFORMED_RULES, Edit, Executor, ToolOutcome, malformed_diff
+from .usage import CostLimit
 
 T = TypeVar("T")
 MAX_OBSERVATION_CHARS = 16_000  # what one observation may put in front of the chooser
@@ -37,7 +38,8 @@ class Stopped(Exception):
 class Controller:
     def __init__(self, state: State, chooser: Chooser, executor: Executor, verifier: Verifier, journal: Journal,
                  *, environment_id: str, on_step: Callable[[dict], None] | None = None,
-                 chooser_timeout_s: float = CHOOSER_TIMEOUT_S):
+                 chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None):
+        self.cost_limit = cost_limit  # counted here, from each step's usage, like the token budget
         self.state, self.chooser, self.executor, self.verifier = state, chooser, executor, verifier
         self.committed = state  # the last versioned, journaled state; self.state is the working copy
         self.journal, self.environment_id, self.on_step = journal, environment_id, on_step or (lambda _: None)
@@ -110,6 +112,10 @@ class Controller:
             raise Stopped(StopReason.STEP_BUDGET, f"all {b.max_steps} steps used")
         if b.max_tokens is not None and b.tokens_used >= b.max_tokens:
             raise Stopped(StopReason.STEP_BUDGET, f"token budget spent: {b.tokens_used} of {b.max_tokens} tokens used")
+        if self.cost_limit is not None and self.cost_limit.spent >= self.cost_limit.max_cost:
+            limit = self.cost_limit
+            raise Stopped(StopReason.COST_BUDGET, f"cost budget spent: {limit.spent:.6g} of {limit.max_cost:g} "
+                          "(the models file's prices)", {"cost": limit.spent, "max_cost": limit.max_cost})
         if time.monotonic() - self.started >= b.deadline_s:
             raise Stopped(StopReason.DEADLINE, f"deadline of {b.deadline_s:g}s passed before step {b.steps_used + 1}")
 
@@ -154,14 +160,15 @@ class Controller:
         finally:
             self.timing["chooser_s"] += time.monotonic() - asked
         if reply.failure is None:
-            if self.state.budget.max_tokens is not None and "total_tokens" in reply.usage \
-                    and reply.usage["total_tokens"] is None:
-                # A token budget that cannot be counted is not a budget: refused at the first such reply.
+            counted = self.state.budget.max_tokens is not None or self.cost_limit is not None
+            if counted and "total_tokens" in reply.usage and reply.usage["total_tokens"] is None:
+                # A budget that cannot be counted is not a budget: refused at the first such reply.
+                which = (f"a token budget is set ({self.state.budget.max_tokens})" if self.cost_limit is None
+                         else f"a cost budget is set ({self.cost_limit.max_cost:g})")
                 return reply, Stopped(
                     StopReason.DEPENDENCY_FAILURE,
-                    f"a token budget is set ({self.state.budget.max_tokens}) but the model endpoint reports no "
-                    "token usage, so it cannot be enforced; run without --max-tokens, or use an endpoint that "
-                    "returns `usage` in its replies",
+                    f"{which} but the model endpoint reports no token usage, so it cannot be enforced; run without "
+                    "--max-tokens/--max-cost, or use an endpoint that returns `usage` in its replies",
                     {"raw": reply.call.get("raw") if isinstance(reply.call, dict) else None, "infrastructure": False})
             return reply, None
         reason = _FAILURES[reply.failure]
@@ -187,6 +194,8 @@ class Controller:
             f"(the time left for this step)", {"raw": placeholder})
 
     def _spend_step(self, usage: dict) -> None:
+        if self.cost_limit is not None:
+            self.cost_limit.add(usage)
         b = self.state.budget
         reported = usage.get("total_tokens")
         tokens = b.tokens_used + (reported if isinstance(reported, int) and reported > 0 else 0)

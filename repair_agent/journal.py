@@ -73,6 +73,7 @@ class SetupRecord(_Record):
     pid: int | None = None
     model: dict[str, Any] | None = None
     models_file: str | None = None
+    max_cost: float | None = None   # --max-cost: what the run may spend (a resume keeps it)
     started_at: str
     environment_id: str | None = None
     pristine_tree_sha256: str | None = None

@@ -80,7 +80,16 @@ def consult(chooser: Any, view: Any, progress: dict[str, str]) -> ChooserReply:
         proposal = chooser.choose(view)
     except BaseException as exc:  # SystemExit too: a plug-in's exit is not the controller's
         progress["stage"] = "error"
-        return _failure(exc)
+        reply = _failure(exc)
+        if isinstance(exc, ChooserError):
+            # A failed step sent requests too (an endpoint that failed after its retries): they are
+            # the step's record as much as a successful step's are.
+            try:
+                reply.call = plain_json(read_attribute(chooser, "last_call"), "the chooser's last_call",
+                                        MAX_CALL_CHARS, cap=True)
+            except Unreadable as unreadable:
+                reply.call = unreadable.raw
+        return reply
     progress["stage"] = "proposal"
     reply = ChooserReply()
     try:

@@ -37,9 +37,10 @@ from .run import early_stop
 from .session import Session, pid_alive
 from .state import Evidence, Grant, State, StopReason, View
 from .tools import Executor
+from .usage import CostLimit, summarize_usage
 
 RESUMABLE = (StopReason.STEP_BUDGET, StopReason.DEADLINE, StopReason.DEPENDENCY_FAILURE,
-             StopReason.AUTHORIZATION_REQUIRED, StopReason.HANDOFF_REQUESTED)
+             StopReason.AUTHORIZATION_REQUIRED, StopReason.HANDOFF_REQUESTED, StopReason.COST_BUDGET)
 KILLED = "killed"  # the journal ends without a stop line: SIGKILL, power loss
 
 
@@ -67,6 +68,9 @@ class Checkpoint(BaseModel):
     setup: SetupRecord               # the first session's setup line (scenario, chooser, sandbox)
     owner_pids: list[int]            # every session's process: their leftover containers are removed
     released: bool = False
+    endpoint_failed: bool = False    # it stopped because the model's endpoint failed, not the model
+    max_cost: float | None = None    # the latest session's --max-cost
+    cost_spent: float = 0.0          # what its steps cost, priced from the models file
     torn: TornTail | None = None
     lines: int
 
@@ -95,6 +99,7 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
     refused_step: int | None = None
     refused_diff: str | None = None
     grants: list[Grant] = []
+    endpoint_failed = False
     for rec in records:
         if isinstance(rec, StartRecord):
             u_trajectory = [rec.u]
@@ -120,6 +125,7 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
                 refused_proposal, refused_step = rec.proposal, rec.step
         elif isinstance(rec, StopRecord):
             status, detail = rec.status.value, rec.detail
+            endpoint_failed = rec.status is StopReason.DEPENDENCY_FAILURE and rec.extra.get("infrastructure") is True
             refused_diff = rec.extra.get("raw") if isinstance(rec.extra.get("raw"), str) else None
             u_trajectory = list(rec.u_trajectory or u_trajectory)
         elif isinstance(rec, GrantRecord):
@@ -133,7 +139,9 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
         u_trajectory=u_trajectory or [state.u], patches=patches,
         refused_proposal=refused_proposal, refused_step=refused_step, refused_diff=refused_diff, grants_since_stop=grants, setup=setups[0],
         owner_pids=[s.pid for s in setups if s.pid], released=(run_dir / "release.json").exists(),
-        torn=torn, lines=len(records))
+        endpoint_failed=endpoint_failed and status == StopReason.DEPENDENCY_FAILURE.value, torn=torn,
+        max_cost=setups[-1].max_cost, cost_spent=summarize_usage(records).cost or 0.0,
+        lines=len(records))
 
 
 def check_resumable(cp: Checkpoint) -> None:
@@ -225,8 +233,9 @@ def grant_authorization(state: State, grant: Grant) -> State:
 def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: int | None = None,
                deadline_s: float | None = None, on_step: Callable[[dict], None] | None = None,
                log: Callable[[str], None] = lambda m: None, client=None, runs_dir: Path = Path("runs"),
-               model_options: dict | None = None) -> RunRecord:
+               model_options: dict | None = None, more_cost: float | None = None) -> RunRecord:
     """Continue a run from its journal: same journal, same run directory, the same writers at the end.
+    `more_cost`: what this resume may spend beyond what was spent (default: the run's --max-cost holds).
 
     The workspace is rebuilt from the pristine tree plus the journaled patches (its diff must hash
     to the journaled one); the dead session's containers are removed first."""
@@ -246,11 +255,17 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
             raise ResumeRefused(f"run {run_dir.name} has no stop line and its process {live[-1]} is still alive: "
                                 "it is still running")
         budget = checkpoint.state.budget
-        steps = extra_steps if extra_steps is not None else budget.steps_left
+        # The step whose endpoint failed got no answer from the model: it is given back, so the
+        # model has the steps it would have had had the endpoint answered.
+        steps = extra_steps if extra_steps is not None else budget.steps_left + checkpoint.endpoint_failed
         if steps < 1:
             raise ResumeRefused(f"run {run_dir.name} used all {budget.max_steps} steps: say how many more this resume "
                                 "grants (--max-steps N)")
         setup = checkpoint.setup
+        max_cost = checkpoint.max_cost if more_cost is None else round(checkpoint.cost_spent + more_cost, 6)
+        if checkpoint.status == StopReason.COST_BUDGET.value and more_cost is None:
+            raise ResumeRefused(f"run {run_dir.name} spent its cost budget ({checkpoint.cost_spent:g} of "
+                                f"{checkpoint.max_cost:g}): say how much more this resume may spend (--max-cost USD)")
         scenario = load_manifest(Path(setup.manifest))
         spec = chooser_spec or setup.chooser_spec
         if not spec:
@@ -285,7 +300,8 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                                      u_trajectory=checkpoint.u_trajectory, evidence=checkpoint.evidence,
                                      diff=_known_diff(run_dir, checkpoint.state.diff_sha256))
             else:
-                journal.write(session.setup_record(identity, spec, started_at, resumed_from=checkpoint))
+                journal.write(session.setup_record(identity, spec, started_at, resumed_from=checkpoint,
+                                                   max_cost=max_cost))
                 log(f"resuming {run_dir.name} from {checkpoint.status} at step {budget.steps_used}: "
                     f"{len(checkpoint.patches)} journaled patch(es) on the pristine tree, diff {diff_sha256(diff)[:12]}; "
                     f"granting {steps} more step(s) and {deadline_s or budget.deadline_s:g}s")
@@ -293,7 +309,9 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                     checkpoint, diff, chooser, Executor(sandbox, verifier, mutate=identity.mutation_analysis,
                                                      hidden_tests=session.scenario.hidden_tests is not None), verifier,
                     journal, environment_id=verifier.environment_id, extra_steps=steps,
-                    deadline_s=deadline_s or budget.deadline_s, on_step=on_step)
+                    deadline_s=deadline_s or budget.deadline_s, on_step=on_step,
+                    cost_limit=None if max_cost is None else CostLimit(max_cost=max_cost, model=identity.model,
+                                                                       spent=checkpoint.cost_spent))
                 outcome = controller.run()
         finally:
             session.close()
@@ -324,7 +342,7 @@ def _known_diff(run_dir: Path, expected_sha256: str) -> str:
 def resumed_controller(checkpoint: Checkpoint, diff: str, chooser: Chooser, executor: Executor,
                     verifier: Verifier, journal: Journal, *, environment_id: str, extra_steps: int,
                     deadline_s: float, on_step: Callable[[dict], None] | None = None,
-                    chooser_timeout_s: float = CHOOSER_TIMEOUT_S) -> Controller:
+                    chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None) -> Controller:
     """A controller that continues a stopped or killed run from its journal.
 
     State, history, evidence, fingerprints, the last canonical action and the Uₜ trajectory are
@@ -337,7 +355,7 @@ def resumed_controller(checkpoint: Checkpoint, diff: str, chooser: Chooser, exec
     if diff_sha256(diff) != checkpoint.state.diff_sha256:
         raise ValueError("the rebuilt workspace's diff is not the journaled one")
     ctl = Controller(checkpoint.state, chooser, executor, verifier, journal, environment_id=environment_id,
-              on_step=on_step, chooser_timeout_s=chooser_timeout_s)
+              on_step=on_step, chooser_timeout_s=chooser_timeout_s, cost_limit=cost_limit)
     ctl.diff = diff
     ctl.evidence = list(checkpoint.evidence)
     ctl.fingerprints = dict(checkpoint.fingerprints)

@@ -23,6 +23,7 @@ from .scenario import Scenario
 from .session import Session, fallback_run_dir
 from .state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StopReason, budget_with
 from .tools import Executor
+from .usage import CostLimit
 
 
 def initial_state(scenario: Scenario, budget: Budget) -> State:
@@ -40,7 +41,7 @@ def initial_state(scenario: Scenario, budget: Budget) -> State:
 
 def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "docker", runs_dir: Path = Path("runs"),
                 max_steps: int | None = None, deadline_s: float | None = None, reserved_final_steps: int | None = None,
-                max_tokens: int | None = None,
+                max_tokens: int | None = None, max_cost: float | None = None,
                 on_step: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda m: None,
                 client=None, chooser_spec: str | None = None, early: EarlySandbox | None = None) -> RunRecord:
     """`early`: this run's sandbox, begun by the caller before its own imports (its run id becomes
@@ -73,14 +74,16 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
             identity = read_identity(chooser, min(CHOOSER_TIMEOUT_S, budget.deadline_s), chooser_spec)
             session.open(granted=())
             _warm_report_writer()
-            journal.write(session.setup_record(identity, chooser_spec, started_at))
+            journal.write(session.setup_record(identity, chooser_spec, started_at, max_cost=max_cost))
         except Exception as exc:  # engine, image, scenario, workspace or journal: nothing ran yet, say why
             outcome = early_stop(state, journal, session.failure(exc))
         else:
             sandbox, verifier = session.live
-            controller = Controller(state, chooser, Executor(sandbox, verifier, mutate=identity.mutation_analysis,
-                                                     hidden_tests=session.scenario.hidden_tests is not None), verifier, journal,
-                                    environment_id=verifier.environment_id, on_step=on_step)
+            executor = Executor(sandbox, verifier, mutate=identity.mutation_analysis,
+                                hidden_tests=session.scenario.hidden_tests is not None)
+            cost_limit = None if max_cost is None else CostLimit(max_cost=max_cost, model=identity.model)
+            controller = Controller(state, chooser, executor, verifier, journal, environment_id=verifier.environment_id,
+                                    on_step=on_step, cost_limit=cost_limit)
             outcome = controller.run()
     except BaseException:  # interrupted or broken: remove the containers before anything else
         session.close()

@@ -108,7 +108,7 @@ class Session:
         return diff
 
     def setup_record(self, identity: ChooserIdentity, chooser_spec: str | None, started_at: str,
-                     resumed_from=None) -> SetupRecord:
+                     resumed_from=None, max_cost: float | None = None) -> SetupRecord:
         """Who runs this session and on what: enough for a later resume to find everything again."""
         resume = None
         if resumed_from is not None:
@@ -119,7 +119,7 @@ class Session:
         return SetupRecord(run_id=self.run_id, scenario=self.scenario.name, manifest=str(self.scenario.manifest_path),
                            chooser=identity.name, chooser_spec=chooser_spec, seed=identity.seed, sandbox=self.kind,
                            image=self.image, pid=os.getpid(), model=identity.model, models_file=identity.models_file,
-                           started_at=started_at, environment_id=verifier.environment_id,
+                           max_cost=max_cost, started_at=started_at, environment_id=verifier.environment_id,
                            pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier.snapshot else None,
                            protected_manifest_sha256=verifier.snapshot.manifest_sha256 if verifier.snapshot else None,
                            resume=resume)

@@ -17,6 +17,7 @@ class StopReason(str, Enum):
     INVALID_ACTION = "invalid_action"
     AUTHORIZATION_REQUIRED = "authorization_required"
     DEPENDENCY_FAILURE = "dependency_failure"
+    COST_BUDGET = "cost_budget"
 
     @property
     def exit_code(self) -> int:
@@ -33,6 +34,7 @@ EXIT_CODES = {
     StopReason.INVALID_ACTION: 15,
     StopReason.AUTHORIZATION_REQUIRED: 16,
     StopReason.DEPENDENCY_FAILURE: 17,
+    StopReason.COST_BUDGET: 18,
 }
 
 # What would have to change for another attempt to be worth running.
@@ -59,4 +61,7 @@ NEXT_ATTEMPT = {
         "no construct that needs a grant.",
     StopReason.DEPENDENCY_FAILURE:
         "A working sandbox, engine, model endpoint or test environment; the raw error is in the journal.",
+    StopReason.COST_BUDGET:
+        "More money explicitly granted by a person (repair-agent resume RUN --max-cost USD), or a cheaper model; "
+        "the partial evidence is kept.",
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from .journal import JournalRecord, SetupRecord, StepRecord
 
@@ -22,6 +22,23 @@ class UsageSummary(BaseModel):
     requests: int = 0                           # HTTP requests to the model, retries and re-asks included
     median_step_latency_s: float | None = None  # of the chooser's steps (model choosers only)
     cost: float | None = None                   # in the models file's price unit, when priced and known
+
+
+class CostLimit(BaseModel):
+    """--max-cost: what a run may spend, in the unit of its model's prices (the models file's
+    price_per_mtok_in/out, as its cost is reckoned), and what it has spent (a resume: so far)."""
+
+    max_cost: float = Field(gt=0)
+    model: dict[str, Any] | None = None   # the run's model description; None: a chooser that spends nothing
+    spent: float = 0.0
+
+    def add(self, usage: dict[str, Any]) -> bool:
+        """Count one step; False when its cost cannot be known (no usage reported)."""
+        cost = step_cost(usage, self.model)
+        if cost is None:
+            return False
+        self.spent = round(self.spent + cost, 6)
+        return True
 
 
 def model_of(records: Iterable[JournalRecord]) -> dict[str, Any] | None:
@@ -58,6 +75,20 @@ def summarize_usage(records: list[JournalRecord], model: dict[str, Any] | None =
                            median_step_latency_s=round(statistics.median(latencies), 3) if latencies else None)
     summary.cost = cost_of(summary, model)
     return summary
+
+
+def priced(model: dict[str, Any] | None) -> bool:
+    """Whether a model description carries a price (the models file's price_per_mtok_in/out)."""
+    return model is not None and (model.get("price_per_mtok_in") is not None
+                                  or model.get("price_per_mtok_out") is not None)
+
+
+def step_cost(usage: dict[str, Any], model: dict[str, Any] | None) -> float | None:
+    """One step's cost from its usage, priced as the run's cost is (None: its tokens are unknown)."""
+    if "total_tokens" in usage and usage["total_tokens"] is None:
+        return None
+    return cost_of(UsageSummary(prompt_tokens=_int(usage.get("prompt_tokens")),
+                                completion_tokens=_int(usage.get("completion_tokens"))), model) or 0.0
 
 
 def cost_of(summary: UsageSummary, model: dict[str, Any] | None) -> float | None:

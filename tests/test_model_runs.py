@@ -530,3 +530,43 @@ def test_a_refused_replace_in_file_is_granted_on_its_diff_and_reoffered_on_resum
     assert journaled[1]["proposal"] == journaled[0]["proposal"] and journaled[1]["decision"]["accepted"]
     diff = (Path(refused.run_dir) / "candidate.diff").read_text()
     assert "+Discounts are percent." in diff and "discount / 100" in diff
+
+
+def test_a_cost_budget_stops_the_run_says_what_it_spent_and_a_resume_grants_more(tmp_path):
+    """--max-cost, priced from the models file: 120 prompt + 30 completion tokens a step at 2.5 / 10
+    per million are 0.0006 a step, so a budget of 0.0015 ends the run cost_budget (exit 18) before
+    its fourth step; resume refuses to go on without more money, and with --max-cost 0.01 more it
+    repairs. An unpriced model with --max-cost is a usage error before any request."""
+    import os
+    import subprocess
+    import sys
+
+    sequence = list(FIX_SEQUENCE)
+    with ChatServer([], responder=lambda body: sequence.pop(0)) as srv:
+        models = tmp_path / "models.toml"
+        models.write_text(f'[models.priced]\nmodel = "p-1"\nbase_url = "{srv.base_url}"\nprice_per_mtok_in = 2.5\n'
+                          f'price_per_mtok_out = 10.0\n\n[models.free]\nmodel = "f-1"\nbase_url = "{srv.base_url}"\n')
+        runs = tmp_path / "runs"
+        cli = lambda *a: subprocess.run([sys.executable, "-m", "repair_agent", *a, "--runs-dir", str(runs), "--json"],
+                                        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                                        env={**os.environ, "PYTHONPATH": str(ROOT / "tests")})
+        refused = cli("run", "discount-bug", "--chooser", "model:free", "--models", str(models), "--sandbox", "local",
+                      "--max-cost", "1")
+        assert refused.returncode == 2 and "free has no price_per_mtok_in" in refused.stderr
+        assert srv.requests == [] and not runs.exists()
+
+        first = cli("run", "discount-bug", "--chooser", "model:priced", "--models", str(models), "--sandbox", "local",
+                    "--max-cost", "0.0015")
+        assert first.returncode == 18, first.stderr
+        out = json.loads(first.stdout)
+        assert out["status"] == "cost_budget" and out["steps_used"] == 3 and len(srv.requests) == 3
+        assert out["usage"]["cost"] == 0.0018 and "cost budget spent: 0.0018 of 0.0015" in out["detail"]
+
+        again = cli("resume", out["run_id"], "--models", str(models))
+        assert again.returncode == 2 and "--max-cost" in again.stderr and len(srv.requests) == 3
+        resumed = cli("resume", out["run_id"], "--models", str(models), "--max-cost", "0.01")
+        assert resumed.returncode == 0, resumed.stderr
+    done = json.loads(resumed.stdout)
+    assert done["status"] == "awaiting_release_confirmation" and done["usage"]["cost"] == 0.0036
+    setups = [r for r in read_journal(Path(out["run_dir"]) / "journal.jsonl") if r["event"] == "setup"]
+    assert [s["max_cost"] for s in setups] == [0.0015, 0.0118]  # the resume's: spent + what it granted

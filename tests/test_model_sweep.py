@@ -136,3 +136,98 @@ retry_max_s = 0.01
     assert beta_lines[0]["model"]["api_key_env"] == "BETA_TEST_KEY" and beta_lines[0]["model"]["name"] == "beta"
     assert "sk-beta-secret" not in (out / RESULTS).read_text()
     assert all(x["tokens"] is None for x in beta_lines if not x["infrastructure_failure"])
+
+
+class FailsTwiceThenFixes:
+    """Two 503s (the chooser's one retry included) end the first step; afterwards the fix, in order."""
+
+    def __init__(self):
+        self.lock, self.errors, self.sequence = threading.Lock(), 2, fix_sequence()
+
+    def __call__(self, body: dict) -> dict:
+        with self.lock:
+            if self.errors:
+                self.errors -= 1
+                return openai_error(503, "The engine is currently overloaded", type="server_error")
+            return self.sequence.pop(0)
+
+
+def test_a_sweep_run_whose_endpoint_failed_journals_its_requests_and_resumes_without_losing_the_step(tmp_path):
+    """Records of an endpoint failure, end to end: the failed step journals both requests it sent
+    (run.json and the sweep's line count them), the sweep's run names its chooser so that
+    `repair-agent resume RUN` continues it, and the failed step is given back: the six-step fix
+    fits the run's budget of six after the resume."""
+    with ChatServer([], responder=FailsTwiceThenFixes()) as srv:
+        config = tmp_path / "config"
+        (config / "repair-agent").mkdir(parents=True)
+        (config / "repair-agent" / "models.toml").write_text(
+            f'[models.alpha]\nmodel = "alpha-1"\nbase_url = "{srv.base_url}"\nmax_retries = 1\n'
+            'retry_base_s = 0.001\nretry_max_s = 0.01\n')
+        env = {**os.environ, "REPAIR_AGENT_LOCK_DIR": str(tmp_path / "locks"), "XDG_CONFIG_HOME": str(config),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+        out = tmp_path / "sweep"
+        proc = subprocess.run([sys.executable, "-m", "repair_agent", "sweep", "--scenarios", "discount-bug",
+                               "--chooser", "model:alpha", "--budgets", "6", "--seeds", "1", "--workers", "1",
+                               "--sandbox", "local", "--out", str(out)],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (line,) = [json.loads(x) for x in (out / RESULTS).read_text().splitlines()]
+        assert line["status"] == "dependency_failure" and line["infrastructure_failure"] is True
+        assert line["requests"] == 2 and len(srv.requests) == 2
+        run_dir = Path(line["run_dir"])
+        (step,) = [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()
+                   if json.loads(x)["event"] == "step"]
+        assert [r["error"]["status_code"] for r in step["chooser_call"]["requests"]] == [503, 503]
+        assert json.loads((run_dir / "run.json").read_text())["usage"]["requests"] == 2
+
+        resumed = subprocess.run([sys.executable, "-m", "repair_agent", "resume", str(run_dir), "--json"],
+                                 capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    record = json.loads(resumed.stdout)
+    assert record["status"] == "awaiting_release_confirmation" and record["chooser"] == "model:alpha"
+    assert (record["steps_used"], record["max_steps"]) == (7, 7)  # the failed step, then six of the model's
+    assert len(srv.requests) == 8
+
+
+def test_a_sweep_stops_starting_runs_once_its_cost_limit_is_reached_and_says_so(tmp_path):
+    """`sweep --max-cost`: a run of the six-step fix costs 6 × (120 × 2.5 + 30 × 10) / 1e6 = 0.0036;
+    with 0.004 the second run starts (0.0036 spent) and the third does not (0.0072). The summary
+    says so; the same command with a larger limit runs only the one left, here with
+    `--max-run-cost 0.0015`, which stops that run cost_budget after three steps (0.0018). An
+    unpriced model is a usage error before anything runs."""
+    sequence = fix_sequence()
+    with ChatServer([], responder=lambda body: sequence[step_of(body) - 1]) as srv:
+        models = tmp_path / "models.toml"
+        models.write_text(f'[models.alpha]\nmodel = "alpha-1"\nbase_url = "{srv.base_url}"\nprice_per_mtok_in = 2.5\n'
+                          f'price_per_mtok_out = 10.0\n\n[models.free]\nmodel = "f-1"\nbase_url = "{srv.base_url}"\n')
+        env = {**os.environ, "REPAIR_AGENT_LOCK_DIR": str(tmp_path / "locks"), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+        out = tmp_path / "sweep"
+
+        def run(chooser: str, limit: str, *extra: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "repair_agent", "sweep", "--scenarios", "discount-bug",
+                                   "--chooser", chooser, "--models", str(models), "--budgets", "6", "--seeds", "3",
+                                   "--workers", "1", "--sandbox", "local", "--out", str(out), "--max-cost", limit,
+                                   *extra],
+                                  capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+
+        unpriced = run("model:free", "1")
+        assert unpriced.returncode == 2 and "free has no price_per_mtok_in" in unpriced.stderr
+        assert srv.requests == [] and not out.exists()
+
+        first = run("model:alpha", "0.004")
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert len(srv.requests) == 12 and len((out / RESULTS).read_text().splitlines()) == 2
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["cost_limit"] == {"max_cost": 0.004, "spent": 0.0072, "unknown_cost_runs": 0, "not_started": 1}
+        assert "The limit was reached: 1 run(s) were not started." in first.stdout
+        assert "The limit was reached: 1 run(s) were not started." in (out / "summary.html").read_text()
+
+        more = run("model:alpha", "0.02", "--max-run-cost", "0.0015")
+        assert more.returncode == 0, more.stderr[-3000:]
+        assert "1 run(s) now, 2 already finished, of 3" in more.stdout and len(srv.requests) == 15
+    last = json.loads((out / RESULTS).read_text().splitlines()[-1])
+    assert (last["status"], last["exit_code"], last["steps"], last["cost"]) == ("cost_budget", 18, 3, 0.0018)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cost_limit"]["spent"] == 0.009 and summary["cost_limit"]["not_started"] == 0
+    assert "not started" not in (out / "summary.md").read_text()

@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-tokens", type=int, help="token budget: the run stops (step_budget) once the chooser's "
                    "reported usage reaches it; an endpoint that reports no usage ends the run at its first reply "
                    "(dependency_failure)")
+    r.add_argument("--max-cost", type=float, metavar="USD", help="cost budget, priced from the models file's "
+                   "price_per_mtok_in/out: the run stops (cost_budget) once what its steps cost reaches it")
     r.add_argument("--json", action="store_true", help="print one final JSON object")
     r.set_defaults(func=cmd_run)
 
@@ -73,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default: the run's deadline)")
     rs.add_argument("--model", help="model name (or REPAIR_AGENT_MODEL)")
     rs.add_argument("--model-base-url", help="OpenAI-compatible base URL (or REPAIR_AGENT_MODEL_BASE_URL)")
+    rs.add_argument("--max-cost", type=float, metavar="USD", help="what this resume may spend beyond what the "
+                    "run spent (default: the run's --max-cost holds; required after cost_budget)")
     rs.add_argument("--json", action="store_true", help="print one final JSON object")
     rs.set_defaults(func=cmd_resume)
 
@@ -134,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--sandbox", choices=["docker", "local"], default="docker")
     sw.add_argument("--group-by", choices=["all", "kind", "tag", "scenario", "expected"], default="all")
     sw.add_argument("--out", default="sweeps/latest", help="output directory; re-running into it resumes")
+    sw.add_argument("--max-cost", type=float, metavar="USD", help="what the sweep's runs may cost in all (the "
+                    "models file's prices): no run starts once the finished runs' cost reaches it")
+    sw.add_argument("--max-run-cost", type=float, metavar="USD", help="each run's --max-cost: a run stops "
+                    "(cost_budget) once what its steps cost reaches it")
     sw.add_argument("--json", action="store_true", help="print the summary as JSON")
     sw.set_defaults(func=cmd_sweep)
 

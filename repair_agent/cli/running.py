@@ -42,6 +42,9 @@ def cmd_run(args) -> int:
     # scenario's own budget is checked with them once it is read).
     budget_with(BudgetLimits.model_validate({"max_steps": 1000}), max_steps=args.max_steps, deadline_s=args.deadline,
                 max_tokens=args.max_tokens)
+    if args.max_cost is not None and not args.max_cost > 0:
+        err(f"--max-cost {args.max_cost}: must be positive")
+        return USAGE_ERROR
     early = None
     if args.sandbox == "docker" and args.scenario and not args.repo:
         early = _begin_sandbox(args, log)
@@ -81,9 +84,12 @@ def cmd_run(args) -> int:
             gc.enable()
         chooser = load_chooser(args.chooser, scenario, seed=args.seed, base_url=args.model_base_url, model=args.model,
                                models_file=args.models)
+        if (problem := unpriced(chooser, args.max_cost)) is not None:
+            err(problem)
+            return USAGE_ERROR
         record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
                              max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
-                             max_tokens=args.max_tokens,
+                             max_tokens=args.max_tokens, max_cost=args.max_cost,
                              on_step=on_step, log=log, chooser_spec=args.chooser, early=early)
     finally:
         if early is not None:
@@ -144,13 +150,16 @@ def cmd_resume(args) -> int:
     if args.deadline_s is not None and args.deadline_s <= 0:
         err("--deadline-s must be positive")
         return USAGE_ERROR
+    if args.max_cost is not None and not args.max_cost > 0:
+        err(f"--max-cost {args.max_cost}: must be positive")
+        return USAGE_ERROR
     on_step, log = _progress(args.json)
     try:
         record = resume_run(find_run(args.run, Path(args.runs_dir), finished=False), chooser_spec=args.chooser,
                             extra_steps=args.max_steps, deadline_s=args.deadline_s, on_step=on_step, log=log,
                             runs_dir=Path(args.runs_dir),
                             model_options={"base_url": args.model_base_url, "model": args.model,
-                                           "models_file": args.models})
+                                           "models_file": args.models}, more_cost=args.max_cost)
     except ResumeRefused as exc:
         err(f"resume refused: {exc}")
         return USAGE_ERROR
@@ -207,3 +216,16 @@ def add_repo_arguments(run_parser) -> None:
                    "plugins) pinned, and the project itself installed editable, in an environment image built once "
                    "with the network; FILE: a TOML file with the fields of [environment]; none: the plain sandbox "
                    "image")
+
+
+def unpriced(chooser, max_cost: float | None) -> str | None:
+    """Why --max-cost cannot hold for this chooser: a model without prices could spend without
+    limit. A chooser that is no model spends nothing."""
+    from ..usage import priced
+
+    describe = getattr(chooser, "describe_model", None)
+    model = describe() if max_cost is not None and callable(describe) else None
+    if model is None or priced(model):
+        return None
+    return (f"--max-cost needs the model's prices: {model.get('name') or model.get('model')} has no "
+            "price_per_mtok_in / price_per_mtok_out in the models file (docs/models.md)")

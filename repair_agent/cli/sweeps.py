@@ -14,6 +14,7 @@ def cmd_sweep(args) -> int:
     from ..choosers.models_file import MODEL_PREFIX, find_models_file, untrusted_roots
     from ..sweep import plan_jobs, render_markdown, select_scenarios, sweep
     from ..sweep.statistics import NO_BAND_NOTE
+    from .running import unpriced
 
     try:
         budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})
@@ -37,15 +38,23 @@ def cmd_sweep(args) -> int:
     models_file = (find_models_file(args.models, untrusted=[*untrusted_roots(None),
                                                             *(Path(d) for d in args.scenarios_dir)])
                    if any(c.startswith(MODEL_PREFIX) for c in choosers) else None)
+    for option, value in (("--max-cost", args.max_cost), ("--max-run-cost", args.max_run_cost)):
+        if value is not None and not value > 0:
+            err(f"{option} {value}: must be positive")
+            return USAGE_ERROR
+    limited = args.max_cost if args.max_cost is not None else args.max_run_cost
     if selection.scenarios:  # an unknown chooser or model is a usage error before anything runs
         for spec in choosers:
-            load_chooser(spec, selection.scenarios[0], seed=0, models_file=models_file)
+            chooser = load_chooser(spec, selection.scenarios[0], seed=0, models_file=models_file)
+            if (problem := unpriced(chooser, limited)) is not None:
+                err(problem)
+                return USAGE_ERROR
     out = Path(args.out)
     jobs = plan_jobs(selection, choosers, budgets, args.seeds, out / "runs", sandbox=args.sandbox,
-                     models_file=str(models_file) if models_file else None)
+                     models_file=str(models_file) if models_file else None, max_run_cost=args.max_run_cost)
     command = "repair-agent " + shlex.join(sys.argv[1:])
     outcome = sweep(jobs, out, workers=args.workers, executor=args.executor, group_by=args.group_by,
-                    command=command)
+                    command=command, max_cost=args.max_cost)
     if args.json:
         print(terminal_json(outcome.model_dump(mode="json")))
     else:

@@ -10,23 +10,35 @@ from .jobs import SWEEP_ERROR, SweepJob, SweepResult
 from .worker import _now, _worker_init, run_job, wait_for_cleanup
 
 OnResult = Callable[[dict, dict], None]   # (job, result)
+MayStart = Callable[[], bool]             # asked before each further run (a sweep's cost limit)
 
 
-def run_local(jobs: list[SweepJob], workers: int, on_result: OnResult) -> bool:
-    """A spawn-context process pool; returns True when interrupted (Ctrl-C)."""
+def run_local(jobs: list[SweepJob], workers: int, on_result: OnResult, may_start: MayStart | None = None) -> bool:
+    """A spawn-context process pool; returns True when interrupted (Ctrl-C). With `may_start`, at
+    most `workers` runs are handed to the pool at a time, and the next only when it says yes."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ctx = multiprocessing.get_context("spawn")
     stop = ctx.Event()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(stop,))
-    futures = {pool.submit(run_job, job.model_dump()): job for job in jobs}
-    pending = set(futures)
+    queue = list(jobs)
+    futures: dict = {}
+    pending: set = set()
+
+    def submit() -> None:
+        while queue and (may_start is None or len(pending) < workers and may_start()):
+            job = queue.pop(0)
+            future = pool.submit(run_job, job.model_dump())
+            futures[future] = job
+            pending.add(future)
     try:
+        submit()
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 _deliver(f, futures[f], on_result)
+            submit()
         pool.shutdown(wait=True)
         return False
     except KeyboardInterrupt:
@@ -66,9 +78,10 @@ def _ignore_sigint_while(fn):
         signal.signal(signal.SIGINT, previous)
 
 
-def run_ray(jobs: list[SweepJob], workers: int, on_result: OnResult) -> bool:
+def run_ray(jobs: list[SweepJob], workers: int, on_result: OnResult, may_start: MayStart | None = None) -> bool:
     """The same jobs as Ray tasks: a local Ray instance of `workers` CPUs, or the cluster named by
-    RAY_ADDRESS. Returns True when interrupted."""
+    RAY_ADDRESS. Returns True when interrupted. With `may_start`, `workers` tasks at a time, the next
+    only when it says yes."""
     try:
         import ray
     except ImportError:
@@ -85,13 +98,23 @@ def run_ray(jobs: list[SweepJob], workers: int, on_result: OnResult) -> bool:
     for sig, handler in handlers.items():
         signal.signal(sig, handler)
     remote = ray.remote(num_cpus=1, max_retries=0)(run_job)
-    refs = {remote.remote(job.model_dump()): job for job in jobs}
-    pending = list(refs)
+    queue = list(jobs)
+    refs: dict = {}
+    pending: list = []
+
+    def submit() -> None:
+        while queue and (may_start is None or len(pending) < workers and may_start()):
+            job = queue.pop(0)
+            ref = remote.remote(job.model_dump())
+            refs[ref] = job
+            pending.append(ref)
     try:
+        submit()
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
                 _deliver_ray(ray, ref, refs[ref], on_result)
+            submit()
         return False
     except KeyboardInterrupt:
         # Every task sees the stop file: a running one interrupts its run (whose finally blocks

@@ -44,6 +44,7 @@ class SweepJob(BaseModel):
     # run (Ray's own task cancellation races with task completion and can abort the driver).
     stop_file: str | None = None
     models_file: str | None = None     # where `model:NAME` choosers are defined
+    max_cost: float | None = None      # each run's --max-cost (sweep --max-run-cost)
 
     @property
     def key(self) -> tuple[str, str, int, int]:
@@ -147,7 +148,8 @@ def select_scenarios(patterns: list[str] | None, extra_dirs: list[Path] | None =
 
 
 def plan_jobs(selection: Selection, choosers: list[str], budgets: list[int], seeds: int, runs_dir: Path,
-              sandbox: str = "docker", models_file: str | None = None) -> list[SweepJob]:
+              sandbox: str = "docker", models_file: str | None = None,
+              max_run_cost: float | None = None) -> list[SweepJob]:
     """Jobs for every (scenario, chooser, budget, seed); runs go to `runs_dir` (DIR/runs)."""
     jobs = []
     named = [(s.name, str(s.manifest_path), None) for s in selection.scenarios]
@@ -156,7 +158,8 @@ def plan_jobs(selection: Selection, choosers: list[str], budgets: list[int], see
         jobs.append(SweepJob(scenario=name, manifest=manifest, manifest_error=error, chooser=chooser,
                              budget=budget, seed=seed, runs_dir=str(Path(runs_dir).resolve()), sandbox=sandbox,
                              active_dir=str(Path(runs_dir).resolve() / ".active"),
-                             stop_file=str(Path(runs_dir).resolve() / ".stop"), models_file=models_file))
+                             stop_file=str(Path(runs_dir).resolve() / ".stop"), models_file=models_file,
+                             max_cost=max_run_cost))
     return jobs
 
 

@@ -59,6 +59,15 @@ def render_markdown(summary: SweepSummary, command: str | None = None, cost_comp
                              f"{stats.fmt_verdict(x)} |")
             lines.append("")
     lines += render_models(summary)
+    if (limit := summary.cost_limit) is not None:
+        lines += ["## Cost limit (--max-cost)", "",
+                  f"Spent {_fmt(limit.spent, 6)} of {_fmt(limit.max_cost, 6)} (the models files' prices)"
+                  + (f"; {limit.unknown_cost_runs} run(s) of unknown cost (no usage reported) not counted"
+                     if limit.unknown_cost_runs else "") + ".", ""]
+        if limit.not_started:
+            lines += [f"**The limit was reached: {limit.not_started} run(s) were not started.** Run the same command "
+                      "into the same directory with a larger --max-cost to run them." if limit.reached else
+                      f"{limit.not_started} run(s) have no result yet (interrupted): run the same command again.", ""]
     if summary.infrastructure_failures:
         lines += ["## Infrastructure failures (not counted)", "",
                   "The model endpoint failed after its retries: these runs are in no success rate; running the same "

@@ -102,6 +102,20 @@ class ScenarioProblem(BaseModel):
     detail: str = ""
 
 
+class SweepCostLimit(BaseModel):
+    """`sweep --max-cost`: what the sweep's runs may cost in all (the models files' prices), what its
+    finished runs cost, and the runs it did not start once that was reached."""
+
+    max_cost: float
+    spent: float = 0.0
+    unknown_cost_runs: int = 0   # runs whose endpoint reported no usage: their cost is not in `spent`
+    not_started: int = 0
+
+    @property
+    def reached(self) -> bool:
+        return self.spent >= self.max_cost
+
+
 class SweepSummary(BaseModel):
     """summary.json."""
 
@@ -117,6 +131,7 @@ class SweepSummary(BaseModel):
     explanation: str | None = None
     seeds_per_cell: int = 0
     command: str | None = None
+    cost_limit: SweepCostLimit | None = None
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

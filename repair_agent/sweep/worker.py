@@ -112,8 +112,9 @@ def _run(job: SweepJob, base: dict) -> dict:
     meta = dict(kind=scenario.kind, tags=list(scenario.tags), expected=scenario.expected)
     try:
         chooser = load_chooser(job.chooser, scenario, seed=job.seed, models_file=job.models_file)
+        # The spec is journaled so that `repair-agent resume RUN` can load the same chooser again.
         record = execute_run(scenario, chooser, sandbox_kind=job.sandbox, runs_dir=Path(job.runs_dir),
-                             max_steps=job.budget)
+                             max_steps=job.budget, chooser_spec=job.chooser, max_cost=job.max_cost)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a bug or an unloadable plug-in: reported, the sweep goes on
