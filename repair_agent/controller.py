@@ -112,10 +112,8 @@ class Controller:
             raise Stopped(StopReason.STEP_BUDGET, f"all {b.max_steps} steps used")
         if b.max_tokens is not None and b.tokens_used >= b.max_tokens:
             raise Stopped(StopReason.STEP_BUDGET, f"token budget spent: {b.tokens_used} of {b.max_tokens} tokens used")
-        if self.cost_limit is not None and self.cost_limit.spent >= self.cost_limit.max_cost:
-            limit = self.cost_limit
-            raise Stopped(StopReason.COST_BUDGET, f"cost budget spent: {limit.spent:.6g} of {limit.max_cost:g} "
-                          "(the models file's prices)", {"cost": limit.spent, "max_cost": limit.max_cost})
+        if self.cost_limit is not None and (spent := self.cost_limit.exhausted()):
+            raise Stopped(StopReason.COST_BUDGET, spent, self.cost_limit.model_dump(include={"spent", "max_cost"}))
         if time.monotonic() - self.started >= b.deadline_s:
             raise Stopped(StopReason.DEADLINE, f"deadline of {b.deadline_s:g}s passed before step {b.steps_used + 1}")
 

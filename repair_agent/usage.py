@@ -40,6 +40,12 @@ class CostLimit(BaseModel):
         self.spent = round(self.spent + cost, 6)
         return True
 
+    def exhausted(self) -> str | None:
+        """Why no further step may start, or None."""
+        if self.spent < self.max_cost:
+            return None
+        return f"cost budget spent: {self.spent:.6g} of {self.max_cost:g} (the models file's prices)"
+
 
 def model_of(records: Iterable[JournalRecord]) -> dict[str, Any] | None:
     """The model the run's (latest) session used, as its setup record describes it."""
