@@ -1,4 +1,4 @@
-"""Fault injection with real containers (issue 8, part 3). Every fault ends with its documented
+"""Fault injection with real containers. Every fault ends with its documented
 exit, a report, no lost journal line (the hash chain verifies, the lines are counted) and no
 container of the run left (`repair-agent cleanup --run RUN` afterwards removes none)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The host boundary (issue 29): nothing from the untrusted tree configures the host; runs are
+"""The host boundary: nothing from the untrusted tree configures the host; runs are
 sealed; release decisions are serialized. Every attack goes through the real CLI, real git and Docker.
 
 - a `models.toml` shipped in the repository under repair is not read (a loopback Chat Completions

@@ -130,7 +130,7 @@ def test_a_call_written_in_the_text_is_accepted(text):
         assert chooser(srv).choose(make_view()) == {"tool": "search", "query": "apply_discount"}
 
 
-# Reply shapes as open models write them when the server has no tool parser for them (issue 31).
+# Reply shapes as open models write them when the server has no tool parser for them.
 QWEN3_CODER = ("<tool_call>\n<function=read_file>\n<parameter=path>\nshop/pricing.py\n</parameter>\n"
                "<parameter=start_line>\n30\n</parameter>\n<parameter=end_line>\n41\n</parameter>\n"
                "<parameter=line_numbers>\ntrue\n</parameter>\n</function>\n</tool_call>")

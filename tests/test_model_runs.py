@@ -243,7 +243,7 @@ def _step_of(body: dict) -> int:
     return int(re.search(r"^Step (\d+);", body["messages"][1]["content"], re.M)[1])
 
 
-# -- edits a model gets wrong, and what it is shown (issue 31) ---------------------------------------
+# -- edits a model gets wrong, and what it is shown ---------------------------------------
 FIX_OLD, FIX_NEW = "    discounted = price * (1 - discount)\n", "    discounted = price * (1 - discount / 100)\n"
 CHECKS = [tool_call("run_target_test"), tool_call("run_full_suite"), tool_call("check_diff")]
 
@@ -306,7 +306,7 @@ def test_a_failed_or_malformed_patch_is_an_observation_with_the_real_lines(runs_
     assert [s["decision"]["accepted"] for s in steps(rec)] == [True] * 6
 
 
-# -- what the model has read stays in front of it (issue 31) -----------------------------------------
+# -- what the model has read stays in front of it -----------------------------------------
 def test_a_re_read_after_other_work_is_not_a_repeat_and_the_files_read_stay_in_the_prompt(runs_dir):
     """The scripted sequence that used to end no_new_evidence at step 7: read pricing.py, two
     searches, three reads (one a window of a file), read pricing.py again. The re-read's identical

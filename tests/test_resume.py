@@ -1,4 +1,4 @@
-"""Resume a run from its journal, and a person's grant after authorization_required (issue 8, parts 1-2).
+"""Resume a run from its journal, and a person's grant after authorization_required.
 
 The local backend drives the rules (real git, real pytest, real verifier, no engine needed); the
 SIGKILL-at-every-step test runs the CLI in Docker and kills the real process.

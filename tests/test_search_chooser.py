@@ -1,4 +1,4 @@
-"""The search chooser (issue 7, part 2): repairs without being told the fix.
+"""The search chooser: repairs without being told the fix.
 
 Real runs on real repositories: a small repository written here with one bug per scenario (local
 backend, for speed), and discount-bug end to end in Docker.

@@ -1,4 +1,4 @@
-"""SearchChooser: repairs without being told the fix (issue 7, part 2).
+"""SearchChooser: repairs without being told the fix.
 
 A deterministic, non-LLM chooser. It runs the target test, localizes from the failure (traceback
 frames inside the writable scope first, then a search for the functions the failing assertion
