@@ -11,15 +11,27 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write aside, then rename into place: a reader (or a crash, or a full disk) never sees half a
-    file. Text is UTF-8, lone surrogates kept as written."""
-    path = Path(path)
+def _aside(path: Path, data: str | bytes, sync: bool = False) -> Path:
+    """`data` written beside `path` under a fresh hidden name (UTF-8, lone surrogates kept)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
     try:
         with open(tmp, "wb") as f:
             f.write(raw)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write aside, then rename into place: a reader (or a crash, or a full disk) never sees half a
+    file."""
+    tmp = _aside(Path(path), data)
+    try:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -29,14 +41,8 @@ def atomic_write(path: Path, data: str | bytes) -> None:
 def atomic_create(path: Path, data: str | bytes) -> None:
     """Write aside, then link into place only if `path` does not exist yet (FileExistsError): a
     record written once, whole, and never overwritten, even by a racing writer."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
+    tmp = _aside(Path(path), data, sync=True)
     try:
-        with open(tmp, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
         os.link(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -402,12 +402,7 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
     except docker.errors.DockerException as exc:
         raise EnvironmentBuildError(f"environment of {name}: the engine failed: {exc}; log: {log_path}") from None
     finally:
-        if container is not None:
-            try:
-                container.remove(force=True, v=True)
-            except docker.errors.DockerException:
-                pass
-        shutil.rmtree(build, ignore_errors=True)
+        _discard(container, build)
 
 
 def _lines(stream) -> Iterator[str]:
@@ -560,12 +555,7 @@ def _run_resolver(client, base: str, requirements: list[str], log: Log) -> tuple
     except docker.errors.DockerException as exc:
         raise EnvironmentBuildError(f"resolving the declared requirements: the engine failed: {exc}") from None
     finally:
-        if container is not None:
-            try:
-                container.remove(force=True, v=True)
-            except docker.errors.DockerException:
-                pass
-        shutil.rmtree(build, ignore_errors=True)
+        _discard(container, build)
 
 
 # -- list / prune ----------------------------------------------------------------------------------
@@ -596,3 +586,15 @@ def prune_environments(client, log: Log = print) -> int:
         except docker.errors.APIError as exc:
             log(f"kept {info.tag}: {exc.explanation or exc}")
     return removed
+
+
+def _discard(container, build: Path) -> None:
+    """A build or resolve container and its mounted directory, gone whatever happened."""
+    import docker  # the caller has it loaded already
+
+    if container is not None:
+        try:
+            container.remove(force=True, v=True)
+        except docker.errors.DockerException:
+            pass
+    shutil.rmtree(build, ignore_errors=True)
