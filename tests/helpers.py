@@ -31,6 +31,33 @@ T = TypeVar("T")
 
 # -- required parts and waiting ----------------------------------------------------------------------
 
+# A module whose bug is an infinite loop: settle() of a negative balance never returns.
+LOOP = '''\
+def settle(balance):
+    while balance != 0:      # the bug: a negative balance never reaches 0
+        balance -= 1
+    return "settled"
+
+
+def label(x):
+    return f"#{x}"
+'''
+
+
+def import_usable_commit(repo: Path, rev: str, out: Path, cache: Path) -> dict:
+    """`repair-agent import commit REPO REV --out OUT --json` (Docker), whose one result must be usable."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "repair_agent", "import", "commit", str(repo), rev, "--out", str(out),
+                           "--json"], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "REPAIR_AGENT_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (result,) = json.loads(proc.stdout)["results"]
+    assert result["status"] == "usable", result
+    return result
+
+
 class PypiIndex:
     """A PyPI-style JSON API and file host on localhost serving what a test puts in `files`
     (`NAME-VERSION.tar.gz` -> bytes); `hits` lists the paths requested. `digests=False` serves no

@@ -4,14 +4,11 @@ container before and after its non-test changes; the scenario then passes the co
 Docker. Commits that cannot make a scenario are reported, with the reason."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import import_usable_commit
 from rangekit_project import build_rangekit
 from repair_agent.importers.commit import import_commit, split_commit
 from repair_agent.scenario import load_manifest
@@ -28,12 +25,7 @@ def rangekit(tmp_path_factory):
 
 def test_a_fix_commit_becomes_a_checked_scenario(rangekit, tmp_path, docker_client, sandbox_image):
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "repair_agent", "import", "commit", str(rangekit.path),
-                           rangekit.fix_span, "--out", str(out), "--json"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900, env={**os.environ, "REPAIR_AGENT_CACHE_DIR": str(tmp_path / "c")})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (result,) = json.loads(proc.stdout)["results"]
-    assert result["status"] == "usable", result
+    result = import_usable_commit(rangekit.path, rangekit.fix_span, out, tmp_path / "c")
     # Found by running: the one test the commit added fails before its fix and passes after.
     assert result["target_tests"] == ["tests/test_core.py::test_span_counts_both_ends"]
     s = load_manifest(Path(result["manifest"]))

@@ -7,16 +7,12 @@ scenario. Through the real CLI and Docker on rangekit's `fix span` commit: the r
 is `plausible`, the report naming the first disagreement."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from helpers import runs_dir_with_cache
+from helpers import import_usable_commit, runs_dir_with_cache
 from rangekit_project import build_rangekit
 from repair_agent.choosers import BaselineChooser
 from repair_agent.importers.derived import derive_heldout, literal_calls, module_of, touched_functions
@@ -35,13 +31,7 @@ def imported(tmp_path_factory, docker_client, sandbox_image):
     base = tmp_path_factory.mktemp("import-correct")
     rangekit = build_rangekit(base / "rangekit")
     out = base / "out"
-    proc = subprocess.run([sys.executable, "-m", "repair_agent", "import", "commit", str(rangekit.path),
-                           rangekit.fix_span, "--out", str(out), "--json"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900, env={**os.environ, "REPAIR_AGENT_CACHE_DIR": str(base / "c")})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (result,) = json.loads(proc.stdout)["results"]
-    assert result["status"] == "usable", result
-    return result
+    return import_usable_commit(rangekit.path, rangekit.fix_span, out, base / "c")
 
 
 @pytest.fixture(scope="module")

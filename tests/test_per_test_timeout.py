@@ -6,18 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers import LOOP
 from verifier import AcceptanceSpec, Verifier
 
-LOOP = '''\
-def settle(balance):
-    while balance != 0:      # the bug: a negative balance never reaches 0
-        balance -= 1
-    return "settled"
-
-
-def label(x):
-    return f"#{x}"
-'''
 TESTS = '''\
 from pkg.loop import label, settle
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import git
 import pytest
 
+from helpers import LOOP
 from rangekit_project import build_rangekit
 
 pytestmark = pytest.mark.docker
@@ -46,16 +47,6 @@ def project(root: Path, files: dict[str, str], manifest: str | None = None, fix:
     return path
 
 
-LOOP = '''\
-def settle(balance):
-    while balance != 0:      # the bug: a negative balance never reaches 0
-        balance -= 1
-    return "settled"
-
-
-def label(x):
-    return f"#{x}"
-'''
 LOOP_TESTS = '''\
 from looper import label, settle
 
