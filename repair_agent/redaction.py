@@ -68,11 +68,12 @@ def _known() -> list[str]:
     return sorted(values, key=len, reverse=True)  # a longer secret first: a shorter one may be part of it
 
 
-def redact(text: str) -> str:
-    """`text` without any known secret, bearer credential, token or URL credential."""
+def redact(text: str, known: list[str] | None = None) -> str:
+    """`text` without any known secret, bearer credential, token or URL credential. `known`: the
+    secrets, when a caller redacting many strings has read them once."""
     if not isinstance(text, str) or not text:
         return text
-    for secret in _known():
+    for secret in _known() if known is None else known:
         if secret in text:
             text = text.replace(secret, MASK)
     text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
@@ -84,8 +85,9 @@ def redact(text: str) -> str:
 def redact_data(data: Any) -> Any:
     """JSON-like data with every string (keys too) redacted; anything else as it is. Iterative: a
     chooser's raw proposal may nest as deep as JSON allows, deeper than Python's recursion limit."""
+    known = _known()  # once, not for every string of a record
     if isinstance(data, str):
-        return redact(data)
+        return redact(data, known)
     if not isinstance(data, (dict, list, tuple)):
         return data
     top: dict | list = {} if isinstance(data, dict) else []
@@ -98,9 +100,9 @@ def redact_data(data: Any) -> Any:
                 child: Any = {} if isinstance(value, dict) else []
                 pending.append((value, child))  # filled later; its place in `copy` is taken now
             else:
-                child = redact(value) if isinstance(value, str) else value
+                child = redact(value, known) if isinstance(value, str) else value
             if isinstance(copy, dict):
-                copy[redact(key) if isinstance(key, str) else key] = child
+                copy[redact(key, known) if isinstance(key, str) else key] = child
             else:
                 copy.append(child)
     return top
