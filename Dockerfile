@@ -19,6 +19,7 @@ RUN if ! (command -v python3 && python3 -c 'import pytest, pytest_timeout' && co
         apt-get update \
         && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
            python3 python3-pytest python3-pytest-timeout faketime git coreutils grep sed \
+           $(apt-cache show python3-distutils >/dev/null 2>&1 && echo python3-distutils) \
         && rm -rf /var/lib/apt/lists/*; \
     fi \
     && git config --system --add safe.directory '*' \

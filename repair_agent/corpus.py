@@ -43,6 +43,7 @@ class CorpusCheck(BaseModel):
     scope_ok: bool | None = None           # the fix is inside the writable scope (outside, for a handoff)
     target_failures: dict[str, str] = {}
     known_failing: list[str] = []
+    uncollectable: dict[str, str] = {}     # module (dotted) -> pytest's cause, no target in it
     skipped_on_pristine: list[str] = []    # allowed to stay skipped: listed so a reader sees them
     collected: int = 0
     wall_s: float = 0.0
@@ -112,12 +113,15 @@ def _check(scenario: Scenario, verifier, result: dict, t0: float) -> CorpusCheck
     declared = sorted(nodeid_to_junit_key(t) for t in scenario.spec.target_tests)
     if sorted(baseline.target_failures) != declared:
         problems.append(f"the buggy tree fails {sorted(baseline.target_failures)}, the manifest declares {declared}")
-    if failing:
-        problems.append(f"tests other than the targets fail on the buggy tree: {failing}")
+    known = set(scenario.known_failing)
+    if set(failing) - known:
+        problems.append(f"tests other than the targets fail on the buggy tree: {sorted(set(failing) - known)}")
     # A module no target is in that cannot be imported on the buggy tree (a missing dependency): its
     # tests fail there too, in pytest's words.
     unimported = {path: cause for path, cause in baseline.collection_errors.items()
                   if not any(collection_error_for(t, {path: cause}) for t in declared)}
+    result["uncollectable"] = unimported
+    unimported = {path: cause for path, cause in unimported.items() if f"::{path}" not in known}
     if unimported:
         problems.append("test modules cannot be collected on the buggy tree: "
                         + "; ".join(f"{path} [collection error: {cause}]" for path, cause in unimported.items()))

@@ -47,6 +47,10 @@ class AcceptanceSection(BaseModel):
     per_test_timeout_s: float = Field(60.0, ge=0, le=3600)
     # Given: the suite condition is "these tests pass" (targets + these run); empty: the whole suite.
     pass_to_pass: list[str] = []
+    # Tests that fail on the buggy tree for reasons other than the bug (the environment, a Python
+    # version): named as the corpus check names them (`pkg.tests.test_x::test_y`, `::pkg.tests.test_x`
+    # for a module that cannot be collected). They may stay failing; an importer writes them.
+    known_failing: list[str] = []
 
     @field_validator("target_tests", "pass_to_pass")
     @classmethod
@@ -129,6 +133,7 @@ class Scenario(BaseModel):
     hidden_tests: Path | None = None
     # With hidden tests: the tree the chooser works in (`repo` without them); `repo` is the verifier's.
     visible_repo: Path | None = None
+    known_failing: tuple[str, ...] = ()
 
     @property
     def workspace_tree(self) -> Path:
@@ -214,7 +219,7 @@ def load_manifest(path: Path) -> Scenario:
                     budget=Budget(**m.budget.model_dump()),
                     baseline=m.baseline, source_repo=source_repo, kind=m.kind, tags=tuple(m.tags),
                     expected=m.expected, source=m.source, environment=m.environment, visible_repo=visible,
-                    **extras)
+                    known_failing=tuple(m.acceptance.known_failing), **extras)
 
 
 def tree_digest(root: Path) -> str:

@@ -10,6 +10,7 @@ from defusedxml.common import DefusedXmlException
 from pydantic import BaseModel
 
 from .isolation import read_capped
+from .spec import stable_key
 
 MAX_JUNIT_BYTES = 8 * 1024 * 1024
 
@@ -25,6 +26,7 @@ class TestCase(BaseModel):
     # pytest could not collect a file or directory: `key` is "::" + its dotted path (pytest's JUnit
     # name for it), `message` the cause in pytest's own words (collection_cause).
     collection: bool = False
+    seconds: float = 0.0  # pytest's own timing of the test (setup, call and teardown)
 
     @property
     def collected_path(self) -> str:
@@ -43,7 +45,7 @@ def parse_junit_bytes(data: bytes | None) -> tuple[list[TestCase], str | None]:
         return [], f"JUnit report does not parse: {type(exc).__name__}: {str(exc)[:200]}"
     cases = []
     for tc in root.iter("testcase"):
-        key = f"{tc.get('classname', '')}::{tc.get('name', '')}"
+        key = stable_key(f"{tc.get('classname', '')}::{tc.get('name', '')}")
         outcome: Outcome = "passed"
         message = ""
         readings: tuple[tuple[str, Outcome], ...] = (("failure", "failed"), ("error", "error"), ("skipped", "skipped"))
@@ -58,7 +60,11 @@ def parse_junit_bytes(data: bytes | None) -> tuple[list[TestCase], str | None]:
                 first = (child.get("message") or child.text or "").strip().splitlines()[:1]
                 message = collection_cause(child.text or "") if collection else (first[0][:300] if first else "")
                 break
-        cases.append(TestCase(key=key, outcome=outcome, message=message, collection=collection))
+        try:
+            seconds = max(0.0, float(tc.get("time") or 0.0))
+        except ValueError:
+            seconds = 0.0
+        cases.append(TestCase(key=key, outcome=outcome, message=message, collection=collection, seconds=seconds))
     return cases, None
 
 
@@ -92,3 +98,17 @@ def read_result_file(path: Path, cap: int = MAX_JUNIT_BYTES) -> tuple[bytes | No
     """A file a check process wrote, read on the host with the same bounds as inside a container."""
     data, why = read_capped(str(path), cap)
     return data, f"result file {Path(path).name} refused: {why}" if why else None
+
+
+_CRASH = re.compile(r"^(?:INTERNALERROR>\s*|E\s+)?((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+|ERROR: .+)$")
+
+
+def crash_cause(output: str) -> str:
+    """Why pytest ended without a report, in its own words: the last exception line of its output
+    (`OSError: [Errno 30] Read-only file system: '.coverage'`) or its `ERROR:` usage line."""
+    for line in reversed(output.splitlines()):
+        m = _CRASH.match(line.strip())
+        if m:
+            return m.group(1)[:300]
+    tail = [line.strip() for line in output.splitlines() if line.strip()]
+    return tail[-1][:300] if tail else "no output"

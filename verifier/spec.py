@@ -113,7 +113,16 @@ def nodeid_to_junit_key(nodeid: str) -> str:
     if module.endswith(".py"):
         module = module[:-3]
     names = [module.replace("/", ".")] + parts[1:-1]
-    return ".".join(names) + "::" + parts[-1]
+    return stable_key(".".join(names) + "::" + parts[-1])
+
+
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+
+
+def stable_key(key: str) -> str:
+    """A test's key the same in every run: a parameter shown by its default repr carries its memory
+    address (`[<FakeDate object at 0x7feb1ff26650>]`), which differs from one process to the next."""
+    return _ADDRESS.sub("0x?", key)
 
 
 class ProtectedSnapshot(BaseModel):

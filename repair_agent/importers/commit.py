@@ -10,7 +10,9 @@ suite="changed" a pass-to-pass list of the changed modules' tests that pass befo
 """
 from __future__ import annotations
 
+import math
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
@@ -18,11 +20,12 @@ import git
 from unidiff import PatchSet
 
 from verifier.isolation import HardenedContainer
-from verifier.junit import MAX_JUNIT_BYTES, collection_error_for, parse_junit_bytes, read_result_file
+from verifier.junit import MAX_JUNIT_BYTES, collection_error_for, crash_cause, parse_junit_bytes, read_result_file
 from verifier.spec import glob_match, nodeid_to_junit_key
 from verifier.trees import copy_tree
 
 from ..hostgit import run_git
+from ..sandbox.environment import add_generated
 from .common import (OUT_DIR, ImportResult, InstanceError, Written, apply_patch_text, environment_sections,
                      export_tree, fresh_data_dir, python_of, repo_path, resolve_commit, scenario_environment,
                      scenario_name, tree_runner, validate, write_scenario)
@@ -31,6 +34,8 @@ from .derived import derive_heldout
 Suite = Literal["whole", "changed"]
 TEST_GLOBS = ("tests/**", "test/**", "**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 RUN_TIMEOUT_S = 600.0
+# While importing, a test that takes longer than this fails alone (it loops on the buggy tree).
+IMPORT_PER_TEST_S = 10.0
 
 
 def is_test_file(path: str) -> bool:
@@ -55,10 +60,19 @@ def split_commit(repo: git.Repo, parent: str, commit: str) -> tuple[str, str, li
     return "".join(tests), "".join(rest), test_paths
 
 
-def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """(node id -> outcome (passed, failed, error, skipped), the files pytest could not collect: dotted
-    path -> cause, node id -> pytest's one-line failure message) of the given test files, run with pytest in a fresh container of the sandbox image
-    (tree mounted read-only) or locally."""
+@dataclass(frozen=True)
+class TestRun:
+    """The given test files run once with pytest."""
+    __test__ = False  # not a pytest test class
+    outcomes: dict[str, str]      # node id -> passed, failed, error, skipped
+    unimported: dict[str, str]    # dotted path of a file pytest could not collect -> its cause
+    messages: dict[str, str]      # node id -> pytest's one-line failure message
+    seconds: dict[str, float]     # node id -> pytest's timing of it
+
+
+def run_tests(tree: Path, files: list[str], check: dict) -> TestRun:
+    """The given test files, run with pytest in a fresh container of the scenario's image (tree
+    mounted read-only) or locally. A test that runs past IMPORT_PER_TEST_S fails alone."""
     docker = check.get("backend") == "docker"
     root = "/workspace" if docker else str(tree)
     with tempfile.TemporaryDirectory(prefix="repair-agent-import-run-") as tmp:
@@ -72,7 +86,7 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
                                   output_dir=Path(tmp), output_cap=4 * 1024 * 1024)
             nodeids = [line.strip() for line in listing.stdout.text.splitlines() if "::" in line]
             result = runner.exec([*base, "-q", "-o", "junit_family=xunit2", f"--junitxml={junit}",
-                                  "--continue-on-collection-errors", *files],
+                                  "-o", f"timeout={IMPORT_PER_TEST_S:g}", "--continue-on-collection-errors", *files],
                                  timeout_s=RUN_TIMEOUT_S, env=env, output_dir=Path(tmp))
             if result.timed_out:
                 raise InstanceError(f"the commit's tests did not finish within {RUN_TIMEOUT_S:.0f}s")
@@ -82,12 +96,22 @@ def run_tests(tree: Path, files: list[str], check: dict) -> tuple[dict[str, str]
             runner.close()
     cases, parse_problem = parse_junit_bytes(data) if not problem else ([], problem)
     if parse_problem or problem:
-        raise InstanceError(f"the commit's tests could not be run: {parse_problem or problem}; "
-                            f"{result.stderr.text[-500:] or result.stdout.text[-500:]}")
+        raise InstanceError(f"the commit's tests could not be run ({parse_problem or problem}, pytest exit "
+                            f"{result.exit_code}): {crash_cause(result.stderr.text + chr(10) + result.stdout.text)}")
     by_key = {nodeid_to_junit_key(n): n for n in nodeids}
-    return ({by_key[c.key]: c.outcome for c in cases if c.key in by_key and not c.collection},
-            {c.collected_path: c.message for c in cases if c.collection},
-            {by_key[c.key]: c.message for c in cases if c.key in by_key and not c.collection and c.message})
+    tests = [c for c in cases if c.key in by_key and not c.collection]
+    return TestRun(outcomes={by_key[c.key]: c.outcome for c in tests},
+                   unimported={c.collected_path: c.message for c in cases if c.collection},
+                   messages={by_key[c.key]: c.message for c in tests if c.message},
+                   seconds={by_key[c.key]: c.seconds for c in tests})
+
+
+def per_test_limit(run: TestRun) -> float:
+    """The manifest's per-test limit: generous for the slowest test that passed with the fix (20x,
+    at least 2 s, at most the default 60 s), so that a test that loops on the buggy tree fails alone
+    quickly and every looping case together stays within the suite's limit."""
+    slowest = max([s for n, s in run.seconds.items() if run.outcomes.get(n) == "passed"], default=0.0)
+    return float(min(60, max(2, math.ceil(20 * slowest))))
 
 
 def _targets(before: dict[str, str], after: dict[str, str], unimported: dict[str, str]) -> list[str]:
@@ -155,12 +179,15 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         if not runnable:
             raise InstanceError(f"{commit.hexsha[:12]} changes no test module that pytest would run: {test_paths}")
         section, check = scenario_environment(environment, tested, name, check, log)
+        if hidden_tests and "image" in check and section is not None:
+            add_generated(check["client"], check["image"], tree, log)
         log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
         fixed = Path(tmp) / "fixed"
         copy_tree(tested, fixed)
         apply_patch_text(fixed, fix, "commit's non-test changes")
-        before, unimported, messages = run_tests(tested, runnable, check)
-        after, unimported_after, _ = run_tests(fixed, runnable, check)
+        run_before, run_after = run_tests(tested, runnable, check), run_tests(fixed, runnable, check)
+        before, unimported, messages = run_before.outcomes, run_before.unimported, run_before.messages
+        after, unimported_after = run_after.outcomes, run_after.unimported
         targets = _targets(before, after, unimported)
         heldout = tree.parent / f"{name}.heldout.toml"
         result.heldout_cases = derive_heldout(fixed, tested, targets, fix, check, heldout) if targets else 0
@@ -183,7 +210,8 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         "goal": {"text": _goal(subject, targets, messages if hidden_tests else None),
                  "failure_signature": f"failing: {', '.join(targets[:3])}" + (" ..." if len(targets) > 3 else "")},
         "acceptance": {"target_tests": targets, "pass_to_pass": listed if suite == "changed" else None,
-                       "writable": list(writable), "protected": test_paths},
+                       "writable": list(writable), "protected": test_paths,
+                       "per_test_timeout_s": per_test_limit(run_after)},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
         **environment_sections(section),
     }

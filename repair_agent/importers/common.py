@@ -27,6 +27,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from verifier.isolation import HardenedContainer, Limits, LocalRunner, container_user
+from verifier.spec import nodeid_to_junit_key
 from verifier.trees import TreeRefused, extract_tar
 
 from ..corpus import CorpusCheck, check_corpus
@@ -56,6 +57,7 @@ class ImportResult(BaseModel):
     target_tests: list[str] = []
     pass_to_pass: int = 0
     heldout_cases: int = 0                  # held-out cases derived from the fix's tests (derived.py)
+    known_failing: list[str] = []           # fail on the buggy tree and with the fix: not the bug's
 
 
 def scenario_name(instance_id: str) -> str:
@@ -209,6 +211,13 @@ def validate(out: Path, written: list[Written], *, backend: Literal["docker", "l
     for w, scenario in loaded:
         c = checks[scenario.name]
         w.result.problems = c.problems
+        if not c.ok and _only_known_failures(c, scenario):
+            # Tests that fail on the buggy tree and still fail with the real fix fail for reasons
+            # outside the bug (SWE-bench judges neither): the manifest names them, the check passes.
+            known = sorted({*c.known_failing, *(f"::{path}" for path in c.uncollectable)})
+            _declare_known_failing(w.manifest, known)
+            w.result.known_failing = known
+            c = c.model_copy(update={"ok": True})
         if c.ok:
             usable = out / w.manifest.name
             usable.write_text(_repoint(w.manifest.read_text(encoding="utf-8"), scenario.name), encoding="utf-8")
@@ -218,6 +227,22 @@ def validate(out: Path, written: list[Written], *, backend: Literal["docker", "l
             w.result.status, w.result.reason = "skipped", _why(c)
             w.result.manifest = str(w.manifest)
     return [w.result for w in written]
+
+
+def _only_known_failures(c: CorpusCheck, scenario: Scenario) -> bool:
+    """Refused only because other tests fail on the buggy tree, while the buggy tree fails every
+    target, the reference fix passes the whole-suite rule (each test that passed still passes) and
+    lies in scope. Only under the whole-suite rule: a pass-to-pass list names what must pass."""
+    return (not scenario.spec.pass_to_pass and c.reference_fix_ok is True and c.scope_ok is True
+            and sorted(c.target_failures) == sorted(nodeid_to_junit_key(t) for t in scenario.spec.target_tests)
+            and all(p.startswith(("tests other than the targets fail", "test modules cannot be collected"))
+                    for p in c.problems))
+
+
+def _declare_known_failing(manifest: Path, known: list[str]) -> None:
+    text = manifest.read_text(encoding="utf-8")
+    line = f"known_failing = {toml_value(known)}\n"
+    manifest.write_text(text.replace("[acceptance]\n", "[acceptance]\n" + line, 1), encoding="utf-8")
 
 
 def _why(c: CorpusCheck) -> str:
@@ -276,15 +301,18 @@ def scenario_environment(option: str, tree: Path, name: str, check: dict,
 def environment_check(check: dict, section: EnvironmentSection | None, tree: Path, name: str,
                       log: Callable[[str], None]) -> dict:
     """The backend arguments to run `tree`'s code in `section`'s environment: in Docker, its image
-    (built now, once; the corpus check and the runs then reuse it)."""
-    from ..sandbox.environment import EnvironmentBuildError, ensure_environment_image
+    (built now, once; the corpus check and the runs then reuse it), with the modules its install
+    generates (a version file) written into `tree`."""
+    from ..sandbox.environment import EnvironmentBuildError, add_generated, ensure_environment_image
 
     if section is None or check.get("backend") != "docker":
         return check
     try:
-        return {**check, "image": ensure_environment_image(check["client"], section, tree, name, log=log)}
+        image = ensure_environment_image(check["client"], section, tree, name, log=log)
     except EnvironmentBuildError as exc:
         raise InstanceError(f"environment: {exc}") from None
+    add_generated(check["client"], image, tree, log)
+    return {**check, "image": image}
 
 
 def environment_sections(section: EnvironmentSection | None) -> dict[str, dict]:

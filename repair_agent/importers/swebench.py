@@ -24,6 +24,7 @@ from ..sandbox.environment import EnvironmentSection
 from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_check,
                      environment_sections, export_tree, fresh_data_dir, patch_paths, scenario_environment,
                      scenario_name, validate, write_scenario)
+from .commit import per_test_limit, run_tests
 from .derived import derive_heldout
 
 # The fields a scenario is made of; every other field is kept in source.json and named as ignored.
@@ -139,8 +140,12 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
         apply_patch_text(with_tests, inst.test_patch, "test_patch")
         section = instance_environment(inst, repo, with_tests, name, option=environment,
                                        shared={} if shared is None else shared, check=check or {}, log=log)
-        cases = _derived(with_tests, Path(tmp) / "fixed", inst, check or {"backend": "local"}, section, name, heldout,
-                         log)
+        cases, per_test_s = _derived(with_tests, Path(tmp) / "fixed", inst, check or {"backend": "local"}, section,
+                                     name, heldout, log)
+        if hidden_tests:  # what the install generated (environment_check wrote it into with_tests)
+            for rel in sorted(set(_files(with_tests)) - set(_files(tree)) - set(patch_paths(inst.test_patch, "test_patch"))):
+                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tree / rel).write_bytes((with_tests / rel).read_bytes())
     # The files the test patch touches and the modules the named tests live in: never writable.
     tested = [n.split("::")[0] for n in inst.FAIL_TO_PASS + inst.PASS_TO_PASS]
     protected = list(dict.fromkeys(test_files + tested))
@@ -153,7 +158,7 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
         "goal": {"text": inst.problem_statement.strip(),
                  "failure_signature": f"failing: {', '.join(f2p[:3])}" + (" ..." if len(f2p) > 3 else "")},
         "acceptance": {"target_tests": f2p, "pass_to_pass": inst.PASS_TO_PASS, "writable": list(writable),
-                       "protected": protected},
+                       "protected": protected, **({"per_test_timeout_s": per_test_s} if per_test_s else {})},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
         **environment_sections(section),
     }
@@ -166,17 +171,20 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
 
 
 def _derived(tested: Path, fixed: Path, inst: SwebenchInstance, check: dict, section: EnvironmentSection | None,
-             name: str, dest: Path, log: Callable[[str], None]) -> int:
+             name: str, dest: Path, log: Callable[[str], None]) -> tuple[int, float | None]:
     """Held-out cases from FAIL_TO_PASS's literal calls (derived.py), answered in the instance's
-    environment; none when the gold patch does not apply (the corpus check then says so), the
-    environment cannot be built, or the reference's answers cannot be read."""
-    copy_tree(tested, fixed)
+    environment, and the per-test limit FAIL_TO_PASS's timings with the gold patch call for
+    (commit.per_test_limit); none when the gold patch does not apply (the corpus check then says
+    so), the environment cannot be built, or the reference's answers cannot be read."""
     try:
+        env_check = environment_check(check, section, tested, name, log)
+        copy_tree(tested, fixed)
         apply_patch_text(fixed, inst.patch, "gold patch")
-        return derive_heldout(fixed, tested, inst.FAIL_TO_PASS, inst.patch,
-                              environment_check(check, section, tested, name, log), dest)
+        files = sorted({n.split("::")[0] for n in inst.FAIL_TO_PASS})
+        per_test = per_test_limit(run_tests(fixed, files, env_check))
+        return derive_heldout(fixed, tested, inst.FAIL_TO_PASS, inst.patch, env_check, dest), per_test
     except InstanceError:
-        return 0
+        return 0, None
 
 
 def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, writable: tuple[str, ...] = ("**",),
@@ -231,3 +239,7 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
         written.append(Written(result=result, manifest=manifest))
     validate(out, written, workers=workers, log=log, **check)
     return results
+
+
+def _files(tree: Path) -> list[str]:
+    return [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file() and not p.is_symlink()]

@@ -55,6 +55,7 @@ class Declared(BaseModel):
     requirements: list[str] = []        # declared: dependencies, test extras, requirements files
     guesses: list[str] = []             # third-party imports of the tests that nothing declares
     plugins: list[str] = []             # pytest plugins the tests' fixtures and marks need
+    python: str | None = None           # an offered Python other than the default the tree points to
 
     @property
     def anything(self) -> bool:
@@ -73,9 +74,13 @@ def requirement_name(req: str) -> str | None:
 
 def read_declared(tree: Path) -> Declared:
     project, reqs, installable = None, [], False
+    classifiers: list[str] = []
+    requires_python: str | None = None
     pyproject = _toml(tree / "pyproject.toml")
     if pyproject is not None:
         table = pyproject.get("project") or {}
+        classifiers += _strings(table.get("classifiers"))
+        requires_python = table.get("requires-python") if isinstance(table.get("requires-python"), str) else None
         project = table.get("name") if isinstance(table.get("name"), str) else None
         reqs += _strings(table.get("dependencies"))
         extras = table.get("optional-dependencies") or {}
@@ -85,6 +90,8 @@ def read_declared(tree: Path) -> Declared:
     cfg = _cfg(tree / "setup.cfg")
     if cfg is not None:
         project = project or cfg.get("metadata", "name", fallback=None)
+        classifiers += _lines(cfg.get("metadata", "classifiers", fallback=""))
+        requires_python = requires_python or cfg.get("options", "python_requires", fallback=None)
         reqs += _lines(cfg.get("options", "install_requires", fallback=""))
         reqs += _lines(cfg.get("options", "tests_require", fallback=""))
         for extra in EXTRAS:
@@ -94,6 +101,8 @@ def read_declared(tree: Path) -> Declared:
     if setup is not None:
         kw = {k.arg: k.value for k in setup.keywords if k.arg}
         project = project or _literal(kw.get("name"), str)
+        classifiers += _strings(_literal(kw.get("classifiers"), list))
+        requires_python = requires_python or _literal(kw.get("python_requires"), str)
         reqs += _strings(_literal(kw.get("install_requires"), list))
         reqs += _strings(_literal(kw.get("tests_require"), list))
         extras = _literal(kw.get("extras_require"), dict) or {}
@@ -114,7 +123,34 @@ def read_declared(tree: Path) -> Declared:
             guesses.append(dist)
     plugins = sorted(p for p in _plugins(tests) if normalize(p) not in declared_names)
     guesses = [g for g in guesses if normalize(g) not in {normalize(p) for p in plugins}]
-    return Declared(project=project, installable=installable, requirements=reqs, guesses=guesses, plugins=plugins)
+    return Declared(project=project, installable=installable, requirements=reqs, guesses=guesses, plugins=plugins,
+                    python=offered_python(classifiers, requires_python))
+
+
+# The Pythons an environment can have (image.PYTHON_SUITES), and the default.
+OFFERED_PYTHONS = ("3.9", "3.11", "3.13")
+DEFAULT_PYTHON = "3.11"
+
+
+def offered_python(classifiers: list[str], requires_python: str | None) -> str | None:
+    """The offered Python a tree's declarations point to, when it is not the default: the nearest one
+    its `requires-python` admits when that excludes the default; 3.9 when the newest Python its
+    classifiers list is older than 3.10 (the release that removed `collections.Mapping` and the
+    like: such a tree was last tested on an older Python). None: the default."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        spec = SpecifierSet(requires_python or "")
+    except InvalidSpecifier:
+        spec = SpecifierSet("")
+    admitted = [v for v in OFFERED_PYTHONS if spec.contains(f"{v}.0", prereleases=True)]
+    if DEFAULT_PYTHON not in admitted:
+        return min(admitted, key=lambda v: abs(int(v.split(".")[1]) - 11)) if admitted else None
+    listed = [int(m.group(1)) for c in classifiers
+              for m in [re.fullmatch(r"Programming Language :: Python :: 3\.(\d+)", c.strip())] if m]
+    if listed and max(listed) < 10 and "3.9" in admitted:
+        return "3.9"
+    return None
 
 
 def install_digest(tree: Path) -> str:
@@ -177,11 +213,23 @@ def _is_setup(node: ast.Call) -> bool:
 
 
 def _setup_call(path: Path) -> ast.Call | None:
+    """setup(...) of a setup.py, with a keyword whose value is a module-level name assigned a
+    literal once (`extras_require=EXTRAS_REQUIRE`) given that literal instead."""
     try:
         module = ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return None
-    return next((n for n in ast.walk(module) if isinstance(n, ast.Call) and _is_setup(n)), None) if module else None
+    call = next((n for n in ast.walk(module) if isinstance(n, ast.Call) and _is_setup(n)), None) if module else None
+    if call is None or module is None:
+        return call
+    assigned: dict[str, list[ast.expr]] = {}
+    for node in module.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+    for kw in call.keywords:
+        if isinstance(kw.value, ast.Name) and len(assigned.get(kw.value.id, [])) == 1:
+            kw.value = assigned[kw.value.id][0]
+    return call
 
 
 def _literal(node: ast.AST | None, kind: type):
@@ -220,9 +268,14 @@ def _requirements_file(path: Path, tree: Path, seen: set[Path]) -> list[str]:
     return found
 
 
+TEST_DIRS = {"tests", "test", "testing"}
+
+
 def _test_files(tree: Path) -> list[Path]:
+    """Test modules, conftest files, and every module in a test directory (the helpers tests import)."""
     return sorted(p for p in tree.rglob("*.py") if p.is_file() and not p.is_symlink()
-                  and (p.name.startswith("test_") or p.name.endswith("_test.py") or p.name == "conftest.py")
+                  and (p.name.startswith("test_") or p.name.endswith("_test.py") or p.name == "conftest.py"
+                       or TEST_DIRS & set(p.relative_to(tree).parts[:-1]))
                   and not any(part.startswith(".") or part in ("node_modules", "venv")
                               for part in p.relative_to(tree).parts))  # the tree itself may be under a dot directory
 

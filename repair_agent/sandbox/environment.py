@@ -52,6 +52,11 @@ SCENARIO_LABEL = "org.repair-agent.env-scenario"
 # checks place the tree at another, ordinary path each time and put these on the path there.
 IMPORT_ROOTS_LABEL = "org.repair-agent.import-roots"
 BUILD_ROLE = "environment-build"
+# Modules the install wrote into the tree (setuptools-scm's `_version.py`): a checkout has them once
+# installed, a tree exported from git does not, and the package cannot be imported without them.
+GENERATED_LABEL = "org.repair-agent.generated"
+GENERATED_MAX_BYTES = 16 * 1024
+_NOT_GENERATED = ("build", ".eggs", "__pycache__")
 # pip run from its wheel when the base image has none (Debian's python3 ships without pip).
 PIP_VERSION = "24.3.1"
 # Bumped when the build recipe below changes what an image contains.
@@ -265,7 +270,10 @@ def _pip_setup(has_ca: bool) -> list[str]:
     """Shell lines giving a script pip (from /ra-build), the host's index, proxy and certificates."""
     lines = ["set -eu", "export HOME=/tmp PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore",
              "export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off PIP_NO_INPUT=1",
-             "export PATH=/ra-build/bin:$PATH"]
+             "export PATH=/ra-build/bin:$PATH",
+             # A tree exported without .git has no version for setuptools-scm, hatch-vcs or pdm's scm
+             # backend to read; they would refuse the editable install.
+             "export SETUPTOOLS_SCM_PRETEND_VERSION=0.0.0 PDM_BUILD_SCM_VERSION=0.0.0"]
     if has_ca:
         lines.append("export PIP_CERT=/ra-build/ca.crt SSL_CERT_FILE=/ra-build/ca.crt REQUESTS_CA_BUNDLE=/ra-build/ca.crt")
     for var in FORWARDED:
@@ -392,9 +400,10 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
             raise EnvironmentBuildError(f"environment of {name}: {describe_failure(step, lines, env)} "
                                     f"(exit {code}); no image was tagged; log: {log_path}")
         roots = next((line.removeprefix("ra-roots: ") for line in lines if line.startswith("ra-roots: ")), "[]")
+        generated = json.dumps(_generated(tree, work), sort_keys=True)
         changes = ["USER 10001:10001", "WORKDIR /workspace", 'CMD ["bash"]',
                    f"LABEL {ROLE_LABEL}=environment {KEY_LABEL}={key} {SCENARIO_LABEL}={json.dumps(name)} "
-                   f"{IMPORT_ROOTS_LABEL}={json.dumps(roots)}"]
+                   f"{IMPORT_ROOTS_LABEL}={json.dumps(roots)} {GENERATED_LABEL}={json.dumps(generated)}"]
         changes += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.env.items())]
         repository, _, version = tag.partition(":")
         container.commit(repository=repository, tag=version, changes=changes)
@@ -403,6 +412,43 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
         raise EnvironmentBuildError(f"environment of {name}: the engine failed: {exc}; log: {log_path}") from None
     finally:
         _discard(container, build)
+
+
+def _generated(tree: Path, work: Path) -> dict[str, str]:
+    """Python modules the build wrote into its copy of the tree (small, UTF-8, not build output)."""
+    found: dict[str, str] = {}
+    for path in sorted(work.rglob("*.py")):
+        rel = path.relative_to(work)
+        if (tree / rel).exists() or path.is_symlink() or not path.is_file() \
+                or any(part in _NOT_GENERATED or part.endswith(".egg-info") for part in rel.parts):
+            continue
+        data = path.read_bytes()
+        if len(data) <= GENERATED_MAX_BYTES and sum(map(len, found.values())) + len(data) <= 4 * GENERATED_MAX_BYTES:
+            try:
+                found[rel.as_posix()] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+    return found
+
+
+def add_generated(client, tag: str, tree: Path, log: Log = lambda m: None) -> list[str]:
+    """Write the modules the environment's install generated (GENERATED_LABEL) into a tree that lacks
+    them, as a checkout has them after `pip install -e .`; returns their paths."""
+    labels = client.images.get(tag).labels or {}
+    try:
+        files = json.loads(labels.get(GENERATED_LABEL) or "{}")
+    except ValueError:
+        return []
+    written = []
+    for rel, text in sorted(files.items()):
+        target = tree / rel
+        if ".." in Path(rel).parts or Path(rel).is_absolute() or target.exists() or not target.parent.is_dir():
+            continue
+        target.write_text(text, encoding="utf-8")
+        written.append(rel)
+    if written:
+        log(f"added what the install generates to the tree: {', '.join(written)}")
+    return written
 
 
 def _lines(stream) -> Iterator[str]:
@@ -423,6 +469,9 @@ _FAILED_REQ = (re.compile(r"No matching distribution found for (\S+)"),
                re.compile(r"Invalid requirement: '?([^'\s]+)"))
 
 
+_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+)$")
+
+
 def describe_failure(step: str, lines: list[str], env: EnvironmentSection) -> str:
     """Which step failed, and the package pip names when it names one."""
     for line in reversed(lines):
@@ -433,6 +482,11 @@ def describe_failure(step: str, lines: list[str], env: EnvironmentSection) -> st
             m = pattern.search(line)
             if m:
                 return f"installing {m.group(1).strip(chr(39))} failed at step '{step}'"
+    # A build backend's traceback ends in its exception; pip's trailer after it ("See above") says nothing.
+    for line in reversed(lines):
+        m = _EXCEPTION.match(line)
+        if m:
+            return f"step '{step}' failed: {m.group(1)}"[:400]
     return f"step '{step}' failed: {' | '.join(lines[-3:])[:400]}"
 
 
@@ -476,8 +530,11 @@ def detect_environment(declared: Declared, *, client=None, log: Log = lambda m: 
     the plugins its tests use, resolved to pinned versions on the sandbox image; and an editable
     install of the tree itself (without its dependencies: they are the pinned packages)."""
     install = ("pip install --no-deps -e .",) if declared.installable else ()
+    python = declared.python
+    if python:
+        log(f"Python {python}: the Python the tree's declarations point to (classifiers, requires-python)")
     if not declared.anything:
-        return EnvironmentSection(install=install) if install else None
+        return EnvironmentSection(install=install, python=python) if install or python else None
     if client is None:
         import docker
 
@@ -485,10 +542,20 @@ def detect_environment(declared: Declared, *, client=None, log: Log = lambda m: 
             client = docker.from_env()
         except docker.errors.DockerException as exc:
             raise EnvironmentBuildError(f"resolving the declared requirements needs a Docker Engine: {exc}") from None
-    pinned = resolve_requirements(client, [*declared.requirements, *declared.plugins], declared.guesses, log=log)
+    # pytest is the image's (each Python's Debian release brings its own); a project's pin of it is
+    # not followed, so its plugins resolve against the pytest that will run them.
+    wanted = [r for r in [*declared.requirements, *declared.plugins] if requirement_name(r) != "pytest"]
+    if len(wanted) < len(declared.requirements) + len(declared.plugins):
+        log("the tree's pytest requirement is not followed: the image's pytest runs the tests")
+    pinned = resolve_requirements(client, wanted, declared.guesses, log=log, python=python)
     plugins = {normalize(p) for p in declared.plugins}
+    names = {requirement_name(p) for p in pinned}
+    # pytest-cov, when the project's addopts ask for coverage, would write its data into the tree
+    # (read-only where the importers run tests) and measure nothing anyone reads.
+    env = {"PYTEST_ADDOPTS": "--no-cov"} if "pytest-cov" in names else {}
     return EnvironmentSection(packages=tuple(p for p in pinned if requirement_name(p) not in plugins),
-                              plugins=tuple(p for p in pinned if requirement_name(p) in plugins), install=install)
+                              plugins=tuple(p for p in pinned if requirement_name(p) in plugins), install=install,
+                              env=env, python=python)
 
 
 # The resolver's report: what pip would install on the base (already there: left out), pytest held at
@@ -502,14 +569,17 @@ python3 -c 'import json; r = json.load(open("/tmp/report.json")); print("ra-pinn
 
 
 def resolve_requirements(client, requirements: list[str], guesses: list[str], *,
-                         log: Log = lambda m: None) -> tuple[str, ...]:
+                         log: Log = lambda m: None, python: str | None = None) -> tuple[str, ...]:
     """Pinned `name==version` of everything pip would install on the sandbox image for these
     requirements, resolved once (with the network) and then read from the cache, so commits of one
     project that declare the same requirements get the same pins and share one image. A guess (an
     import name) that no index has is left out, with a line in the log."""
-    from .image import ensure_sandbox_image
+    from .image import ImageBuildError, ensure_sandbox_image
 
-    base = ensure_sandbox_image(client, log=log)
+    try:
+        base = ensure_sandbox_image(client, log=log, python=python)
+    except ImageBuildError as exc:
+        raise EnvironmentBuildError(f"the sandbox for Python {python or 'default'} cannot be built: {exc}") from None
     wanted = sorted(dict.fromkeys(requirements)), sorted(dict.fromkeys(guesses))
     key = hashlib.sha256(json.dumps([RECIPE, client.images.get(base).id, *wanted]).encode()).hexdigest()
     cached = cache_dir() / "resolved" / f"{key[:32]}.json"

@@ -46,6 +46,13 @@ _SUITE = "bookworm"
 PYTHON_SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 _VARIANT = "minbase"
 _PACKAGES = ("python3", "python3-pytest", "python3-pytest-timeout", "faketime", "git")
+# bullseye's Python 3.9 keeps most of distutils in its own package, and pip (run from its wheel by
+# an environment build) needs it before Python 3.10.
+_SUITE_PACKAGES = {"bullseye": ("python3-distutils",)}
+
+
+def _packages(suite: str) -> tuple[str, ...]:
+    return _PACKAGES + _SUITE_PACKAGES.get(suite, ())
 # Paths (globs relative to the rootfs) dropped before import: caches, docs and
 # device nodes are dead weight in an image (Docker provides /dev at runtime).
 _STRIP = (
@@ -124,7 +131,7 @@ def _sandbox_tag(dockerfile: bytes, base: str) -> str:
 
 def _local_base_tag(suite: str = _SUITE) -> str:
     recipe = "\n".join(
-        [f"suite={suite}", f"variant={_VARIANT}", "packages=" + ",".join(_PACKAGES)]
+        [f"suite={suite}", f"variant={_VARIANT}", "packages=" + ",".join(_packages(suite))]
         + [f"strip={p}" for p in _STRIP]
         + [f"change={c}" for c in _IMPORT_CHANGES]
     )
@@ -205,7 +212,7 @@ def _build_local_base(client: DockerClient, tag: str, log: Log, suite: str = _SU
             [
                 debootstrap,
                 f"--variant={_VARIANT}",
-                "--include=" + ",".join(_PACKAGES),
+                "--include=" + ",".join(_packages(suite)),
                 suite,
                 str(rootfs),
                 mirror,
