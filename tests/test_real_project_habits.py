@@ -1,0 +1,118 @@
+"""Habits of real projects that the import of real fix commits met, each read or handled as the
+project wrote it (docs/real-commits.md): the test helpers' imports, setup.py extras held in a name,
+the Python a project was last tested on, pip's and pytest's own words for a failure, parameter ids
+that carry a memory address, and the per-test limit fitted to how long the tests take."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from repair_agent.importers.commit import TestRun, per_test_limit
+from repair_agent.sandbox.declared import offered_python, read_declared
+from repair_agent.sandbox.environment import EnvironmentSection, describe_failure
+from verifier.junit import crash_cause, parse_junit_bytes
+from verifier.spec import nodeid_to_junit_key
+
+SETUP_PY = '''\
+from setuptools import setup, find_packages
+
+EXTRAS_REQUIRE = {
+    "tests": ["pytest", "pytz", "simplejson"],
+    "lint": ["flake8==6.0.0"],
+}
+EXTRAS_REQUIRE["dev"] = EXTRAS_REQUIRE["tests"] + EXTRAS_REQUIRE["lint"]
+
+setup(
+    name="marsh",
+    install_requires=["packaging>=17.0"],
+    extras_require=EXTRAS_REQUIRE,
+    classifiers=CLASSIFIERS,
+)
+'''
+
+
+def tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+def test_setup_py_extras_held_in_a_module_level_name_are_read(tmp_path):
+    declared = read_declared(tree(tmp_path, {"setup.py": SETUP_PY.replace("CLASSIFIERS", "[]")}))
+    assert declared.requirements == ["packaging>=17.0", "pytest", "pytz", "simplejson"]
+    # A name assigned twice (or computed) is not guessed at: only the literal it was given once.
+    twice = SETUP_PY.replace("CLASSIFIERS", "[]") + "\nEXTRAS_REQUIRE = {}\n"
+    assert read_declared(tree(tmp_path / "b", {"setup.py": twice})).requirements == ["packaging>=17.0"]
+
+
+def test_imports_of_test_helper_modules_count_not_only_test_files(tmp_path):
+    declared = read_declared(tree(tmp_path, {
+        "pkg/__init__.py": "", "tests/__init__.py": "",
+        "tests/base.py": "import pytz\nimport simplejson\nfrom pkg import x\n",
+        "tests/test_a.py": "from tests.base import x\n",
+        "docs/conf.py": "import sphinx_rtd_theme\n"}))
+    assert declared.guesses == ["pytz", "simplejson"]
+
+
+@pytest.mark.parametrize("classifiers,requires,expected", [
+    (["Programming Language :: Python :: 3.6", "Programming Language :: Python :: 3.7"], None, "3.9"),
+    (["Programming Language :: Python :: 3.9", "Programming Language :: Python :: 3.10"], None, None),
+    (["Programming Language :: Python :: 3.12"], None, None),
+    (["Programming Language :: Python :: 3.7"], ">=3.10", None),     # requires-python wins
+    ([], ">=3.12", "3.13"),
+    ([], "<3.10", "3.9"),
+    ([], "not a specifier", None),
+    (["Programming Language :: Python :: 3 :: Only"], None, None),
+])
+def test_the_python_a_tree_points_to(classifiers, requires, expected):
+    assert offered_python(classifiers, requires) == expected
+
+
+def test_a_tree_whose_classifiers_stop_before_3_10_is_given_python_3_9(tmp_path):
+    old = SETUP_PY.replace("CLASSIFIERS", '["Programming Language :: Python :: 3.7"]')
+    assert read_declared(tree(tmp_path, {"setup.py": old})).python == "3.9"
+
+
+def test_a_build_failure_is_named_by_the_backends_exception_not_pips_trailer():
+    lines = ["  File \"/tmp/x/vcs_versioning/_get_version_impl.py\", line 306, in _version_missing",
+             "      raise LookupError(error_msg)",
+             "  LookupError: setuptools-scm was unable to detect version for /workspace.",
+             "  note: This error originates from a subprocess, and is likely not a problem with pip.",
+             "error: subprocess-exited-with-error", "╰─> See above for output."]
+    said = describe_failure("install pip install --no-deps -e .", lines, EnvironmentSection())
+    assert said == ("step 'install pip install --no-deps -e .' failed: LookupError: setuptools-scm was unable to "
+                    "detect version for /workspace.")
+
+
+def test_a_pytest_crash_is_said_in_its_own_last_words():
+    trace = ("Traceback (most recent call last):\n  File \"pytest_cov/engine.py\", line 260, in start\n"
+             "    self.cov.erase()\nOSError: [Errno 30] Read-only file system: '/workspace/.coverage'\n")
+    assert crash_cause(trace) == "OSError: [Errno 30] Read-only file system: '/workspace/.coverage'"
+    assert crash_cause("ERROR: usage: pytest [options]\nERROR: unrecognized arguments: --cov\n  inifile: x\n") \
+        == "ERROR: unrecognized arguments: --cov"
+    assert crash_cause("") == "no output"
+
+
+def test_a_parameter_shown_with_its_memory_address_has_the_same_key_in_every_run():
+    junit = (b'<testsuites><testsuite><testcase classname="tests.test_time" '
+             b'name="test_naturalday[args8-&lt;tests.test_time.FakeDate object at 0x7feb1ff26650&gt;]" time="0.25"/>'
+             b'</testsuite></testsuites>')
+    (case,), problem = parse_junit_bytes(junit)
+    other_run = "tests/test_time.py::test_naturalday[args8-<tests.test_time.FakeDate object at 0x7f0012ab34cd>]"
+    assert problem is None and case.key == nodeid_to_junit_key(other_run)
+    assert case.seconds == 0.25
+    # Short hex literals in ids are values, not addresses: they stay.
+    assert nodeid_to_junit_key("t.py::test_x[0x1f]") == "t::test_x[0x1f]"
+
+
+def test_the_per_test_limit_fits_the_slowest_passing_test():
+    def run(seconds: dict[str, float], outcomes: dict[str, str]) -> TestRun:
+        return TestRun(outcomes=outcomes, unimported={}, messages={}, seconds=seconds)
+
+    assert per_test_limit(run({"a": 0.01, "b": 0.02}, {"a": "passed", "b": "passed"})) == 2.0
+    assert per_test_limit(run({"a": 0.31}, {"a": "passed"})) == 7.0
+    # A failing test's time (a timeout) says nothing about how long a passing one needs.
+    assert per_test_limit(run({"a": 0.1, "b": 10.0}, {"a": "passed", "b": "failed"})) == 2.0
+    assert per_test_limit(run({"a": 30.0}, {"a": "passed"})) == 60.0
