@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from repair_agent.importers.commit import TestRun, per_test_limit
+from repair_agent.importers.commit import TestRun, junit_key_to_nodeid, per_test_limit
 from repair_agent.sandbox.declared import offered_python, read_declared
 from repair_agent.sandbox.environment import EnvironmentSection, describe_failure
 from verifier.junit import crash_cause, parse_junit_bytes
@@ -116,3 +116,11 @@ def test_the_per_test_limit_fits_the_slowest_passing_test():
     # A failing test's time (a timeout) says nothing about how long a passing one needs.
     assert per_test_limit(run({"a": 0.1, "b": 10.0}, {"a": "passed", "b": "failed"})) == 2.0
     assert per_test_limit(run({"a": 30.0}, {"a": "passed"})) == 60.0
+
+
+def test_node_ids_are_read_from_the_report_whatever_verbosity_the_addopts_set():
+    files = ["tests/test_x.py", "tests/test_x/test_deep.py"]
+    assert junit_key_to_nodeid("tests.test_x.TestA.TestB::test_y[1-a.b]", files) == \
+        "tests/test_x.py::TestA::TestB::test_y[1-a.b]"
+    assert junit_key_to_nodeid("tests.test_x.test_deep::test_z", files) == "tests/test_x/test_deep.py::test_z"
+    assert junit_key_to_nodeid("other.test_q::test_z", files) is None

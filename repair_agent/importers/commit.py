@@ -82,9 +82,6 @@ def run_tests(tree: Path, files: list[str], check: dict) -> TestRun:
         base = [python_of(check), "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={root}"]
         runner = tree_runner(tree, check)
         try:
-            listing = runner.exec([*base, "--collect-only", "-q", *files], timeout_s=RUN_TIMEOUT_S, env=env,
-                                  output_dir=Path(tmp), output_cap=4 * 1024 * 1024)
-            nodeids = [line.strip() for line in listing.stdout.text.splitlines() if "::" in line]
             result = runner.exec([*base, "-q", "-o", "junit_family=xunit2", f"--junitxml={junit}",
                                   "-o", f"timeout={IMPORT_PER_TEST_S:g}", "--continue-on-collection-errors", *files],
                                  timeout_s=RUN_TIMEOUT_S, env=env, output_dir=Path(tmp))
@@ -98,12 +95,25 @@ def run_tests(tree: Path, files: list[str], check: dict) -> TestRun:
     if parse_problem or problem:
         raise InstanceError(f"the commit's tests could not be run ({parse_problem or problem}, pytest exit "
                             f"{result.exit_code}): {crash_cause(result.stderr.text + chr(10) + result.stdout.text)}")
-    by_key = {nodeid_to_junit_key(n): n for n in nodeids}
+    by_key = {c.key: n for c in cases if not c.collection for n in [junit_key_to_nodeid(c.key, files)] if n}
     tests = [c for c in cases if c.key in by_key and not c.collection]
     return TestRun(outcomes={by_key[c.key]: c.outcome for c in tests},
                    unimported={c.collected_path: c.message for c in cases if c.collection},
                    messages={by_key[c.key]: c.message for c in tests if c.message},
                    seconds={by_key[c.key]: c.seconds for c in tests})
+
+
+def junit_key_to_nodeid(key: str, files: list[str]) -> str | None:
+    """The node id of a JUnit key of a test in one of the test files that ran (`tests.test_x.TestA::
+    test_y[1]` -> `tests/test_x.py::TestA::test_y[1]`). Read from the report, not from `--collect-only`'s
+    listing, whose format a project's addopts (`-v`) change."""
+    classname, _, name = key.partition("::")
+    for path in sorted(files, key=len, reverse=True):
+        dotted = path.removesuffix(".py").replace("/", ".")
+        if classname == dotted or classname.startswith(dotted + "."):
+            classes = classname[len(dotted):].strip(".")
+            return "::".join([path, *(classes.split(".") if classes else []), name])
+    return None
 
 
 def per_test_limit(run: TestRun) -> float:
