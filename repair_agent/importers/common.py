@@ -255,12 +255,21 @@ def _why(c: CorpusCheck) -> str:
     if "already pass" in text:
         return "a FAIL_TO_PASS test already passes on the buggy tree"
     if c.buggy_tree_ok is False:
-        return "the buggy tree does not fail exactly the targets"
+        return "the buggy tree does not fail exactly the targets: " + _first(c.problems, ("the buggy tree fails",
+                                                                                       "tests other than"))
     if c.reference_fix_ok is False:
-        return "the reference (gold) patch does not make the targets and the suite pass"
+        return ("the reference (gold) patch does not make the targets and the suite pass: "
+                + _first(c.problems, ("reference fix",)))
     if c.scope_ok is False:
         return "the reference (gold) patch edits files outside the writable scope (or protected ones)"
     return "the corpus check refused it"
+
+
+def _first(problems: list[str], starts: tuple[str, ...]) -> str:
+    """The first problem that starts so, on one line, short."""
+    said = next((p for p in problems if p.startswith(starts)), problems[0] if problems else "")
+    said = " ".join(said.split())
+    return said if len(said) <= 300 else said[:297] + "..."
 
 
 def save_summary(out: Path, results: list[ImportResult], **extra) -> Path:
