@@ -217,6 +217,8 @@ def validate(out: Path, written: list[Written], *, backend: Literal["docker", "l
             known = sorted({*c.known_failing, *(f"::{path}" for path in c.uncollectable)})
             _declare_known_failing(w.manifest, known)
             w.result.known_failing = known
+            log(f"{scenario.name}: usable after all: {len(known)} test(s) fail on the buggy tree and with the real fix "
+                "too (known failures, named in the manifest)")
             c = c.model_copy(update={"ok": True})
         if c.ok:
             usable = out / w.manifest.name

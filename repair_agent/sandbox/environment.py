@@ -42,6 +42,7 @@ from verifier.isolation import absolute_mount
 from verifier.trees import copy_tree, sha256_file
 
 from .declared import BUILD_FILES as BUILD_FILES, Declared, install_digest, normalize, read_declared, requirement_name
+from .in_build import pytest_starts
 
 
 ENV_REPO = "repair-agent-env"
@@ -60,7 +61,7 @@ _NOT_GENERATED = ("build", ".eggs", "__pycache__")
 # pip run from its wheel when the base image has none (Debian's python3 ships without pip).
 PIP_VERSION = "24.3.1"
 # Bumped when the build recipe below changes what an image contains.
-RECIPE = "3"  # 2: the image says where the install put the tree; 3: keyed on install_digest, not build file bytes
+RECIPE = "4"  # 4: pytest's own dependencies held at the image's versions; 2: the image says where the install put the tree; 3: keyed on install_digest, not build file bytes
 BUILD_TIMEOUT_S = 1800
 _REQ = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]*\])?\s*===?\s*[A-Za-z0-9.+!*_-]+\s*(;.*)?$")
 
@@ -561,11 +562,23 @@ def detect_environment(declared: Declared, *, client=None, log: Log = lambda m: 
 # The resolver's report: what pip would install on the base (already there: left out), pytest held at
 # the base's version so that plugins resolve to releases that work with it (and with pytest-timeout).
 RESOLVE_SCRIPT = """
-python3 -c 'import pytest; print("pytest==" + pytest.__version__)' > /tmp/constraints.txt
-pip install --dry-run --quiet --report /tmp/report.json -c /tmp/constraints.txt -r /ra-build/wanted.txt
+python3 - > /tmp/constraints.txt <<'EOF'
+# pytest and the packages it runs on held at the image's versions: a plugin that wants a newer
+# pluggy would otherwise upgrade it under the image's pytest and break it. (Debian's metadata of
+# its pytest does not list these, so they are named.)
+import importlib.metadata as md
+for name in ("pytest", "pytest-timeout", "pluggy", "py", "iniconfig"):
+    try:
+        print(f"{name}=={md.version(name)}")
+    except md.PackageNotFoundError:
+        pass
+EOF
+pip install --quiet --report /tmp/report.json -c /tmp/constraints.txt -r /ra-build/wanted.txt
+python3 /ra-build/pytest_starts.py
 python3 -c 'import json; r = json.load(open("/tmp/report.json")); print("ra-pinned: " + json.dumps(sorted(
     i["metadata"]["name"] + "==" + i["metadata"]["version"] for i in r["install"])))'
 """
+MAX_BROKEN_PLUGINS = 8
 
 
 def resolve_requirements(client, requirements: list[str], guesses: list[str], *,
@@ -586,19 +599,28 @@ def resolve_requirements(client, requirements: list[str], guesses: list[str], *,
     if cached.is_file():
         return tuple(json.loads(cached.read_text())["pinned"])
     reqs, left = list(wanted[0]), list(wanted[1])
+    capped: list[str] = []
     while True:
         log(f"resolving {len(reqs) + len(left)} requirement(s) on {base}: {', '.join([*reqs, *left])[:300]}")
-        code, lines = _run_resolver(client, base, [*reqs, *left], log)
+        code, lines = _run_resolver(client, base, [*reqs, *left, *capped], log)
         pinned = next((json.loads(line.removeprefix("ra-pinned: ")) for line in lines
                        if line.startswith("ra-pinned: ")), None)
         if code == 0 and pinned is not None:
             break
+        broken = next((line.removeprefix("ra-broken: ") for line in lines if line.startswith("ra-broken: ")), None)
+        if broken and len(capped) < MAX_BROKEN_PLUGINS:
+            # Its metadata admitted the image's pytest, but it does not start with it: an older release.
+            name, _, version = broken.partition("==")
+            log(f"{broken} does not start with the image's pytest; choosing a release before {version}")
+            capped.append(f"{name}<{version}")
+            continue
         missing = next((m.group(1) for line in lines for m in [re.search(r"No matching distribution found for "
                                                                          r"([A-Za-z0-9._-]+)", line)] if m), None)
         guessed = [g for g in left if missing and normalize(g) == normalize(missing)]
         if not guessed:
+            said = next((line.removeprefix("ra-error: ") for line in lines if line.startswith("ra-error: ")), None)
             raise EnvironmentBuildError(f"resolving the declared requirements failed (exit {code}; pytest held at the "
-                                        f"image's version): {' | '.join(lines[-4:])[:500]}")
+                                        f"image's version): {said or ' | '.join(lines[-4:])[:500]}")
         log(f"left out {guessed[0]}: imported by the tests, declared nowhere, and no index has it")
         left.remove(guessed[0])
     cached.parent.mkdir(parents=True, exist_ok=True)
@@ -616,6 +638,7 @@ def _run_resolver(client, base: str, requirements: list[str], log: Log) -> tuple
         ra, has_ca = build_files(build, log)
         (ra / "wanted.txt").write_text("\n".join(requirements) + "\n")
         (ra / "resolve.sh").write_text("\n".join(_pip_setup(has_ca)) + RESOLVE_SCRIPT)
+        shutil.copyfile(Path(pytest_starts.__file__), ra / "pytest_starts.py")
         container = client.containers.run(
             base, command=["sh", "/ra-build/resolve.sh"], user="0:0", detach=True,
             mounts=[Mount("/ra-build", str(ra), type="bind", read_only=True)],
