@@ -156,7 +156,7 @@ paths = args["files"]
 if sum(written_tests(f) for f in args["files"]) - len(args["targets"]) < args["min_near"]:
     paths = args["suite_paths"]   # empty: the whole suite, as pytest collects it
 code = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "console_output_style=classic", f"--rootdir={root}",
-                    "--continue-on-collection-errors", *paths], plugins=[Select(), Spectrum()])
+                    "--continue-on-collection-errors", "--maxfail=0", *paths], plugins=[Select(), Spectrum()])
 out = {"outcomes": outcomes, "tests": {t: sorted(h) for t, h in hits.items() if h}, "exit": int(code), "cut": len(cut)}
 sys.stdout.write("\n@@ra-spectrum@@" + json.dumps(out) + "\n")
 sys.stdout.flush()

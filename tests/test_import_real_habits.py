@@ -1,6 +1,6 @@
 """A project written the way real ones are, imported with `--environment auto` in Docker, as the
 real fix commits of docs/real-commits.md are: a version only setuptools-scm knows (no .git in an
-exported tree) written to a module the package imports, coverage and `-v` in pytest's addopts, a
+exported tree) written to a module the package imports, coverage, `-v` and `-x` in pytest's addopts, a
 pytest pin the image does not have, a test that fails wherever it is not the project's own CI, and
 a bug that loops forever."""
 from __future__ import annotations
@@ -35,7 +35,7 @@ tests = ["pytest==6.*", "pytest-cov"]
 version_file = "src/almanac/_version.py"
 
 [tool.pytest.ini_options]
-addopts = "-v --cov=almanac"
+addopts = "-v -x --cov=almanac"
 '''
 CODE = '''\
 from text_unidecode import unidecode

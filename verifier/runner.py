@@ -431,9 +431,10 @@ class Verifier:
         junit = check.layout.junit if self.backend == "docker" else "{junit}"
         probe_cases = self._probe_cases(baseline)
         # A file that fails to collect is one failure with its cause, as it is for a person running
-        # the suite; without the flag pytest would run no test at all.
+        # the suite; without the flag pytest would run no test at all. `--maxfail=0` undoes a
+        # project's `-x` or `--maxfail=N` in addopts: every test is judged, not the first few.
         def run(chosen: list[str]) -> SuiteRun:
-            return runner.suite(["-q", f"--junitxml={junit}", "--continue-on-collection-errors", *per_test,
+            return runner.suite(["-q", f"--junitxml={junit}", "--continue-on-collection-errors", "--maxfail=0", *per_test,
                                  *chosen], self.spec.test_timeout_s, probe_cases)
         suite = run(selection)
         if selection and suite.result is not None and suite.result.exit_code == 4:

@@ -83,7 +83,8 @@ def run_tests(tree: Path, files: list[str], check: dict) -> TestRun:
         runner = tree_runner(tree, check)
         try:
             result = runner.exec([*base, "-q", "-o", "junit_family=xunit2", f"--junitxml={junit}",
-                                  "-o", f"timeout={IMPORT_PER_TEST_S:g}", "--continue-on-collection-errors", *files],
+                                  "-o", f"timeout={IMPORT_PER_TEST_S:g}", "--continue-on-collection-errors", "--maxfail=0",
+                                  *files],
                                  timeout_s=RUN_TIMEOUT_S, env=env, output_dir=Path(tmp))
             if result.timed_out:
                 raise InstanceError(f"the commit's tests did not finish within {RUN_TIMEOUT_S:.0f}s")
