@@ -1,6 +1,6 @@
 """Import a list of real fix commits both ways, and say per commit what happened and why.
 
-    python bench/import_corpus.py LIST.toml --repos DIR --out OUT [--only PROJECT] [--no-swebench]
+    python bench/import_corpus.py LIST.toml --repos DIR --out OUT [--only PROJECT] [--no-swebench] [--resume]
 
 LIST.toml holds `[[commit]]` tables with `project` (a clone `DIR/PROJECT`) and `sha`. For each
 commit this runs, as a user would, `repair-agent import commit DIR/PROJECT SHA --environment auto`;
@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--no-swebench", action="store_true")
+    parser.add_argument("--resume", action="store_true", help="skip commits OUT/results.json already has")
     args = parser.parse_args(argv)
     commits = tomllib.loads(args.list.read_text())["commit"]
     commits = [c for c in commits if not args.only or c["project"] in args.only]
@@ -70,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     for c in commits:
         key = f"{c['project']}@{c['sha'][:12]}"
+        if args.resume and key in results:
+            continue
         r = import_commit(args.repos / c["project"], c["sha"], args.out / "commit" / c["project"])
         results[key] = {"project": c["project"], "sha": c["sha"], "commit": r}
         print(f"{key:32} commit    {r['status']:8} {len(r['targets']):3} targets {r['seconds']:6}s  "

@@ -124,3 +124,23 @@ def test_node_ids_are_read_from_the_report_whatever_verbosity_the_addopts_set():
         "tests/test_x.py::TestA::TestB::test_y[1-a.b]"
     assert junit_key_to_nodeid("tests.test_x.test_deep::test_z", files) == "tests/test_x/test_deep.py::test_z"
     assert junit_key_to_nodeid("other.test_q::test_z", files) is None
+
+
+def test_a_parameter_made_from_the_clock_is_the_same_test_under_a_new_id():
+    from verifier.judge import Baseline, ProcessFacts, judge
+    from verifier.junit import TestCase
+
+    f = "tests.test_d::test_invalid_datetime"
+    baseline = Baseline(all_tests=[f"{f}[04:48:56 2026-12-05]", f"{f}[12-05-2026]", "tests.test_d::test_t"],
+                        target_keys=["tests.test_d::test_t"], pass_to_pass=[], known_failing=[],
+                        target_failures={"tests.test_d::test_t": "assert 1 == 2"})
+    facts = ProcessFacts(exit_code=0, root="/p")
+    later = [TestCase(key=f"{f}[04:50:05 2026-12-05]", outcome="passed"),
+             TestCase(key=f"{f}[12-05-2026]", outcome="passed"), TestCase(key="tests.test_d::test_t", outcome="passed")]
+    assert judge("full_suite", baseline, later, None, facts).ok
+    # Paired, each is still judged by its outcome ...
+    failing = [later[0].model_copy(update={"outcome": "failed"}), *later[1:]]
+    verdict = judge("full_suite", baseline, failing, None, ProcessFacts(exit_code=1, root="/p"))
+    assert not verdict.ok and not verdict.visible_ok
+    # ... and a test that vanished with nothing new in its place is still missing.
+    assert not judge("full_suite", baseline, later[1:], None, facts).ok

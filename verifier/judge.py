@@ -152,6 +152,7 @@ def judge(kind: Kind, baseline: Baseline, cases: list[TestCase], junit_problem: 
     missing = sorted(expected_ids - by_key.keys())
     unexpected = sorted(k for k in by_key.keys() - expected_ids
                         if collection_error_for(k, baseline.collection_errors) is None)
+    missing, unexpected = _pair_reparametrized(missing, unexpected, by_key)
     if missing:
         doubts.append(f"{len(missing)} protected test(s) not reported (missing, deselected): {missing[:5]}")
     if unexpected:
@@ -192,3 +193,24 @@ def judge(kind: Kind, baseline: Baseline, cases: list[TestCase], junit_problem: 
                      missing=missing, unexpected=unexpected, collected=sum(not c.collection for c in cases),
                      passed=sum(c.outcome == "passed" for c in cases if not c.collection),
                      visible_ok=targets_passed and not failing and not missing)
+
+
+def _pair_reparametrized(missing: list[str], unexpected: list[str],
+                         by_key: dict[str, TestCase]) -> tuple[list[str], list[str]]:
+    """A parametrized test whose ids change from run to run (a parameter made from the clock,
+    `test_parse[04:48:56 2026-12-05]`): when a test function has exactly as many missing ids as new
+    ones, they are the same tests under new names, paired in order; each is still judged by its
+    outcome. Returns what stays missing and unknown."""
+    def function(key: str) -> str:
+        return key.split("[", 1)[0]
+
+    left_missing, left_unexpected = list(missing), list(unexpected)
+    for name in sorted({function(k) for k in missing if "[" in k}):
+        gone = [k for k in missing if function(k) == name and "[" in k]
+        new = [k for k in unexpected if function(k) == name and "[" in k]
+        if len(gone) == len(new):
+            for old_key, new_key in zip(gone, new):
+                by_key[old_key] = by_key.pop(new_key).model_copy(update={"key": old_key})
+                left_missing.remove(old_key)
+                left_unexpected.remove(new_key)
+    return left_missing, left_unexpected
