@@ -6,6 +6,7 @@ import json
 from .records import Report
 from .visible import md_code as c
 from .visible import md_fence
+from .visible import md_lines
 from .visible import md_text as t
 
 
@@ -49,7 +50,7 @@ def render_markdown(report: Report) -> str:
              f"**Status:** `{r['status']}` (exit code {r['exit_code']})  ", f"**Why:** {t(r['why'])}  ",
              f"**Next attempt would need:** {t(r['next_attempt'])}  ",
              f"**Correctness:** {_correctness_text(r.get('correctness'))}", "",
-             "## Goal and constraints", "", t(r["goal"]["text"]), "",
+             "## Goal and constraints", "", *md_lines(r["goal"]["text"]), "",
              f"- failure signature: {c(r['goal']['failure_signature'])}",
              f"- target tests: {', '.join(c(x) for x in r['goal']['target_tests'])}"]
     lines += [f"- {t(x)}" for x in r["goal"]["constraints"]]

@@ -90,6 +90,23 @@ def md_text(text: Any) -> str:
     return _MD_ACTIVE.sub(lambda m: _MD_ENTITIES.get(m.group(), "\\" + m.group()), shown)
 
 
+_MD_LINE_START = re.compile(r"^(\s*)([-=+]|\d+(?=[.)]))")
+
+
+def md_lines(text: Any) -> list[str]:
+    """Outside text of several lines (a goal, a problem statement) as Markdown lines of one paragraph,
+    each shown as md_text shows one line, broken where the text breaks; a line that Markdown would
+    read as a list item, a rule or a heading's underline starts escaped."""
+    lines = [line for line in str(text).splitlines()] or [""]
+    shown = [_MD_LINE_START.sub(_escape_start, md_text(line)) for line in lines]
+    return [line + "  " for line in shown[:-1]] + shown[-1:]
+
+
+def _escape_start(m: re.Match) -> str:
+    mark = m.group(2)  # `-`, `=`, `+` escaped themselves; `1.` by its dot (a digit cannot be escaped)
+    return m.group(1) + (mark + "\\" if mark[0].isdigit() else "\\" + mark)
+
+
 def md_code(text: Any, *, cell: bool = False) -> str:
     """Outside text as an inline code span whose fence no backtick run inside can close; in a table
     `cell`, `|` is escaped because the cell ends at it even inside a code span."""

@@ -179,3 +179,13 @@ def test_the_granted_findings_stay_listed_for_the_person(verified):
     md = text_of(run_dir / "report.md")
     assert "- granted: `control-character` at `src/discount_shop/pricing.py:" in md
     assert_shown_not_sent(md + text_of(run_dir / "report.html"))
+
+
+def test_a_goal_of_several_lines_shows_its_lines_and_none_becomes_markup():
+    from repair_agent.visible import md_lines
+
+    goal = "Fix intword for 1000 decillion\n\nThese tests fail: tests/test_number.py::test_intword\n---\n1. x\n# h\n<b>y</b>"
+    lines = md_lines(goal)
+    # Broken where the text breaks (no literal "\n"), each line still shown as text.
+    assert lines[0] == "Fix intword for 1000 decillion  " and not any("\\n" in line for line in lines)
+    assert lines[3:] == ["\\---  ", "1\\. x  ", "\\# h  ", "&lt;b&gt;y&lt;/b&gt;"]
