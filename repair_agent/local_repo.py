@@ -58,6 +58,7 @@ class LocalOrigin(BaseModel):
     skipped: list[str] = []            # listed by git but not copied (submodules)
     left_out: dict[str, str] = {}      # path -> why: links out of the repository, special files
     pristine_digest: str               # tree_digest of the copy
+    generated: list[str] = []          # ignored modules kept (a version file the install wrote)
 
 
 def _run_git(root: Path, args: list[str], stdin: str = "", env: dict | None = None) -> str:
@@ -141,6 +142,7 @@ def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
     root = _open(path)
     head, head_ref = _head(root)
     listed = _run_git(root, ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]).split("\0")
+    generated = generated_modules(root, listed)
     dest_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=dest_root, prefix=".copy-"))
     tree = staging / (re.sub(r"[^A-Za-z0-9_.-]+", "-", root.name).strip(".") or "repo")
@@ -148,17 +150,36 @@ def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
     # Links inside the repository stay links (dangling ones too); a link out of it (to a host file,
     # /dev/zero) and special files are left out and said, so no host file reaches the copy.
     try:
-        copied = copy_tree(root, tree, only=filter(None, listed), ignore=(".git",))
+        copied = copy_tree(root, tree, only=filter(None, [*listed, *generated]), ignore=(".git",))
     except TreeRefused as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise LocalRepoError(f"{root} cannot be copied: {exc}") from None
     digest = tree_digest(tree)
     left_out = {rel: why for rel, why in copied.dropped.items()
                 if why not in ("a directory (a submodule?)", "listed but not on disk")}
-    uncommitted = [f for f in differences(root, head, tree) if f not in left_out]
+    uncommitted = [f for f in differences(root, head, tree) if f not in left_out and f not in generated]
     return tree, LocalOrigin(path=str(root), head=head, head_ref=head_ref, uncommitted=uncommitted,
                              skipped=[rel for rel, why in copied.dropped.items() if why == "a directory (a submodule?)"],
-                             left_out=left_out, pristine_digest=digest)
+                             left_out=left_out, pristine_digest=digest, generated=generated)
+
+
+GENERATED_MAX_BYTES = 16 * 1024
+
+
+def generated_modules(root: Path, listed: list[str]) -> list[str]:
+    """Ignored modules inside a package the repository tracks (`src/pkg/_version.py`, written by
+    setuptools-scm at install): the package cannot be imported without them, and a checkout has them.
+    Never a file of an ignored directory such as a virtualenv (no tracked package around it), never
+    a large one; they are not uncommitted changes (a release does not commit them)."""
+    packages = {str(Path(f).parent) for f in listed if f and Path(f).name == "__init__.py"}
+    ignored = _run_git(root, ["ls-files", "-z", "--others", "--ignored", "--exclude-standard"]).split("\0")
+    kept = []
+    for rel in filter(None, ignored):
+        path = root / rel
+        if (rel.endswith(".py") and str(Path(rel).parent) in packages and "__pycache__" not in rel
+                and path.is_file() and not path.is_symlink() and path.stat().st_size <= GENERATED_MAX_BYTES):
+            kept.append(rel)
+    return sorted(kept)
 
 
 def repo_environment(tree: Path, option: str, log: Callable[[str], None]) -> dict | None:

@@ -192,3 +192,31 @@ def test_the_environment_comes_from_the_repository_files(tmp_path):
     assert repo_environment(tmp_path, "none", print) is None
     (tmp_path / "requirements.txt").write_text("text-unidecode==1.3\n")
     assert read_declared(tmp_path).requirements == ["text-unidecode==1.3"]  # resolved to pins in Docker
+
+
+def test_a_version_module_the_install_wrote_is_in_the_copy_and_never_an_uncommitted_change(tmp_path):
+    from repair_agent.local_repo import snapshot
+
+    repo_path = tmp_path / "proj"
+    files = {"src/pkg/__init__.py": "from ._version import version\n", "tests/test_a.py": "def test_a():\n    pass\n",
+             ".gitignore": "src/pkg/_version.py\n.venv/\n*.log\n"}
+    for rel, text in files.items():
+        (repo_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo_path / rel).write_text(text)
+    repo = git.Repo.init(repo_path, initial_branch="main")
+    repo.git.add(A=True)
+    repo.index.commit("initial", author=WHO, committer=WHO)
+    repo.close()
+    # What `pip install -e .` with setuptools-scm leaves, and what must stay out: a virtualenv's
+    # packages (no tracked package around them), a log, a big file.
+    (repo_path / "src/pkg/_version.py").write_text("version = '1.2.3'\n")
+    (repo_path / ".venv/lib/python3.11/site-packages/six").mkdir(parents=True)
+    (repo_path / ".venv/lib/python3.11/site-packages/six/__init__.py").write_text("x = 1\n")
+    (repo_path / "run.log").write_text("log\n")
+    (repo_path / "src/pkg/_big.py").write_text("x = 1\n" * 5000)
+    (repo_path / ".gitignore").write_text(files[".gitignore"] + "src/pkg/_big.py\n")
+    tree, origin = snapshot(repo_path, tmp_path / "cache")
+    assert (tree / "src/pkg/_version.py").read_text() == "version = '1.2.3'\n"
+    assert not (tree / ".venv").exists() and not (tree / "run.log").exists() and not (tree / "src/pkg/_big.py").exists()
+    assert origin.generated == ["src/pkg/_version.py"]
+    assert origin.uncommitted == [".gitignore"]  # the edited ignore file is a change; the version file is not
