@@ -264,7 +264,7 @@ def _why(c: CorpusCheck) -> str:
                 + _first(c.problems, ("reference fix",)))
     if c.scope_ok is False:
         return "the reference (gold) patch edits files outside the writable scope (or protected ones)"
-    return "the corpus check refused it"
+    return "the corpus check refused it: " + _first(c.problems, ("prepare",))
 
 
 def _first(problems: list[str], starts: tuple[str, ...]) -> str:
