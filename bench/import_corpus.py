@@ -55,6 +55,23 @@ def instance(repos: Path, project: str, sha: str, targets: list[str]) -> dict:
             "problem_statement": message.strip()}
 
 
+def table(results: dict, repos: Path) -> str:
+    """One row per commit: what each import said, in its own words (cut to one line)."""
+    def said(r: dict | None) -> str:
+        if r is None:
+            return "-"
+        if r["status"] == "usable":
+            return f"usable ({len(r['targets'])} target(s))"
+        return " ".join(r["reason"].split())[:220].replace("|", "\\|")
+
+    rows = ["| project | commit | subject | `import commit` | `import swebench` |", "|---|---|---|---|---|"]
+    for v in results.values():
+        subject = git.Repo(repos / v["project"]).commit(v["sha"]).summary
+        rows.append(f"| {v['project']} | `{v['sha'][:12]}` | {str(subject)[:60].replace('|', '/')} | "
+                    f"{said(v['commit'])} | {said(v.get('swebench'))} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("list", type=Path)
@@ -63,7 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--no-swebench", action="store_true")
     parser.add_argument("--resume", action="store_true", help="skip commits OUT/results.json already has")
+    parser.add_argument("--table", action="store_true", help="print OUT/results.json as a Markdown table and stop")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(json.loads((args.out / "results.json").read_text()), args.repos))
+        return 0
     commits = tomllib.loads(args.list.read_text())["commit"]
     commits = [c for c in commits if not args.only or c["project"] in args.only]
     args.out.mkdir(parents=True, exist_ok=True)
