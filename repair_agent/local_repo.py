@@ -184,7 +184,8 @@ def generated_modules(root: Path, listed: list[str]) -> list[str]:
 
 def repo_environment(tree: Path, option: str, log: Callable[[str], None]) -> dict | None:
     """The `[environment]` table for `--environment OPTION` (auto, none or a TOML file), or None."""
-    from .sandbox.environment import EnvironmentBuildError, environment_option
+    from .sandbox.detect import environment_option
+    from .sandbox.environment import EnvironmentBuildError
 
     try:
         section = environment_option(option, tree, log=log)

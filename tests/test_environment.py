@@ -157,7 +157,7 @@ def test_what_a_tree_declares_is_read_without_running_it(tmp_path):
 
 
 def test_an_environment_file_has_the_fields_of_the_section(tmp_path):
-    from repair_agent.sandbox.environment import environment_option
+    from repair_agent.sandbox.detect import environment_option
 
     (tmp_path / "env.toml").write_text('[environment]\npackages = ["six==1.16.0"]\nplugins = ["pytest-mock==3.14.0"]\n')
     (tmp_path / "flat.toml").write_text('install = ["pip install --no-deps -e ."]\n')

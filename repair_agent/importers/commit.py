@@ -141,7 +141,7 @@ def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, n
     """One scenario from one fix commit, checked; an unusable commit is a skipped result saying why.
     `suite`: "whole" (the whole-suite rule) or "changed" (a pass-to-pass list: the tests of the
     changed test modules that pass both before and after the fix). `environment`: see
-    sandbox.environment.environment_option ("declared", "auto", "none" or a TOML file). `hidden_tests`:
+    sandbox.detect.environment_option ("declared", "auto", "none" or a TOML file). `hidden_tests`:
     the commit's test changes are held back from the chooser and applied only in the verifier's checks."""
     out.mkdir(parents=True, exist_ok=True)
     result = ImportResult(instance_id=f"{Path(repo_path).name}@{fix_commit}", status="skipped")

@@ -300,7 +300,8 @@ def scenario_environment(option: str, tree: Path, name: str, check: dict,
                          log: Callable[[str], None]) -> tuple[EnvironmentSection | None, dict]:
     """The `--environment` of an imported tree, and the backend arguments its tests run with: in
     Docker, its environment image (built now, the one the corpus check and its runs then reuse)."""
-    from ..sandbox.environment import EnvironmentBuildError, environment_option
+    from ..sandbox.detect import environment_option
+    from ..sandbox.environment import EnvironmentBuildError
 
     try:
         section = environment_option(option, tree, client=check.get("client"), log=log)

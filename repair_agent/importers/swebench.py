@@ -192,7 +192,7 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
                     log: Callable[[str], None] = lambda m: None) -> list[ImportResult]:
     """Every line of `jsonl` imported and checked, in order; a bad line is a skipped entry, never an abort.
     `check`: the corpus check's backend arguments (backend, client, image). `environment`: see
-    sandbox.environment.environment_option; instances of one repo and version share one."""
+    sandbox.detect.environment_option; instances of one repo and version share one."""
     used = USED + (ENVIRONMENT_FIELDS if environment != "none" else ())
     shared: dict[tuple[str, str], EnvironmentSection | None] = {}
     out.mkdir(parents=True, exist_ok=True)

@@ -41,8 +41,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from verifier.isolation import absolute_mount
 from verifier.trees import copy_tree, sha256_file
 
-from .declared import BUILD_FILES as BUILD_FILES, Declared, install_digest, normalize, read_declared, requirement_name
-from .in_build import pytest_starts
+from .declared import BUILD_FILES as BUILD_FILES, install_digest
+from .in_build import import_check
 
 
 ENV_REPO = "repair-agent-env"
@@ -267,7 +267,7 @@ FORWARDED = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DE
              "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 
 
-def _pip_setup(has_ca: bool) -> list[str]:
+def pip_setup(has_ca: bool) -> list[str]:
     """Shell lines giving a script pip (from /ra-build), the host's index, proxy and certificates."""
     lines = ["set -eu", "export HOME=/tmp PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore",
              "export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off PIP_NO_INPUT=1",
@@ -285,7 +285,7 @@ def _pip_setup(has_ca: bool) -> list[str]:
 
 def build_script(env: EnvironmentSection, has_ca: bool) -> str:
     """The build's shell script. Each step prints a marker line, so a failure is named by its step."""
-    lines = _pip_setup(has_ca)
+    lines = pip_setup(has_ca)
     lines += ["python3 -c 'import sys; print(\"ra-step: python\", sys.version.split()[0])'", "cd /workspace"]
     if env.packages or env.plugins:
         lines += ["echo 'ra-step: packages'",
@@ -301,42 +301,6 @@ def build_script(env: EnvironmentSection, has_ca: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-# Run in the build container after the install commands: a package of the tree that imports from
-# anywhere but /workspace was installed as a copy, and a candidate's patch would never run.
-IMPORT_CHECK = r'''
-import importlib.util, json, os, sys
-root = "/workspace"
-found = []
-names = set()
-for base in (root, os.path.join(root, "src")):
-    if not os.path.isdir(base):
-        continue
-    for entry in os.listdir(base):
-        path = os.path.join(base, entry)
-        if os.path.isfile(os.path.join(path, "__init__.py")) and entry.isidentifier():
-            names.add(entry)
-names -= {"tests", "test", "testing", "docs", "benchmark", "benchmarks"}
-copies = []
-for name in sorted(names):
-    try:
-        spec = importlib.util.find_spec(name)
-    except Exception:
-        continue
-    if spec is None:
-        continue
-    where = (list(spec.submodule_search_locations or []) or [spec.origin or ""])[0]
-    if where and not os.path.realpath(where).startswith(root + "/"):
-        copies.append(f"{name} -> {where}")
-    elif where:
-        found.append(where)
-if copies:
-    print("ra-error: installed as a copy, not from /workspace (use an editable install, pip install -e .): "
-          + "; ".join(copies))
-    sys.exit(3)
-roots = sorted({os.path.relpath(os.path.dirname(os.path.realpath(w)), root) for w in found})
-print("ra-roots: " + json.dumps(roots))
-print("ra-step: import check ok:", ", ".join(sorted(names)) or "no package directories")
-'''
 
 
 def build_files(build: Path, log: Log) -> tuple[Path, bool]:
@@ -377,7 +341,7 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
         work = build_context(tree, build)
         ra, has_ca = build_files(build, log)
         (ra / "build.sh").write_text(build_script(env, has_ca))
-        (ra / "import_check.py").write_text(IMPORT_CHECK)
+        shutil.copyfile(Path(import_check.__file__), ra / "import_check.py")
         log(f"building environment {tag} for {name} on {base} (log: {log_path})")
         container = client.containers.run(
             base, command=["sh", "/ra-build/build.sh"], user="0:0", working_dir="/workspace", detach=True,
@@ -388,7 +352,7 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
         step, lines = "start", []
         with log_path.open("w") as out:
             out.write(f"# environment {tag} for {name}\n# base {base}\n# {env.model_dump_json()}\n")
-            for line in _lines(container.logs(stream=True, follow=True)):
+            for line in stream_lines(container.logs(stream=True, follow=True)):
                 out.write(line + "\n")
                 out.flush()
                 lines.append(line)
@@ -412,7 +376,7 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
     except docker.errors.DockerException as exc:
         raise EnvironmentBuildError(f"environment of {name}: the engine failed: {exc}; log: {log_path}") from None
     finally:
-        _discard(container, build)
+        discard_build(container, build)
 
 
 def _generated(tree: Path, work: Path) -> dict[str, str]:
@@ -452,7 +416,7 @@ def add_generated(client, tag: str, tree: Path, log: Log = lambda m: None) -> li
     return written
 
 
-def _lines(stream) -> Iterator[str]:
+def stream_lines(stream) -> Iterator[str]:
     buf = b""
     for chunk in stream:
         buf += chunk
@@ -491,166 +455,6 @@ def describe_failure(step: str, lines: list[str], env: EnvironmentSection) -> st
     return f"step '{step}' failed: {' | '.join(lines[-3:])[:400]}"
 
 
-# -- detection: what a tree declares, resolved to pinned packages -----------------------------------
-
-EnvironmentOption = str  # "auto", "none", "declared" (auto when the tree declares dependencies), or a TOML file
-
-
-def environment_option(option: EnvironmentOption, tree: Path, *, client=None, log: Log = lambda m: None
-                       ) -> EnvironmentSection | None:
-    """The `--environment` of an import or `run --repo`: "none" (the sandbox image), "auto" (what the
-    tree declares, resolved), "declared" (auto when the tree declares dependencies, else none), or
-    the path of a TOML file holding the fields of `[environment]` (at its top or in that table)."""
-    if option == "none":
-        return None
-    if option not in ("auto", "declared"):
-        return load_environment_file(Path(option))
-    declared = read_declared(tree)
-    if option == "declared" and not declared.anything:
-        return None
-    return detect_environment(declared, client=client, log=log)
-
-
-def load_environment_file(path: Path) -> EnvironmentSection:
-    import tomllib
-
-    from pydantic import ValidationError
-
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return EnvironmentSection.model_validate(data.get("environment", data))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise EnvironmentBuildError(f"--environment {path}: cannot be read: {exc}") from None
-    except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'environment'}: {e['msg']}" for e in exc.errors())
-        raise EnvironmentBuildError(f"--environment {path}: not an [environment] section: {fields}") from None
-
-
-def detect_environment(declared: Declared, *, client=None, log: Log = lambda m: None) -> EnvironmentSection | None:
-    """The environment a tree declares: its requirements, the third-party imports of its tests and
-    the plugins its tests use, resolved to pinned versions on the sandbox image; and an editable
-    install of the tree itself (without its dependencies: they are the pinned packages)."""
-    install = ("pip install --no-deps -e .",) if declared.installable else ()
-    python = declared.python
-    if python:
-        log(f"Python {python}: the Python the tree's declarations point to (classifiers, requires-python)")
-    if not declared.anything:
-        return EnvironmentSection(install=install, python=python) if install or python else None
-    if client is None:
-        import docker
-
-        try:
-            client = docker.from_env()
-        except docker.errors.DockerException as exc:
-            raise EnvironmentBuildError(f"resolving the declared requirements needs a Docker Engine: {exc}") from None
-    # pytest is the image's (each Python's Debian release brings its own); a project's pin of it is
-    # not followed, so its plugins resolve against the pytest that will run them.
-    wanted = [r for r in [*declared.requirements, *declared.plugins] if requirement_name(r) != "pytest"]
-    if len(wanted) < len(declared.requirements) + len(declared.plugins):
-        log("the tree's pytest requirement is not followed: the image's pytest runs the tests")
-    pinned = resolve_requirements(client, wanted, declared.guesses, log=log, python=python)
-    plugins = {normalize(p) for p in declared.plugins}
-    names = {requirement_name(p) for p in pinned}
-    # pytest-cov, when the project's addopts ask for coverage, would write its data into the tree
-    # (read-only where the importers run tests) and measure nothing anyone reads.
-    env = {"PYTEST_ADDOPTS": "--no-cov"} if "pytest-cov" in names else {}
-    return EnvironmentSection(packages=tuple(p for p in pinned if requirement_name(p) not in plugins),
-                              plugins=tuple(p for p in pinned if requirement_name(p) in plugins), install=install,
-                              env=env, python=python)
-
-
-# The resolver's report: what pip would install on the base (already there: left out), pytest held at
-# the base's version so that plugins resolve to releases that work with it (and with pytest-timeout).
-RESOLVE_SCRIPT = """
-python3 - > /tmp/constraints.txt <<'EOF'
-# pytest and the packages it runs on held at the image's versions: a plugin that wants a newer
-# pluggy would otherwise upgrade it under the image's pytest and break it. (Debian's metadata of
-# its pytest does not list these, so they are named.)
-import importlib.metadata as md
-for name in ("pytest", "pytest-timeout", "pluggy", "py", "iniconfig"):
-    try:
-        print(f"{name}=={md.version(name)}")
-    except md.PackageNotFoundError:
-        pass
-EOF
-pip install --quiet --report /tmp/report.json -c /tmp/constraints.txt -r /ra-build/wanted.txt
-python3 /ra-build/pytest_starts.py
-python3 -c 'import json; r = json.load(open("/tmp/report.json")); print("ra-pinned: " + json.dumps(sorted(
-    i["metadata"]["name"] + "==" + i["metadata"]["version"] for i in r["install"])))'
-"""
-MAX_BROKEN_PLUGINS = 8
-
-
-def resolve_requirements(client, requirements: list[str], guesses: list[str], *,
-                         log: Log = lambda m: None, python: str | None = None) -> tuple[str, ...]:
-    """Pinned `name==version` of everything pip would install on the sandbox image for these
-    requirements, resolved once (with the network) and then read from the cache, so commits of one
-    project that declare the same requirements get the same pins and share one image. A guess (an
-    import name) that no index has is left out, with a line in the log."""
-    from .image import ImageBuildError, ensure_sandbox_image
-
-    try:
-        base = ensure_sandbox_image(client, log=log, python=python)
-    except ImageBuildError as exc:
-        raise EnvironmentBuildError(f"the sandbox for Python {python or 'default'} cannot be built: {exc}") from None
-    wanted = sorted(dict.fromkeys(requirements)), sorted(dict.fromkeys(guesses))
-    key = hashlib.sha256(json.dumps([RECIPE, client.images.get(base).id, *wanted]).encode()).hexdigest()
-    cached = cache_dir() / "resolved" / f"{key[:32]}.json"
-    if cached.is_file():
-        return tuple(json.loads(cached.read_text())["pinned"])
-    reqs, left = list(wanted[0]), list(wanted[1])
-    capped: list[str] = []
-    while True:
-        log(f"resolving {len(reqs) + len(left)} requirement(s) on {base}: {', '.join([*reqs, *left])[:300]}")
-        code, lines = _run_resolver(client, base, [*reqs, *left, *capped], log)
-        pinned = next((json.loads(line.removeprefix("ra-pinned: ")) for line in lines
-                       if line.startswith("ra-pinned: ")), None)
-        if code == 0 and pinned is not None:
-            break
-        broken = next((line.removeprefix("ra-broken: ") for line in lines if line.startswith("ra-broken: ")), None)
-        if broken and len(capped) < MAX_BROKEN_PLUGINS:
-            # Its metadata admitted the image's pytest, but it does not start with it: an older release.
-            name, _, version = broken.partition("==")
-            log(f"{broken} does not start with the image's pytest; choosing a release before {version}")
-            capped.append(f"{name}<{version}")
-            continue
-        missing = next((m.group(1) for line in lines for m in [re.search(r"No matching distribution found for "
-                                                                         r"([A-Za-z0-9._-]+)", line)] if m), None)
-        guessed = [g for g in left if missing and normalize(g) == normalize(missing)]
-        if not guessed:
-            said = next((line.removeprefix("ra-error: ") for line in lines if line.startswith("ra-error: ")), None)
-            raise EnvironmentBuildError(f"resolving the declared requirements failed (exit {code}; pytest held at the "
-                                        f"image's version): {said or ' | '.join(lines[-4:])[:500]}")
-        log(f"left out {guessed[0]}: imported by the tests, declared nowhere, and no index has it")
-        left.remove(guessed[0])
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_text(json.dumps({"requirements": wanted[0], "guesses": wanted[1], "pinned": pinned}))
-    return tuple(pinned)
-
-
-def _run_resolver(client, base: str, requirements: list[str], log: Log) -> tuple[int, list[str]]:
-    import docker.errors
-    from docker.types import Mount
-
-    build = Path(tempfile.mkdtemp(prefix="repair-agent-resolve-"))
-    container = None
-    try:
-        ra, has_ca = build_files(build, log)
-        (ra / "wanted.txt").write_text("\n".join(requirements) + "\n")
-        (ra / "resolve.sh").write_text("\n".join(_pip_setup(has_ca)) + RESOLVE_SCRIPT)
-        shutil.copyfile(Path(pytest_starts.__file__), ra / "pytest_starts.py")
-        container = client.containers.run(
-            base, command=["sh", "/ra-build/resolve.sh"], user="0:0", detach=True,
-            mounts=[Mount("/ra-build", str(ra), type="bind", read_only=True)],
-            labels={ROLE_LABEL: BUILD_ROLE, "org.repair-agent.owner-pid": str(os.getpid())})
-        code = container.wait(timeout=BUILD_TIMEOUT_S).get("StatusCode", -1)
-        return code, list(_lines([container.logs()]))
-    except docker.errors.DockerException as exc:
-        raise EnvironmentBuildError(f"resolving the declared requirements: the engine failed: {exc}") from None
-    finally:
-        _discard(container, build)
-
-
 # -- list / prune ----------------------------------------------------------------------------------
 
 def list_environments(client) -> list[EnvironmentInfo]:
@@ -681,7 +485,7 @@ def prune_environments(client, log: Log = print) -> int:
     return removed
 
 
-def _discard(container, build: Path) -> None:
+def discard_build(container, build: Path) -> None:
     """A build or resolve container and its mounted directory, gone whatever happened."""
     import docker  # the caller has it loaded already
 
