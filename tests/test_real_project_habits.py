@@ -145,3 +145,29 @@ def test_a_parameter_made_from_the_clock_is_the_same_test_under_a_new_id():
     assert not verdict.ok and not verdict.visible_ok
     # ... and a test that vanished with nothing new in its place is still missing.
     assert not judge("full_suite", baseline, later[1:], None, facts).ok
+
+
+@pytest.mark.parametrize("answer", [
+    {"__tuple__": ["c", "d", "e"]},                                   # nth_combination_with_replacement(...)
+    {"__dict__": {"a": {"__tuple__": [1, 2]}, "b": [1.5, None]}},      # a dict of string keys, nested
+    [{"__tuple__": [1, "x"]}, 3],
+])
+def test_a_derived_case_expects_what_the_reference_answered_for_tuples_and_dicts(answer):
+    import tomllib
+
+    from repair_agent.importers.derived import heldout_text
+    from verifier.heldout import HeldoutCase, same
+
+    request = {"paths": ["."], "cases": [{"name": "c1", "setup": "from m import f", "expr": "f(1)"}]}
+    text = heldout_text(request, [{"name": "c1", "value": answer}])
+    (case,) = tomllib.loads(text)["case"]
+    # The verifier reads the expectation back and compares it with the probe's answer, as written.
+    assert same(HeldoutCase.model_validate(case).expected_plain(), answer)
+
+
+def test_an_answer_json_cannot_say_makes_no_derived_case():
+    from repair_agent.importers.derived import heldout_text
+
+    request = {"paths": ["."], "cases": [{"name": "c1", "setup": "from m import f", "expr": "f(1)"}]}
+    assert heldout_text(request, [{"name": "c1", "value": {"__set__": [1, 2]}}]) is None
+    assert heldout_text(request, [{"name": "c1", "value": {"__float__": "nan"}}]) is None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+from typing import Any
 import re
 from pathlib import Path
 
@@ -161,6 +162,27 @@ def reference_answers(fixed: Path, request: dict, check: dict) -> list[dict]:
     return probe["results"]
 
 
+_NO_JSON = object()
+
+
+def as_json(plain: Any) -> Any:
+    """The probe's plain form of an answer (`{"__tuple__": [...]}`, `{"__dict__": {...}}`) as the JSON
+    an `expect_json` holds, which the verifier reads back into that same form: a tuple as a list (a
+    tuple may stand where a list is expected), a dict of string keys as an object. An answer JSON
+    cannot say (a set, a NaN, a dict with other keys, anything unjudgeable) is _NO_JSON: no case."""
+    if plain is None or isinstance(plain, (bool, int, float, str)):
+        return plain
+    if isinstance(plain, list):
+        items = [as_json(v) for v in plain]
+        return _NO_JSON if any(v is _NO_JSON for v in items) else items
+    if isinstance(plain, dict) and set(plain) == {"__tuple__"}:
+        return as_json(plain["__tuple__"])
+    if isinstance(plain, dict) and set(plain) == {"__dict__"} and isinstance(plain["__dict__"], dict):
+        values = {k: as_json(v) for k, v in plain["__dict__"].items()}
+        return _NO_JSON if any(v is _NO_JSON for v in values.values()) else values
+    return _NO_JSON
+
+
 def heldout_text(request: dict, rows: list[dict]) -> str | None:
     """NAME.heldout.toml for the cases the reference answered with plain data (its answer the
     expectation), or None when none did."""
@@ -171,8 +193,9 @@ def heldout_text(request: dict, rows: list[dict]) -> str | None:
     kept = 0
     for case in request["cases"]:
         row = by_name.get(case["name"], {})
-        if "value" in row and "__unjudgeable__" not in json.dumps(row["value"]):
-            expect = f"expect_json = {toml_value(json.dumps(row['value']))}"
+        natural = as_json(row["value"]) if "value" in row else _NO_JSON
+        if natural is not _NO_JSON:
+            expect = f"expect_json = {toml_value(json.dumps(natural))}"
         elif isinstance(row.get("raised"), list) and row["raised"] and not row.get("fatal") \
                 and "builtins.ImportError" not in row["raised"]:  # the code could not be imported: no answer
             expect = f"raises = {toml_value(row['raised'][0])}"
