@@ -24,7 +24,7 @@ from ..sandbox.environment import EnvironmentSection
 from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_check,
                      environment_sections, export_tree, fresh_data_dir, patch_paths, scenario_environment,
                      scenario_name, validate, write_scenario)
-from .commit import per_test_limit, run_tests
+from .commit import SUITE_TIMEOUT_S, per_test_limit, run_tests
 from .derived import derive_heldout
 
 # The fields a scenario is made of; every other field is kept in source.json and named as ignored.
@@ -158,7 +158,8 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
         "goal": {"text": inst.problem_statement.strip(),
                  "failure_signature": f"failing: {', '.join(f2p[:3])}" + (" ..." if len(f2p) > 3 else "")},
         "acceptance": {"target_tests": f2p, "pass_to_pass": inst.PASS_TO_PASS, "writable": list(writable),
-                       "protected": protected, **({"per_test_timeout_s": per_test_s} if per_test_s else {})},
+                       "protected": protected, "test_timeout_s": SUITE_TIMEOUT_S,
+                       **({"per_test_timeout_s": per_test_s} if per_test_s else {})},
         "budget": {"max_steps": max_steps, "deadline_s": 900.0},
         **environment_sections(section),
     }
