@@ -25,7 +25,7 @@ MAX_PER_LINE = 60
 BUDGET_S = 20.0       # for all mutants; a cut is counted in the result
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
 MAX_CHECKED = 30      # fixing mutants checked against the passing tests
-MARKER = "@@ra-mutants@@"   # mutation_script.py prints its result after it
+MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
 
 class MutantFix(BaseModel):
