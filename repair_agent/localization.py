@@ -6,6 +6,10 @@ more under `sys.settrace`, recording which lines of the repository each test exe
 executed by the failing target tests and by few passing tests is suspicious (Ochiai:
 ef / sqrt(F * (ef + ep))). The result is a typed part of the observation that any chooser can read.
 
+The traced run is in_sandbox/spectrum.py, a real module whose source text the sandbox runs as
+`python -B -c PROGRAM ARGS_JSON` (standard library and pytest only); this module builds its
+settings and reads its result line. Ochiai exists once, as in_sandbox.spectrum.ochiai.
+
 It is a hint, never a verdict: it runs in the agent's sandbox on a copy of the working tree, the
 verifier never sees it, and no condition depends on it. Whatever goes wrong here (a timeout, a
 crash, a tree too large to copy) ends as an empty localization with a note, not as a failed step.
@@ -90,7 +94,7 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
              timeout_s: float = TIMEOUT_S, top_n: int = TOP_N, mutate: bool = False) -> Localization:
     """Run the target tests and other tests of the suite under the tracer in `sandbox`; never
     raises. `suite`: the suite's pass-to-pass node ids when it names them (empty: the whole suite,
-    as pytest collects it). `mutate`: then run the mutation analysis (mutation.py) too."""
+    as pytest collects it). `mutate`: then run the mutation analysis (mutation.py; in_sandbox/mutants.py) too."""
     started = time.monotonic()
     files = sorted({t.split("::", 1)[0] for t in targets})
     python = "python3" if sandbox.kind == "docker" else sys.executable

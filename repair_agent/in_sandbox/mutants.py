@@ -8,7 +8,11 @@ tests on each mutant and prints one line: MARKER followed by JSON {"lines", "fix
 brings the process down loses only the mutation analysis.
 
 The standard library and pytest only, Python 3.9 and later; nothing runs at import, and nothing of
-spectrum.py is imported at run time (the run object carries what is needed, `ochiai` included).
+spectrum.py is imported at run time (the run object and `main`'s arguments carry what is needed).
+
+Kept in one module: it is one program shipped as one source text into the sandbox, where it can
+import nothing of the project; the pure parts (the mutants of a line, the choice of lines) are
+functions the host's tests call.
 """
 from __future__ import annotations
 
