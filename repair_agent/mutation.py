@@ -7,7 +7,8 @@ arithmetic operator, a boolean operator, a number by one, a variable by another 
 index by one, a simple statement removed) and to run only the failing target tests on each mutant.
 A line where a mutant changes what the failing tests show is on the failure's path; a mutant that
 makes them pass is a lead worth trying first, and it is checked against the passing tests the
-spectrum ran.
+spectrum ran. The program is in_sandbox/mutants.py (shipped with in_sandbox/spectrum.py, whose
+Ochiai ranking chooses the lines); this module holds its settings and its result models.
 
 Like the spectrum it is a hint, in the agent's sandbox; the verifier never sees it. The mutants run
 in a fixed order up to MAX_MUTANTS, so the result repeats unless the time limit cuts it first (on a
@@ -25,7 +26,7 @@ MAX_PER_LINE = 60
 BUDGET_S = 20.0       # for all mutants; a cut is counted in the result
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
 MAX_CHECKED = 30      # fixing mutants checked against the passing tests
-MARKER = "@@ra-mutants@@"   # mutation_script.py prints its result after it
+MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
 
 class MutantFix(BaseModel):

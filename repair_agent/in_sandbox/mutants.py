@@ -1,0 +1,442 @@
+"""The mutation analysis (mutation.py says what it does and holds its settings and result models),
+inside the sandbox, after the traced run of spectrum.py in the same process.
+
+`main` takes that run (spectrum.SpectrumRun: the tree the tests ran in, the outcomes and the lines
+each test ran), mutates the most suspicious lines one token at a time, runs the failing target
+tests on each mutant and prints one line: MARKER followed by JSON {"lines", "fixes", "tried", "cut",
+"duration_s"}. The spectrum's own result is printed (and flushed) before this runs, so a mutant that
+brings the process down loses only the mutation analysis.
+
+The standard library and pytest only, Python 3.9 and later; nothing runs at import, and nothing of
+spectrum.py is imported at run time (the run object and `main`'s arguments carry what is needed).
+
+Kept in one module: it is one program shipped as one source text into the sandbox, where it can
+import nothing of the project; the pure parts (the mutants of a line, the choice of lines) are
+functions the host's tests call.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import re
+import signal
+import sys
+import time
+import tokenize
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+if TYPE_CHECKING:
+    from .spectrum import SpectrumRun
+
+MARKER = "@@ra-mutants@@"
+
+SWAPS = {"<": ["<=", ">"], "<=": ["<", ">="], ">": [">=", "<"], ">=": [">", "<="], "==": ["!="], "!=": ["=="],
+         "+": ["-"], "-": ["+"], "*": ["/"], "/": ["//", "*"], "//": ["/", "%"], "%": ["//"],
+         "+=": ["-="], "-=": ["+="], "*=": ["/="], "/=": ["//=", "*="], "//=": ["/="],
+         "and": ["or"], "or": ["and"], "True": ["False"], "False": ["True"], "min": ["max"], "max": ["min"],
+         "is": ["is not"], "in": ["not in"]}
+HEADERS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "try", "except", "finally", "with ",
+           "async ", "@", "return", "yield", "raise", "import ", "from ")
+
+Scope = Tuple[int, int, List[str]]   # a function's first and last line, the variables it names
+Def = Tuple[str, int, int, int]      # a function's name, first and last line, first line of its decorators
+Mutant = Tuple[str, str]             # the mutated line, what changed (e.g. "< -> <=")
+
+
+class MutantTimeout(BaseException):
+    pass
+
+
+def choose_lines(scored: Sequence[Tuple[str, int, float, int, int]], share: float, max_lines: int) -> List[Tuple[str, int]]:
+    """The lines to mutate of spectrum.ochiai's ranking: at least `share` of the best score, at most `max_lines`."""
+    best = scored[0][2] if scored else 0.0
+    return [(s[0], s[1]) for s in scored if s[2] >= share * best][:max_lines]
+
+
+def token_rows(text: str) -> Dict[int, List[tokenize.TokenInfo]]:
+    """The tokens of `text` that start and end on one row, by row."""
+    rows: Dict[int, List[tokenize.TokenInfo]] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.start[0] == tok.end[0]:
+                rows.setdefault(tok.start[0], []).append(tok)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return rows
+
+
+def functions_of(text: str) -> Tuple[List[Scope], List[Def]]:
+    """Every function of `text`: its span and variables, and its name and span (empty when it does not parse)."""
+    spans: List[Scope] = []
+    outer: List[Def] = []
+    try:
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+                names += [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+                end = node.end_lineno or node.lineno
+                spans.append((node.lineno, end, list(dict.fromkeys(names))))
+                first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                outer.append((node.name, node.lineno, end, first))
+    except SyntaxError:
+        pass
+    return spans, outer
+
+
+def variables(scopes: Sequence[Scope], line: int) -> List[str]:
+    """The variables of the innermost function around `line`."""
+    inner = [s for s in scopes if s[0] <= line <= s[1]]
+    return min(inner, key=lambda s: s[1] - s[0])[2] if inner else []
+
+
+def line_mutants(text: str, toks: Sequence[tokenize.TokenInfo], names: Sequence[str], max_per_line: int) -> List[Mutant]:
+    """The one-token mutants of one line (`text`, with its end of line; `toks`: its tokens; `names`:
+    the variables of its function), in a fixed order, at most `max_per_line`."""
+    out: List[Mutant] = []
+
+    def put(start: int, end: int, new: str, what: str) -> None:
+        s, e = toks[start].start[1], toks[end].end[1]
+        out.append((text[:s] + new + text[e:], what))
+
+    for i, tok in enumerate(toks):
+        s = tok.string
+        nxt = toks[i + 1].string if i + 1 < len(toks) else ""
+        prev = toks[i - 1].string if i else ""
+        if s == "not" and nxt == "in":
+            put(i, i + 1, "in", "not in -> in")
+        elif s == "is" and nxt == "not":
+            put(i, i + 1, "is", "is not -> is")
+        elif s == "not" and prev != "is":
+            put(i, i, "", "not removed")
+        elif s in SWAPS and not (s == "in" and prev == "not") and tok.type in (tokenize.OP, tokenize.NAME):
+            for new in SWAPS[s]:
+                put(i, i, new, f"{s} -> {new}")
+        if tok.type == tokenize.NUMBER and s.isdigit():
+            for n in (int(s) + 1, int(s) - 1):
+                put(i, i, str(n), f"{s} -> {n}")
+        if tok.type == tokenize.NAME and s in names and nxt not in ("=", "(", ".") and prev != ".":
+            if nxt in ("]", ":", ")"):
+                for d in ("+ 1", "- 1"):
+                    put(i, i, f"{s} {d}", f"{s} -> {s} {d}")
+            for other in names:
+                if other != s:
+                    put(i, i, other, f"{s} -> {other}")
+    stripped = text.strip()
+    first = [t for t in toks if t.type not in (tokenize.INDENT, tokenize.DEDENT)][:1]
+    if stripped and not stripped.startswith(HEADERS) and not stripped.endswith((":", "(", "[", "{", ",", "\\")) and first \
+            and first[0].start[1] == len(text) - len(text.lstrip()):
+        out.append((text[:len(text) - len(text.lstrip())] + "pass\n", "statement removed"))
+    return out[:max_per_line]
+
+
+def live_functions(mod: Any) -> List[Any]:
+    """The functions a module defines, as its namespace holds them (methods, wrapped ones too)."""
+    seen: Set[int] = set()
+    out: List[Any] = []
+
+    def add(obj: Any) -> None:
+        while obj is not None and id(obj) not in seen:
+            seen.add(id(obj))
+            if isinstance(obj, (staticmethod, classmethod)):
+                obj = obj.__func__
+                continue
+            if isinstance(obj, property):
+                for f in (obj.fget, obj.fset, obj.fdel):
+                    add(f)
+                return
+            if hasattr(obj, "__code__") and getattr(obj.__code__, "co_filename", None) == mod.__file__:
+                out.append(obj)
+            obj = getattr(obj, "__wrapped__", None)
+
+    for obj in list(vars(mod).values()):
+        if isinstance(obj, type) and getattr(obj, "__module__", None) == mod.__name__:
+            for v in list(vars(obj).values()):
+                add(v)
+        else:
+            add(obj)
+    return out
+
+
+def code_in(code: Any, name: str, first: int) -> Any:
+    """The code object of function `name` starting at line `first` anywhere inside `code`, or None."""
+    for c in code.co_consts:
+        if hasattr(c, "co_consts"):
+            if c.co_name == name and c.co_firstlineno == first:
+                return c
+            found = code_in(c, name, first)
+            if found is not None:
+                return found
+    return None
+
+
+def _failure(longrepr: Any) -> str:
+    crash = getattr(longrepr, "reprcrash", None)
+    return "failed: " + (crash.message if crash is not None else str(longrepr)[-300:])[:300]
+
+
+class Analysis:
+    """One mutation analysis on the tree the spectrum's tests ran in."""
+
+    def __init__(self, run: SpectrumRun) -> None:
+        self.run = run
+        self.root = run.root
+        self.m: Dict[str, Any] = run.args["mutation"]
+        self.failing = sorted(t for t, o in run.outcomes.items() if o == "failed" and run.is_target(t))
+        # the spectrum's passing tests (at most its max_others), the targets aside
+        self.passing = sorted(t for t, o in run.outcomes.items() if o == "passed" and not run.is_target(t))
+        self.fired = False      # the time limit of a run went off (pytest may have caught it as a failure)
+        self.limit = self.m["per_mutant_s"]
+        self.sources: Dict[str, str] = {}
+        self.token_rows: Dict[str, Dict[int, List[tokenize.TokenInfo]]] = {}
+        self.scopes: Dict[str, List[Scope]] = {}
+        self.defs: Dict[str, List[Def]] = {}
+        self.module_of: Dict[str, Any] = {}   # path -> (its live module, its functions, the caches they and it hold)
+        self.stats: Dict[Tuple[str, int], List[int]] = {}   # (path, line) -> [tried, changed, fixing]
+        self.baseline: Dict[str, str] = {}
+        self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0}
+        self.deferred: List[Tuple[str, int, str, str, str, str]] = []   # mutants no live function holds
+        self.started = 0.0
+        self.stop_at = 0.0
+
+    def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
+        writable = [re.compile(p) for p in self.m["writable"]]
+        scored = ochiai(self.run.hits, self.failing, self.passing, lambda path: any(w.match(path) for w in writable))
+        return choose_lines(scored, self.m["share"], self.m["max_lines"])
+
+    def on_alarm(self, signum: int, frame: Any) -> None:
+        self.fired = True   # pytest may catch it as the test's failure: the loops look at this too
+        raise MutantTimeout()
+
+    def fresh_run(self, nodeids: Sequence[str]) -> Dict[str, str]:
+        """A new pytest session on the repository's modules imported again (from the files as they are now)."""
+        import pytest
+
+        for name, mod in list(sys.modules.items()):
+            f = getattr(mod, "__file__", None) or ""
+            if f and os.path.realpath(f).startswith(self.run.roots):
+                del sys.modules[name]
+        res: Dict[str, str] = {}
+        analysis = self
+
+        class Grab:
+            @pytest.hookimpl(tryfirst=True)
+            def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Optional[bool]:
+                return True if analysis.fired else None   # the mutant looped: the tests after it are not run
+
+            def pytest_runtest_logreport(self, report: Any) -> None:
+                if report.failed:
+                    res[report.nodeid] = _failure(report.longrepr)
+                elif report.when == "call" and report.passed:
+                    res.setdefault(report.nodeid, "passed")
+
+        self.fired = False
+        signal.setitimer(signal.ITIMER_REAL, self.limit)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={self.root}", *nodeids], plugins=[Grab()])
+        except MutantTimeout:
+            pass
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        return {t: res.get(t, "failed: did not finish") for t in nodeids}
+
+    def live_module(self, path: str) -> Any:
+        """Looked up once per file (realpath over every module is slow), again only if it was reimported."""
+        found = self.module_of.get(path)
+        if found is None or sys.modules.get(found[0].__name__) is not found[0]:
+            full = os.path.realpath(os.path.join(self.root, path))
+            mod = next((x for x in list(sys.modules.values())
+                        if os.path.realpath(getattr(x, "__file__", None) or "/nonexistent") == full), None)
+            if mod is None:
+                return None
+            fns = live_functions(mod)
+            caches = [h for x in fns for h in (x, getattr(x, "__self__", None)) if hasattr(h, "cache_clear")]
+            caches += [v for v in list(vars(mod).values()) if callable(getattr(v, "cache_clear", None))]
+            found = self.module_of[path] = (mod, fns, caches)
+        return found
+
+    def swap(self, path: str, code: Any, line: int) -> Optional[Callable[[], None]]:
+        """Put the mutant (`code`: the mutated module, compiled) into the live function around `line`
+        (its outermost def) instead of importing the repository again: `undo` puts the original back;
+        None when that cannot be done."""
+        found = self.live_module(path)
+        outer = [d for d in self.defs.get(path, []) if d[1] <= line <= d[2]]
+        if found is None or not outer:
+            return None
+        mod, functions, caches = found
+        name, start, end, first = min(outer, key=lambda d: d[1])
+        fns = [f for f in functions if f.__code__.co_name == name and f.__code__.co_firstlineno == first]
+        new = code_in(code, name, first)
+        if len(fns) != 1 or new is None or new.co_freevars != fns[0].__code__.co_freevars:
+            return None
+        fn, old = fns[0], fns[0].__code__
+
+        def clear() -> None:
+            for holder in caches:
+                holder.cache_clear()
+
+        fn.__code__ = new
+        clear()
+
+        def undo() -> None:
+            fn.__code__ = old
+            clear()
+
+        return undo
+
+    def load(self, path: str) -> str:
+        if path not in self.sources:
+            with open(os.path.join(self.root, path), encoding="utf-8") as fh:
+                text = fh.read()
+            self.sources[path] = text
+            self.token_rows[path] = token_rows(text)
+            self.scopes[path], self.defs[path] = functions_of(text)
+        return self.sources[path]
+
+    def mutants(self, path: str, line: int) -> List[Mutant]:
+        text = self.load(path).splitlines(keepends=True)[line - 1]
+        return line_mutants(text, self.token_rows[path].get(line, []), variables(self.scopes[path], line),
+                            self.m["max_per_line"])
+
+    def judge(self, path: str, line: int, new_text: str, what: str, got: Dict[str, str],
+              check: Callable[[List[str]], Dict[str, str]]) -> None:
+        """Count one mutant's result on the failing targets; `check` runs the passing tests on it."""
+        result = self.result
+        st = self.stats.setdefault((path, line), [0, 0, 0])
+        st[0] += 1
+        result["tried"] += 1
+        passed = sum(v == "passed" for v in got.values())
+        st[1] += any(got.get(t) != self.baseline.get(t) for t in self.failing)
+        if passed:
+            fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what,
+                   "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0}
+            if passed == len(self.failing):
+                st[2] += 1
+                if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
+                    others = check(self.passing)
+                    fix["checked"] = len(others)
+                    fix["broken"] = sum(v != "passed" for v in others.values())
+            result["fixes"].append(fix)
+
+    def each_mutant(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[Tuple[str, int, str, str, Any, str, str]]:
+        for path, line in chosen:
+            try:
+                original = self.load(path)
+                muts = self.mutants(path, line)
+            except (OSError, UnicodeDecodeError, IndexError):
+                continue
+            self.stats.setdefault((path, line), [0, 0, 0])
+            lines_of = original.splitlines(keepends=True)
+            for new_text, what in muts:
+                mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
+                try:   # compiled once: a mutant that does not compile is skipped, one that does goes into swap()
+                    code = compile(mutated, os.path.join(self.root, path), "exec")
+                except (SyntaxError, ValueError):
+                    continue
+                yield path, line, original, mutated, code, new_text, what
+
+    def out_of_budget(self) -> bool:
+        if self.result["tried"] >= self.m["max_mutants"] or time.monotonic() > self.stop_at:
+            self.result["cut"] += 1
+            return True
+        return False
+
+    def loop_plugin(self, chosen: Sequence[Tuple[str, int]]) -> object:
+        """Runs every mutant inside one pytest session: collected once, each item run again."""
+        import pytest
+
+        analysis = self
+        m = self.m
+
+        class Loop:
+            @pytest.hookimpl(tryfirst=True)
+            def pytest_runtestloop(self, session: Any) -> bool:
+                from _pytest.runner import runtestprotocol
+                items = {i.nodeid: i for i in session.items}
+
+                def run_items(nodeids: Sequence[str], limit_s: Optional[float] = None) -> Dict[str, str]:
+                    # one time limit for the whole run: once a mutant loops, the targets after it are not run
+                    res: Dict[str, str] = {}
+                    analysis.fired = False
+                    signal.setitimer(signal.ITIMER_REAL, limit_s or analysis.limit)
+                    try:
+                        for t in nodeids:
+                            item = items.get(t)
+                            if item is None or analysis.fired:
+                                continue
+                            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                                reports = runtestprotocol(item, log=False, nextitem=None)
+                            bad = next((r for r in reports if r.failed), None)
+                            if bad is not None:
+                                res[t] = _failure(bad.longrepr)
+                            else:
+                                res[t] = ("passed" if any(r.when == "call" and r.passed for r in reports)
+                                          else "failed: skipped")
+                    except MutantTimeout:
+                        pass
+                    finally:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+                    return {t: res.get(t, "failed: did not finish") for t in nodeids if t in items}
+
+                t0 = time.monotonic()
+                analysis.baseline.update(run_items(analysis.failing, m["per_mutant_s"] * 5))
+                # a mutant may take ten times as long as the original failing run, and never more than the limit
+                analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
+                for path, line, original, mutated, code, new_text, what in analysis.each_mutant(chosen):
+                    if analysis.out_of_budget():
+                        continue
+                    try:
+                        undo = analysis.swap(path, code, line)
+                    except Exception:
+                        undo = None
+                    if undo is None:
+                        analysis.deferred.append((path, line, original, mutated, new_text, what))
+                        continue
+                    try:
+                        analysis.judge(path, line, new_text, what, run_items(analysis.failing),
+                                       lambda ids: run_items(ids, m["per_mutant_s"] * 5))
+                    finally:
+                        undo()
+                return True
+
+        return Loop()
+
+    def analyse(self, chosen: Sequence[Tuple[str, int]]) -> Dict[str, Any]:
+        import pytest
+
+        m, run = self.m, self.run
+        self.started = time.monotonic()
+        # `deadline - budget_s`: when the spectrum's run started, which until_s counts from
+        self.stop_at = min(self.started + m["budget_s"], run.deadline - run.args["budget_s"] + m["until_s"])
+        if self.failing and chosen:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={self.root}", *self.failing, *self.passing],
+                            plugins=[self.loop_plugin(chosen)])
+        for path, line, original, mutated, new_text, what in self.deferred:
+            if self.out_of_budget():
+                continue
+            with open(os.path.join(self.root, path), "w", encoding="utf-8") as fh:
+                fh.write(mutated)
+            try:
+                self.judge(path, line, new_text, what, self.fresh_run(self.failing), self.fresh_run)
+            finally:
+                with open(os.path.join(self.root, path), "w", encoding="utf-8") as fh:
+                    fh.write(original)
+        self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2]}
+                                for (p, n), v in self.stats.items()]
+        self.result["duration_s"] = round(time.monotonic() - self.started, 3)
+        return self.result
+
+
+def main(run: SpectrumRun, ochiai: Callable[..., Any]) -> None:
+    """The mutation analysis after the spectrum's `run`; `ochiai`: spectrum.ochiai (passed in: this
+    module imports nothing of the project). Prints its result line."""
+    analysis = Analysis(run)
+    chosen = analysis.chosen(ochiai)
+    signal.signal(signal.SIGALRM, analysis.on_alarm)
+    result = analysis.analyse(chosen)
+    sys.stdout.write("\n" + MARKER + json.dumps(result) + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,221 @@
+"""The programs that run inside the agent's sandbox (repair_agent/in_sandbox/), imported on the host:
+their pure functions, and the rules that let them run there (Python 3.9 syntax, the standard
+library and pytest only, nothing run at import)."""
+from __future__ import annotations
+
+import ast
+from types import SimpleNamespace
+
+import pytest
+
+from repair_agent import in_sandbox, localization, mutation
+from repair_agent.in_sandbox import mutants, spectrum
+
+
+# -- Ochiai: one implementation, the host's ranking is the sandbox's --------------------------------
+
+SPECTRA = {"f1": [("src/a.py", 1), ("src/a.py", 2), ("src/a.py", 3), ("src/b.py", 9), ("lib/c.py", 1)],
+           "f2": [("src/a.py", 2), ("src/a.py", 3), ("src/b.py", 9)],
+           "p1": [("src/a.py", 1), ("src/a.py", 2)], "p2": [("src/a.py", 1), ("src/b.py", 9)],
+           "other": [("src/a.py", 3), ("src/a.py", 4)]}
+
+
+def test_ochiai_scores_and_orders_ties_by_failing_passing_path_and_line():
+    scored = spectrum.ochiai(SPECTRA, {"f1", "f2"}, {"p1", "p2"}, lambda p: p.startswith("src/"))
+    # a.py:3 run by both failing tests only: 1.0; b.py:9 and a.py:2 tie (2 failing, 1 passing): by path;
+    # a.py:1 (1 failing, 2 passing); lib/ is out of scope; `other` counts on neither side (a.py:4 unlisted)
+    assert scored == [("src/a.py", 3, 1.0, 2, 0), ("src/a.py", 2, 0.8165, 2, 1), ("src/b.py", 9, 0.8165, 2, 1),
+                      ("src/a.py", 1, 0.4082, 1, 2)]
+    assert spectrum.ochiai(SPECTRA, {"f1"}, set(), lambda p: False) == []
+
+
+def test_the_host_ochiai_is_the_sandbox_one():
+    outcomes = {"f1": "failed", "f2": "failed", "p1": "passed", "p2": "passed", "other": "failed"}
+    lines, nf, np_ = localization.ochiai(SPECTRA, outcomes, {"f1", "f2"}, ("src/**",))
+    assert (nf, np_) == (2, 2)
+    assert [(s.path, s.line, s.score, s.failed, s.passed) for s in lines] == \
+        spectrum.ochiai(SPECTRA, {"f1", "f2"}, {"p1", "p2"}, lambda p: p.startswith("src/"))
+
+
+def test_the_mutation_analysis_mutates_the_best_lines_of_the_same_ranking():
+    scored = spectrum.ochiai(SPECTRA, {"f1", "f2"}, {"p1", "p2"}, lambda p: True)
+    # lib/c.py:1 (0.7071) is below three quarters of the best score, src/a.py:1 (0.4082) below half of it
+    assert mutants.choose_lines(scored, 0.75, 40) == [("src/a.py", 3), ("src/a.py", 2), ("src/b.py", 9)]
+    assert mutants.choose_lines(scored, 0.5, 40)[-1] == ("lib/c.py", 1)
+    assert mutants.choose_lines(scored, 0.1, 2) == [("src/a.py", 3), ("src/a.py", 2)]
+    assert mutants.choose_lines([], 0.1, 40) == []
+
+
+# -- the traced run's choice of tests -----------------------------------------------------------------
+
+def test_a_target_is_its_id_or_one_of_its_parameters():
+    assert spectrum.is_target("t.py::test_a", ["t.py::test_a"])
+    assert spectrum.is_target("t.py::test_a[1-2]", ["t.py::test_a"])
+    assert not spectrum.is_target("t.py::test_ab", ["t.py::test_a"])
+
+
+def test_spread_keeps_an_even_sample_in_order():
+    assert spectrum.spread(list(range(10)), 3) == [0, 3, 6]
+    assert spectrum.spread([1, 2], 5) == [1, 2]
+    assert spectrum.spread([1, 2, 3], 0) == []
+
+
+def _select(items, **kw):
+    settings = {"targets": ["a.py::t"], "files": ["a.py"], "pool": set(), "max_others": 2, "min_near": 3}
+    settings.update(kw)
+    return spectrum.select_tests(items, lambda i: i, **settings)
+
+
+def test_the_targets_come_first_then_an_even_spread_of_their_files_tests():
+    items = ["a.py::x1", "a.py::x2", "a.py::t[0]", "a.py::x3", "a.py::x4", "b.py::y1"]
+    assert _select(items, min_near=2) == ["a.py::t[0]", "a.py::x1", "a.py::x3"]
+
+
+def test_the_rest_of_the_suite_fills_up_only_when_the_targets_files_hold_too_few():
+    items = ["a.py::t", "a.py::x1", "b.py::y1", "b.py::y2", "c.py::z1"]
+    assert _select(items, max_others=3) == ["a.py::t", "a.py::x1", "b.py::y1", "b.py::y2"]
+    assert _select(items, max_others=3, min_near=1) == ["a.py::t", "a.py::x1"]
+    # a suite that names its tests lends only those
+    assert _select(items, max_others=3, pool={"a.py::x1", "c.py::z1"}) == ["a.py::t", "a.py::x1", "c.py::z1"]
+
+
+def test_select_keeps_pytest_items(tmp_path):
+    items = [SimpleNamespace(nodeid=n) for n in ("a.py::x", "a.py::t")]
+    assert spectrum.select_tests(items, lambda i: i.nodeid, ["a.py::t"], ["a.py"], set(), 60, 3) == items[::-1]
+
+
+def test_written_tests_counts_test_functions_as_written(tmp_path):
+    f = tmp_path / "test_x.py"
+    f.write_text("def test_a():\n    pass\n\n\nasync def test_b():\n    pass\n\ndef helper():\n    pass\n")
+    assert spectrum.written_tests(str(f)) == 2
+    assert spectrum.written_tests(str(tmp_path / "missing.py")) == 0
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("src/pkg/mod.py", "src/pkg/mod.py"), ("mod.py", "mod.py"), ("tests/helpers.py", None),
+    ("src/pkg/tests/x.py", None), ("src/test_mod.py", None), ("src/mod_test.py", None), ("conftest.py", None),
+    ("venv/lib/site-packages/x.py", None)])
+def test_only_the_repositorys_own_code_is_traced(tmp_path, name, expected):
+    root = str(tmp_path.resolve()) + "/"
+    assert spectrum.repo_path(root + name, (root,)) == expected
+
+
+def test_code_outside_the_tree_or_from_a_string_is_never_traced(tmp_path):
+    root = str(tmp_path.resolve()) + "/"
+    assert spectrum.repo_path("<string>", (root,)) is None
+    assert spectrum.repo_path("/elsewhere/mod.py", (root,)) is None
+
+
+def test_the_tracer_records_the_lines_of_the_repositorys_code_only(tmp_path):
+    import sys
+
+    (tmp_path / "mod.py").write_text("def f(x):\n    y = x + 1\n    return y\n")
+    code = compile((tmp_path / "mod.py").read_text(), str(tmp_path / "mod.py"), "exec")
+    namespace: dict = {}
+    exec(code, namespace)
+    current: list = [set()]
+    tracer = spectrum.make_tracer((str(tmp_path.resolve()) + "/",), current)
+    sys.settrace(tracer)
+    try:
+        namespace["f"](1)
+    finally:
+        sys.settrace(None)
+    assert current[0] == {("mod.py", 2), ("mod.py", 3)}
+
+
+# -- the mutants of a line ---------------------------------------------------------------------------
+
+SOURCE = "def clamp(x, lo, hi):\n    if x > hi:\n        return lo\n    items = [x][0:1]\n    return not x\n"
+
+
+def _mutants_of(line: int) -> list[tuple[str, str]]:
+    rows = mutants.token_rows(SOURCE)
+    scopes, _ = mutants.functions_of(SOURCE)
+    return mutants.line_mutants(SOURCE.splitlines(keepends=True)[line - 1], rows.get(line, []),
+                                mutants.variables(scopes, line), 60)
+
+
+def test_the_mutants_of_a_line_in_token_order():
+    # a variable read by another of its function's variables (and by ±1 before `:`), a comparison both ways
+    assert _mutants_of(2) == [
+        ("    if lo > hi:\n", "x -> lo"), ("    if hi > hi:\n", "x -> hi"), ("    if items > hi:\n", "x -> items"),
+        ("    if x >= hi:\n", "> -> >="), ("    if x < hi:\n", "> -> <"),
+        ("    if x > hi + 1:\n", "hi -> hi + 1"), ("    if x > hi - 1:\n", "hi -> hi - 1"),
+        ("    if x > x:\n", "hi -> x"), ("    if x > lo:\n", "hi -> lo"), ("    if x > items:\n", "hi -> items")]
+
+
+def test_an_index_a_number_a_not_and_a_statement():
+    got = _mutants_of(4)
+    assert [w for _, w in got][-5:] == ["0 -> 1", "0 -> -1", "1 -> 2", "1 -> 0", "statement removed"]
+    assert "items -> x" not in [w for _, w in got]   # an assigned name is not read
+    assert got[-1] == ("    pass\n", "statement removed")
+    assert _mutants_of(5)[0] == ("    return  x\n", "not removed")
+    assert all(w != "statement removed" for _, w in _mutants_of(3))   # a return is never removed
+    assert len(mutants.line_mutants("    if x > hi:\n", mutants.token_rows("    if x > hi:\n")[1], ["x", "hi"], 2)) == 2
+
+
+def test_the_functions_of_a_file_and_their_variables():
+    scopes, defs = mutants.functions_of(SOURCE)
+    assert defs == [("clamp", 1, 5, 1)]
+    assert mutants.variables(scopes, 3) == ["x", "lo", "hi", "items"] and mutants.variables(scopes, 9) == []
+    assert mutants.functions_of("def (:\n") == ([], [])
+
+
+def test_code_in_finds_a_nested_function_by_name_and_line():
+    code = compile("def f():\n    def g():\n        return 1\n    return g\n", "m.py", "exec")
+    assert mutants.code_in(code, "g", 2).co_name == "g" and mutants.code_in(code, "g", 3) is None
+
+
+# -- what makes them runnable in the sandbox ----------------------------------------------------------
+
+MODULES = ("spectrum", "mutants")
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_python_3_9_syntax_the_standard_library_and_pytest_only(name):
+    tree = ast.parse(in_sandbox.source(name), feature_version=(3, 9))
+    guarded = {id(n) for node in tree.body if isinstance(node, ast.If) for n in ast.walk(node)}  # TYPE_CHECKING
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and id(node) not in guarded:
+            assert node.level == 0 and node.module.split(".")[0] in ("__future__", "dataclasses", "typing", "_pytest")
+        if isinstance(node, ast.Import):
+            assert all(a.name.split(".")[0] not in ("repair_agent", "verifier", "pydantic") for a in node.names)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_nothing_runs_at_import(name):
+    tree = ast.parse(in_sandbox.source(name))
+    for node in tree.body:
+        if isinstance(node, ast.Expr):
+            assert isinstance(node.value, ast.Constant)   # the docstring
+        elif isinstance(node, ast.If):
+            assert ast.unparse(node.test) == "TYPE_CHECKING"
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            value = node.value
+            assert value is not None and not any(isinstance(n, ast.Call) and ast.unparse(n.func) != "TypeVar"
+                                                 for n in ast.walk(value)), ast.unparse(node)
+        else:
+            assert isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)), ast.unparse(node)
+
+
+def test_the_programs_load_the_modules_and_call_their_mains_only():
+    for program in (localization.SPECTRUM_PROGRAM, localization.MUTATION_PROGRAM):
+        ast.parse(program, feature_version=(3, 9))
+        assert program.rstrip().splitlines()[-1].startswith(("spectrum.main(", "mutants.main("))
+    assert repr(in_sandbox.source("mutants")) in localization.MUTATION_PROGRAM
+    assert repr(in_sandbox.source("mutants")) not in localization.SPECTRUM_PROGRAM
+
+
+def test_the_host_reads_the_markers_the_programs_print():
+    assert localization.MARKER == spectrum.MARKER == "@@ra-spectrum@@"
+    assert mutation.MARKER == mutants.MARKER == "@@ra-mutants@@"
+
+
+def test_the_settings_the_host_sends_are_the_ones_the_analysis_reads():
+    keys = set(mutation.mutation_args([], 1.0))
+    text = in_sandbox.source("mutants")
+    read = {n.slice.value for n in ast.walk(ast.parse(text))
+            if isinstance(n, ast.Subscript) and ast.unparse(n.value) in ("m", "self.m")
+            and isinstance(n.slice, ast.Constant)}
+    assert read <= keys and read >= keys - {"writable"}
+    assert 'self.m["writable"]' in text
