@@ -236,7 +236,7 @@ class Analysis:
         signal.setitimer(signal.ITIMER_REAL, self.limit)
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={self.root}", *nodeids], plugins=[Grab()])
+                pytest.main(["-q", "-p", "no:cacheprovider", "--maxfail=0", f"--rootdir={self.root}", *nodeids], plugins=[Grab()])
         except MutantTimeout:
             pass
         finally:
@@ -413,7 +413,7 @@ class Analysis:
         self.stop_at = min(self.started + m["budget_s"], run.deadline - run.args["budget_s"] + m["until_s"])
         if self.failing and chosen:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                pytest.main(["-q", "-p", "no:cacheprovider", f"--rootdir={self.root}", *self.failing, *self.passing],
+                pytest.main(["-q", "-p", "no:cacheprovider", "--maxfail=0", f"--rootdir={self.root}", *self.failing, *self.passing],
                             plugins=[self.loop_plugin(chosen)])
         for path, line, original, mutated, new_text, what in self.deferred:
             if self.out_of_budget():
