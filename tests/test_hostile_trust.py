@@ -105,8 +105,19 @@ def plain(granted, docker_client, sandbox_image, baseline_cache, tmp_path_factor
     v.close()
 
 
+_verdicts: dict[tuple[int, str], object] = {}
+
+
 def _run(verifier: Verifier, attack: Attack):
-    """Run the attack; with grants, first check that they cover exactly its findings."""
+    """Run the attack; with grants, first check that they cover exactly its findings. Each attack is
+    checked once per (module-scoped) verifier: a second test on the same attack reads that verdict."""
+    key = (id(verifier), attack.name)
+    if key not in _verdicts:
+        _verdicts[key] = _check(verifier, attack)
+    return _verdicts[key]
+
+
+def _check(verifier: Verifier, attack: Attack):
     diff = attack.diff()
     gate = verifier.review(diff)
     assert gate.ok, f"not granted: {gate.grants_needed}"

@@ -22,6 +22,8 @@ from repair_agent.scenario import load_manifest, resolve
 from repair_agent.state import StopReason, View
 from verifier.rubric import rubric_from_journal
 
+from helpers import runs_dir_with_cache
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TEXTBITS = '''\
@@ -117,6 +119,13 @@ def textbits(tmp_path_factory) -> Path:
 
 def run_search(manifest: Path, runs_dir: Path, seed: int = 0, **kw):
     return execute_run(load_manifest(manifest), SearchChooser(seed), sandbox_kind="local", runs_dir=runs_dir, **kw)
+
+
+@pytest.fixture(scope="module")
+def unfixable(textbits, tmp_path_factory, baseline_cache):
+    """The run on the bug no candidate fixes (seed 0): one run, read by the hand-off test and the replay test."""
+    runs = runs_dir_with_cache(tmp_path_factory.mktemp("unfixable") / "runs", baseline_cache)
+    return run_search(textbits / "unfixable.scenario.toml", runs)
 
 
 def steps(record) -> list[dict]:
@@ -284,8 +293,8 @@ def test_same_seed_same_proposals_other_seed_same_candidates(textbits, runs_dir)
 
 
 # -- what it cannot fix, it hands over -----------------------------------------------------------
-def test_hands_off_with_what_it_learned(textbits, runs_dir):
-    rec = run_search(textbits / "unfixable.scenario.toml", runs_dir)
+def test_hands_off_with_what_it_learned(unfixable):
+    rec = unfixable
     assert rec.status == StopReason.HANDOFF_REQUESTED and rec.exit_code == 10
     stop = steps(rec)[-1]["proposal"]
     assert stop["tool"] == "stop"
@@ -355,10 +364,10 @@ def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
         rec.status == StopReason.HANDOFF_REQUESTED and "candidate" in s[-1]["proposal"].get("summary", ""))
 
 
-def test_replaying_a_view_ranks_once_however_many_patches_it_holds(textbits, runs_dir, monkeypatch):
+def test_replaying_a_view_ranks_once_however_many_patches_it_holds(unfixable, monkeypatch):
     import repair_agent.choosers.search.chooser as chooser_module
 
-    rec = run_search(textbits / "unfixable.scenario.toml", runs_dir)
+    rec = unfixable
     s = steps(rec)
     patches = sum(x["proposal"]["tool"] == "apply_patch" for x in s)
     assert patches >= 3
