@@ -44,6 +44,7 @@ class CorpusCheck(BaseModel):
     target_failures: dict[str, str] = {}
     known_failing: list[str] = []
     uncollectable: dict[str, str] = {}     # module (dotted) -> pytest's cause, no target in it
+    reference_grants: list[str] = []       # what a candidate making the reference fix would need granted
     skipped_on_pristine: list[str] = []    # allowed to stay skipped: listed so a reader sees them
     collected: int = 0
     wall_s: float = 0.0
@@ -145,6 +146,12 @@ def _check(scenario: Scenario, verifier, result: dict, t0: float) -> CorpusCheck
         widened = scenario.spec.model_copy(update={"writable": ("**",)})
         judge = verifier(widened, "widened")
         judge.prepare()
+    # The reference fix is the project's own: what the gate would ask a person to grant in a
+    # candidate (a fix that reads the clock) is granted for it, and said.
+    findings = judge.review(fix)
+    if not findings.ok:
+        result["reference_grants"] = findings.grants_needed
+        judge.granted = tuple(dict.fromkeys([*judge.granted, *findings.grants_needed]))
     result["reference_fix_ok"] = True
     for kind in ("target_test", "full_suite"):
         verdict = judge.run_tests(fix, kind)
@@ -175,6 +182,9 @@ def render_table(checks: list[CorpusCheck]) -> str:
     for c in bad:
         rows += [f"\n{c.scenario}:"] + [f"  - {p}" for p in c.problems]
     for c in checks:
+        if c.reference_grants:
+            rows.append(f"\n{c.scenario}: the reference fix needs a grant (a candidate making it would ask a person): "
+                        + ", ".join(c.reference_grants))
         if c.skipped_on_pristine:
             rows.append(f"\n{c.scenario}: skipped on the buggy tree, may stay skipped: {', '.join(c.skipped_on_pristine)}")
     return "\n".join(rows)

@@ -171,3 +171,53 @@ def test_an_answer_json_cannot_say_makes_no_derived_case():
     request = {"paths": ["."], "cases": [{"name": "c1", "setup": "from m import f", "expr": "f(1)"}]}
     assert heldout_text(request, [{"name": "c1", "value": {"__set__": [1, 2]}}]) is None
     assert heldout_text(request, [{"name": "c1", "value": {"__float__": "nan"}}]) is None
+
+
+CLOCK_CODE = '''\
+import datetime
+
+
+def age(born, today=None):
+    today = today or datetime.date(2020, 1, 1)
+    return today.year - born.year
+'''
+CLOCK_TESTS = '''\
+import datetime
+
+from clocky import age
+
+
+def test_age_defaults_to_today():
+    assert age(datetime.date(2000, 1, 1)) == datetime.date.today().year - 2000
+'''
+CLOCK_FIX = '''\
+--- a/src/clocky/__init__.py
++++ b/src/clocky/__init__.py
+@@ -2,5 +2,5 @@ import datetime
+ 
+ 
+ def age(born, today=None):
+-    today = today or datetime.date(2020, 1, 1)
++    today = today or datetime.date.today()
+     return today.year - born.year
+'''
+
+
+def test_a_real_fix_that_reads_the_clock_is_checked_with_that_granted_and_said(tmp_path):
+    from repair_agent.corpus import check_scenario, render_table
+    from repair_agent.scenario import load_manifest
+
+    repo = tree(tmp_path / "clocky", {"src/clocky/__init__.py": CLOCK_CODE, "tests/test_age.py": CLOCK_TESTS,
+                                      "pyproject.toml": "[tool.pytest.ini_options]\npythonpath = ['src']\n"})
+    (tmp_path / "fix.diff").write_text(CLOCK_FIX)
+    (tmp_path / "clocky.scenario.toml").write_text(
+        'name = "clocky"\nrepo = "clocky"\nreference_fix = "fix.diff"\n[goal]\ntext = "age uses today"\n'
+        'failure_signature = "assert"\n[acceptance]\ntarget_tests = ["tests/test_age.py::test_age_defaults_to_today"]\n'
+        'writable = ["src/**"]\n')
+    assert repo.is_dir()
+    check = check_scenario(load_manifest(tmp_path / "clocky.scenario.toml"), tmp_path / "state", backend="local")
+    # The gate would stop a candidate making this fix until a person grants it; the project's own
+    # fix is run with it granted, and the check says what a candidate would need.
+    assert check.ok, check.problems
+    assert len(check.reference_grants) == 1 and check.reference_grants[0].startswith("code:clock@src/clocky/__init__.py")
+    assert "the reference fix needs a grant" in render_table([check])
