@@ -64,11 +64,13 @@ def table(results: dict, repos: Path) -> str:
             return f"usable ({len(r['targets'])} target(s))"
         return " ".join(r["reason"].split())[:220].replace("|", "\\|")
 
-    rows = ["| project | commit | subject | `import commit` | `import swebench` |", "|---|---|---|---|---|"]
+    rows = ["| project | commit | subject | `import commit` | `import swebench` | note |", "|---|---|---|---|---|---|"]
     for v in results.values():
         subject = git.Repo(repos / v["project"]).commit(v["sha"]).summary
+        # `note` / `excluded`: what a person found checking a refusal by hand (kept in results.json)
+        note = (v.get("excluded") or v.get("note") or "").replace("|", "/")
         rows.append(f"| {v['project']} | `{v['sha'][:12]}` | {str(subject)[:60].replace('|', '/')} | "
-                    f"{said(v['commit'])} | {said(v.get('swebench'))} |")
+                    f"{said(v['commit'])} | {said(v.get('swebench'))} | {note} |")
     return "\n".join(rows)
 
 
