@@ -59,6 +59,7 @@ def test_imports_of_test_helper_modules_count_not_only_test_files(tmp_path):
 @pytest.mark.parametrize("classifiers,requires,expected", [
     (["Programming Language :: Python :: 3.6", "Programming Language :: Python :: 3.7"], None, "3.9"),
     (["Programming Language :: Python :: 3.9", "Programming Language :: Python :: 3.10"], None, None),
+    (["Programming Language :: Python :: 3.8"], None, None),           # inflection 0.5.1 runs on 3.11
     (["Programming Language :: Python :: 3.12"], None, None),
     (["Programming Language :: Python :: 3.7"], ">=3.10", None),     # requires-python wins
     ([], ">=3.12", "3.13"),

@@ -135,8 +135,9 @@ DEFAULT_PYTHON = "3.11"
 def offered_python(classifiers: list[str], requires_python: str | None) -> str | None:
     """The offered Python a tree's declarations point to, when it is not the default: the nearest one
     its `requires-python` admits when that excludes the default; 3.9 when the newest Python its
-    classifiers list is older than 3.10 (the release that removed `collections.Mapping` and the
-    like: such a tree was last tested on an older Python). None: the default."""
+    classifiers list is 3.7 or older (such a tree was last tested before 3.8 warned about what 3.10
+    removed, `collections.Mapping` and the like; a tree that lists 3.8 mostly runs on 3.11, where
+    its tests run on a newer pytest). None: the default."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     try:
@@ -148,7 +149,7 @@ def offered_python(classifiers: list[str], requires_python: str | None) -> str |
         return min(admitted, key=lambda v: abs(int(v.split(".")[1]) - 11)) if admitted else None
     listed = [int(m.group(1)) for c in classifiers
               for m in [re.fullmatch(r"Programming Language :: Python :: 3\.(\d+)", c.strip())] if m]
-    if listed and max(listed) < 10 and "3.9" in admitted:
+    if listed and max(listed) < 8 and "3.9" in admitted:
         return "3.9"
     return None
 
