@@ -1,5 +1,5 @@
 """The shape of the code, checked from its source with `ast`: no import circle in repair_agent/ or
-verifier/, renderers that nothing imports back, and no module past ~400 lines without a stated reason."""
+verifier/, renderers that nothing imports back, and no module past ~400 lines unless a reviewed list (LONG_MODULES) says why."""
 from __future__ import annotations
 
 import ast
@@ -8,8 +8,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("repair_agent", "verifier")
 MAX_LINES = 400
-# Being split into a package on its own line of work; remove it here once that lands.
-SPLIT_ELSEWHERE: set[str] = set()
+# The modules allowed past MAX_LINES, each with the reason a reviewer accepted (their docstrings say it
+# at length). A new long module fails until it is split or argued for here; a module that shrinks
+# below the limit must leave the list, so the list stays what it claims.
+LONG_MODULES = {
+    "repair_agent.choosers.model": "to be split: prompt rendering, reply parsing and transport (one step's state)",
+    "repair_agent.in_sandbox.mutants": "one program shipped as one source text into the sandbox",
+    "repair_agent.journal": "records, their hashing writer and the chain check are one file format",
+    "repair_agent.resume": "checkpoint, grant, rebuilt session and resumed controller are one protocol",
+    "repair_agent.sandbox.environment": "key, build, labels, listing and pruning are one naming scheme",
+    "verifier.gate": "apply, find the added lines and read them: one pipeline over one line numbering",
+    "verifier.gate_rules": "the tables and the reader that consults them change together",
+    "verifier.isolation": "the one definition of 'hardened' both the container and the local runner use",
+    "verifier.runner": "set-up and the per-check sequence are one protocol, read top to bottom",
+    "verifier.scope": "two readings of a diff and the rule that they agree must stay in one place",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -110,13 +123,11 @@ def test_renderers_import_the_report_model_and_nothing_imports_them_back():
     assert not graph["repair_agent.report"] & renderers and not graph["repair_agent.html_report"] & renderers
 
 
-def test_no_module_past_the_size_limit_without_a_stated_reason():
-    """A longer module says why in its docstring ("Kept in one module: ..."), so a reader knows the
-    size was a decision."""
-    too_long = []
-    for name, path in _modules().items():
-        lines = path.read_text().count("\n")
-        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-        if lines > MAX_LINES and "Kept in one module" not in doc and name not in SPLIT_ELSEWHERE:
-            too_long.append(f"{name} ({lines} lines)")
+def test_no_module_past_the_size_limit_unless_listed_with_a_reason():
+    modules = {name: path.read_text().count("\n") for name, path in _modules().items()}
+    too_long = sorted(f"{name} ({lines} lines)" for name, lines in modules.items()
+                      if lines > MAX_LINES and name not in LONG_MODULES)
     assert too_long == []
+    # The list holds only what is still long (and still exists).
+    stale = sorted(name for name in LONG_MODULES if modules.get(name, 0) <= MAX_LINES)
+    assert stale == []
