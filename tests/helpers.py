@@ -302,3 +302,18 @@ def calc_sandbox(tmp_path: Path, source: str = CALC, tests: str = CALC_TESTS):
     base = create_workspace(repo, tmp_path / "ws", for_container=False)
     (tmp_path / "out").mkdir()
     return LocalSandbox(tmp_path / "ws", base, output_dir=tmp_path / "out")
+
+
+def committed_tree(root: Path, files: dict[str, str]) -> Path:
+    """A git repository at `root` holding `files` (path -> text) in one commit on `main`."""
+    import git
+
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    repo = git.Repo.init(root, initial_branch="main")
+    repo.git.add(A=True)
+    who = git.Actor("Project Dev", "dev@example.org")
+    repo.index.commit("initial", author=who, committer=who)
+    repo.close()
+    return root

@@ -14,7 +14,7 @@ from pathlib import Path
 import git
 import pytest
 
-from helpers import LOOP
+from helpers import LOOP, committed_tree
 from rangekit_project import build_rangekit
 
 pytestmark = pytest.mark.docker
@@ -32,13 +32,7 @@ def cli(runs: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess
 
 def project(root: Path, files: dict[str, str], manifest: str | None = None, fix: str | None = None) -> Path:
     """A git repository of `files`; with a manifest (and its reference fix) beside it."""
-    for rel, text in {"pyproject.toml": PYPROJECT, **files}.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    repo = git.Repo.init(root, initial_branch="main")
-    repo.git.add(A=True)
-    repo.index.commit("initial", author=WHO, committer=WHO)
-    repo.close()
+    committed_tree(root, {"pyproject.toml": PYPROJECT, **files})
     if manifest is None:
         return root
     (root.parent / "fix.diff").write_text(fix or "")

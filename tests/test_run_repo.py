@@ -25,6 +25,7 @@ from pathlib import Path
 import git
 import pytest
 
+from helpers import committed_tree
 from rangekit_project import build_rangekit
 
 pytestmark = pytest.mark.docker
@@ -197,16 +198,9 @@ def test_the_environment_comes_from_the_repository_files(tmp_path):
 def test_a_version_module_the_install_wrote_is_in_the_copy_and_never_an_uncommitted_change(tmp_path):
     from repair_agent.local_repo import snapshot
 
-    repo_path = tmp_path / "proj"
     files = {"src/pkg/__init__.py": "from ._version import version\n", "tests/test_a.py": "def test_a():\n    pass\n",
              ".gitignore": "src/pkg/_version.py\n.venv/\n*.log\n"}
-    for rel, text in files.items():
-        (repo_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo_path / rel).write_text(text)
-    repo = git.Repo.init(repo_path, initial_branch="main")
-    repo.git.add(A=True)
-    repo.index.commit("initial", author=WHO, committer=WHO)
-    repo.close()
+    repo_path = committed_tree(tmp_path / "proj", files)
     # What `pip install -e .` with setuptools-scm leaves, and what must stay out: a virtualenv's
     # packages (no tracked package around them), a log, a big file.
     (repo_path / "src/pkg/_version.py").write_text("version = '1.2.3'\n")
