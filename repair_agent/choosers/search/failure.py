@@ -68,6 +68,8 @@ def _writable(path: str, writable: tuple[str, ...]) -> str | None:
     """The repository-relative path of `path` if it is inside the writable scope (absolute container
     paths such as /workspace/src/x.py are matched by their shortest writable suffix)."""
     parts = path.strip("/").split("/")
+    if {"tests", "test"} & set(parts[:-1]):  # a test module's frame, under any prefix: never a suffix of it
+        return None
     for i in range(len(parts)):
         rel = "/".join(parts[i:])
         if glob_match(rel, writable) and not rel.startswith(("tests/", "test/")) and "/tests/" not in f"/{rel}":
