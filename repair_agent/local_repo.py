@@ -163,16 +163,17 @@ def snapshot(path: Path, dest_root: Path) -> tuple[Path, LocalOrigin]:
                              left_out=left_out, pristine_digest=digest, generated=generated)
 
 
-GENERATED_MAX_BYTES = 16 * 1024
-
-
 def generated_modules(root: Path, listed: list[str]) -> list[str]:
     """Ignored modules inside a package the repository tracks (`src/pkg/_version.py`, written by
     setuptools-scm at install): the package cannot be imported without them, and a checkout has them.
     Never a file of an ignored directory such as a virtualenv (no tracked package around it), never
     a large one; they are not uncommitted changes (a release does not commit them)."""
+    from .sandbox.environment import GENERATED_MAX_BYTES
+
     packages = {str(Path(f).parent) for f in listed if f and Path(f).name == "__init__.py"}
-    ignored = _run_git(root, ["ls-files", "-z", "--others", "--ignored", "--exclude-standard"]).split("\0")
+    # An ignored directory (a virtualenv) is listed as itself, not walked file by file.
+    ignored = _run_git(root, ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]
+                       ).split("\0")
     kept = []
     for rel in filter(None, ignored):
         path = root / rel

@@ -97,7 +97,7 @@ def md_lines(text: Any) -> list[str]:
     """Outside text of several lines (a goal, a problem statement) as Markdown lines of one paragraph,
     each shown as md_text shows one line, broken where the text breaks; a line that Markdown would
     read as a list item, a rule or a heading's underline starts escaped."""
-    lines = [line for line in str(text).splitlines()] or [""]
+    lines = str(text).splitlines() or [""]
     shown = [_MD_LINE_START.sub(_escape_start, md_text(line)) for line in lines]
     return [line + "  " for line in shown[:-1]] + shown[-1:]
 

@@ -304,16 +304,26 @@ def calc_sandbox(tmp_path: Path, source: str = CALC, tests: str = CALC_TESTS):
     return LocalSandbox(tmp_path / "ws", base, output_dir=tmp_path / "out")
 
 
-def committed_tree(root: Path, files: dict[str, str]) -> Path:
-    """A git repository at `root` holding `files` (path -> text) in one commit on `main`."""
+def git_history(root: Path, author: str = "Project Dev", email: str = "dev@example.org"):
+    """A new git repository at `root` (branch `main`), and a function that commits everything in the
+    working tree with a message and returns the commit's sha."""
     import git
 
+    git.Repo.init(root, initial_branch="main").close()
+    who = git.Actor(author, email)
+
+    def commit(message: str) -> str:
+        with git.Repo(root) as repo:
+            repo.git.add(A=True)
+            return repo.index.commit(message, author=who, committer=who).hexsha
+
+    return commit
+
+
+def committed_tree(root: Path, files: dict[str, str]) -> Path:
+    """A git repository at `root` holding `files` (path -> text) in one commit on `main`."""
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    repo = git.Repo.init(root, initial_branch="main")
-    repo.git.add(A=True)
-    who = git.Actor("Project Dev", "dev@example.org")
-    repo.index.commit("initial", author=who, committer=who)
-    repo.close()
+    git_history(root)("initial")
     return root

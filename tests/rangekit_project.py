@@ -11,6 +11,8 @@ from pathlib import Path
 
 import git
 
+from helpers import git_history
+
 CORE_BUGGY = '''\
 """Integer ranges."""
 
@@ -81,12 +83,7 @@ def build_rangekit(path: Path) -> Rangekit:
     (path / "tests/test_core.py").write_text(TESTS_INITIAL)
     (path / "pyproject.toml").write_text('[project]\nname = "rangekit"\nversion = "0.1.0"\n\n'
                                          '[tool.pytest.ini_options]\npythonpath = ["src"]\n')
-    repo = git.Repo.init(path, initial_branch="main")
-    who = git.Actor("Rangekit Dev", "dev@rangekit.example")
-
-    def commit(message: str) -> str:
-        repo.git.add(A=True)
-        return repo.index.commit(message, author=who, committer=who).hexsha
+    commit = git_history(path, "Rangekit Dev", "dev@rangekit.example")
 
     initial = commit("initial")
     core = path / "src/rangekit/core.py"
@@ -96,5 +93,4 @@ def build_rangekit(path: Path) -> Rangekit:
     core.write_text(core.read_text().replace("return high - low", "return high - low + 1"))
     (path / "tests/test_core.py").write_text(TESTS_INITIAL + IN_RANGE_TEST + SPAN_TEST)
     fix_span = commit("fix span: count both ends")
-    repo.close()
     return Rangekit(path, initial, fix_in_range, fix_span)

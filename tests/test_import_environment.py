@@ -17,6 +17,8 @@ from pathlib import Path
 import git
 import pytest
 
+from helpers import git_history
+
 from repair_agent.scenario import load_manifest
 
 pytestmark = pytest.mark.docker
@@ -89,12 +91,7 @@ def build_tinyslug(path: Path) -> Tinyslug:
     (path / "src/tinyslug/__init__.py").write_text(CODE)
     (path / "tests/test_slug.py").write_text(TESTS)
     (path / "pyproject.toml").write_text(PYPROJECT.format(version="0.1.0", description="slugs"))
-    repo = git.Repo.init(path, initial_branch="main")
-    who = git.Actor("Tinyslug Dev", "dev@tinyslug.example")
-
-    def commit(message: str) -> str:
-        repo.git.add(A=True)
-        return repo.index.commit(message, author=who, committer=who).hexsha
+    commit = git_history(path, "Tinyslug Dev", "dev@tinyslug.example")
 
     initial = commit("initial")
     code = path / "src/tinyslug/__init__.py"
@@ -108,7 +105,6 @@ def build_tinyslug(path: Path) -> Tinyslug:
     with (path / "tests/test_slug.py").open("a") as f:
         f.write('\n\ndef test_words_double_space():\n    assert words("a  b") == 2\n')
     fix_words = commit("fix words: runs of spaces are one separator")
-    repo.close()
     return Tinyslug(path, initial, fix_strip, release, fix_words)
 
 

@@ -12,8 +12,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-import git
 import pytest
+
+from helpers import git_history
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,12 +90,7 @@ def almanac(tmp_path_factory) -> tuple[Path, str, str]:
                       "tests/test_env.py": ENV_TEST, ".gitignore": "src/almanac/_version.py\n"}.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
         (path / rel).write_text(text)
-    repo = git.Repo.init(path, initial_branch="main")
-    who = git.Actor("Almanac Dev", "dev@almanac.example")
-
-    def commit(message: str) -> str:
-        repo.git.add(A=True)
-        return repo.index.commit(message, author=who, committer=who).hexsha
+    commit = git_history(path, "Almanac Dev", "dev@almanac.example")
 
     commit("initial")
     code = path / "src/almanac/__init__.py"
@@ -106,7 +102,6 @@ def almanac(tmp_path_factory) -> tuple[Path, str, str]:
     (path / "tests/test_days.py").write_text((path / "tests/test_days.py").read_text()
                                              + "\n\ndef test_settle_negative():\n    assert settle(-2) == \"settled\"\n")
     loop = commit("settle: a negative balance looped forever")
-    repo.close()
     return path, leap, loop
 
 

@@ -100,15 +100,26 @@ def read_result_file(path: Path, cap: int = MAX_JUNIT_BYTES) -> tuple[bytes | No
     return data, f"result file {Path(path).name} refused: {why}" if why else None
 
 
-_CRASH = re.compile(r"^(?:INTERNALERROR>\s*|E\s+)?((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+|ERROR: .+)$")
+_EXCEPTION_LINE = re.compile(r"^(?:INTERNALERROR>\s*|E\s+)?((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+)$")
+
+
+def last_exception(lines: list[str]) -> str | None:
+    """The last `SomeError: message` line of a traceback-bearing output (pytest's `E` and
+    `INTERNALERROR>` prefixes left off): what a crash or a failed build says in its own words."""
+    for line in reversed(lines):
+        m = _EXCEPTION_LINE.match(line.strip())
+        if m:
+            return m.group(1)
+    return None
 
 
 def crash_cause(output: str) -> str:
     """Why pytest ended without a report, in its own words: the last exception line of its output
     (`OSError: [Errno 30] Read-only file system: '.coverage'`) or its `ERROR:` usage line."""
-    for line in reversed(output.splitlines()):
-        m = _CRASH.match(line.strip())
-        if m:
-            return m.group(1)[:300]
-    tail = [line.strip() for line in output.splitlines() if line.strip()]
+    lines = output.splitlines()
+    said = last_exception(lines) or next((line.strip() for line in reversed(lines)
+                                           if line.strip().startswith("ERROR: ")), None)
+    if said:
+        return said[:300]
+    tail = [line.strip() for line in lines if line.strip()]
     return tail[-1][:300] if tail else "no output"

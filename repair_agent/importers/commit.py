@@ -101,7 +101,7 @@ def run_tests(tree: Path, files: list[str], check: dict) -> TestRun:
         raise InstanceError(f"the commit's tests could not be run ({parse_problem or problem}, pytest exit "
                             f"{result.exit_code}): {crash_cause(result.stderr.text + chr(10) + result.stdout.text)}")
     by_key = {c.key: n for c in cases if not c.collection for n in [junit_key_to_nodeid(c.key, files)] if n}
-    tests = [c for c in cases if c.key in by_key and not c.collection]
+    tests = [c for c in cases if c.key in by_key]
     return TestRun(outcomes={by_key[c.key]: c.outcome for c in tests},
                    unimported={c.collected_path: c.message for c in cases if c.collection},
                    messages={by_key[c.key]: c.message for c in tests if c.message},

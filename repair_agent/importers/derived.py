@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ast
 import json
-from typing import Any
 import re
 from pathlib import Path
+from typing import Any
 
 from unidiff import PatchSet
 

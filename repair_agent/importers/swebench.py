@@ -142,10 +142,11 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
                                        shared={} if shared is None else shared, check=check or {}, log=log)
         cases, per_test_s = _derived(with_tests, Path(tmp) / "fixed", inst, check or {"backend": "local"}, section,
                                      name, heldout, log)
-        if hidden_tests:  # what the install generated (environment_check wrote it into with_tests)
-            for rel in sorted(set(_files(with_tests)) - set(_files(tree)) - set(patch_paths(inst.test_patch, "test_patch"))):
-                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-                (tree / rel).write_bytes((with_tests / rel).read_bytes())
+        if hidden_tests:  # the workspace's tree gets what the install generates too (a version file)
+            try:
+                environment_check(check or {}, section, tree, name, log)
+            except InstanceError:
+                pass  # no image: _derived said nothing either, and the corpus check will say why
     # The files the test patch touches and the modules the named tests live in: never writable.
     tested = [n.split("::")[0] for n in inst.FAIL_TO_PASS + inst.PASS_TO_PASS]
     protected = list(dict.fromkeys(test_files + tested))
@@ -241,6 +242,3 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
     validate(out, written, workers=workers, log=log, **check)
     return results
 
-
-def _files(tree: Path) -> list[str]:
-    return [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file() and not p.is_symlink()]

@@ -39,6 +39,7 @@ from typing import Callable, Iterator, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from verifier.isolation import absolute_mount
+from verifier.junit import last_exception
 from verifier.trees import copy_tree, sha256_file
 
 from .declared import BUILD_FILES as BUILD_FILES, install_digest
@@ -382,17 +383,19 @@ def _build(client, env: EnvironmentSection, tree: Path, name: str, base: str, ke
 def _generated(tree: Path, work: Path) -> dict[str, str]:
     """Python modules the build wrote into its copy of the tree (small, UTF-8, not build output)."""
     found: dict[str, str] = {}
+    total = 0
     for path in sorted(work.rglob("*.py")):
         rel = path.relative_to(work)
         if (tree / rel).exists() or path.is_symlink() or not path.is_file() \
                 or any(part in _NOT_GENERATED or part.endswith(".egg-info") for part in rel.parts):
             continue
         data = path.read_bytes()
-        if len(data) <= GENERATED_MAX_BYTES and sum(map(len, found.values())) + len(data) <= 4 * GENERATED_MAX_BYTES:
+        if len(data) <= GENERATED_MAX_BYTES and total + len(data) <= 4 * GENERATED_MAX_BYTES:
             try:
                 found[rel.as_posix()] = data.decode("utf-8")
             except UnicodeDecodeError:
                 continue
+            total += len(data)
     return found
 
 
@@ -407,7 +410,9 @@ def add_generated(client, tag: str, tree: Path, log: Log = lambda m: None) -> li
     written = []
     for rel, text in sorted(files.items()):
         target = tree / rel
-        if ".." in Path(rel).parts or Path(rel).is_absolute() or target.exists() or not target.parent.is_dir():
+        inside = [target, *list(target.parents)[:len(Path(rel).parts) - 1]]
+        if ".." in Path(rel).parts or Path(rel).is_absolute() or target.exists() or not target.parent.is_dir() \
+                or any(p.is_symlink() for p in inside):  # never written through a link
             continue
         target.write_text(text, encoding="utf-8")
         written.append(rel)
@@ -434,9 +439,6 @@ _FAILED_REQ = (re.compile(r"No matching distribution found for (\S+)"),
                re.compile(r"Invalid requirement: '?([^'\s]+)"))
 
 
-_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+)$")
-
-
 def describe_failure(step: str, lines: list[str], env: EnvironmentSection) -> str:
     """Which step failed, and the package pip names when it names one."""
     for line in reversed(lines):
@@ -448,10 +450,9 @@ def describe_failure(step: str, lines: list[str], env: EnvironmentSection) -> st
             if m:
                 return f"installing {m.group(1).strip(chr(39))} failed at step '{step}'"
     # A build backend's traceback ends in its exception; pip's trailer after it ("See above") says nothing.
-    for line in reversed(lines):
-        m = _EXCEPTION.match(line)
-        if m:
-            return f"step '{step}' failed: {m.group(1)}"[:400]
+    raised = last_exception(lines)
+    if raised:
+        return f"step '{step}' failed: {raised}"[:400]
     return f"step '{step}' failed: {' | '.join(lines[-3:])[:400]}"
 
 
