@@ -38,3 +38,19 @@ def test_one_corrupt_run_json_is_named_and_the_other_runs_are_listed(tmp_path, c
     assert "does not read as its schema says" in err and "status" in err
     assert cli.main(["--runs-dir", str(runs), "replay", "no-such-run"]) == cli.USAGE_ERROR
     assert Path(good.run_dir).is_dir()
+
+
+def test_a_reader_that_goes_away_ends_the_listing_quietly():
+    """`repair-agent scenarios | head -1`: the pipe closes before the listing is written; the command
+    ends without a traceback (the rest of its output goes nowhere), as `cat` would."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "repair_agent", "scenarios"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()   # the reader is gone before the first line
+    stderr = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+    assert proc.returncode in (0, 141)

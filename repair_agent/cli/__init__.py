@@ -200,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err("interrupted; containers of this run were removed")
         return 130
+    except BrokenPipeError:   # a bare print() whose reader went away (`... | head`): quiet, as `cat` is
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     finally:
         if args.program:  # about to exit, everything written and every container removed: spare the
             # interpreter's exit a collection pass over every object the process made (0.1-0.5 s)

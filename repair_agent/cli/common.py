@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..visible import terminal
@@ -16,7 +17,12 @@ def err(message: str) -> None:
 
 def say(text: object = "") -> None:
     """One printed line (or block) of outside text: secrets out, hidden characters named (visible.py)."""
-    print(terminal(text), flush=True)
+    try:
+        print(terminal(text), flush=True)
+    except BrokenPipeError:
+        # The reader went away (`repair-agent show RUN | head`): the rest of the output goes nowhere,
+        # and a run keeps going to its end, records and cleanup included, instead of a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 class RunsDirAction(argparse.Action):
