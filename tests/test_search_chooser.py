@@ -251,7 +251,7 @@ def test_localizes_from_the_spectrum_and_without_it_by_searching_the_asserted_ca
     view = shown_view(rec, 2)
     first = view.evidence[0].model_copy(update={"localization": None})
     blind = view.model_copy(update={"evidence": (first,)})
-    assert SearchChooser(0).choose(blind).model_dump() == {"tool": "search", "query": "def first_n(",
+    assert SearchChooser(0).choose(blind).proposal.model_dump() == {"tool": "search", "query": "def first_n(",
                                                            "path_glob": "src/**"}
 
 
@@ -376,7 +376,7 @@ def test_replaying_a_view_ranks_once_however_many_patches_it_holds(unfixable, mo
     monkeypatch.setattr(chooser_module, "scored_candidates", lambda *a, **k: calls.append(1) or real(*a, **k))
     chooser = SearchChooser(0)
     last = shown_view(rec, len(s))
-    stop = chooser.choose(last)
+    stop = chooser.choose(last).proposal
     # every past patch identified, and the same hand-off as in the run, from one scoring (what the
     # failed tries showed only reorders it)
     assert stop.model_dump() == s[-1]["proposal"] and len(calls) == 1
