@@ -170,9 +170,7 @@ class Controller:
                     {"raw": reply.call.get("raw") if isinstance(reply.call, dict) else None, "infrastructure": False})
             return reply, None
         reason = _FAILURES[reply.failure]
-        extra: dict[str, Any] = {"raw": reply.raw}
-        if reply.traceback is not None:
-            extra["traceback"] = reply.traceback  # where the chooser broke, for whoever fixes it
+        extra: dict[str, Any] = {"raw": reply.raw, **({"traceback": reply.traceback} if reply.traceback else {})}
         if reply.failure == "unavailable":
             extra["infrastructure"] = reply.infrastructure  # the endpoint failed, not the model's repair
         return reply, Stopped(reason, reply.detail, extra)
