@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..actions import Action
 from ..state import View
 
 
@@ -60,7 +61,8 @@ class ChooserStep(BaseModel):
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    proposal: Any
+    # A dict or text stays exactly as the chooser wrote it (journaled so), hence tried first.
+    proposal: dict[str, Any] | str | Action = Field(union_mode="left_to_right")
     usage: Usage | None = Field(default=None, description="None: it spent nothing (not a model)")
     call: BaseModel | None = Field(default=None, description="the record of its call, journaled with the step as the "
                                                      "chooser dumps it (a model's requests, replies, latency)")
