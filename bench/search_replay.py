@@ -145,7 +145,7 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
     while used < budget:
         fields = {**view0.view_fields(), "steps_left": budget - used, "step": used + 1}
         view = View(**fields, evidence=tuple(evs))
-        action = chooser.choose(view)
+        action = chooser.choose(view).proposal
         if isinstance(action, Stop):
             outcome = f"hand-off: {action.reason}"
             break

@@ -147,7 +147,7 @@ class Controller:
         deadline = asked + max(0.0, limit - min(1.0, limit * 0.05))
 
         def ask() -> ChooserReply:
-            set_deadline = getattr(chooser, "set_deadline", None)
+            set_deadline = getattr(chooser, "set_deadline", None)  # optional: choosers.base.DeadlineAware
             if callable(set_deadline):
                 set_deadline(deadline)
             return consult(chooser, view, progress)
@@ -170,7 +170,7 @@ class Controller:
                     {"raw": reply.call.get("raw") if isinstance(reply.call, dict) else None, "infrastructure": False})
             return reply, None
         reason = _FAILURES[reply.failure]
-        extra: dict[str, Any] = {"raw": reply.raw}
+        extra: dict[str, Any] = {"raw": reply.raw, **({"traceback": reply.traceback} if reply.traceback else {})}
         if reply.failure == "unavailable":
             extra["infrastructure"] = reply.infrastructure  # the endpoint failed, not the model's repair
         return reply, Stopped(reason, reply.detail, extra)
@@ -184,7 +184,7 @@ class Controller:
         placeholder = {"unreadable": stage, "why": f"not read within {limit:.1f}s"}
         if stage == "error":
             return ChooserReply(proposal=placeholder), Stopped(
-                StopReason.DEPENDENCY_FAILURE, f"the chooser raised an exception whose text could not be read "
+                StopReason.CHOOSER_ERROR, f"the chooser raised an exception whose text could not be read "
                 f"within {limit:.1f}s", {"raw": placeholder})
         what = "proposal" if stage == "proposal" else f"{stage} record"
         return ChooserReply(proposal=placeholder if stage == "proposal" else None), Stopped(
@@ -394,7 +394,7 @@ def _label(proposal: Any) -> str:
 
 
 _FAILURES = {"token_budget": StopReason.STEP_BUDGET, "malformed": StopReason.INVALID_ACTION,
-             "unavailable": StopReason.DEPENDENCY_FAILURE, "raised": StopReason.DEPENDENCY_FAILURE,
-             "unreadable": StopReason.INVALID_ACTION}  # a plug-in that raises is a broken dependency
+             "unavailable": StopReason.DEPENDENCY_FAILURE, "raised": StopReason.CHOOSER_ERROR,
+             "unreadable": StopReason.INVALID_ACTION}  # a chooser that raises has a bug: its own exit
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from verifier.files import atomic_write
 
 from .journal import JournalRecord, SetupRecord, read_records
-from .plain import ChooserIdentity
+from .choosers.base import ChooserDescription
 from .redaction import redact
 from .records import Report, RunOutcome, RunRecord, build_report, final_correctness
 from .scenario import Scenario
@@ -18,7 +18,7 @@ from .state import StopReason
 from .usage import model_of, summarize_usage
 
 
-def write_results(session: Session, outcome: RunOutcome, identity: ChooserIdentity, *, started_at: str, wall_s: float,
+def write_results(session: Session, outcome: RunOutcome, identity: ChooserDescription, *, started_at: str, wall_s: float,
                    storage_error: str | None = None) -> RunRecord:
     """run.json, candidate.diff, scenario.json and the report: the same writers for a fresh run and a resume."""
     run_dir, scenario, verifier = session.run_dir, session.scenario, session.verifier

@@ -26,21 +26,22 @@ from pydantic import BaseModel
 from verifier import ScopeVerdict, TestVerdict, Verifier, check_scope, diff_sha256, unsatisfied
 
 from .actions import CHECK_TOOLS, Action, ApplyPatch, InvalidAction, ReplaceInFile, parse_action
-from .choosers.base import Chooser
+from .choosers.base import Chooser, ChooserDescription, ChooserStep
 from .controller import CHOOSER_TIMEOUT_S, Controller, Stopped
 from .journal import (GrantRecord, Journal, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
                       TornTail, parse_record, read_journal, set_aside_torn_tail, verify_chain)
 from .outputs import write_results
-from .plain import ChooserIdentity, read_identity
+from .plain import read_description
 from .records import RunRecord, load_record
 from .run import early_stop
 from .session import Session, pid_alive
 from .state import Evidence, Grant, State, StopReason, View
 from .tools import Executor
-from .usage import CostLimit, summarize_usage
+from .usage import CostLimit, model_record, summarize_usage
 
 RESUMABLE = (StopReason.STEP_BUDGET, StopReason.DEADLINE, StopReason.DEPENDENCY_FAILURE,
-             StopReason.AUTHORIZATION_REQUIRED, StopReason.HANDOFF_REQUESTED, StopReason.COST_BUDGET)
+             StopReason.AUTHORIZATION_REQUIRED, StopReason.HANDOFF_REQUESTED, StopReason.COST_BUDGET,
+             StopReason.CHOOSER_ERROR)
 KILLED = "killed"  # the journal ends without a stop line: SIGKILL, power loss
 
 
@@ -284,10 +285,10 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
         session = Session(scenario, run_dir, setup.run_id, setup.sandbox, client, log, runs_dir=Path(runs_dir))
         session.remove_containers_of(checkpoint.owner_pids)
         journal = Journal.reopen(run_dir / "journal.jsonl")
-        identity = ChooserIdentity(name=spec)
+        identity = ChooserDescription(name=spec)
         try:
             try:
-                identity = read_identity(chooser, min(CHOOSER_TIMEOUT_S, deadline_s or budget.deadline_s), spec)
+                identity = read_description(chooser, min(CHOOSER_TIMEOUT_S, deadline_s or budget.deadline_s), spec)
                 shutil.rmtree(run_dir / "workspace", ignore_errors=True)  # derived: the journal is the record
                 session.open(granted=checkpoint.state.authorization.granted_paths)
                 sandbox, verifier = session.live
@@ -310,7 +311,7 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                                                      hidden_tests=session.scenario.hidden_tests is not None), verifier,
                     journal, environment_id=verifier.environment_id, extra_steps=steps,
                     deadline_s=deadline_s or budget.deadline_s, on_step=on_step,
-                    cost_limit=None if max_cost is None else CostLimit(max_cost=max_cost, model=identity.model,
+                    cost_limit=None if max_cost is None else CostLimit(max_cost=max_cost, model=model_record(identity),
                                                                        spent=checkpoint.cost_spent))
                 outcome = controller.run()
         finally:
@@ -420,28 +421,30 @@ def _restored_verdict(evidence: Evidence) -> TestVerdict | ScopeVerdict:
     return TestVerdict.model_validate(data).model_copy(update={"ok": False, "targets_ok": False})
 
 
+class ReofferCall(BaseModel):
+    """The call record of a re-offered step: no chooser was asked."""
+
+    reoffer_of_step: int | None
+    note: str = "re-offered after a person's grant"
+
+
 class _Reoffer:
     """After a person's grant, the proposal refused for lack of it comes back once, before the
     chooser is asked again. It is validated and authorized like any proposal."""
 
-    name = "re-offer"  # the run records the inner chooser's name, read once at setup
-
     def __init__(self, chooser: Chooser, proposal: Any, refused_step: int | None):
         self._inner, self._proposal, self._refused_step = chooser, proposal, refused_step
-        self.seed: int | None = None
-        self.last_call: Any = {"reoffer_of_step": refused_step, "note": "re-offered after a person's grant"}
-        self.last_usage: dict | None = None
+
+    def describe(self) -> ChooserDescription:
+        return self._inner.describe()  # the run described the inner chooser at setup
 
     def set_deadline(self, deadline: float) -> None:
-        inner = getattr(self._inner, "set_deadline", None)
+        inner = getattr(self._inner, "set_deadline", None)  # optional: choosers.base.DeadlineAware
         if callable(inner):
             inner(deadline)
 
     def choose(self, view: View) -> Any:
         if self._proposal is not None:
             proposal, self._proposal = self._proposal, None
-            return proposal
-        proposal = self._inner.choose(view)
-        self.last_call = getattr(self._inner, "last_call", None)
-        self.last_usage = getattr(self._inner, "last_usage", None)
-        return proposal
+            return ChooserStep(proposal=proposal, call=ReofferCall(reoffer_of_step=self._refused_step))
+        return self._inner.choose(view)  # read by the controller as the chooser's own answer

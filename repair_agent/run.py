@@ -16,14 +16,15 @@ from .choosers.base import Chooser
 from .controller import CHOOSER_TIMEOUT_S, Controller
 from .journal import Journal, JournalWriteError, StopRecord
 from .outputs import write_results
-from .plain import ChooserIdentity, read_identity
+from .choosers.base import ChooserDescription
+from .plain import read_description
 from .records import RunOutcome, RunRecord
 from .sandbox.early import EarlySandbox, new_run_id
 from .scenario import Scenario
 from .session import Session, fallback_run_dir
 from .state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StopReason, budget_with
 from .tools import Executor
-from .usage import CostLimit
+from .usage import CostLimit, model_record
 
 
 def initial_state(scenario: Scenario, budget: Budget) -> State:
@@ -66,12 +67,12 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         log(f"WARNING: {storage_error}; this run's journal and report go to {run_dir}")
     session = Session(scenario, run_dir, run_id, sandbox_kind, client, log, runs_dir=Path(runs_dir), early=early)
     # The chooser's name is read once, in setup; nothing later asks the chooser object for it again.
-    identity = ChooserIdentity(name=chooser_spec or UNNAMED)
+    identity = ChooserDescription(name=chooser_spec or UNNAMED)
     try:
         try:
             if storage_error:
                 raise OSError(f"the runs directory {storage_error}")
-            identity = read_identity(chooser, min(CHOOSER_TIMEOUT_S, budget.deadline_s), chooser_spec)
+            identity = read_description(chooser, min(CHOOSER_TIMEOUT_S, budget.deadline_s), chooser_spec)
             session.open(granted=())
             _warm_report_writer()
             journal.write(session.setup_record(identity, chooser_spec, started_at, max_cost=max_cost))
@@ -81,7 +82,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
             sandbox, verifier = session.live
             executor = Executor(sandbox, verifier, mutate=identity.mutation_analysis,
                                 hidden_tests=session.scenario.hidden_tests is not None)
-            cost_limit = None if max_cost is None else CostLimit(max_cost=max_cost, model=identity.model)
+            cost_limit = None if max_cost is None else CostLimit(max_cost=max_cost, model=model_record(identity))
             controller = Controller(state, chooser, executor, verifier, journal, environment_id=verifier.environment_id,
                                     on_step=on_step, cost_limit=cost_limit)
             outcome = controller.run()

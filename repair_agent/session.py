@@ -16,10 +16,11 @@ from verifier import Verifier, diff_sha256
 from verifier.isolation import KeepBudget, Limits
 
 from .journal import ResumeInfo, SetupRecord
-from .plain import ChooserIdentity
+from .choosers.base import ChooserDescription
 from .sandbox import DockerSandbox, LocalSandbox, NOT_ISOLATED, create_workspace
 from .sandbox.early import EarlySandbox
 from .scenario import Scenario
+from .usage import model_record
 
 
 class Session:
@@ -107,7 +108,7 @@ class Session:
                                f"({expected_sha256[:12]})")
         return diff
 
-    def setup_record(self, identity: ChooserIdentity, chooser_spec: str | None, started_at: str,
+    def setup_record(self, identity: ChooserDescription, chooser_spec: str | None, started_at: str,
                      resumed_from=None, max_cost: float | None = None) -> SetupRecord:
         """Who runs this session and on what: enough for a later resume to find everything again."""
         resume = None
@@ -118,7 +119,7 @@ class Session:
         _, verifier = self.live
         return SetupRecord(run_id=self.run_id, scenario=self.scenario.name, manifest=str(self.scenario.manifest_path),
                            chooser=identity.name, chooser_spec=chooser_spec, seed=identity.seed, sandbox=self.kind,
-                           image=self.image, pid=os.getpid(), model=identity.model, models_file=identity.models_file,
+                           image=self.image, pid=os.getpid(), model=model_record(identity), models_file=identity.models_file,
                            max_cost=max_cost, started_at=started_at, environment_id=verifier.environment_id,
                            pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier.snapshot else None,
                            protected_manifest_sha256=verifier.snapshot.manifest_sha256 if verifier.snapshot else None,

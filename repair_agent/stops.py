@@ -18,6 +18,7 @@ class StopReason(str, Enum):
     AUTHORIZATION_REQUIRED = "authorization_required"
     DEPENDENCY_FAILURE = "dependency_failure"
     COST_BUDGET = "cost_budget"
+    CHOOSER_ERROR = "chooser_error"
 
     @property
     def exit_code(self) -> int:
@@ -35,6 +36,7 @@ EXIT_CODES = {
     StopReason.AUTHORIZATION_REQUIRED: 16,
     StopReason.DEPENDENCY_FAILURE: 17,
     StopReason.COST_BUDGET: 18,
+    StopReason.CHOOSER_ERROR: 19,
 }
 
 # What would have to change for another attempt to be worth running.
@@ -64,4 +66,7 @@ NEXT_ATTEMPT = {
     StopReason.COST_BUDGET:
         "More money explicitly granted by a person (repair-agent resume RUN --max-cost USD), or a cheaper model; "
         "the partial evidence is kept.",
+    StopReason.CHOOSER_ERROR:
+        "A fix to the chooser: it raised an exception (a bug, not a finding about the repair); the traceback is "
+        "in the journal's stop line. repair-agent resume RUN continues with the fixed chooser.",
 }

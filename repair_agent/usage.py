@@ -11,6 +11,8 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, Field
 
+from .choosers.base import ChooserDescription
+from .choosers.model.records import ModelCall
 from .journal import JournalRecord, SetupRecord, StepRecord
 
 
@@ -47,6 +49,11 @@ class CostLimit(BaseModel):
         return f"cost budget spent: {self.spent:.6g} of {self.max_cost:g} (the models file's prices)"
 
 
+def model_record(description: ChooserDescription) -> dict[str, Any] | None:
+    """The chooser's model as the journal, run.json and the cost reckoning keep it (None: no model)."""
+    return description.model.model_dump(mode="json") if description.model is not None else None
+
+
 def model_of(records: Iterable[JournalRecord]) -> dict[str, Any] | None:
     """The model the run's (latest) session used, as its setup record describes it."""
     model = None
@@ -70,11 +77,11 @@ def summarize_usage(records: list[JournalRecord], model: dict[str, Any] | None =
             p, c = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
             prompt, completion = prompt + p, completion + c
             total += _int(usage.get("total_tokens")) or p + c
-        call = r.chooser_call if isinstance(r.chooser_call, dict) else {}
-        if isinstance(call.get("requests"), list):
-            requests += len(call["requests"])
-        if isinstance(call.get("latency_s"), (int, float)) and "messages" in call:
-            latencies.append(float(call["latency_s"]))
+        call = ModelCall.from_journal(r.chooser_call)
+        if call is not None:
+            requests += len(call.requests)
+            if call.latency_s is not None:
+                latencies.append(call.latency_s)
     known = unknown == 0
     summary = UsageSummary(prompt_tokens=prompt if known else None, completion_tokens=completion if known else None,
                            total_tokens=total if known else None, unknown_steps=unknown, requests=requests,

@@ -1,8 +1,7 @@
 """Hostile plug-in choosers that attack through their own objects, not through the repair.
 
 A plug-in chooser runs in the controller's process: it is trusted code, but the View it is handed
-and everything it hands back (the proposal, its `name`, its `last_usage` / `last_call` side
-channels) must not be shared state with the controller, and must not be read outside the
+and everything it hands back (its description, and each step's proposal, usage and call record) must not be shared state with the controller, and must not be read outside the
 chooser's time limit. Each class here tries one way to break that. They are plain plug-ins, so the
 CLI can load them too (`--chooser hostile_objects:BlockingModelDump` with tests/ on PYTHONPATH).
 
@@ -17,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from repair_agent.actions import TOOL_NAMES
+from repair_agent.choosers.base import ChooserDescription, ChooserStep, Usage
 from repair_agent.state import ConditionState, Evidence
 
 READ = {"tool": "read_file", "path": "src/discount_shop/pricing.py"}
@@ -298,28 +298,26 @@ class BlockingName(Scripted):
         return self.next()
 
 
-class RaisingMutationAnalysis(Scripted):
-    """Asking whether it wants the mutation analysis raises."""
+class RaisingDescription(Scripted):
+    """Asking it to describe itself (its name, its wish for the mutation analysis) raises."""
 
-    name = "raising-mutation-analysis"
+    name = "raising-description"
 
-    @property
-    def mutation_analysis(self):
+    def describe(self):
         raise BombError()
 
     def choose(self, view):
         return self.next()
 
 
-class BlockingMutationAnalysis(Scripted):
-    """Asking whether it wants the mutation analysis never returns."""
+class BlockingDescription(Scripted):
+    """Asking it to describe itself never returns."""
 
-    name = "blocking-mutation-analysis"
+    name = "blocking-description"
 
-    @property
-    def mutation_analysis(self):
+    def describe(self):
         block()
-        return True
+        return ChooserDescription(name="late", mutation_analysis=True)
 
     def choose(self, view):
         return self.next()
@@ -337,43 +335,45 @@ class BlockingChooseAttribute:
 
 
 class RaisingUsage(Scripted):
-    """A valid proposal, but reading `last_usage` raises."""
+    """A valid proposal, but its step's usage raises when read."""
 
     name = "raising-usage"
     script = [READ, STOP]
 
-    @property
-    def last_usage(self):
-        raise BombError()
-
     def choose(self, view):
-        return self.next()
+        return ChooserStep.model_construct(proposal=self.next(), usage=Bomb(), call=None)
+
+
+class BlockingRecord(BaseModel):
+    """A call record whose model_dump never returns."""
+
+    def model_dump(self, *args, **kwargs):
+        block()
+        return {}
 
 
 class BlockingCall(Scripted):
-    """A valid proposal, but reading `last_call` never returns."""
+    """A valid proposal, but reading its step's call record never returns."""
 
     name = "blocking-call"
     script = [READ, STOP]
 
-    @property
-    def last_call(self):
-        block()
-        return {}
-
     def choose(self, view):
-        return self.next()
+        return ChooserStep(proposal=self.next(), call=BlockingRecord())
+
+
+class Messages(BaseModel):
+    messages: list[str]
 
 
 class HugeCall(Scripted):
-    """A 12 MB `last_call` per step: the journal keeps a bounded record of it, the run goes on."""
+    """A 12 MB call record per step: the journal keeps a bounded record of it, the run goes on."""
 
     name = "huge-call"
     script = [READ, STOP]
 
     def choose(self, view):
-        self.last_call = {"messages": ["x" * 12_000_000]}
-        return self.next()
+        return ChooserStep(proposal=self.next(), call=Messages(messages=["x" * 12_000_000]))
 
 
 class LyingTokens(Scripted):
@@ -383,8 +383,8 @@ class LyingTokens(Scripted):
     script = [READ, {"tool": "search", "query": "discount"}, STOP]
 
     def choose(self, view):
-        self.last_usage = {"total_tokens": LyingInt(1_000_000)}
-        return self.next()
+        # model_construct: the lying int itself, not the plain int validation would make of it
+        return ChooserStep(proposal=self.next(), usage=Usage.model_construct(total_tokens=LyingInt(1_000_000)))
 
 
 class SystemExiter(Scripted):

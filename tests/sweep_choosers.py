@@ -8,6 +8,7 @@ seed runs out of steps; at 8 both repair."""
 from __future__ import annotations
 
 from repair_agent.actions import RunTargetTest
+from repair_agent.choosers.base import ChooserDescription
 from repair_agent.choosers.baseline import BaselineChooser
 
 
@@ -19,6 +20,9 @@ class SeededCareful:
 
         self.seed = seed
         self.recipe = BaselineChooser(resolve("discount-bug").baseline)
+
+    def describe(self):
+        return ChooserDescription(name=self.name, seed=self.seed)
 
     def choose(self, view):
         if self.seed % 2 == 0:

@@ -151,12 +151,16 @@ def test_reserved_final_step_allows_only_stop(runs_dir):
     assert greedy.status is StopReason.STEP_BUDGET and "reserved" in greedy.detail
 
 
-def test_a_chooser_that_raises_is_a_dependency_failure(runs_dir):
+def test_a_chooser_that_raises_is_a_chooser_error_with_its_traceback_journaled(runs_dir):
     def boom(view):
         raise RuntimeError("model process crashed")
 
     rec = run(Scripted(boom), runs_dir)
-    assert rec.status is StopReason.DEPENDENCY_FAILURE and "crashed" in rec.detail
+    assert rec.status is StopReason.CHOOSER_ERROR and rec.exit_code == 19 and "crashed" in rec.detail
+    stop = journal(rec)[-1]
+    assert stop["event"] == "stop" and stop["status"] == "chooser_error"
+    assert 'raise RuntimeError("model process crashed")' in stop["extra"]["traceback"]
+    assert "in boom" in stop["extra"]["traceback"]
 
 
 def test_patch_after_green_makes_evidence_stale(runs_dir):

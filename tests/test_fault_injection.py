@@ -141,12 +141,13 @@ class AnswersLate:
 
 
 @pytest.mark.docker
-def test_a_chooser_that_raises_is_a_dependency_failure(docker_client, sandbox_image, shared_runs):
+def test_a_chooser_that_raises_is_a_chooser_error(docker_client, sandbox_image, shared_runs):
     rec = execute_run(resolve("discount-bug"), Raises(), runs_dir=shared_runs, client=docker_client)
-    assert rec.status is StopReason.DEPENDENCY_FAILURE and "RuntimeError: the plug-in broke" in rec.detail
+    assert rec.status is StopReason.CHOOSER_ERROR and "RuntimeError: the plug-in broke" in rec.detail
     records = assert_journal_whole(Path(rec.run_dir), steps=1)
     assert "the plug-in broke" in records[1]["proposal"]  # the raw error is the step's proposal
-    assert report_of(rec)["exit_code"] == 17
+    assert "the plug-in broke" in records[-1]["extra"]["traceback"]
+    assert report_of(rec)["exit_code"] == 19
     assert_no_container_left(docker_client, rec.run_id)
 
 

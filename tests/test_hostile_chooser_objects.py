@@ -262,12 +262,12 @@ def test_a_chooser_whose_name_is_unusable_ends_cleanly(runs_dir, chooser_cls, de
     assert not steps(records)
 
 
-@pytest.mark.parametrize("chooser_cls, deadline", [(h.RaisingMutationAnalysis, None), (h.BlockingMutationAnalysis, 4)],
+@pytest.mark.parametrize("chooser_cls, deadline", [(h.RaisingDescription, None), (h.BlockingDescription, 4)],
                          ids=["raises", "blocks"])
-def test_a_chooser_whose_mutation_analysis_wish_is_unreadable_ends_cleanly(runs_dir, chooser_cls, deadline):
+def test_a_chooser_whose_description_is_unreadable_ends_cleanly(runs_dir, chooser_cls, deadline):
     record = run(chooser_cls(), runs_dir, deadline_s=deadline, bound_s=90)
     records, _ = assert_evidence_kept(record, StopReason.DEPENDENCY_FAILURE)
-    assert "mutation_analysis" in record.detail and record.steps_used == 0 and not steps(records)
+    assert "describe()" in record.detail and record.steps_used == 0 and not steps(records)
 
 
 def test_a_choose_attribute_that_blocks_is_bounded_by_the_deadline(runs_dir):
@@ -279,14 +279,14 @@ def test_a_choose_attribute_that_blocks_is_bounded_by_the_deadline(runs_dir):
 def test_an_unreadable_usage_record_is_invalid_action(runs_dir):
     record = run(h.RaisingUsage(), runs_dir)
     records, _ = assert_evidence_kept(record, StopReason.INVALID_ACTION)
-    assert "last_usage" in record.detail and record.steps_used == 1
+    assert "usage" in record.detail and record.steps_used == 1
     assert bounded(records[-1]["extra"]["raw"])
 
 
 def test_a_call_record_that_blocks_is_bounded_by_the_deadline(runs_dir):
     record = run(h.BlockingCall(), runs_dir, deadline_s=4, bound_s=90)
     assert_evidence_kept(record, StopReason.INVALID_ACTION)
-    assert "last_call" in record.detail and record.timing["loop_s"] < 4 + 2
+    assert "call record" in record.detail and record.timing["loop_s"] < 4 + 2
 
 
 def test_a_huge_call_record_is_kept_bounded_and_the_run_goes_on(runs_dir):
@@ -306,15 +306,16 @@ def test_a_lying_token_count_is_counted_as_the_number_it_holds(runs_dir):
     assert records[-1]["state_after"]["budget"]["tokens_used"] == 2_000_000
 
 
-def test_a_chooser_raising_system_exit_is_a_dependency_failure(runs_dir):
+def test_a_chooser_raising_system_exit_is_a_chooser_error_with_its_traceback(runs_dir):
     record = run(h.SystemExiter(), runs_dir)
-    assert_evidence_kept(record, StopReason.DEPENDENCY_FAILURE)
-    assert "SystemExit" in record.detail
+    records, _ = assert_evidence_kept(record, StopReason.CHOOSER_ERROR)
+    assert "SystemExit" in record.detail and record.exit_code == 19
+    assert "raise SystemExit(0)" in records[-1]["extra"]["traceback"]
 
 
 def test_a_chooser_error_whose_text_blocks_is_bounded(runs_dir):
     record = run(h.UnreadableError(), runs_dir, deadline_s=4, bound_s=90)
-    assert_evidence_kept(record, StopReason.DEPENDENCY_FAILURE)
+    assert_evidence_kept(record, StopReason.CHOOSER_ERROR)
     assert record.timing["loop_s"] < 4 + 2
 
 

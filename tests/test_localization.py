@@ -51,7 +51,7 @@ def test_ochiai_prefers_lines_only_failing_tests_run():
 
 
 def test_the_model_prompt_shows_the_localization():
-    from repair_agent.choosers.model import _render_evidence
+    from repair_agent.choosers.model.prompt import render_evidence
     from repair_agent.localization import SuspiciousLine
     from repair_agent.state import Evidence
 
@@ -60,7 +60,7 @@ def test_the_model_prompt_shows_the_localization():
                   localization=Localization(failing_tests=1, passing_tests=3,
                                             lines=(SuspiciousLine(path="src/a.py", line=7, score=0.9,
                                                                   failed=1, passed=0),)))
-    assert "src/a.py:7  score 0.90" in _render_evidence(ev, 0)
+    assert "src/a.py:7  score 0.90" in render_evidence(ev, 0)
 
 
 def test_other_tests_are_capped_at_a_fixed_number_and_the_target_always_runs(sandbox, monkeypatch):

@@ -14,9 +14,9 @@ import pytest
 from chat_server import (ChatServer, content, delay, drop_connection, http_error, openai_error, refusal, tool_call,
                          tool_calls)
 from repair_agent.actions import ReadFile, parse_action, tool_schemas
-from repair_agent.choosers.base import ChooserUnavailable, MalformedReply
-from repair_agent.choosers import model as model_module
-from repair_agent.choosers.model import SYSTEM_PROMPT, USER_PROMPT_CAP, ModelChooser, render_view
+from repair_agent.choosers.base import ChooserError, ChooserUnavailable, MalformedReply
+from repair_agent.choosers.base import ChooserStep
+from repair_agent.choosers.model import SYSTEM_PROMPT, USER_PROMPT_CAP, ModelChooser, prompt, render_view
 from repair_agent.state import Authorization, ConditionState, Evidence, Goal, Grant, View
 
 GOAL_TEXT = "Fix apply_discount so a 10% discount on 200.00 returns 180.00 instead of 20.00."
@@ -58,6 +58,18 @@ def make_view(evidence: tuple[Evidence, ...] | None = None, allowed: tuple[str, 
     return View(**{**fields, **changes})
 
 
+def journaled(step: ChooserStep) -> dict:
+    """The step's call record as the controller journals it."""
+    assert step.call is not None
+    return step.call.model_dump(mode="json")
+
+
+def journaled_error(error: ChooserError) -> dict:
+    """A failed step's call record, as the controller journals it."""
+    assert error.call is not None
+    return error.call.model_dump(mode="json")
+
+
 def chooser(srv: ChatServer, **kw) -> ModelChooser:
     return ModelChooser(base_url=srv.base_url, model="test-model", api_key="sk-test", **{**FAST, **kw})
 
@@ -67,7 +79,8 @@ def test_tool_call_returns_dict_and_request_offers_only_allowed_tools():
     args = {"path": "shop/pricing.py", "start_line": 1, "end_line": 40}
     with ChatServer([tool_call("read_file", args)]) as srv:
         mc = chooser(srv)
-        proposal = mc.choose(make_view())
+        step = mc.choose(make_view())
+        proposal = step.proposal
     assert proposal == {"tool": "read_file", **args}
     assert isinstance(parse_action(proposal), ReadFile)
     (req,) = srv.requests
@@ -84,9 +97,9 @@ def test_tool_call_returns_dict_and_request_offers_only_allowed_tools():
     assert GOAL_TEXT in user["content"] and "Do not edit tests" in user["content"]
     assert "[unsatisfied] target_passes" in user["content"] and "assert 20.0 == 180.0" in user["content"]
     assert srv.headers[0]["authorization"] == "Bearer sk-test"
-    assert mc.last_call["raw"]["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "read_file"
-    assert mc.last_call["messages"] == req["messages"] and mc.last_call["latency_s"] >= 0
-    assert mc.last_call["prompt_chars"] == len(system["content"]) + len(user["content"])
+    assert journaled(step)["raw"]["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "read_file"
+    assert journaled(step)["messages"] == req["messages"] and journaled(step)["latency_s"] >= 0
+    assert journaled(step)["prompt_chars"] == len(system["content"]) + len(user["content"])
 
 
 def test_configured_temperature_and_output_limit_are_sent():
@@ -106,14 +119,15 @@ def test_arguments_as_a_json_object_are_accepted():
     """llama.cpp builds and Ollama send `arguments` as an object; the SDK's str type did not hold."""
     with ChatServer([tool_call("read_file", {"path": "shop/pricing.py", "line_numbers": True}, object_args=True)]) as srv:
         mc = chooser(srv)
-        assert mc.choose(make_view()) == {"tool": "read_file", "path": "shop/pricing.py", "line_numbers": True}
-    assert mc.last_call["raw"]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == {
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "read_file", "path": "shop/pricing.py", "line_numbers": True}
+    assert journaled(step)["raw"]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == {
         "path": "shop/pricing.py", "line_numbers": True}
 
 
 def test_plain_json_content_is_accepted():
     with ChatServer([content('{"tool": "search", "query": "apply_discount"}')]) as srv:
-        assert chooser(srv).choose(make_view()) == {"tool": "search", "query": "apply_discount"}
+        assert chooser(srv).choose(make_view()).proposal == {"tool": "search", "query": "apply_discount"}
 
 
 @pytest.mark.parametrize("text", [
@@ -127,7 +141,7 @@ def test_plain_json_content_is_accepted():
 def test_a_call_written_in_the_text_is_accepted(text):
     """vLLM without a tool parser, an Ollama template without tools: the standard shapes, fenced or tagged."""
     with ChatServer([content(text)]) as srv:
-        assert chooser(srv).choose(make_view()) == {"tool": "search", "query": "apply_discount"}
+        assert chooser(srv).choose(make_view()).proposal == {"tool": "search", "query": "apply_discount"}
 
 
 # Reply shapes as open models write them when the server has no tool parser for them.
@@ -157,8 +171,9 @@ def test_reply_formats_of_open_models_without_a_tool_parser(text, expected):
     tool's schema, text parameters kept as written."""
     with ChatServer([content(text)]) as srv:
         mc = chooser(srv)
-        assert mc.choose(make_view()) == (expected or {"tool": "search", "query": "apply_discount"})
-    assert mc.last_call["reasks"] == [] and mc.last_call["raw"]["choices"][0]["message"]["content"] == text
+        step = mc.choose(make_view())
+        assert step.proposal == (expected or {"tool": "search", "query": "apply_discount"})
+    assert journaled(step)["reasks"] == [] and journaled(step)["raw"]["choices"][0]["message"]["content"] == text
 
 
 def test_extra_body_from_the_models_file_is_sent_with_every_request(tmp_path):
@@ -172,12 +187,12 @@ def test_extra_body_from_the_models_file_is_sent_with_every_request(tmp_path):
                         'extra_body = {chat_template_kwargs = {enable_thinking = false}, top_k = 20}\n')
         settings = load_models_file(path)["qwen3"]
         mc = ModelChooser(settings=settings, name="qwen3", **FAST)
-        mc.choose(make_view())
-        mc.choose(make_view())
+        step = mc.choose(make_view())
+        step = mc.choose(make_view())
     assert [r["chat_template_kwargs"] for r in srv.requests] == [{"enable_thinking": False}] * 2
     assert srv.requests[0]["top_k"] == 20 and srv.requests[0]["temperature"] == 0.6
-    assert mc.last_call["requests"][0]["params"]["chat_template_kwargs"] == {"enable_thinking": False}
-    assert mc.describe_model()["parameters"]["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False},
+    assert journaled(step)["requests"][0]["params"]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert mc.describe().model.parameters["extra_body"] == {"chat_template_kwargs": {"enable_thinking": False},
                                                                "top_k": 20}
 
 
@@ -185,10 +200,11 @@ def test_two_tool_calls_act_on_the_first_and_the_next_prompt_says_so():
     with ChatServer([tool_calls(("search", {"query": "a"}), ("read_file", {"path": "b.py"})),
                      tool_call("read_file", {"path": "b.py"})]) as srv:
         mc = chooser(srv)
-        assert mc.choose(make_view()) == {"tool": "search", "query": "a"}
-        assert [c["function"]["name"] for c in mc.last_call["not_executed"]] == ["read_file"]
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "search", "query": "a"}
+        assert [c["function"]["name"] for c in journaled(step)["not_executed"]] == ["read_file"]
         assert len(srv.requests) == 1  # one step, one request: nothing re-asked
-        mc.choose(make_view())
+        step = mc.choose(make_view())
     note = srv.requests[1]["messages"][1]["content"]
     assert "contained 2 tool calls" in note and "NOT executed" in note and "b.py" in note
     assert "About your previous reply" not in srv.requests[0]["messages"][1]["content"]
@@ -196,7 +212,7 @@ def test_two_tool_calls_act_on_the_first_and_the_next_prompt_says_so():
 
 def test_a_refusal_becomes_a_stop_with_its_text():
     with ChatServer([refusal("I can't help with modifying this code.")]) as srv:
-        proposal = chooser(srv).choose(make_view())
+        proposal = chooser(srv).choose(make_view()).proposal
     assert proposal["tool"] == "stop" and "I can't help with modifying this code." in proposal["reason"]
     assert parse_action(proposal).summary == "I can't help with modifying this code."
 
@@ -207,22 +223,23 @@ def test_cut_off_arguments_are_reasked_with_the_error_in_the_same_step():
     with ChatServer([tool_call("apply_patch", cut, finish_reason="length", usage={"prompt_tokens": 900, "completion_tokens": 4096}),
                      tool_call("read_file", {"path": "shop/pricing.py"})]) as srv:
         mc = chooser(srv)
-        assert mc.choose(make_view()) == {"tool": "read_file", "path": "shop/pricing.py"}
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "read_file", "path": "shop/pricing.py"}
     assert len(srv.requests) == 2
     reask = srv.requests[1]["messages"]
     assert reask[:2] == srv.requests[0]["messages"] and [m["role"] for m in reask[2:]] == ["assistant", "user"]
     assert "cut off" in reask[3]["content"] and "not JSON" in reask[3]["content"]
-    (record,) = mc.last_call["reasks"]
+    (record,) = journaled(step)["reasks"]
     assert record["raw"]["choices"][0]["finish_reason"] == "length"  # the raw reply of the re-asked turn
     # Both replies' tokens are counted.
-    assert mc.last_usage == {"prompt_tokens": 1020, "completion_tokens": 4126, "total_tokens": 5146, "requests": 2}
+    assert step.usage.model_dump() == {"prompt_tokens": 1020, "completion_tokens": 4126, "total_tokens": 5146, "requests": 2}
 
 
 def test_schema_invalid_arguments_are_reasked_with_the_validation_error():
     with ChatServer([tool_call("read_file", {"file": "shop/pricing.py"}),
                      tool_call("read_file", {"path": "shop/pricing.py"})]) as srv:
         mc = chooser(srv)
-        assert mc.choose(make_view()) == {"tool": "read_file", "path": "shop/pricing.py"}
+        assert mc.choose(make_view()).proposal == {"tool": "read_file", "path": "shop/pricing.py"}
     error = srv.requests[1]["messages"][3]["content"]
     assert "path: Field required" in error and "file: Extra inputs are not permitted" in error
     assert json.loads(srv.requests[1]["messages"][2]["content"])["tool_calls"][0]["function"]["name"] == "read_file"
@@ -232,17 +249,19 @@ def test_still_schema_invalid_after_the_reasks_goes_to_the_controller_as_propose
     """The controller's rule is unchanged: it validates what it gets (and ends invalid_action)."""
     with ChatServer([tool_call("read_file", {"file": "a.py"}), tool_call("read_file", {"file": "a.py"})]) as srv:
         mc = chooser(srv)
-        assert mc.choose(make_view()) == {"tool": "read_file", "file": "a.py"}
-    assert len(srv.requests) == 2 and len(mc.last_call["reasks"]) == 1
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "read_file", "file": "a.py"}
+    assert len(srv.requests) == 2 and len(journaled(step)["reasks"]) == 1
 
 
 def test_max_reasks_is_configurable():
     with ChatServer([tool_call("read_file", {"file": "a.py"})] * 3 + [tool_call("run_target_test")]) as srv:
         mc = chooser(srv, max_reasks=3)
-        assert mc.choose(make_view()) == {"tool": "run_target_test"}
-    assert len(srv.requests) == 4 and mc.last_usage["total_tokens"] == 4 * 150
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "run_target_test"}
+    assert len(srv.requests) == 4 and step.usage.model_dump()["total_tokens"] == 4 * 150
     with ChatServer([tool_call("read_file", {"file": "a.py"})]) as srv:
-        assert chooser(srv, max_reasks=0).choose(make_view()) == {"tool": "read_file", "file": "a.py"}
+        assert chooser(srv, max_reasks=0).choose(make_view()).proposal == {"tool": "read_file", "file": "a.py"}
     assert len(srv.requests) == 1
 
 
@@ -252,7 +271,7 @@ def test_malformed_arguments_keep_raw_reply():
         with pytest.raises(MalformedReply) as err:
             chooser(srv).choose(make_view())
     assert err.value.raw["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == bad
-    assert err.value.usage["total_tokens"] == 300  # the re-ask's tokens too
+    assert err.value.usage.total_tokens == 300  # the re-ask's tokens too
 
 
 def test_non_object_arguments_are_malformed():
@@ -280,8 +299,9 @@ def test_transient_errors_are_retried_honouring_retry_after():
               tool_call("run_target_test")]
     with ChatServer(script) as srv:
         mc = chooser(srv, max_retries=5)
-        assert mc.choose(make_view()) == {"tool": "run_target_test"}
-    reqs = mc.last_call["requests"]
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "run_target_test"}
+    reqs = journaled(step)["requests"]
     assert len(srv.requests) == len(reqs) == 6  # one step: every attempt journaled
     assert [(r.get("error") or {}).get("status_code") for r in reqs] == [429, 503, 502, None, 500, None]
     assert reqs[3]["error"]["type"] == "APIConnectionError"
@@ -293,8 +313,9 @@ def test_transient_errors_are_retried_honouring_retry_after():
 def test_a_read_timeout_is_retried():
     with ChatServer([delay(3.0, tool_call("stop")), tool_call("run_target_test")]) as srv:
         mc = chooser(srv, timeout_s=0.3)
-        assert mc.choose(make_view()) == {"tool": "run_target_test"}
-    assert mc.last_call["requests"][0]["error"]["type"] == "APITimeoutError"
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "run_target_test"}
+    assert journaled(step)["requests"][0]["error"]["type"] == "APITimeoutError"
 
 
 def test_retries_are_bounded_and_end_unavailable_with_every_attempt():
@@ -305,7 +326,7 @@ def test_retries_are_bounded_and_end_unavailable_with_every_attempt():
     assert len(srv.requests) == 3 and err.value.infrastructure
     assert [json.loads(e["response_text"]) for e in err.value.raw["errors"]] == [
         {"error": {"message": f"down {i}"}} for i in range(3)]
-    assert err.value.raw["status_code"] == 503 and mc.last_call["raw"] == err.value.raw
+    assert err.value.raw["status_code"] == 503 and journaled_error(err.value)["raw"] == err.value.raw
 
 
 def test_a_retry_after_longer_than_allowed_is_not_waited_for():
@@ -349,7 +370,7 @@ def test_connection_refused_is_unavailable():
     srv.stop()
     with pytest.raises(ChooserUnavailable) as err:
         mc.choose(make_view())
-    assert err.value.raw["type"] == "APIConnectionError" and len(mc.last_call["requests"]) == 2
+    assert err.value.raw["type"] == "APIConnectionError" and len(journaled_error(err.value)["requests"]) == 2
 
 
 def test_timeout_is_unavailable():
@@ -372,10 +393,12 @@ def test_reasoning_model_rejections_drop_exactly_those_parameters_once():
               tool_call("search", {"query": "a"}), tool_call("search", {"query": "b"})]
     with ChatServer(script) as srv:
         mc = chooser(srv, temperature=0.2, max_output_tokens=2048, max_retries=0)
-        assert mc.choose(make_view()) == {"tool": "search", "query": "a"}
-        assert [r.get("adjusted") for r in mc.last_call["requests"]] == [
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "search", "query": "a"}
+        assert [r.get("adjusted") for r in journaled(step)["requests"]] == [
             "temperature omitted", "max_tokens -> max_completion_tokens", None]
-        assert mc.choose(make_view()) == {"tool": "search", "query": "b"}  # remembered: no failing request
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "search", "query": "b"}  # remembered: no failing request
     first, second, third, fourth = srv.requests
     assert first["temperature"] == 0.2 and first["max_tokens"] == 2048
     assert "temperature" not in second and second["max_tokens"] == 2048
@@ -395,9 +418,10 @@ def test_tool_choice_required_rejected_falls_back_to_auto():
                            "param": "tool_choice"}}
     with ChatServer([http_error(400, rejection), tool_call("run_target_test"), tool_call("search", {"query": "x"})]) as srv:
         mc = chooser(srv)
-        assert mc.choose(make_view()) == {"tool": "run_target_test"}
-        assert mc.last_call["tool_choice"] == "auto" and mc.last_call["tool_choice_fallback"] is True
-        mc.choose(make_view())
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "run_target_test"}
+        assert journaled(step)["tool_choice"] == "auto" and journaled(step)["tool_choice_fallback"] is True
+        step = mc.choose(make_view())
     assert [r["tool_choice"] for r in srv.requests] == ["required", "auto", "auto"]
 
 
@@ -425,22 +449,23 @@ def test_token_usage_accumulates():
     usage = {"prompt_tokens": 100, "completion_tokens": 20}
     with ChatServer([tool_call("search", {"query": "x"}, usage=usage)] * 2) as srv:
         mc = chooser(srv)
-        mc.choose(make_view())
-        mc.choose(make_view())
-    assert mc.last_usage == {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "requests": 1}
+        step = mc.choose(make_view())
+        step = mc.choose(make_view())
+    assert step.usage.model_dump() == {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "requests": 1}
     assert mc.tokens_used == 240
 
 
 def test_missing_usage_is_unknown_not_zero():
     with ChatServer([tool_call("run_target_test", None, usage=None)]) as srv:
         mc = chooser(srv)
-        assert mc.choose(make_view()) == {"tool": "run_target_test"}
-    assert mc.last_usage == {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "requests": 1}
+        step = mc.choose(make_view())
+        assert step.proposal == {"tool": "run_target_test"}
+    assert step.usage.model_dump() == {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "requests": 1}
     # One reply of a step without usage makes the step's count unknown, even if another had it.
     with ChatServer([tool_call("read_file", {"file": "x"}), tool_call("run_target_test", None, usage=None)]) as srv:
         mc = chooser(srv)
-        mc.choose(make_view())
-    assert mc.last_usage["total_tokens"] is None and mc.last_usage["requests"] == 2
+        step = mc.choose(make_view())
+    assert step.usage.model_dump()["total_tokens"] is None and step.usage.model_dump()["requests"] == 2
 
 
 # ------------------------------------------------------------------------------ prompt size
@@ -475,13 +500,13 @@ def test_every_part_of_the_prompt_is_capped(monkeypatch):
     assert len(user) <= USER_PROMPT_CAP
     assert user.startswith("# Goal (") and user.endswith("Propose exactly one tool call now.")
     # The parts' own caps hold it there: the cap on the whole is only a safeguard.
-    monkeypatch.setattr(model_module, "USER_PROMPT_CAP", 10**9)
+    monkeypatch.setattr(prompt, "USER_PROMPT_CAP", 10**9)
     assert len(render_view(view, notes=[huge] * 10)) <= USER_PROMPT_CAP
 
 
 def test_read_file_with_line_numbers_is_offered():
     with ChatServer([tool_call("read_file", {"path": "shop/pricing.py", "line_numbers": True})]) as srv:
-        proposal = chooser(srv).choose(make_view())
+        proposal = chooser(srv).choose(make_view()).proposal
     assert parse_action(proposal).line_numbers is True
 
 
@@ -492,13 +517,14 @@ def test_max_concurrency_bounds_requests_in_flight(tmp_path):
     with ChatServer(script) as srv:
         choosers = [ModelChooser(base_url=srv.base_url, model="m", name="slow", max_concurrency=1,
                                  lock_dir=tmp_path, **FAST) for _ in range(4)]
-        threads = [threading.Thread(target=c.choose, args=(make_view(),)) for c in choosers]
+        steps: list[ChooserStep] = []
+        threads = [threading.Thread(target=lambda c=c: steps.append(c.choose(make_view()))) for c in choosers]
         for t in threads:
             t.start()
         for t in threads:
             t.join(timeout=30)
     assert len(srv.requests) == 4 and srv.max_in_flight == 1
-    waits = sorted(c.last_call["requests"][0]["slot_wait_s"] for c in choosers)
+    waits = sorted(journaled(step)["requests"][0]["slot_wait_s"] for step in steps)
     assert waits[-1] >= 0.3  # the last one waited for the three before it
 
 
@@ -535,7 +561,7 @@ def test_settings_come_from_env(monkeypatch):
         monkeypatch.setenv("REPAIR_AGENT_MODEL", "env-model")
         monkeypatch.delenv("REPAIR_AGENT_MODEL_API_KEY", raising=False)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-        assert ModelChooser().choose(make_view(allowed=("check_diff", "stop"))) == {"tool": "check_diff"}
+        assert ModelChooser().choose(make_view(allowed=("check_diff", "stop"))).proposal == {"tool": "check_diff"}
     assert srv.requests[0]["model"] == "env-model"
     assert srv.headers[0]["authorization"] == "Bearer not-needed"
 

@@ -11,7 +11,7 @@ from repair_agent.choosers.search.mutants import CLEAN_FIX
 from repair_agent.choosers.search.ranking import rank_candidates
 from repair_agent.localization import localize
 from repair_agent.mutation import MutantFix
-from repair_agent.plain import read_identity
+from repair_agent.plain import read_description
 
 from helpers import CALC, calc_sandbox
 
@@ -77,22 +77,22 @@ def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, 
 def test_the_analysis_runs_only_when_asked(tmp_path):
     sandbox = calc_sandbox(tmp_path)
     assert localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",)).mutation is None
-    # the search chooser asks for it; a plug-in that says nothing, or says something other than True, does not
-    assert read_identity(SearchChooser(0), 5.0, None).mutation_analysis is True
+    # the search chooser asks for it; a plug-in that says nothing (no describe()) does not
+    assert read_description(SearchChooser(0), 5.0, None).mutation_analysis is True
 
     class Quiet:
         name = "quiet"
 
-    class Vague:
-        name, mutation_analysis = "vague", "yes"
+    class Vague:  # an attribute is no wish: only describe() is asked
+        name, mutation_analysis = "vague", True
 
-    assert read_identity(Quiet(), 5.0, None).mutation_analysis is False
+    assert read_description(Quiet(), 5.0, None).mutation_analysis is False
     # a model chooser asks when its settings say so
     from repair_agent.choosers.model import ModelChooser
-    assert read_identity(ModelChooser(base_url="http://127.0.0.1:9/v1", model="m", api_key="k"), 5.0, None).mutation_analysis is False
-    assert read_identity(ModelChooser(base_url="http://127.0.0.1:9/v1", model="m", api_key="k", mutation_analysis=True),
+    assert read_description(ModelChooser(base_url="http://127.0.0.1:9/v1", model="m", api_key="k"), 5.0, None).mutation_analysis is False
+    assert read_description(ModelChooser(base_url="http://127.0.0.1:9/v1", model="m", api_key="k", mutation_analysis=True),
                          5.0, None).mutation_analysis is True
-    assert read_identity(Vague(), 5.0, None).mutation_analysis is False
+    assert read_description(Vague(), 5.0, None).mutation_analysis is False
 
 
 def test_the_search_chooser_tries_a_clean_mutant_first_even_outside_its_catalogue():
@@ -197,7 +197,7 @@ def test_methods_cached_functions_and_module_constants_are_all_mutated(tmp_path)
 
 
 def test_the_model_prompt_shows_the_clean_fix_first():
-    from repair_agent.choosers.model import _render_evidence
+    from repair_agent.choosers.model.prompt import render_evidence
     from repair_agent.localization import Localization
     from repair_agent.mutation import MutationAnalysis
     from repair_agent.state import Evidence
@@ -208,7 +208,7 @@ def test_the_model_prompt_shows_the_clean_fix_first():
                   started_at="t", duration_s=0.1, summary="s", diff_sha256="d", fingerprint="f", result_sha256="r",
                   localization=Localization(failing_tests=1, passing_tests=5,
                                             mutation=MutationAnalysis(fixes=fixes, tried=40, cut=3)))
-    text = _render_evidence(ev, 0)
+    text = render_evidence(ev, 0)
     assert "mutation analysis: 40 one-token mutant(s)" in text and "3 not run (limit reached)" in text
     assert text.index("src/a.py:7  < -> <=") < text.index("src/a.py:3  + -> -")   # the clean one first
     assert "(1/1 failing pass, 0/5 passing broke)" in text

@@ -17,6 +17,7 @@ from repair_agent.choosers import load_chooser
 from repair_agent.choosers.search import (Candidate, SearchChooser, functions_in, line_mutations, parse_failure,
                                           render_patch, unanchored_end)
 from repair_agent.journal import StepRecord, evidence_by_id, read_journal, read_records
+from repair_agent.plain import consult
 from repair_agent.run import execute_run
 from repair_agent.scenario import load_manifest, resolve
 from repair_agent.state import StopReason, View
@@ -251,7 +252,7 @@ def test_localizes_from_the_spectrum_and_without_it_by_searching_the_asserted_ca
     view = shown_view(rec, 2)
     first = view.evidence[0].model_copy(update={"localization": None})
     blind = view.model_copy(update={"evidence": (first,)})
-    assert SearchChooser(0).choose(blind).model_dump() == {"tool": "search", "query": "def first_n(",
+    assert SearchChooser(0).choose(blind).proposal.model_dump() == {"tool": "search", "query": "def first_n(",
                                                            "path_glob": "src/**"}
 
 
@@ -301,6 +302,16 @@ def test_hands_off_with_what_it_learned(unfixable):
     assert "candidates tried (" in stop["summary"] and "target test still fails" in stop["summary"]
     assert "suspicious lines (spectrum, relative score): src/textbits.py:19 (1.00)" in stop["summary"]
     assert rec.steps_used <= 12
+
+
+def test_an_observation_it_cannot_read_is_a_chooser_error_not_a_hand_off(unfixable):
+    """A bug in a rule must not pass for a hand-off: the exception reaches the controller's reader,
+    which the controller ends chooser_error with (test_controller.py), the traceback kept."""
+    view = shown_view(unfixable, 2)
+    broken = view.evidence[-1].model_copy(update={"action": "[1, 2]"})  # JSON, but no action object
+    reply = consult(SearchChooser(0), view.model_copy(update={"evidence": (*view.evidence[:-1], broken)}), {})
+    assert reply.failure == "raised" and "AttributeError" in reply.detail
+    assert reply.traceback is not None and "in _replay" in reply.traceback
 
 
 def test_loader_seed_and_no_scenario(textbits):
@@ -376,7 +387,7 @@ def test_replaying_a_view_ranks_once_however_many_patches_it_holds(unfixable, mo
     monkeypatch.setattr(chooser_module, "scored_candidates", lambda *a, **k: calls.append(1) or real(*a, **k))
     chooser = SearchChooser(0)
     last = shown_view(rec, len(s))
-    stop = chooser.choose(last)
+    stop = chooser.choose(last).proposal
     # every past patch identified, and the same hand-off as in the run, from one scoring (what the
     # failed tries showed only reorders it)
     assert stop.model_dump() == s[-1]["proposal"] and len(calls) == 1

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from repair_agent.choosers import load_chooser
+from repair_agent.sweep.markdown import render_markdown
 from repair_agent.sweep import (RESULTS, SCENARIO_ERROR, ResultsWriter, band, deterministic_view, load_results,
                                 result_key, select_scenarios, summarize, verdict)
 from verifier.isolation import LABEL
@@ -85,6 +86,21 @@ def test_summary_counts_expected_handoffs_as_correct_and_reports_them_apart():
     assert cell.band == 1.0
     assert [b.model_dump() for b in summary.broken] == [
         {"scenario": "broken", "detail": "x.scenario.toml: field 'goal': Field required"}]
+
+
+def test_a_chooser_crash_is_its_own_counted_outcome_listed_with_its_detail():
+    crash = {**_line("a", 1, "chooser_error"), "detail": "the chooser raised KeyError: 'frames'"}
+    lines = [_line("a", 0, "awaiting_release_confirmation"), crash, _line("b", 0, "handoff_requested")]
+    summary = summarize(lines)
+    (cell,) = summary.cells
+    # a failed run in every rate, and counted apart: a bug in the chooser is not a hand-off
+    assert cell.n == 3 and cell.success_rate == pytest.approx(1 / 3) and cell.chooser_errors == 1
+    assert cell.exits == {"awaiting_release_confirmation": 1, "chooser_error": 1, "handoff_requested": 1}
+    assert [(x.scenario, x.seed, x.detail) for x in summary.chooser_errors] == [
+        ("a", 1, "the chooser raised KeyError: 'frames'")]
+    text = render_markdown(summary)
+    assert "## Chooser errors (counted as failed runs)" in text and "KeyError: 'frames'" in text
+    assert "Chooser errors" not in render_markdown(summarize(lines[:1]))
 
 
 # ----------------------------------------------------------------------- results.jsonl

@@ -33,20 +33,18 @@ def load_chooser(spec: str, scenario=None, *, seed: int = 0, models_file=None, *
         return SearchChooser(seed=seed)
     options = {k: v for k, v in model_options.items() if v is not None}
     if spec == "model":
-        from .model import ModelChooser
+        from .model.chooser import ModelChooser
 
         return ModelChooser(**options)
     if spec.startswith(MODEL_PREFIX):
-        from .model import ModelChooser
+        from .model.chooser import ModelChooser
 
         if options.keys() & {"model", "base_url"}:
             raise ValueError(f"--model and --model-base-url are for --chooser model; {spec} takes its settings "
                              "from the models file")
         name = spec[len(MODEL_PREFIX):]
         settings, path = named_model(name, models_file, untrusted=untrusted_roots(scenario))
-        chooser = ModelChooser(settings=settings, name=name, **options)
-        chooser.models_file = str(path)
-        return chooser
+        return ModelChooser(settings=settings, name=name, models_file=str(path), **options)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"--chooser must be baseline, search, model, model:NAME or package.module:attr, got {spec!r}")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 
-from ..actions import ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
+from ..actions import Action, ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
 from ..scenario import BaselineRecipe
 from ..state import View
+from .base import ChooserDescription, ChooserStep
 
 CONTEXT = 3
 
@@ -21,7 +22,14 @@ class BaselineChooser:
     def __init__(self, recipe: BaselineRecipe | None):
         self.recipe = recipe
 
-    def choose(self, view: View):
+    def describe(self) -> ChooserDescription:
+        return ChooserDescription(name=self.name)
+
+    def choose(self, view: View) -> ChooserStep:
+        return ChooserStep(proposal=self.next_action(view))
+
+    def next_action(self, view: View) -> Action:
+        """The recipe's next action for this much evidence (a plug-in may build on it)."""
         if self.recipe is None:
             return Stop(reason="this scenario's manifest has no [baseline] recipe; use --chooser model or a plug-in")
         e = view.evidence

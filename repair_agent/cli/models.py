@@ -20,7 +20,7 @@ def register(sub, common) -> None:
 
 def cmd_models_check(args) -> int:
     """Exit 0 when every model checked can drive a run, 1 when one cannot."""
-    from ..choosers.model import ModelCheck, ModelChooser
+    from ..choosers.model.chooser import ModelCheck, ModelChooser
     from ..choosers.models_file import config_models_file, find_models_file, load_models_file, named_model
 
     found = find_models_file(args.models)

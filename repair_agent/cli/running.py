@@ -220,11 +220,18 @@ def add_repo_arguments(run_parser) -> None:
 
 def unpriced(chooser, max_cost: float | None) -> str | None:
     """Why --max-cost cannot hold for this chooser: a model without prices could spend without
-    limit. A chooser that is no model spends nothing."""
-    from ..usage import priced
+    limit. A chooser that is no model spends nothing (one whose description cannot be read is
+    refused by the run itself, which says why)."""
+    from ..controller import CHOOSER_TIMEOUT_S
+    from ..plain import UnusableChooser, read_description
+    from ..usage import model_record, priced
 
-    describe = getattr(chooser, "describe_model", None)
-    model = describe() if max_cost is not None and callable(describe) else None
+    if max_cost is None:
+        return None
+    try:
+        model = model_record(read_description(chooser, CHOOSER_TIMEOUT_S, None))
+    except UnusableChooser:
+        return None
     if model is None or priced(model):
         return None
     return (f"--max-cost needs the model's prices: {model.get('name') or model.get('model')} has no "

@@ -48,6 +48,7 @@ class Cell(CellStatistics):
     median_step_latency_s: float | None = None
     requests: int = 0
     infrastructure_failures: int = 0             # runs the endpoint failed, not in any rate
+    chooser_errors: int = 0                      # runs the chooser crashed in: failures, and a bug to fix
 
     @property
     def name(self) -> str:
@@ -95,6 +96,18 @@ class InfrastructureFailure(BaseModel):
     run_dir: str | None = None
 
 
+class ChooserCrash(BaseModel):
+    """A run that ended chooser_error: the chooser raised (its traceback is in the run's journal).
+    Counted as a failed run in every rate, and listed apart: it is a bug, not a finding."""
+
+    scenario: str
+    chooser: str
+    budget: int
+    seed: int
+    detail: str = ""
+    run_dir: str | None = None
+
+
 class ScenarioProblem(BaseModel):
     """A scenario that is broken (no run happened) or whose runs stopped before the first step."""
 
@@ -124,6 +137,7 @@ class SweepSummary(BaseModel):
     comparisons: list[Comparison] = []
     runs: list[RunRow] = []
     infrastructure_failures: list[InfrastructureFailure] = []
+    chooser_errors: list[ChooserCrash] = []
     broken: list[ScenarioProblem] = []
     never_started: list[ScenarioProblem] = []
     band_definition: str | None = None

@@ -10,8 +10,11 @@ from collections import Counter
 from typing import Any, Iterable
 
 from . import statistics as stats
+from ..stops import StopReason
 from .jobs import SCENARIO_ERROR
-from .records import Cell, InfrastructureFailure, RunRow, ScenarioProblem, SweepSummary
+from .records import Cell, ChooserCrash, InfrastructureFailure, RunRow, ScenarioProblem, SweepSummary
+
+CHOOSER_ERROR = StopReason.CHOOSER_ERROR.value
 
 METRICS = ("success_rate", "correct_rate", "evidence_complete_rate", "median_steps", "median_tokens", "median_wall_s")
 METRIC_DIGITS = {"success_rate": 4, "correct_rate": 4, "evidence_complete_rate": 4, "median_steps": 1,
@@ -133,11 +136,13 @@ def summarize(results: list[dict], group_by: str = "all") -> SweepSummary:
             **model_figures(runs),
             infrastructure_failures=sum(1 for r in infrastructure if r["chooser"] == chooser
                                         and r["budget"] == budget and group in _groups(r, group_by)),
+            chooser_errors=sum(r["status"] == CHOOSER_ERROR for r in runs),
         ))
     return SweepSummary(
         group_by=group_by, cells=cells, comparisons=compare_cells(cells),
         runs=[RunRow.model_validate(r) for r in results],
         infrastructure_failures=[InfrastructureFailure.model_validate(r) for r in infrastructure],
+        chooser_errors=[ChooserCrash.model_validate(r) for r in runnable if r["status"] == CHOOSER_ERROR],
         broken=[ScenarioProblem(scenario=s, detail=d) for s, d in broken],
         never_started=[ScenarioProblem(scenario=s, detail=d) for s, d in never_started],
         band_definition=BAND_DEFINITION, success_definition=SUCCESS_DEFINITION, explanation=EXPLANATION,

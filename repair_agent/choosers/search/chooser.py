@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ...actions import ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
 from ...state import View
+from ..base import ChooserDescription, ChooserStep
 from .catalogue import Candidate
 from .failure import Failure, _writable, parse_failure
 from .patch import render_patch, unanchored_end
@@ -103,7 +104,6 @@ class Plan:
 
 class SearchChooser:
     name = "search"
-    mutation_analysis = True   # the target-test observation brings the mutation analysis too
 
     def __init__(self, seed: int = 0):
         self.seed = int(seed)
@@ -115,13 +115,14 @@ class SearchChooser:
         self._rankings: dict[tuple, list[Candidate]] = {}
         self._patches: dict[tuple[str, str | None, str], Candidate | None] = {}
 
-    # The single entry point: one proposal from the View.
-    def choose(self, view: View):
-        try:
-            return self._choose(view)
-        except Exception as exc:  # an input this chooser cannot handle: hand over, do not crash the run
-            return Stop(reason=f"search chooser: cannot continue ({type(exc).__name__}: {str(exc)[:300]})",
-                        summary="an observation this chooser could not interpret; the evidence so far is in the journal")
+    def describe(self) -> ChooserDescription:
+        # The target-test observation brings the mutation analysis too.
+        return ChooserDescription(name=self.name, seed=self.seed, mutation_analysis=True)
+
+    # The single entry point: one proposal from the View. An exception is a bug in this chooser and
+    # ends the run as chooser_error (with its traceback), never as a hand-off.
+    def choose(self, view: View) -> ChooserStep:
+        return ChooserStep(proposal=self._choose(view))
 
     def _choose(self, view: View):
         plan = self._replay(view)
