@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from ..actions import _Action
+from ..actions import BaseAction
 from ..state import View
 
 
@@ -24,7 +24,7 @@ class Chooser(Protocol):
         """The time.monotonic() by which choose() must have returned (a retrying chooser stops before it)."""
         ...
 
-    def choose(self, view: View) -> _Action | dict[str, Any]:
+    def choose(self, view: View) -> BaseAction | dict[str, Any]:
         """Return one proposal. Plain dicts are validated by the controller like anything else."""
         ...
 
