@@ -44,12 +44,12 @@ TOP_LEVEL = {
     "repair_agent.stops": "loop",
     "repair_agent.tools": "loop",
     "repair_agent.usage": "loop",
-    "repair_agent.outputs": "runs",
-    "repair_agent.release": "runs",
-    "repair_agent.resume": "runs",
-    "repair_agent.run": "runs",
-    "repair_agent.seal": "runs",
-    "repair_agent.session": "runs",
+    "repair_agent.outputs": "lifecycle",
+    "repair_agent.release": "lifecycle",
+    "repair_agent.resume": "lifecycle",
+    "repair_agent.run": "lifecycle",
+    "repair_agent.seal": "lifecycle",
+    "repair_agent.session": "lifecycle",
     "repair_agent.faults": "reports",
     "repair_agent.html_page": "reports",
     "repair_agent.html_report": "reports",
@@ -89,10 +89,10 @@ ALLOWED: dict[str, set[str]] = {
     # the run's records and their renderings read what the loop left, not its insides
     "reports": {"base", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
     "importers": {"base", "sandbox", "scenarios", "untrusted", "verifier"},
-    "runs": {"base", "choosers", "hints", "importers", "loop", "reports", "sandbox", "scenarios", "untrusted",
+    "lifecycle": {"base", "choosers", "hints", "importers", "loop", "reports", "sandbox", "scenarios", "untrusted",
              "verifier"},
-    "sweep": {"base", "choosers", "reports", "runs", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
-    "cli": {"base", "choosers", "hints", "importers", "loop", "reports", "runs", "sandbox", "scenarios", "sweep",
+    "sweep": {"base", "choosers", "lifecycle", "reports", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
+    "cli": {"base", "choosers", "hints", "importers", "lifecycle", "loop", "reports", "sandbox", "scenarios", "sweep",
             "untrusted", "verifier"},
 }
 # Single imports the table does not allow, each with the reason a reviewer accepted. An entry that no
@@ -279,9 +279,9 @@ def test_the_table_refuses_what_the_layout_forbids():
              "verifier.rubric": {"repair_agent.state"}, "repair_agent.sandbox.base": {"repair_agent.controller"},
              "repair_agent.records": {"repair_agent.journal"}}
     wrong, _ = _edges_outside_the_table(graph)
-    assert wrong == ["repair_agent.choosers.baseline -> repair_agent.resume (choosers -> runs)",
+    assert wrong == ["repair_agent.choosers.baseline -> repair_agent.resume (choosers -> lifecycle)",
                      "repair_agent.choosers.baseline -> verifier.gate (choosers -> verifier)",
-                     "repair_agent.controller -> repair_agent.run (loop -> runs)",
+                     "repair_agent.controller -> repair_agent.run (loop -> lifecycle)",
                      "repair_agent.html_report -> repair_agent.tools (reports -> loop)",
                      "repair_agent.sandbox.base -> repair_agent.controller (sandbox -> loop)",
                      "verifier.rubric -> repair_agent.state (verifier -> loop)"]
