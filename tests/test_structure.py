@@ -70,8 +70,8 @@ TOP_LEVEL = {
 # What each layer may import besides itself: a layer's name allows all of it, a module's name only
 # that module (the narrow door into a layer whose insides stay closed). The layer names alone form
 # no circle (test_the_layer_table_has_no_circle), so the table reads bottom to top.
-_LOOP_RECORDS = {"repair_agent.actions", "repair_agent.state", "repair_agent.stops", "repair_agent.journal",
-                 "repair_agent.outcome", "repair_agent.usage"}  # what the loop leaves, not how it runs
+_LOOP_RECORDS = {"repair_agent.actions", "repair_agent.state", "repair_agent.stops",  # what the loop leaves,
+                 "repair_agent.journal", "repair_agent.outcome", "repair_agent.usage"}  # not how it runs
 ALLOWED: dict[str, set[str]] = {
     "verifier": set(),                      # protected: nothing of the agent side
     "in_sandbox": set(),                    # programs shipped into the sandbox: standard library and pytest
@@ -343,10 +343,10 @@ def test_no_private_name_crosses_a_package():
 
 def test_the_private_name_check_finds_one(tmp_path):
     importer = tmp_path / "importer.py"
-    importer.write_text("from ..actions import _Hidden, Public\nfrom .sibling import _shared\n"
+    importer.write_text("from ..sandbox.base import _Hidden, Public\nfrom .sibling import _shared\n"
                         "from repair_agent.sweep import statistics as stats\nstats._hidden_too\n")
-    modules = {"repair_agent.actions": Path("a"), "repair_agent.choosers.sibling": Path("b"),
+    modules = {"repair_agent.sandbox.base": Path("a"), "repair_agent.choosers.sibling": Path("b"),
                "repair_agent.sweep.statistics": Path("c")}
     assert _private_names_taken("repair_agent.choosers.importer", importer, modules) == [
-        "repair_agent.choosers.importer: _Hidden from repair_agent.actions",
+        "repair_agent.choosers.importer: _Hidden from repair_agent.sandbox.base",
         "repair_agent.choosers.importer: _hidden_too of repair_agent.sweep.statistics"]
