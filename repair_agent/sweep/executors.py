@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from .jobs import SWEEP_ERROR, SweepJob, SweepResult
-from .worker import now_iso, init_worker, run_job, wait_for_cleanup
+from .worker import _now, _worker_init, run_job, wait_for_cleanup
 
 OnResult = Callable[[dict, dict], None]   # (job, result)
 MayStart = Callable[[], bool]             # asked before each further run (a sweep's cost limit)
@@ -21,7 +21,7 @@ def run_local(jobs: list[SweepJob], workers: int, on_result: OnResult, may_start
 
     ctx = multiprocessing.get_context("spawn")
     stop = ctx.Event()
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_worker, initargs=(stop,))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(stop,))
     queue = list(jobs)
     futures: dict = {}
     pending: set = set()
@@ -64,7 +64,7 @@ def _deliver(future, job: SweepJob, on_result: OnResult, stopping: bool = False)
         if stopping:  # while stopping, a failure is the interruption's doing: the run is redone on resume
             return
         result = SweepResult(scenario=job.scenario, chooser=job.chooser, budget=job.budget, seed=job.seed,
-                             status=SWEEP_ERROR, detail=f"{type(exc).__name__}: {exc}", finished_at=now_iso()).model_dump()
+                             status=SWEEP_ERROR, detail=f"{type(exc).__name__}: {exc}", finished_at=_now()).model_dump()
     if not result.get("interrupted"):
         on_result(job.model_dump(), result)
 
@@ -144,6 +144,6 @@ def _deliver_ray(ray, ref, job: SweepJob, on_result: OnResult) -> None:
         return
     except Exception as exc:
         result = SweepResult(scenario=job.scenario, chooser=job.chooser, budget=job.budget, seed=job.seed,
-                             status=SWEEP_ERROR, detail=f"{type(exc).__name__}: {exc}", finished_at=now_iso()).model_dump()
+                             status=SWEEP_ERROR, detail=f"{type(exc).__name__}: {exc}", finished_at=_now()).model_dump()
     if not result.get("interrupted"):
         on_result(job.model_dump(), result)

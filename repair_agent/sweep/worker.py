@@ -20,7 +20,7 @@ def run_job(job: dict) -> dict:
     base = dict(scenario=job.scenario, chooser=job.chooser, budget=job.budget, seed=job.seed, worker=os.getpid())
     if job.manifest is None:
         return SweepResult(**base, kind="broken", status=SCENARIO_ERROR, detail=job.manifest_error or "",
-                           finished_at=now_iso()).model_dump()
+                           finished_at=_now()).model_dump()
     if _STOP is not None and _STOP.is_set() or job.stop_file and Path(job.stop_file).exists():
         return {"interrupted": True}
     global _RUNNING
@@ -108,7 +108,7 @@ def _run(job: SweepJob, base: dict) -> dict:
     try:
         scenario = load_manifest(Path(job.manifest))
     except ManifestError as exc:
-        return SweepResult(**base, kind="broken", status=SCENARIO_ERROR, detail=str(exc), finished_at=now_iso()).model_dump()
+        return SweepResult(**base, kind="broken", status=SCENARIO_ERROR, detail=str(exc), finished_at=_now()).model_dump()
     meta = dict(kind=scenario.kind, tags=list(scenario.tags), expected=scenario.expected)
     try:
         chooser = load_chooser(job.chooser, scenario, seed=job.seed, models_file=job.models_file)
@@ -119,7 +119,7 @@ def _run(job: SweepJob, base: dict) -> dict:
         raise
     except Exception as exc:  # a bug or an unloadable plug-in: reported, the sweep goes on
         return SweepResult(**base, **meta, status=SWEEP_ERROR, detail=f"{type(exc).__name__}: {exc}",
-                           wall_s=round(time.monotonic() - t0, 3), finished_at=now_iso()).model_dump()
+                           wall_s=round(time.monotonic() - t0, 3), finished_at=_now()).model_dump()
     if record.detail == INTERRUPTED_DETAIL:
         return {"interrupted": True}
     journal = Path(record.run_dir) / "journal.jsonl"
@@ -132,10 +132,10 @@ def _run(job: SweepJob, base: dict) -> dict:
                        model=record.model, infrastructure_failure=record.infrastructure_failure,
                        wall_s=record.wall_s, run_dir=record.run_dir, run_id=record.run_id,
                        diff_sha256=record.diff_sha256, detail=record.detail, correctness=record.correctness,
-                       rubric=rubric_from_journal(journal).model_dump(), finished_at=now_iso()).model_dump()
+                       rubric=rubric_from_journal(journal).model_dump(), finished_at=_now()).model_dump()
 
 
-def now_iso() -> str:
+def _now() -> str:
     import datetime as dt
 
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -148,7 +148,7 @@ _STOP = None
 _RUNNING = False
 
 
-def init_worker(stop_event) -> None:
+def _worker_init(stop_event) -> None:
     global _STOP
     _STOP = stop_event
     signal.signal(signal.SIGINT, signal.SIG_IGN)
