@@ -98,8 +98,8 @@ ALLOWED: dict[str, set[str]] = {
 # Single imports the table does not allow, each with the reason a reviewer accepted. An entry that no
 # import uses any more must leave the list.
 EXCEPTIONS = {
-    ("repair_agent.sandbox.early", "repair_agent.scenario"):
-        "a type annotation only (TYPE_CHECKING): the early sandbox starts before the manifest is read",
+    ("repair_agent.sandbox", "repair_agent.scenario"):
+        "type annotations only (TYPE_CHECKING): a sandbox is made for a scenario, which imports the sandbox",
     ("repair_agent.choosers.models_file", "repair_agent.local_repo"):
         "a `run --repo` run's repository is not the user's configuration (its origin record says where)",
     ("repair_agent.choosers.search.patch", "verifier.scope"):
