@@ -74,7 +74,8 @@ _LOOP_RECORDS = {"repair_agent.actions", "repair_agent.state", "repair_agent.sto
                  "repair_agent.journal", "repair_agent.outcome", "repair_agent.usage"}  # not how it runs
 ALLOWED: dict[str, set[str]] = {
     "verifier": set(),                      # protected: nothing of the agent side
-    "in_sandbox": set(),                    # programs shipped into the sandbox: standard library and pytest
+    "in_sandbox": set(),                    # shipped into the sandbox (standard library and pytest only),
+                                            # so any layer may use them as plain functions too
     "base": set(),                          # where shipped files live
     "untrusted": set(),                     # showing, redacting and bounding what comes from outside
     "hints": {"in_sandbox", "verifier"},    # localization and mutation analysis for an observation
@@ -84,11 +85,11 @@ ALLOWED: dict[str, set[str]] = {
     # a manifest states a budget in the loop's own terms
     "scenarios": {"base", "sandbox", "untrusted", "verifier", "repair_agent.state"},
     # choosers see a View and propose actions: never the verifier, the controller or the run lifecycle
-    "choosers": {"hints", "scenarios", "untrusted", "repair_agent.actions", "repair_agent.state",
+    "choosers": {"hints", "in_sandbox", "scenarios", "untrusted", "repair_agent.actions", "repair_agent.state",
                  "repair_agent.stops"},
     # the run's records and their renderings read what the loop left, not its insides
     "reports": {"base", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
-    "importers": {"base", "sandbox", "scenarios", "untrusted", "verifier"},
+    "importers": {"base", "in_sandbox", "sandbox", "scenarios", "untrusted", "verifier"},
     "lifecycle": {"base", "choosers", "hints", "importers", "loop", "reports", "sandbox", "scenarios", "untrusted",
              "verifier"},
     "sweep": {"base", "choosers", "lifecycle", "reports", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
