@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 NOTE_MAX = 300
 
 
-class _Action(BaseModel):
+class BaseAction(BaseModel):
+    """What every action shares: no extra fields, frozen, an optional note, text that can be passed on."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     tool: str  # each action narrows it to its own literal name
     note: str | None = Field(None, max_length=NOTE_MAX,
@@ -50,14 +52,14 @@ class _Action(BaseModel):
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
-class Search(_Action):
+class Search(BaseAction):
     """Search the repository for a literal string (git grep, tracked and new files)."""
     tool: Literal["search"] = "search"
     query: str = Field(min_length=1, max_length=200)
     path_glob: str | None = Field(None, max_length=200, description="e.g. 'src/**/*.py'")
 
 
-class ReadFile(_Action):
+class ReadFile(BaseAction):
     """Read a file of the repository, optionally a line range (1-based, inclusive)."""
     tool: Literal["read_file"] = "read_file"
     path: str = Field(min_length=1, max_length=300)
@@ -69,13 +71,13 @@ class ReadFile(_Action):
     _omit_default: ClassVar[tuple[str, ...]] = ("note", "line_numbers")
 
 
-class ApplyPatch(_Action):
+class ApplyPatch(BaseAction):
     """Apply a unified diff (git format, paths a/... b/...) to the working tree."""
     tool: Literal["apply_patch"] = "apply_patch"
     diff: str = Field(min_length=1, max_length=200_000)
 
 
-class ReplaceInFile(_Action):
+class ReplaceInFile(BaseAction):
     """Replace the one occurrence of `old` in a file with `new` (exact text, whitespace included;
     give enough surrounding lines to make `old` unique). Applied as a unified diff, like apply_patch."""
     tool: Literal["replace_in_file"] = "replace_in_file"
@@ -84,22 +86,22 @@ class ReplaceInFile(_Action):
     new: str = Field(max_length=50_000)
 
 
-class RunTargetTest(_Action):
+class RunTargetTest(BaseAction):
     """Ask the protected verifier to run the target (fail-to-pass) tests on the current diff."""
     tool: Literal["run_target_test"] = "run_target_test"
 
 
-class RunFullSuite(_Action):
+class RunFullSuite(BaseAction):
     """Ask the protected verifier to run the whole protected suite on the current diff."""
     tool: Literal["run_full_suite"] = "run_full_suite"
 
 
-class CheckDiff(_Action):
+class CheckDiff(BaseAction):
     """Ask the protected verifier to check the current diff's scope."""
     tool: Literal["check_diff"] = "check_diff"
 
 
-class Stop(_Action):
+class Stop(BaseAction):
     """Stop and hand over. Consumes a step; the controller, not the chooser, names the exit."""
     tool: Literal["stop"] = "stop"
     reason: str | None = Field(None, max_length=2000)
@@ -108,7 +110,7 @@ class Stop(_Action):
 
 Action = Annotated[Union[Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetTest, RunFullSuite, CheckDiff,
                          Stop], Field(discriminator="tool")]
-ACTION_TYPES: tuple[type[_Action], ...] = (Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetTest, RunFullSuite,
+ACTION_TYPES: tuple[type[BaseAction], ...] = (Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetTest, RunFullSuite,
                                            CheckDiff, Stop)
 TOOL_NAMES = tuple(t.model_fields["tool"].default for t in ACTION_TYPES)
 _adapter: TypeAdapter = TypeAdapter(Action)
@@ -129,7 +131,7 @@ class InvalidAction(ValueError):
         self.raw = raw
 
 
-def parse_action(proposal: Any) -> _Action:
+def parse_action(proposal: Any) -> BaseAction:
     """Validate a proposal (an Action, a dict, or JSON text) into exactly one action."""
     if isinstance(proposal, ACTION_TYPES):
         return proposal

@@ -18,7 +18,7 @@ from .choosers.base import Chooser
 from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWriteError, StartRecord, StepRecord,
                       StopRecord)
 from .plain import ChooserReply, call_with_timeout, consult
-from .records import RunOutcome
+from .outcome import RunOutcome
 from .sandbox import SandboxError
 from .state import NEXT_ATTEMPT, STALE_SUFFIX, Evidence, HistoryEntry, Observation, State, StopReason, View
 from .tools import MALFORMED_RULES, Edit, Executor, ToolOutcome, malformed_diff

@@ -1,19 +1,12 @@
-"""Self-contained HTML views: `RUN/report.html` for one run, `DIR/summary.html` for a sweep.
-
-One file each, no network: CSS is inline, the plots are inline SVG. Everything that came from a run (diffs, tool output, model text, paths) reaches the
-page only through jinja2's autoescaping; nothing here marks run text safe, so a `<script>` in a
-diff shows as text and runs nothing; before that, visible.py names every control, bidi or invisible
-character and takes out secrets. The page itself carries no script at all.
-"""
+"""`RUN/report.html`: one run's report as a self-contained page (no network: CSS inline, the Uₜ plot
+inline SVG, the diff syntax-coloured). Everything that came from the run reaches the page only
+through html_page.py's autoescaping environment; report.py renders the same Report as Markdown."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-import jinja2
 from pydantic import BaseModel
 from pygments.lexers import get_lexer_for_filename
 from pygments.lexers.special import TextLexer
@@ -24,19 +17,8 @@ from unidiff.errors import UnidiffParseError
 
 from verifier.files import atomic_write
 
+from .html_page import template
 from .records import Report
-from .sweep import statistics as stats
-from .sweep.chart import sweep_plot
-from .sweep.records import Cell, RunRow, SweepSummary
-from .visible import html_finalize
-
-# finalize: every printed value is shown through visible.py first (secrets out, hidden characters
-# named), then autoescaped: one rule for every field, including ones added later.
-_env = jinja2.Environment(loader=jinja2.PackageLoader("repair_agent", "templates"), autoescape=True,
-                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                          finalize=html_finalize)
-_env.filters["pretty"] = lambda value: value if isinstance(value, str) else json.dumps(value, indent=2,
-                                                                                     ensure_ascii=False)
 
 STATUS_TONE = {"awaiting_release_confirmation": "good", "handoff_requested": "warn", "step_budget": "warn",
                "deadline": "warn", "repeated_action": "warn", "no_new_evidence": "warn"}  # others: "bad"
@@ -121,7 +103,7 @@ def _lexer(path: str):
 def warm() -> None:
     """Compile the run page's template and pygments' file-name table (a first lexer lookup
     compiles every lexer's patterns): a run does this while it waits on its containers."""
-    _env.get_template("report.html.j2")
+    template("report.html.j2")
     _lexer("warm.py")
 
 
@@ -177,7 +159,7 @@ def diff_view(diff: str) -> list[DiffFile]:
 
 def render_run_html(report: Report, decision: dict[str, Any] | None = None) -> str:
     """The page for one run; `decision` is release.json when a person has already decided."""
-    return _env.get_template("report.html.j2").render(
+    return template("report.html.j2").render(
         r=report, plot=trajectory_plot(report), diff_files=diff_view(report.diff), decision=decision,
         tone=STATUS_TONE.get(report.status, "bad"),
         verdict_steps={s.result.id: s.step for s in report.steps if s.result})
@@ -193,79 +175,3 @@ def write_run_html(run_dir: Path, report: Report | None = None) -> Path:
     path = run_dir / "report.html"
     atomic_write(path, render_run_html(report, decision))
     return path
-
-
-# -- a sweep ---------------------------------------------------------------------------------------
-# The page renders the typed summary (sweep/records.py); a summary.json from an older sweep reads
-# through the same models, its missing figures left out, so it loses those, not the page.
-
-class CellRow(BaseModel):
-    """A cell with what the page prints about it."""
-
-    cell: Cell
-    unmeasured: bool      # no rate, or in an unmeasured success comparison
-    resolution: str
-    intervals: dict[str, str]
-    correctness: str | None
-
-
-class ComparisonRow(BaseModel):
-    comparison: stats.Comparison
-    paired: str
-    reason: str
-
-
-class RunLink(BaseModel):
-    run: RunRow
-    href: str | None
-    has_report: bool
-
-
-def _run_href(run_dir: str | None, out_dir: Path) -> tuple[str | None, bool]:
-    """A relative, percent-encoded link to the run's report.html (never a scheme such as javascript:)."""
-    if not run_dir:
-        return None, False
-    path = Path(run_dir)
-    if not path.is_absolute() and (out_dir / path).exists():
-        path = out_dir / path
-    target = path.resolve() / "report.html"
-    return quote(os.path.relpath(target, out_dir.resolve())), target.is_file()
-
-
-def render_sweep_html(summary: SweepSummary, out_dir: Path) -> Path:
-    """Write DIR/summary.html from a sweep's summary; returns its path."""
-    out_dir = Path(out_dir)
-    # Only success comparisons mark a cell of the success plot; a comparison names its cells as
-    # Cell.name does, within its scenario group.
-    unmeasured = {(c.scenario_group, name) for c in summary.comparisons
-                  if c.verdict == "unmeasured" and c.metric == "success_rate" for name in (c.a, c.b)}
-    cells = [CellRow(cell=c, unmeasured=c.success_rate is None or not c.n or (c.scenario_group, c.name) in unmeasured,
-                     resolution=stats.fmt_resolution(c.resolution),
-                     intervals={m: stats.fmt_interval(i) for m, i in c.intervals.items()},
-                     correctness=stats.fmt_correctness(c.correctness) if c.correctness is not None else None)
-             for c in summary.cells]
-    comparisons = [ComparisonRow(comparison=c, paired=stats.fmt_paired(c.paired), reason=stats.fmt_reason(c))
-                   for c in summary.comparisons]
-    runs = [RunLink(run=r, href=href, has_report=exists)
-            for r in summary.runs for href, exists in [_run_href(r.run_dir, out_dir)]]
-    explanation = summary.explanation
-    html = _env.get_template("sweep.html.j2").render(
-        s=summary, cells=cells, comparisons=comparisons, runs=runs,
-        plot=sweep_plot([(row.cell, row.unmeasured) for row in cells]), fmt=_fmt, models_note=stats.MODELS_NOTE,
-        model_cells=[row.cell for row in cells if row.cell.model is not None],
-        # **term** pieces are bolded by the template (odd pieces), each piece autoescaped as text.
-        explanation=explanation.split("**") if explanation else None,
-        no_band_note=stats.NO_BAND_NOTE if any(row.cell.one_seed for row in cells) else None,
-        rate_metrics=[("success_rate", "success"), ("correct_rate", "correct"),
-                      ("evidence_complete_rate", "evidence complete")])
-    path = out_dir / "summary.html"
-    atomic_write(path, html)
-    return path
-
-
-def _fmt(value: Any, digits: int = 2) -> str:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return "—" if value is None else str(value)
-    return str(int(number)) if number.is_integer() and digits == 0 else f"{number:.{digits}f}"

@@ -22,7 +22,7 @@ import time
 
 from pydantic import BaseModel, ConfigDict
 
-from verifier.spec import _glob_regex, glob_match
+from verifier.spec import glob_regex, glob_match
 
 from . import in_sandbox, mutation
 from .in_sandbox import spectrum
@@ -107,7 +107,7 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
             "max_others": MAX_OTHER_TESTS, "min_near": MIN_NEAR_TESTS, "budget_s": max(1.0, timeout_s * 0.4)}
     program = SPECTRUM_PROGRAM
     if mutate:
-        args["mutation"] = mutation.mutation_args([_glob_regex(w).pattern for w in writable], timeout_s * 0.85)
+        args["mutation"] = mutation.mutation_args([glob_regex(w).pattern for w in writable], timeout_s * 0.85)
         program = MUTATION_PROGRAM
     try:
         res = sandbox.run([python, "-B", "-c", program, json.dumps(args)], timeout_s=timeout_s,

@@ -1,5 +1,5 @@
-"""The run's records: what the controller ends with (RunOutcome), what a run leaves behind
-(RunRecord, run.json) and the report model (Report, report.json). Renderers (report.py,
+"""The run's records: what a run leaves behind (RunRecord, run.json) and the report model (Report,
+report.json), both built from what the controller ends with (RunOutcome, outcome.py). Renderers (report.py,
 html_report.py) and every reader of a run import these; this module imports no renderer."""
 from __future__ import annotations
 
@@ -16,32 +16,13 @@ from verifier.scope import FileChange
 from .actions import MAX_NESTING, nested_deeper_than
 from .faults import Fault, attribute
 from .journal import JournalRecord, ResumeRecord, SetupRecord, StepRecord, read_records
-from .state import Authorization, Evidence, Goal, Grant, State, StopReason
+from .outcome import RunOutcome
+from .state import Authorization, Goal, Grant, StopReason
 from .bounded import capped
 from .usage import UsageSummary
 
 if TYPE_CHECKING:
     from .scenario import Scenario
-
-
-class RunOutcome(BaseModel):
-    status: StopReason
-    detail: str
-    next_attempt: str
-    steps_used: int
-    max_steps: int
-    u_trajectory: list[int]
-    diff: str
-    diff_sha256: str
-    evidence: list[Evidence]
-    final_state: State
-    extra: dict[str, Any] = {}
-    timing: dict[str, float] = {}
-
-    def final_test_evidence(self) -> Evidence | None:
-        """The last test verdict on the final diff: what correctness and held-out detail come from."""
-        return next((e for e in reversed(self.evidence) if e.tool in ("run_target_test", "run_full_suite")
-                     and e.diff_sha256 == self.diff_sha256), None)
 
 
 class RunRecord(BaseModel):

@@ -14,7 +14,7 @@ from verifier import ScopeVerdict, TestVerdict, Verifier, diff_sha256
 from verifier.isolation import CommandResult
 from verifier.scope import HUNK_HEADER
 
-from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, _Action)
+from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, BaseAction)
 from .localization import Localization, localize
 from .sandbox import Sandbox
 
@@ -207,7 +207,7 @@ class Executor:
         self.mutate = mutate      # and the mutation analysis after it (a chooser asks for it)
         self.source = f"sandbox:{sandbox.kind}"
 
-    def dispatch(self, action: _Action, current_diff: str, edit_diff: str | None = None) -> ToolOutcome:
+    def dispatch(self, action: BaseAction, current_diff: str, edit_diff: str | None = None) -> ToolOutcome:
         """`edit_diff`: for replace_in_file, the diff the controller authorized (see replacement)."""
         started = time.monotonic()
         outcome = self._dispatch(action, current_diff, edit_diff)
@@ -253,7 +253,7 @@ class Executor:
         out.output, out.new_diff, out.raw_error = "", new_diff, None
         return out
 
-    def _dispatch(self, action: _Action, current_diff: str, edit_diff: str | None) -> ToolOutcome:
+    def _dispatch(self, action: BaseAction, current_diff: str, edit_diff: str | None) -> ToolOutcome:
         if isinstance(action, Search):
             res = self.sandbox.search(action.query, action.path_glob)
             status = _command_status(res, ok_codes=(0, 1))  # git grep: 1 means no match

@@ -23,7 +23,9 @@ import pytest
 import hostile_choosers as h
 from helpers import import_required, skip_unless_present
 from repair_agent.choosers import load_chooser
-from repair_agent.html_report import render_run_html, render_sweep_html
+from repair_agent import html_page
+from repair_agent.html_report import render_run_html
+from repair_agent.sweep.html import render_sweep_html
 from repair_agent.sweep import SweepSummary
 from repair_agent.records import Report
 from repair_agent.run import execute_run
@@ -31,7 +33,7 @@ from repair_agent.scenario import resolve
 from repair_agent.state import StopReason
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ROOT / "repair_agent" / "templates"
+TEMPLATES = Path(html_page.__file__).parent / "templates"
 
 
 # -- Chromium --------------------------------------------------------------------------------------
@@ -394,7 +396,7 @@ def test_templates_never_mark_text_safe():
         text = template.read_text()
         for forbidden in ("|safe", "| safe", "autoescape false", "Markup"):
             assert forbidden not in text, f"{template.name} uses {forbidden}"
-    source = (ROOT / "repair_agent" / "html_report.py").read_text()
+    source = Path(html_page.__file__).read_text()
     assert "autoescape=True" in source and "Markup" not in source
 
 

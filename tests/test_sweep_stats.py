@@ -10,7 +10,7 @@ import math
 import pytest
 
 from repair_agent.sweep import statistics as stats
-from repair_agent.html_report import render_sweep_html
+from repair_agent.sweep.html import render_sweep_html
 from helpers import HANDOFF, SCENARIOS, cell_lines, sweep_line
 from repair_agent.sweep import SweepSummary, render_markdown, summarize, write_summary
 

@@ -28,7 +28,7 @@ REFUSED_INFRASTRUCTURE: tuple[str, ...] = (
 
 
 @functools.lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def glob_regex(pattern: str) -> re.Pattern[str]:
     """`**` spans directories, `*` and `?` stay within one path segment; `**/x` also matches `x`."""
     out, i = [], 0
     while i < len(pattern):
@@ -53,7 +53,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 def glob_match(path: str, patterns) -> str | None:
     """The first pattern that matches `path` (repository-relative, POSIX), or None."""
     for pattern in patterns:
-        if _glob_regex(pattern).match(path):
+        if glob_regex(pattern).match(path):
             return pattern
     return None
 

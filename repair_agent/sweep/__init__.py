@@ -18,8 +18,8 @@ band, and every difference is `unmeasured`.
 The parts, one file each: jobs.py (jobs, results.jsonl, scenario selection), worker.py (one run in
 a worker, and its signals), executors.py (local pool, Ray), statistics.py (intervals, paired tests),
 summary.py (cells, bands, comparisons), compare.py (two sweeps, cell by cell), records.py (summary.json's shape: the typed
-summary every renderer takes), markdown.py (summary.md), progress.py, orchestrate.py.
-summary.html (with the success-against-budget chart) is drawn by html_report.py.
+summary every renderer takes), markdown.py (summary.md), html.py (summary.html, with the
+success-against-budget chart), progress.py, orchestrate.py.
 """
 from __future__ import annotations
 

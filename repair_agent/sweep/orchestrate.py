@@ -102,7 +102,7 @@ def write_summary(results: list[dict], out_dir: Path, *, group_by: str = "all",
     atomic_write(out_dir / SUMMARY_JSON, redact(summary.to_json()))  # read back with SweepSummary.read
     atomic_write(out_dir / SUMMARY_MD, redact(render_markdown(summary, command)))
     # summary.html: the same figures, the success-against-budget chart, each run's report linked.
-    from ..html_report import render_sweep_html
+    from .html import render_sweep_html
 
     render_sweep_html(summary, out_dir)
     return summary
