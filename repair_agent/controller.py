@@ -6,7 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import time
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Callable, TypeVar
 
 
 from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
@@ -15,7 +15,7 @@ from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
 from .actions import (REREAD_WINDOW, REREADABLE_TOOLS, TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile,
                       ReplaceInFile, Search, Stop, parse_action, tool_schemas)
 from .choosers.base import Chooser
-from .loop_state import LoopState
+from .loop_state import LoopState, Opening
 from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWriteError, StartRecord, StepRecord,
                       StopRecord)
 from .plain import ChooserReply, call_with_timeout, consult
@@ -36,47 +36,24 @@ class Stopped(Exception):
         self.reason, self.detail, self.extra = reason, detail, extra or {}
 
 
-class Opening(Protocol):
-    """How a continued run begins instead of a start line: given the controller (its public
-    dispatch and write_journal), the record the first new step starts from, already journaled."""
-
-    def __call__(self, controller: Controller) -> LoopState: ...
-
-
 class Controller:
-    def __init__(self, state: State, chooser: Chooser, executor: Executor, verifier: Verifier, journal: Journal,
+    def __init__(self, loop: LoopState, chooser: Chooser, executor: Executor, verifier: Verifier, journal: Journal,
                  *, environment_id: str, on_step: Callable[[dict], None] | None = None,
-                 chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None):
+                 chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None,
+                 opening: Opening | None = None):
+        """`loop`: LoopState.start(state) for a fresh run, or the record a resume rebuilt from the
+        journal with its `opening`, which then runs in place of the start line."""
         self.cost_limit = cost_limit  # counted here, from each step's usage, like the token budget
-        self.chooser, self.executor, self.verifier = chooser, executor, verifier
-        # The loop's state, one frozen record: `loop` is the working record of the step under way,
-        # `committed` the last one journaled. Each change makes a new record.
-        self.loop = self.committed = LoopState.start(state)
+        self.chooser, self.executor, self.verifier, self.opening = chooser, executor, verifier, opening
+        self.loop = self.committed = loop  # the step under way's record; the last journaled one
         self.journal, self.environment_id, self.on_step = journal, environment_id, on_step or (lambda _: None)
         self.chooser_timeout_s = chooser_timeout_s
         self.started = time.monotonic()
         self.timing = {"chooser_s": 0.0, "tools_s": 0.0, "journal_s": 0.0}  # the rest is the controller's own
-        self.opening: Opening | None = None
-
-    @classmethod
-    def continuing(cls, loop: LoopState, opening: Opening, chooser: Chooser, executor: Executor, verifier: Verifier,
-                   journal: Journal, *, environment_id: str, on_step: Callable[[dict], None] | None = None,
-                   chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None) -> Controller:
-        """A controller that continues a run from `loop` (rebuilt from its journal); `opening` runs
-        in place of the start line and gives the record the first new step starts from."""
-        controller = cls(loop.state, chooser, executor, verifier, journal, environment_id=environment_id,
-                         on_step=on_step, chooser_timeout_s=chooser_timeout_s, cost_limit=cost_limit)
-        controller.loop = controller.committed = loop
-        controller.opening = opening
-        return controller
 
     @property
     def state(self) -> State:
         return self.loop.state
-
-    @property
-    def diff(self) -> str:
-        return self.loop.diff
 
     # -- the loop: one step = one chooser invocation --------------------------------------------
     def run(self) -> RunOutcome:
@@ -125,7 +102,7 @@ class Controller:
     # -- pieces of the loop ---------------------------------------------------------------------
     def _begin(self) -> None:
         if self.opening is not None:
-            self.loop = self.committed = self.opening(self)
+            self.loop = self.committed = self.opening(self.committed, self.dispatch, self.write_journal)
             if self.state.u == 0:  # killed after the last check, before its stop line: re-earned, so it holds
                 raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION, "every acceptance condition holds on "
                               "evidence for the current diff (re-earned on resume); release needs a person")
@@ -152,14 +129,14 @@ class Controller:
         allowed = ("stop",) if in_reserve else TOOL_NAMES
         unknowns = [f"{c.description}{STALE_SUFFIX if c.stale else ''}"
                     for c in self.state.conditions if not c.satisfied]
-        if not self.diff:
+        if not self.loop.diff:
             unknowns.append("no candidate patch yet")
         view = View(step=b.steps_used + 1, state_version=self.state.version, goal=self.state.goal,
                     authorization=self.state.authorization, u=self.state.u, conditions=self.state.conditions,
                     unknowns=tuple(unknowns), evidence=self.loop.evidence, steps_left=b.steps_left,
                     exploration_left=b.exploration_left, allowed_tools=allowed,
                     action_schema=tuple(t for t in tool_schemas() if t["name"] in allowed),
-                    current_diff_sha256=diff_sha256(self.diff), current_diff=self.diff)
+                    current_diff_sha256=diff_sha256(self.loop.diff), current_diff=self.loop.diff)
         return view, view.model_dump_json(), allowed
 
     def _ask(self, view_text: str) -> tuple[ChooserReply, Stopped | None]:
@@ -285,7 +262,7 @@ class Controller:
         return None
 
     def dispatch(self, action, edit_diff: str | None = None) -> ToolOutcome:
-        return self._tool(lambda: self.executor.dispatch(action, self.diff, edit_diff))
+        return self._tool(lambda: self.executor.dispatch(action, self.loop.diff, edit_diff))
 
     def _tool(self, work: Callable[[], T]) -> T:
         """Sandbox work (a tool, or reading the file a replace_in_file edits): its time is the tools'
@@ -309,7 +286,7 @@ class Controller:
                           f"deadline ({elapsed:.1f}s) and was refused", {"late_observation": outcome.summary})
 
     def _record(self, action, outcome: ToolOutcome) -> Evidence:
-        diff = self.diff if outcome.new_diff is None else outcome.new_diff
+        diff = self.loop.diff if outcome.new_diff is None else outcome.new_diff
         current = diff_sha256(diff)
         output = outcome.output
         if len(output) > MAX_OBSERVATION_CHARS:
@@ -371,8 +348,8 @@ class Controller:
     def _finish(self, stop: Stopped) -> RunOutcome:
         outcome = RunOutcome(status=stop.reason, detail=stop.detail, next_attempt=NEXT_ATTEMPT[stop.reason],
                              steps_used=self.state.budget.steps_used, max_steps=self.state.budget.max_steps,
-                             u_trajectory=list(self.loop.u_trajectory), diff=self.diff,
-                             diff_sha256=diff_sha256(self.diff), evidence=list(self.loop.evidence), final_state=self.state, extra=stop.extra,
+                             u_trajectory=list(self.loop.u_trajectory), diff=self.loop.diff,
+                             diff_sha256=diff_sha256(self.loop.diff), evidence=list(self.loop.evidence), final_state=self.state, extra=stop.extra,
                              timing={**{k: round(v, 4) for k, v in self.timing.items()},
                                      "loop_s": round(time.monotonic() - self.started, 4)})
         try:
@@ -399,7 +376,6 @@ class Controller:
                           {"raw": str(exc), "journal_error": str(exc)}) from None
 
 
-
 def _escape(path: str) -> Stopped | None:
     """A path that reaches outside the repository's files: a read or an edit there needs a person."""
     parts = path.split("/")
@@ -413,7 +389,6 @@ def _label(proposal: Any) -> str:
     """The proposal's tool as a label for the history (the proposal itself is journaled verbatim)."""
     tool = proposal.get("tool") if isinstance(proposal, dict) else None
     return tool[:60] if isinstance(tool, str) else "?"
-
 
 
 _FAILURES = {"token_budget": StopReason.STEP_BUDGET, "malformed": StopReason.INVALID_ACTION,

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Union
+from typing import Callable, Protocol, Union
 
 from verifier import ScopeVerdict, TestVerdict
 
+from .actions import Action
+from .journal import JournalRecord
 from .state import Evidence, State
+from .tools import ToolOutcome
 
 Verdict = Union[TestVerdict, ScopeVerdict]
 
@@ -47,3 +50,12 @@ class LoopState:
         """The result hash of the latest evidence before the newest with this fingerprint (same input,
         check and environment), if there is one: how the no-new-evidence rule spots a loop."""
         return next((e.result_sha256 for e in reversed(self.evidence[:-1]) if e.fingerprint == fingerprint), None)
+
+
+class Opening(Protocol):
+    """How a continued run begins instead of with a start line: from the record rebuilt from the
+    journal, with the controller's own dispatch (its failures end the run like a tool's) and journal
+    writer, the record the first new step starts from, already journaled."""
+
+    def __call__(self, before: LoopState, dispatch: Callable[[Action], ToolOutcome],
+                 write_journal: Callable[[JournalRecord, str], None]) -> LoopState: ...

@@ -29,7 +29,7 @@ from .actions import CHECK_TOOLS, Action, ApplyPatch, InvalidAction, ReplaceInFi
 from .choosers.base import Chooser
 from .controller import CHOOSER_TIMEOUT_S, Controller
 from .loop_state import LoopState
-from .journal import (GrantRecord, Journal, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
+from .journal import (GrantRecord, Journal, JournalRecord, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
                       TornTail, parse_record, read_journal, set_aside_torn_tail, verify_chain)
 from .outputs import write_results
 from .plain import ChooserIdentity, read_identity
@@ -37,7 +37,7 @@ from .records import RunRecord, load_record
 from .run import early_stop
 from .session import Session, pid_alive
 from .state import Evidence, Grant, State, StopReason, View
-from .tools import Executor
+from .tools import Executor, ToolOutcome
 from .usage import CostLimit, summarize_usage
 
 RESUMABLE = (StopReason.STEP_BUDGET, StopReason.DEADLINE, StopReason.DEPENDENCY_FAILURE,
@@ -368,9 +368,9 @@ def resumed_controller(checkpoint: Checkpoint, diff: str, chooser: Chooser, exec
     plan = _ResumePlan(checkpoint_status=checkpoint.status, extra_steps=extra_steps, deadline_s=deadline_s,
                        grants=[g.model_dump() for g in checkpoint.grants_since_stop],
                        reoffer_of_step=checkpoint.refused_step if reoffer else None, actions=checkpoint.actions)
-    return Controller.continuing(rebuilt_loop(checkpoint, diff), ResumeOpening(plan), chooser, executor, verifier,
-                                 journal, environment_id=environment_id, on_step=on_step,
-                                 chooser_timeout_s=chooser_timeout_s, cost_limit=cost_limit)
+    return Controller(rebuilt_loop(checkpoint, diff), chooser, executor, verifier, journal,
+                      environment_id=environment_id, on_step=on_step, chooser_timeout_s=chooser_timeout_s,
+                      cost_limit=cost_limit, opening=ResumeOpening(plan))
 
 
 class ResumeOpening:
@@ -381,13 +381,14 @@ class ResumeOpening:
     def __init__(self, plan: _ResumePlan):
         self.plan = plan
 
-    def __call__(self, controller: Controller) -> LoopState:
-        plan, before = self.plan, controller.committed
+    def __call__(self, before: LoopState, dispatch: Callable[[Action], ToolOutcome],
+                 write_journal: Callable[[JournalRecord, str], None]) -> LoopState:
+        plan = self.plan
         verdicts, reverified = list(before.verdicts), []
         deciding = dict.fromkeys(c.evidence for c in before.state.conditions if c.satisfied and c.evidence)
         for evidence in (e for e in before.evidence if e.id in deciding and e.tool in CHECK_TOOLS
                          and e.diff_sha256 == before.state.diff_sha256):
-            outcome = controller.dispatch(plan.actions[evidence.id])
+            outcome = dispatch(plan.actions[evidence.id])
             if outcome.verdict is not None:  # the latest: it decides its conditions
                 verdicts.append((evidence.id, outcome.verdict))
             reverified.append(Reverified(evidence=evidence.id, tool=evidence.tool, journaled_status=evidence.status,
@@ -399,9 +400,9 @@ class ResumeOpening:
             "version": before.state.version + 1, "parent_hash": before.state.hash, "budget": budget,
             "conditions": tuple(unsatisfied(verdicts, before.state.diff_sha256))})
         trajectory = before.u_trajectory + ((state.u,) if state.u != before.u_trajectory[-1] else ())
-        controller.write_journal(ResumeRecord(**plan.model_dump(exclude={"actions"}), reverified=reverified,
-                                              state_before_hash=before.state.hash, state_after=state,
-                                              state_after_hash=state.hash, u=state.u), "the resume")
+        write_journal(ResumeRecord(**plan.model_dump(exclude={"actions"}), reverified=reverified,
+                                   state_before_hash=before.state.hash, state_after=state,
+                                   state_after_hash=state.hash, u=state.u), "the resume")
         return before.advanced(state=state, verdicts=tuple(verdicts), u_trajectory=trajectory)
 
 

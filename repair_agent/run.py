@@ -15,6 +15,7 @@ from verifier.conditions import DESCRIPTIONS, Condition
 from .choosers.base import Chooser
 from .controller import CHOOSER_TIMEOUT_S, Controller
 from .journal import Journal, JournalWriteError, StopRecord
+from .loop_state import LoopState
 from .outputs import write_results
 from .plain import ChooserIdentity, read_identity
 from .records import RunOutcome, RunRecord
@@ -82,7 +83,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
             executor = Executor(sandbox, verifier, mutate=identity.mutation_analysis,
                                 hidden_tests=session.scenario.hidden_tests is not None)
             cost_limit = None if max_cost is None else CostLimit(max_cost=max_cost, model=identity.model)
-            controller = Controller(state, chooser, executor, verifier, journal, environment_id=verifier.environment_id,
+            controller = Controller(LoopState.start(state), chooser, executor, verifier, journal, environment_id=verifier.environment_id,
                                     on_step=on_step, cost_limit=cost_limit)
             outcome = controller.run()
     except BaseException:  # interrupted or broken: remove the containers before anything else

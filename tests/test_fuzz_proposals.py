@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from repair_agent.actions import InvalidAction, parse_action
 from repair_agent.controller import Controller
 from repair_agent.journal import Journal, read_journal, verify_chain
+from repair_agent.loop_state import LoopState
 from repair_agent.run import initial_state
 from repair_agent.sandbox import DockerSandbox, LocalSandbox, create_workspace
 from repair_agent.scenario import resolve
@@ -247,7 +248,7 @@ class Harness:
         self.tried += 1
         self.journal_path.unlink(missing_ok=True)
         journal = Journal(self.journal_path)
-        controller = Controller(self.state, OneProposal(proposal), self.executor, self.verifier, journal,
+        controller = Controller(LoopState.start(self.state), OneProposal(proposal), self.executor, self.verifier, journal,
                                 environment_id=self.verifier.environment_id)
         try:
             outcome = controller.run()  # an exception escaping fails the example
