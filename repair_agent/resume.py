@@ -35,7 +35,9 @@ from .outputs import write_results
 from .plain import ChooserIdentity, read_identity
 from .records import RunRecord, load_record
 from .run import early_stop
-from .session import Session, pid_alive
+from .sandbox.backends import backend_named
+from .sandbox.leftovers import pid_alive
+from .session import Session
 from .state import Evidence, Grant, State, StopReason, View
 from .tools import Executor, ToolOutcome
 from .usage import CostLimit, summarize_usage
@@ -279,7 +281,8 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                 path=journaled, origin="config" if journaled == config_models_file().resolve() else "cwd")
         chooser = load_chooser(spec, scenario, seed=setup.seed or 0, **options)
         started_at = setup.started_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        session = Session(scenario, run_dir, setup.run_id, setup.sandbox, client, log, runs_dir=Path(runs_dir))
+        session = Session(scenario, run_dir, setup.run_id, backend_named(setup.sandbox), client, log,
+                          runs_dir=Path(runs_dir))
         session.remove_containers_of(checkpoint.owner_pids)
         journal = Journal.reopen(run_dir / "journal.jsonl")
         identity = ChooserIdentity(name=spec)

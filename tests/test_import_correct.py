@@ -40,7 +40,7 @@ def run_with(imported, docker_client, tmp_path_factory, baseline_cache):
 
     def run(replace: str):
         recipe = BaselineRecipe(search="return high - low", replace=replace, path_glob="src/**")
-        return execute_run(load_manifest(Path(imported["manifest"])), BaselineChooser(recipe), sandbox_kind="docker",
+        return execute_run(load_manifest(Path(imported["manifest"])), BaselineChooser(recipe), backend="docker",
                            runs_dir=runs, client=docker_client)
     return run
 

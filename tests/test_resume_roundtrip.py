@@ -26,6 +26,7 @@ from repair_agent.loop_state import LoopState
 from repair_agent.plain import ChooserIdentity
 from repair_agent.resume import load_checkpoint, rebuilt_loop, resume_run
 from repair_agent.run import initial_state
+from repair_agent.sandbox import backend_named
 from repair_agent.sandbox.early import new_run_id
 from repair_agent.scenario import resolve
 from repair_agent.session import Session
@@ -48,7 +49,7 @@ def drive(runs_dir: Path) -> tuple[list[LoopState], Path]:
     run_dir = (runs_dir / run_id).resolve()
     run_dir.mkdir(parents=True)
     journal = Journal(run_dir / "journal.jsonl")
-    session = Session(scenario, run_dir, run_id, "local", None, lambda _: None, runs_dir=runs_dir)
+    session = Session(scenario, run_dir, run_id, backend_named("local"), None, lambda _: None, runs_dir=runs_dir)
     after_each_step: list[LoopState] = []
     try:
         session.open(granted=())

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from .common import add_sandbox_option
+
 if TYPE_CHECKING:
     from ..importers.common import ImportResult
 
@@ -36,8 +38,7 @@ def register(sub, common) -> None:
         p.add_argument("--writable", action="append", metavar="GLOB", help="writable glob (repeatable; default: **, "
                        "tests and test configuration stay protected)")
         p.add_argument("--max-steps", type=int, default=12)
-        p.add_argument("--sandbox", choices=["docker", "local"], default="docker",
-                       help="where tests run for the check: docker (default) or local (NOT isolated)")
+        add_sandbox_option(p, "where tests run for the check: docker (default) or local (NOT isolated)")
         p.add_argument("--json", action="store_true", help="print the summary as JSON")
         p.add_argument("--environment", metavar="auto|none|FILE", default="declared", help="auto: the packages the "
                        "tree declares (pyproject, setup.cfg, setup.py, requirements files, the tests' imports and "
