@@ -14,8 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
 
 if TYPE_CHECKING:
+    from verifier.isolation import HardenedContainer, LocalRunner
+
     from ..scenario import Scenario
     from .base import Sandbox
+    from .environment import EnvironmentSection
+
+    Runner = HardenedContainer | LocalRunner
 
 Log = Callable[[str], None]
 NOT_ISOLATED = ("LocalSandbox does NOT isolate: commands run on this host as this user, with its "
@@ -62,6 +67,21 @@ class Backend(ABC):
         """The image a run's checks ran on (its environment id), which must still be here for them
         to run on it again; LookupError saying what is missing otherwise. None where there are no images."""
         return None
+
+    def environment_image(self, client, section: EnvironmentSection, tree: Path, name: str, *,
+                          log: Log = lambda m: None) -> str | None:
+        """The image of an environment section for `tree` (built once, then reused); None where
+        there are no images (the code runs on this host's interpreter)."""
+        return None
+
+    @abstractmethod
+    def tree_runner(self, client, image: str | None, tree: Path, *, writable: dict[str, str] | None = None) -> Runner:
+        """A runner for code of `tree`, which it cannot change: where tree_root(tree) says, with
+        `writable` (path: tmpfs options) the only places it may write, where it has places."""
+
+    @abstractmethod
+    def tree_root(self, tree: Path) -> str:
+        """Where code run by tree_runner sees `tree`."""
 
     def __repr__(self) -> str:
         return f"<{self.name} sandbox backend>"
@@ -131,6 +151,24 @@ class DockerBackend(Backend):
         raise LookupError(f"the run was verified on image {wanted[:19]}, which is not present on this Docker Engine "
                           f"any more{' (' + where + ')' if where else ''}")
 
+    def environment_image(self, client, section: EnvironmentSection, tree: Path, name: str, *,
+                          log: Log = lambda m: None) -> str:
+        from .environment import ensure_environment_image
+
+        return ensure_environment_image(client, section, tree, name, log=log)
+
+    def tree_runner(self, client, image: str | None, tree: Path, *, writable: dict[str, str] | None = None) -> Runner:
+        from docker.types import Mount
+
+        from verifier.isolation import HardenedContainer, container_user
+
+        return HardenedContainer(client, image or "", user=container_user(),
+                                 mounts=[Mount(self.tree_root(tree), str(tree), type="bind", read_only=True)],
+                                 labels={"org.repair-agent.role": "import"}, extra_tmpfs=writable or {})
+
+    def tree_root(self, tree: Path) -> str:
+        return "/workspace"
+
 
 class LocalBackend(Backend):
     name = "local"
@@ -151,6 +189,14 @@ class LocalBackend(Backend):
         from .workspace import create_workspace
 
         return LocalSandbox(workspace, create_workspace(tree, workspace, for_container=False), output_dir=output_dir)
+
+    def tree_runner(self, client, image: str | None, tree: Path, *, writable: dict[str, str] | None = None) -> Runner:
+        from verifier.isolation import Limits, LocalRunner
+
+        return LocalRunner(Limits(), workdir=tree)
+
+    def tree_root(self, tree: Path) -> str:
+        return str(tree)
 
 
 BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (DockerBackend, LocalBackend)}
