@@ -1,7 +1,7 @@
 """The controller's loop record survives a resume: for every step k of a real run (discount-bug,
 baseline chooser, local backend), the record rebuilt from the journal a kill right after step k
-leaves is the one the live controller held, and the resumed run ends as the uninterrupted one.
-(Resuming from a stop line, step_budget and the others, is test_resume.py's.)
+leaves (and, once, a step_budget stop) is the one the live controller held, and the resumed run
+ends as the uninterrupted one.
 
 Every comparison walks the fields of LoopState, so a field added to the loop is compared too: a
 resume that loses it fails here. The one field a resume rebuilds on purpose instead of copying
@@ -42,7 +42,7 @@ def baseline() -> BaselineChooser:
     return BaselineChooser(resolve("discount-bug").baseline)
 
 
-def drive(runs_dir: Path) -> tuple[list[LoopState], Path]:
+def drive(runs_dir: Path, max_steps: int = MAX_STEPS) -> tuple[list[LoopState], Path]:
     """A fresh run, wired as execute_run wires it, keeping the live controller's record after each step."""
     scenario = resolve("discount-bug")
     run_id = new_run_id(scenario.name)
@@ -56,7 +56,7 @@ def drive(runs_dir: Path) -> tuple[list[LoopState], Path]:
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         journal.write(session.setup_record(ChooserIdentity(name="baseline"), "baseline", started))
         sandbox, verifier = session.live
-        state = initial_state(scenario, budget_with(scenario.budget, max_steps=MAX_STEPS))
+        state = initial_state(scenario, budget_with(scenario.budget, max_steps=max_steps))
         controller = Controller(LoopState.start(state), baseline(), Executor(sandbox, verifier), verifier, journal,
                                 environment_id=verifier.environment_id,
                                 on_step=lambda _: after_each_step.append(controller.committed))
@@ -118,20 +118,26 @@ def uninterrupted(tmp_path_factory) -> tuple[list[LoopState], Path]:
     return after_each_step, run_dir
 
 
-@pytest.mark.parametrize("k", range(1, STEPS + 1))
-def test_kill_after_step_k_then_resume_ends_as_the_uninterrupted_run(k, runs_dir, uninterrupted):
+@pytest.mark.parametrize("k, ending", [(k, "killed") for k in range(1, STEPS + 1)] + [(3, "step_budget")])
+def test_stop_or_kill_after_step_k_then_resume_ends_as_the_uninterrupted_run(k, ending, runs_dir, uninterrupted):
+    """Killed after each step k; and once stopped by its budget (a stop line, steps used up), after
+    the patch and before any check."""
     after_each_step, fresh_dir = uninterrupted
-    live, last = after_each_step[k - 1], after_each_step[-1]
-    run_dir = killed_after_step(fresh_dir, k, runs_dir)
+    last = after_each_step[-1]
+    if ending == "killed":
+        live, run_dir = after_each_step[k - 1], killed_after_step(fresh_dir, k, runs_dir)
+    else:
+        stopped, run_dir = drive(runs_dir, max_steps=k)
+        live = stopped[-1]
 
     # The record a resume hands the controller is the one the live controller held after step k.
     checkpoint = load_checkpoint(run_dir)
-    assert checkpoint.status == "killed" and checkpoint.state.budget.steps_used == k
+    assert checkpoint.status == ending and checkpoint.state.budget.steps_used == k
     rebuilt = rebuilt_loop(checkpoint, live.diff)
     assert differences(rebuilt, live, {"verdicts": restored}) == {}
     assert all(not v.ok for _, v in rebuilt.verdicts)  # journaled verdicts never satisfy anything
 
-    record = resume_run(run_dir, runs_dir=runs_dir)
+    record = resume_run(run_dir, extra_steps=MAX_STEPS - k, runs_dir=runs_dir)
     assert (record.status, record.steps_used, record.max_steps) == (
         StopReason.AWAITING_RELEASE_CONFIRMATION, STEPS, MAX_STEPS), record.detail
     assert (record.diff_sha256, record.u_trajectory) == (last.state.diff_sha256, list(last.u_trajectory))
