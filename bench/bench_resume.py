@@ -67,11 +67,11 @@ def main() -> None:
         runs = Path(tmp) / "runs"
 
         def fresh():
-            execute_run(scenario, bench_resume.make_timer(), sandbox_kind=args.sandbox, runs_dir=runs,
+            execute_run(scenario, bench_resume.make_timer(), backend=args.sandbox, runs_dir=runs,
                         chooser_spec="bench_resume:make_timer")
 
         def stopped_after(steps: int) -> Path:
-            rec = execute_run(scenario, BaselineChooser(scenario.baseline), sandbox_kind=args.sandbox,
+            rec = execute_run(scenario, BaselineChooser(scenario.baseline), backend=args.sandbox,
                               runs_dir=runs, max_steps=steps, chooser_spec="baseline")
             return Path(rec.run_dir)
 

@@ -46,7 +46,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, ChatServer(script()) as srv:
         chooser = ModelChooser(base_url=srv.base_url, model="scripted")
-        record = execute_run(resolve("discount-bug"), chooser, sandbox_kind=args.sandbox, runs_dir=Path(tmp))
+        record = execute_run(resolve("discount-bug"), chooser, backend=args.sandbox, runs_dir=Path(tmp))
         steps = [r for r in read_journal(Path(record.run_dir) / "journal.jsonl") if r["event"] == "step"]
         print(f"{record.status.value} in {record.steps_used} steps\n")
         print("| step | tool | system chars | user chars | total chars | ~tokens |")

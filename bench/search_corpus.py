@@ -49,7 +49,7 @@ def main() -> int:
     for name in names:
         s = scenarios[name]
         t0 = time.monotonic()
-        rec = execute_run(s, load_chooser(args.chooser, s, seed=args.seed), sandbox_kind=args.sandbox,
+        rec = execute_run(s, load_chooser(args.chooser, s, seed=args.seed), backend=args.sandbox,
                           runs_dir=runs_dir, max_steps=args.budget)
         ok = rec.status.value == s.expected
         rows.append({"scenario": name, "kind": s.kind, "expected": s.expected, "status": rec.status.value,

@@ -15,6 +15,7 @@ from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
 from .actions import (REREAD_WINDOW, REREADABLE_TOOLS, TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile,
                       ReplaceInFile, Search, Stop, parse_action, tool_schemas)
 from .choosers.base import Chooser
+from .loop_state import LoopState, Opening
 from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWriteError, StartRecord, StepRecord,
                       StopRecord)
 from .plain import ChooserReply, call_with_timeout, consult
@@ -36,24 +37,23 @@ class Stopped(Exception):
 
 
 class Controller:
-    def __init__(self, state: State, chooser: Chooser, executor: Executor, verifier: Verifier, journal: Journal,
+    def __init__(self, loop: LoopState, chooser: Chooser, executor: Executor, verifier: Verifier, journal: Journal,
                  *, environment_id: str, on_step: Callable[[dict], None] | None = None,
-                 chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None):
+                 chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None,
+                 opening: Opening | None = None):
+        """`loop`: LoopState.start(state) for a fresh run, or the record a resume rebuilt from the
+        journal with its `opening`, which then runs in place of the start line."""
         self.cost_limit = cost_limit  # counted here, from each step's usage, like the token budget
-        self.state, self.chooser, self.executor, self.verifier = state, chooser, executor, verifier
-        self.committed = state  # the last versioned, journaled state; self.state is the working copy
+        self.chooser, self.executor, self.verifier, self.opening = chooser, executor, verifier, opening
+        self.loop = self.committed = loop  # the step under way's record; the last journaled one
         self.journal, self.environment_id, self.on_step = journal, environment_id, on_step or (lambda _: None)
         self.chooser_timeout_s = chooser_timeout_s
-        self.diff = ""
-        self.evidence: list[Evidence] = []
-        self.verdicts: list[tuple[str, Any]] = []
-        self.fingerprints: dict[str, str] = {}  # fingerprint -> result hash
-        self.last_canonical: str | None = None
-        self.u_trajectory = [state.u]
         self.started = time.monotonic()
         self.timing = {"chooser_s": 0.0, "tools_s": 0.0, "journal_s": 0.0}  # the rest is the controller's own
-        # How the run begins when it is not a fresh start: set only by resume.resumed_controller.
-        self.begin: Callable[[], None] | None = None
+
+    @property
+    def state(self) -> State:
+        return self.loop.state
 
     # -- the loop: one step = one chooser invocation --------------------------------------------
     def run(self) -> RunOutcome:
@@ -63,7 +63,7 @@ class Controller:
                 self._check_bounds()                             # budget, deadline: before asking
                 # Journaled as shown, before the chooser runs: nothing it does can reach these.
                 view, view_text, allowed = self._view()
-                before = self.committed
+                before = self.committed.state
                 reply, failure = self._ask(view_text)            # exactly one proposal, as plain data
                 self._spend_step(reply.usage)                    # a stop request costs a step too
                 shown = {"step": self.state.budget.steps_used, "view": JournaledView.of(view),
@@ -101,8 +101,12 @@ class Controller:
 
     # -- pieces of the loop ---------------------------------------------------------------------
     def _begin(self) -> None:
-        if self.begin is not None:
-            return self.begin()
+        if self.opening is not None:
+            self.loop = self.committed = self.opening(self.committed, self.dispatch, self.write_journal)
+            if self.state.u == 0:  # killed after the last check, before its stop line: re-earned, so it holds
+                raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION, "every acceptance condition holds on "
+                              "evidence for the current diff (re-earned on resume); release needs a person")
+            return
         self.write_journal(StartRecord(state_after=self.state, state_after_hash=self.state.hash, u=self.state.u),
                            "the start of the run")
 
@@ -125,14 +129,14 @@ class Controller:
         allowed = ("stop",) if in_reserve else TOOL_NAMES
         unknowns = [f"{c.description}{STALE_SUFFIX if c.stale else ''}"
                     for c in self.state.conditions if not c.satisfied]
-        if not self.diff:
+        if not self.loop.diff:
             unknowns.append("no candidate patch yet")
         view = View(step=b.steps_used + 1, state_version=self.state.version, goal=self.state.goal,
                     authorization=self.state.authorization, u=self.state.u, conditions=self.state.conditions,
-                    unknowns=tuple(unknowns), evidence=tuple(self.evidence), steps_left=b.steps_left,
+                    unknowns=tuple(unknowns), evidence=self.loop.evidence, steps_left=b.steps_left,
                     exploration_left=b.exploration_left, allowed_tools=allowed,
                     action_schema=tuple(t for t in tool_schemas() if t["name"] in allowed),
-                    current_diff_sha256=diff_sha256(self.diff), current_diff=self.diff)
+                    current_diff_sha256=diff_sha256(self.loop.diff), current_diff=self.loop.diff)
         return view, view.model_dump_json(), allowed
 
     def _ask(self, view_text: str) -> tuple[ChooserReply, Stopped | None]:
@@ -197,8 +201,8 @@ class Controller:
         b = self.state.budget
         reported = usage.get("total_tokens")
         tokens = b.tokens_used + (reported if isinstance(reported, int) and reported > 0 else 0)
-        self.state = self.state.model_copy(update={"budget": b.model_copy(update={"steps_used": b.steps_used + 1,
-                                                                                   "tokens_used": tokens})})
+        self.loop = self.loop.advanced(state=self.state.model_copy(update={"budget": b.model_copy(
+            update={"steps_used": b.steps_used + 1, "tokens_used": tokens})}))
 
     def _validate(self, raw: Any, allowed: tuple[str, ...]) -> tuple[Any, Edit]:
         try:
@@ -209,9 +213,9 @@ class Controller:
             raise Stopped(StopReason.STEP_BUDGET, f"exploration allowance spent ({self.state.budget.reserved_final_steps} "
                           f"step(s) reserved for the handover); {action.tool} was not allowed, only stop")
         canonical = action.canonical()
-        if canonical == self.last_canonical:
+        if canonical == self.loop.last_canonical:
             raise Stopped(StopReason.REPEATED_ACTION, f"the same action was proposed twice in a row: {canonical[:200]}")
-        self.last_canonical = canonical
+        self.loop = self.loop.advanced(last_canonical=canonical)
         return action, self._authorize(action)
 
     def _authorize(self, action) -> Edit:
@@ -258,7 +262,7 @@ class Controller:
         return None
 
     def dispatch(self, action, edit_diff: str | None = None) -> ToolOutcome:
-        return self._tool(lambda: self.executor.dispatch(action, self.diff, edit_diff))
+        return self._tool(lambda: self.executor.dispatch(action, self.loop.diff, edit_diff))
 
     def _tool(self, work: Callable[[], T]) -> T:
         """Sandbox work (a tool, or reading the file a replace_in_file edits): its time is the tools'
@@ -282,9 +286,8 @@ class Controller:
                           f"deadline ({elapsed:.1f}s) and was refused", {"late_observation": outcome.summary})
 
     def _record(self, action, outcome: ToolOutcome) -> Evidence:
-        if outcome.new_diff is not None:
-            self.diff = outcome.new_diff
-        current = diff_sha256(self.diff)
+        diff = self.loop.diff if outcome.new_diff is None else outcome.new_diff
+        current = diff_sha256(diff)
         output = outcome.output
         if len(output) > MAX_OBSERVATION_CHARS:
             output = output[:MAX_OBSERVATION_CHARS] + f"\n[observation capped at {MAX_OBSERVATION_CHARS} characters]"
@@ -294,7 +297,7 @@ class Controller:
                                                default=str).encode()).hexdigest()
         # Input (the diff it ran on), check (the canonical action), environment (image/backend).
         fingerprint = hashlib.sha256(f"{current}|{action.canonical()}|{self.environment_id}".encode()).hexdigest()
-        evidence = Evidence(id=f"E{len(self.evidence) + 1}", step=self.state.budget.steps_used, tool=action.tool,
+        evidence = Evidence(id=f"E{len(self.loop.evidence) + 1}", step=self.state.budget.steps_used, tool=action.tool,
                             action=action.canonical(), status=outcome.status, source=outcome.source,
                             started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
                             duration_s=outcome.duration_s, summary=outcome.summary, output=output,
@@ -303,19 +306,17 @@ class Controller:
                             # The chooser's note travels with the observation it asked for: journaled
                             # with it and part of every later View, so a replayed prompt is exact.
                             data={**outcome.data, "note": action.note} if action.note else outcome.data)
-        self.evidence.append(evidence)
-        if outcome.verdict is not None:
-            self.verdicts.append((evidence.id, outcome.verdict))
-        conditions = tuple(unsatisfied(self.verdicts, current))
-        self.state = self.state.model_copy(update={"observation": evidence, "conditions": conditions,
-                                                   "diff_sha256": current})
+        verdicts = self.loop.verdicts + (((evidence.id, outcome.verdict),) if outcome.verdict is not None else ())
+        state = self.state.model_copy(update={"observation": evidence, "diff_sha256": current,
+                                              "conditions": tuple(unsatisfied(list(verdicts), current))})
+        self.loop = self.loop.advanced(state=state, diff=diff, evidence=self.loop.evidence + (evidence,),
+                                       verdicts=verdicts)
         return evidence
 
     def _check_progress(self, evidence: Evidence) -> None:
-        previous = self.fingerprints.get(evidence.fingerprint)
-        self.fingerprints[evidence.fingerprint] = evidence.result_sha256
+        previous = self.loop.earlier_result(evidence.fingerprint)
         if previous == evidence.result_sha256 and evidence.tool in REREADABLE_TOOLS and not any(
-                e.fingerprint == evidence.fingerprint for e in self.evidence[-1 - REREAD_WINDOW:-1]):
+                e.fingerprint == evidence.fingerprint for e in self.loop.evidence[-1 - REREAD_WINDOW:-1]):
             return  # a re-read of what has left the chooser's recent evidence, not a loop
         if previous == evidence.result_sha256:
             raise Stopped(StopReason.NO_NEW_EVIDENCE,
@@ -329,15 +330,14 @@ class Controller:
                              evidence=evidence.id if evidence else None, status=evidence.status if evidence else None,
                              u=self.state.u)
         # One new version per step, chained to the version the chooser saw.
-        self.state = self.state.model_copy(update={"version": self.committed.version + 1,
-                                                   "parent_hash": self.committed.hash,
-                                                   "history": self.state.history + (entry,)})
-        self.committed = self.state
-        self.u_trajectory.append(self.state.u)
+        state = self.state.model_copy(update={"version": self.committed.state.version + 1,
+                                              "parent_hash": self.committed.state.hash,
+                                              "history": self.state.history + (entry,)})
+        self.loop = self.committed = self.loop.advanced(state=state, u_trajectory=self.loop.u_trajectory + (state.u,))
         record = StepRecord(**shown, decision=decision,
                             result=Observation(**evidence.model_dump(exclude={"action"})) if evidence else None,
                             state_after=self.state, state_after_hash=self.state.hash, u=self.state.u,
-                            last_canonical=self.last_canonical)  # what a resume needs for the repeat rule
+                            last_canonical=self.loop.last_canonical)  # what a resume needs for the repeat rule
         written = time.monotonic()
         self.write_journal(record, f"step {step}")
         self.timing["journal_s"] += time.monotonic() - written
@@ -348,14 +348,14 @@ class Controller:
     def _finish(self, stop: Stopped) -> RunOutcome:
         outcome = RunOutcome(status=stop.reason, detail=stop.detail, next_attempt=NEXT_ATTEMPT[stop.reason],
                              steps_used=self.state.budget.steps_used, max_steps=self.state.budget.max_steps,
-                             u_trajectory=self.u_trajectory, diff=self.diff, diff_sha256=diff_sha256(self.diff),
-                             evidence=self.evidence, final_state=self.state, extra=stop.extra,
+                             u_trajectory=list(self.loop.u_trajectory), diff=self.loop.diff,
+                             diff_sha256=diff_sha256(self.loop.diff), evidence=list(self.loop.evidence), final_state=self.state, extra=stop.extra,
                              timing={**{k: round(v, 4) for k, v in self.timing.items()},
                                      "loop_s": round(time.monotonic() - self.started, 4)})
         try:
             self.journal.write(StopRecord(status=stop.reason, detail=stop.detail, next_attempt=outcome.next_attempt,
                                           extra=stop.extra, steps_used=outcome.steps_used,
-                                          u_trajectory=self.u_trajectory, diff_sha256=outcome.diff_sha256,
+                                          u_trajectory=outcome.u_trajectory, diff_sha256=outcome.diff_sha256,
                                           state_after=self.state, state_after_hash=self.state.hash))
         except JournalWriteError as exc:
             # An ending the journal cannot show is not an ending anyone may act on: even a
@@ -376,7 +376,6 @@ class Controller:
                           {"raw": str(exc), "journal_error": str(exc)}) from None
 
 
-
 def _escape(path: str) -> Stopped | None:
     """A path that reaches outside the repository's files: a read or an edit there needs a person."""
     parts = path.split("/")
@@ -390,7 +389,6 @@ def _label(proposal: Any) -> str:
     """The proposal's tool as a label for the history (the proposal itself is journaled verbatim)."""
     tool = proposal.get("tool") if isinstance(proposal, dict) else None
     return tool[:60] if isinstance(tool, str) else "?"
-
 
 
 _FAILURES = {"token_budget": StopReason.STEP_BUDGET, "malformed": StopReason.INVALID_ACTION,

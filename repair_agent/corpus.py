@@ -19,7 +19,7 @@ import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Literal
+from typing import Callable, Iterable
 
 from pydantic import BaseModel
 
@@ -27,6 +27,7 @@ from verifier import Verifier
 from verifier.junit import collection_error_for
 from verifier.spec import nodeid_to_junit_key
 
+from .sandbox.backends import Backend, backend_named
 from .scenario import Scenario
 
 
@@ -70,23 +71,27 @@ def check_corpus(scenarios: Iterable[Scenario], state_dir: Path, *, workers: int
         return list(pool.map(one, scenarios))
 
 
-def check_scenario(scenario: Scenario, state_dir: Path, *, backend: Literal["docker", "local"] = "docker",
+def check_scenario(scenario: Scenario, state_dir: Path, *, backend: Backend | str = "docker",
                    client=None, image: str | None = None,
                    log: Callable[[str], None] = lambda m: None) -> CorpusCheck:
+    """`backend`: the sandbox backend (or its name) whose checks the verifier runs; `client` and
+    `image` its engine and the sandbox image, for a scenario without an environment of its own."""
     t0 = time.monotonic()
+    backend = backend_named(backend)
+    checks_on = backend.checks_on
     result = dict(scenario=scenario.name, repo=(scenario.source_repo or scenario.repo).name, kind=scenario.kind,
                   expected=scenario.expected)
 
     with contextlib.ExitStack() as verifiers:  # each closed at the end: no pooled container outlives the check
         def verifier(spec, name: str) -> Verifier:
-            return verifiers.enter_context(Verifier(spec, scenario.repo, Path(state_dir) / name, backend=backend,
+            return verifiers.enter_context(Verifier(spec, scenario.repo, Path(state_dir) / name, backend=checks_on,
                                                     client=client, image=image, **scenario.verifier_inputs()))
 
-        if backend == "docker" and scenario.environment is not None:
-            from .sandbox.environment import EnvironmentBuildError, scenario_image
+        if scenario.environment is not None:
+            from .sandbox.environment import EnvironmentBuildError
 
             try:  # the scenario's own environment, as its runs see it (built once, then cached)
-                image = scenario_image(client, scenario, log=log)
+                image = backend.image(client, scenario, log=log)
             except EnvironmentBuildError as exc:
                 return CorpusCheck(**result, ok=False, problems=[f"environment: {exc}"],
                                    wall_s=round(time.monotonic() - t0, 2))

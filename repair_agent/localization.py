@@ -17,7 +17,6 @@ crash, a tree too large to copy) ends as an empty localization with a note, not 
 from __future__ import annotations
 
 import json
-import sys
 import time
 
 from pydantic import BaseModel, ConfigDict
@@ -97,7 +96,7 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
     as pytest collects it). `mutate`: then run the mutation analysis (mutation.py; in_sandbox/mutants.py) too."""
     started = time.monotonic()
     files = sorted({t.split("::", 1)[0] for t in targets})
-    python = "python3" if sandbox.kind == "docker" else sys.executable
+    python = sandbox.python
     # The targets' files, then the suite: the files the pass-to-pass list names, or pytest's own
     # collection (no path given) when the whole suite is the suite.
     if len(suite) > MAX_POOL:   # an even sample keeps the command line short on a huge list

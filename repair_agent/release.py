@@ -25,6 +25,7 @@ from .records import RunRecord, load_record
 from .scenario import load_manifest
 from .seal import RunSeal, SealError, verify_seal
 from .state import StopReason
+from .sandbox.backends import backend_named
 from .sandbox.workspace import BASE_IDENTITY, create_workspace
 
 
@@ -141,26 +142,6 @@ def _journal_says(run_dir: Path, record: RunRecord) -> str:
     return environment
 
 
-def _run_image(client, environment_id: str, tag: str | None) -> str:
-    """The id of the image the run was verified on, which must still be here: release re-verifies on
-    that image, never on whatever its tag names today."""
-    import docker
-
-    wanted = environment_id.removeprefix("docker:")
-    try:
-        return client.images.get(wanted).id
-    except docker.errors.ImageNotFound:
-        pass
-    try:
-        now = client.images.get(tag).id if tag else None
-    except docker.errors.ImageNotFound:
-        now = None
-    where = (f"its tag {tag} now names {now[:19]}" if now else f"nor is its tag {tag}" if tag else "")
-    raise ReleaseRefused(f"the run was verified on image {wanted[:19]}, which is not present on this Docker Engine "
-                         f"any more{' (' + where + ')' if where else ''}; release re-verifies only on the run's own "
-                         f"image: re-run the scenario to verify the diff on the current one") from None
-
-
 def _who() -> str:
     try:
         return os.environ.get("REPAIR_AGENT_RELEASER") or getpass.getuser()
@@ -172,19 +153,19 @@ def reverify(run_dir: Path, record: RunRecord, diff: str, environment_id: str, s
     """Re-run the protected checks on the diff, in fresh containers of the image the run was verified
     on (or the same local interpreter), against the pristine repository and the sealed manifest."""
     scenario = load_manifest(Path(seal.manifest))
-    client = image = None
-    backend = record.sandbox["kind"]
-    if backend == "docker":
-        import docker
-
-        client = docker.from_env()
-        image = _run_image(client, environment_id, record.image)
+    backend = backend_named(record.sandbox["kind"])
+    client = backend.engine()
+    try:
+        image = backend.verified_image(client, environment_id, record.image)
+    except LookupError as exc:
+        raise ReleaseRefused(f"{exc}; release re-verifies only on the run's own image: re-run the scenario to verify "
+                             "the diff on the current one") from None
     # Each attempt its own check directory: an earlier or failed attempt's is kept, never shared.
     attempts = Path(run_dir) / "release-verification"
     attempts.mkdir(exist_ok=True)
     state_dir = Path(tempfile.mkdtemp(dir=attempts, prefix=dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-")))
     # A person's grants widen the diff's scope here too; protected files are still restored before testing.
-    verifier = Verifier(scenario.spec, scenario.repo, state_dir, backend=backend, client=client, image=image,
+    verifier = Verifier(scenario.spec, scenario.repo, state_dir, backend=backend.checks_on, client=client, image=image,
                         granted=tuple(record.granted_paths), **scenario.verifier_inputs())
     if verifier.environment_id != environment_id:
         raise ReleaseRefused(f"the run was verified on {environment_id}, and this release would run its checks on "

@@ -27,16 +27,19 @@ from verifier import ScopeVerdict, TestVerdict, Verifier, check_scope, diff_sha2
 
 from .actions import CHECK_TOOLS, Action, ApplyPatch, InvalidAction, ReplaceInFile, parse_action
 from .choosers.base import Chooser, ChooserDescription, ChooserStep
-from .controller import CHOOSER_TIMEOUT_S, Controller, Stopped
-from .journal import (GrantRecord, Journal, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
+from .controller import CHOOSER_TIMEOUT_S, Controller
+from .loop_state import LoopState
+from .journal import (GrantRecord, Journal, JournalRecord, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
                       TornTail, parse_record, read_journal, set_aside_torn_tail, verify_chain)
 from .outputs import write_results
 from .plain import read_description
 from .records import RunRecord, load_record
 from .run import early_stop
-from .session import Session, pid_alive
+from .sandbox.backends import backend_named
+from .sandbox.leftovers import pid_alive
+from .session import Session
 from .state import Evidence, Grant, State, StopReason, View
-from .tools import Executor
+from .tools import Executor, ToolOutcome
 from .usage import CostLimit, model_record, summarize_usage
 
 RESUMABLE = (StopReason.STEP_BUDGET, StopReason.DEADLINE, StopReason.DEPENDENCY_FAILURE,
@@ -58,7 +61,6 @@ class Checkpoint(BaseModel):
     state: State                     # the last journaled state version
     evidence: list[Evidence]
     actions: dict[str, Action]       # evidence id -> the action that produced it, as decided
-    fingerprints: dict[str, str]
     last_canonical: str | None
     u_trajectory: list[int]
     patches: list[str]               # accepted, applied patches in order: pristine + these = the diff
@@ -92,7 +94,6 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
                             "(no setup or state line); start a new run instead")
     evidence: list[Evidence] = []
     actions: dict[str, Any] = {}
-    fingerprints: dict[str, str] = {}
     patches: list[str] = []
     u_trajectory: list[int] = []
     status, detail, last_canonical = KILLED, "the journal ends without a stop line (the process was killed)", None
@@ -116,7 +117,6 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
             if e is not None and action is not None:
                 evidence.append(e)
                 actions[e.id] = action
-                fingerprints[e.fingerprint] = e.result_sha256
                 if isinstance(action, ApplyPatch) and e.status == "ok" and rec.decision.accepted:
                     patches.append(action.diff)
                 elif isinstance(action, ReplaceInFile) and e.status == "ok" and rec.decision.accepted:
@@ -136,7 +136,7 @@ def load_checkpoint(run_dir: Path, *, set_aside_torn: bool = True) -> Checkpoint
     state = stated[-1].state_after
     return Checkpoint(
         run_dir=str(run_dir), status=status, detail=detail, state=state,
-        evidence=evidence, actions=actions, fingerprints=fingerprints, last_canonical=last_canonical,
+        evidence=evidence, actions=actions, last_canonical=last_canonical,
         u_trajectory=u_trajectory or [state.u], patches=patches,
         refused_proposal=refused_proposal, refused_step=refused_step, refused_diff=refused_diff, grants_since_stop=grants, setup=setups[0],
         owner_pids=[s.pid for s in setups if s.pid], released=(run_dir / "release.json").exists(),
@@ -282,7 +282,8 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                 path=journaled, origin="config" if journaled == config_models_file().resolve() else "cwd")
         chooser = load_chooser(spec, scenario, seed=setup.seed or 0, **options)
         started_at = setup.started_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        session = Session(scenario, run_dir, setup.run_id, setup.sandbox, client, log, runs_dir=Path(runs_dir))
+        session = Session(scenario, run_dir, setup.run_id, backend_named(setup.sandbox), client, log,
+                          runs_dir=Path(runs_dir))
         session.remove_containers_of(checkpoint.owner_pids)
         journal = Journal.reopen(run_dir / "journal.jsonl")
         identity = ChooserDescription(name=spec)
@@ -340,67 +341,73 @@ def _known_diff(run_dir: Path, expected_sha256: str) -> str:
     return diff if diff_sha256(diff) == expected_sha256 else ""
 
 
-def resumed_controller(checkpoint: Checkpoint, diff: str, chooser: Chooser, executor: Executor,
-                    verifier: Verifier, journal: Journal, *, environment_id: str, extra_steps: int,
-                    deadline_s: float, on_step: Callable[[dict], None] | None = None,
-                    chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None) -> Controller:
-    """A controller that continues a stopped or killed run from its journal.
+def rebuilt_loop(checkpoint: Checkpoint, diff: str) -> LoopState:
+    """The controller's loop record as the journal leaves it, on the rebuilt workspace's `diff`.
 
-    State, history, evidence, fingerprints, the last canonical action and the Uₜ trajectory are
-    restored as journaled. Verdicts are not trusted from the journal: those for other diffs can
-    only mark conditions stale, and those that satisfied a condition on the current diff are
-    re-earned from the verifier before the first new step (see _begin_resumed). The extra steps and
-    the new deadline become a new version of B when the run begins."""
-    if tuple(verifier.granted) != checkpoint.state.authorization.granted_paths:
-        raise ValueError("the verifier must be built with the run's granted paths")
+    State, evidence, the last canonical action and the Uₜ trajectory are as journaled. Verdicts are
+    not trusted from the journal: each is restored unable to satisfy anything (it can still mark a
+    condition stale); those that satisfied a condition on the current diff are re-earned before the
+    first new step (ResumeOpening). After a person's grant, proposing the refused action again is
+    not a repeat."""
     if diff_sha256(diff) != checkpoint.state.diff_sha256:
         raise ValueError("the rebuilt workspace's diff is not the journaled one")
-    ctl = Controller(checkpoint.state, chooser, executor, verifier, journal, environment_id=environment_id,
-              on_step=on_step, chooser_timeout_s=chooser_timeout_s, cost_limit=cost_limit)
-    ctl.diff = diff
-    ctl.evidence = list(checkpoint.evidence)
-    ctl.fingerprints = dict(checkpoint.fingerprints)
-    ctl.u_trajectory = list(checkpoint.u_trajectory)
-    ctl.verdicts = [(e.id, _restored_verdict(e)) for e in checkpoint.evidence if e.tool in CHECK_TOOLS]
-    # A person's grant changed A: proposing the refused action again is not a repeat.
-    ctl.last_canonical = None if checkpoint.grants_since_stop else checkpoint.last_canonical
-    if checkpoint.grants_since_stop and checkpoint.refused_proposal is not None:
-        ctl.chooser = _Reoffer(chooser, checkpoint.refused_proposal, checkpoint.refused_step)
+    return LoopState(state=checkpoint.state, diff=diff, evidence=tuple(checkpoint.evidence),
+                     verdicts=tuple((e.id, _restored_verdict(e)) for e in checkpoint.evidence if e.tool in CHECK_TOOLS),
+                     last_canonical=None if checkpoint.grants_since_stop else checkpoint.last_canonical,
+                     u_trajectory=tuple(checkpoint.u_trajectory))
+
+
+def resumed_controller(checkpoint: Checkpoint, diff: str, chooser: Chooser, executor: Executor,
+                       verifier: Verifier, journal: Journal, *, environment_id: str, extra_steps: int,
+                       deadline_s: float, on_step: Callable[[dict], None] | None = None,
+                       chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None) -> Controller:
+    """A controller that continues a stopped or killed run from its journal: the loop record rebuilt
+    from it (rebuilt_loop), and an opening that re-earns the deciding verdicts and grants the extra
+    steps and the new deadline as a new version of B."""
+    if tuple(verifier.granted) != checkpoint.state.authorization.granted_paths:
+        raise ValueError("the verifier must be built with the run's granted paths")
+    reoffer = checkpoint.grants_since_stop and checkpoint.refused_proposal is not None
+    if reoffer:
+        chooser = _Reoffer(chooser, checkpoint.refused_proposal, checkpoint.refused_step)
     plan = _ResumePlan(checkpoint_status=checkpoint.status, extra_steps=extra_steps, deadline_s=deadline_s,
                        grants=[g.model_dump() for g in checkpoint.grants_since_stop],
-                       reoffer_of_step=checkpoint.refused_step if isinstance(ctl.chooser, _Reoffer) else None,
-                       actions=checkpoint.actions)
-    ctl.begin = lambda: _begin_resumed(ctl, plan)
-    return ctl
+                       reoffer_of_step=checkpoint.refused_step if reoffer else None, actions=checkpoint.actions)
+    return Controller(rebuilt_loop(checkpoint, diff), chooser, executor, verifier, journal,
+                      environment_id=environment_id, on_step=on_step, chooser_timeout_s=chooser_timeout_s,
+                      cost_limit=cost_limit, opening=ResumeOpening(plan))
 
 
-def _begin_resumed(ctl: Controller, plan: _ResumePlan) -> None:
-    """Re-earn the verdicts that satisfied a condition on the current diff, then record the
-    budget this resume grants as a new version of B. A verdict that cannot be re-earned
-    (engine down) ends the run dependency_failure before any budget is granted."""
-    before = ctl.committed
-    reverified = []
-    deciding = dict.fromkeys(c.evidence for c in before.conditions if c.satisfied and c.evidence)
-    for evidence in (e for e in ctl.evidence if e.id in deciding and e.tool in CHECK_TOOLS
-                     and e.diff_sha256 == before.diff_sha256):
-        outcome = ctl.dispatch(plan.actions[evidence.id])
-        ctl.verdicts.append((evidence.id, outcome.verdict))  # the latest: it decides its conditions
-        reverified.append(Reverified(evidence=evidence.id, tool=evidence.tool, journaled_status=evidence.status,
-                                     status=outcome.status, summary=outcome.summary, duration_s=outcome.duration_s))
-    conditions = tuple(unsatisfied(ctl.verdicts, before.diff_sha256))
-    budget = before.budget.model_copy(update={"max_steps": before.budget.steps_used + plan.extra_steps,
-                                              "deadline_s": plan.deadline_s})
-    ctl.state = ctl.committed = before.model_copy(update={
-        "version": before.version + 1, "parent_hash": before.hash, "budget": budget, "conditions": conditions})
-    if ctl.state.u != ctl.u_trajectory[-1]:
-        ctl.u_trajectory.append(ctl.state.u)
-    ctl.write_journal(ResumeRecord(**plan.model_dump(exclude={"actions"}), reverified=reverified,
-                                   state_before_hash=before.hash, state_after=ctl.state,
-                                   state_after_hash=ctl.state.hash, u=ctl.state.u), "the resume")
-    if ctl.state.u == 0:  # killed after the last check, before the stop line: re-earned, so it holds
-        raise Stopped(StopReason.AWAITING_RELEASE_CONFIRMATION,
-                      "every acceptance condition holds on evidence for the current diff (re-earned on resume); "
-                      "release needs a person")
+class ResumeOpening:
+    """How a resumed run begins: re-earn the verdicts that satisfied a condition on the current diff,
+    then record the budget this resume grants as a new version of B. A verdict that cannot be
+    re-earned (engine down) ends the run dependency_failure before any budget is granted."""
+
+    def __init__(self, plan: _ResumePlan):
+        self.plan = plan
+
+    def __call__(self, before: LoopState, dispatch: Callable[[Action], ToolOutcome],
+                 write_journal: Callable[[JournalRecord, str], None]) -> LoopState:
+        plan = self.plan
+        verdicts, reverified = list(before.verdicts), []
+        deciding = dict.fromkeys(c.evidence for c in before.state.conditions if c.satisfied and c.evidence)
+        for evidence in (e for e in before.evidence if e.id in deciding and e.tool in CHECK_TOOLS
+                         and e.diff_sha256 == before.state.diff_sha256):
+            outcome = dispatch(plan.actions[evidence.id])
+            if outcome.verdict is not None:  # the latest: it decides its conditions
+                verdicts.append((evidence.id, outcome.verdict))
+            reverified.append(Reverified(evidence=evidence.id, tool=evidence.tool, journaled_status=evidence.status,
+                                         status=outcome.status, summary=outcome.summary,
+                                         duration_s=outcome.duration_s))
+        budget = before.state.budget.model_copy(update={"max_steps": before.state.budget.steps_used + plan.extra_steps,
+                                                        "deadline_s": plan.deadline_s})
+        state = before.state.model_copy(update={
+            "version": before.state.version + 1, "parent_hash": before.state.hash, "budget": budget,
+            "conditions": tuple(unsatisfied(verdicts, before.state.diff_sha256))})
+        trajectory = before.u_trajectory + ((state.u,) if state.u != before.u_trajectory[-1] else ())
+        write_journal(ResumeRecord(**plan.model_dump(exclude={"actions"}), reverified=reverified,
+                                   state_before_hash=before.state.hash, state_after=state,
+                                   state_after_hash=state.hash, u=state.u), "the resume")
+        return before.advanced(state=state, verdicts=tuple(verdicts), u_trajectory=trajectory)
 
 
 class _ResumePlan(BaseModel):

@@ -15,10 +15,12 @@ from verifier.conditions import DESCRIPTIONS, Condition
 from .choosers.base import Chooser
 from .controller import CHOOSER_TIMEOUT_S, Controller
 from .journal import Journal, JournalWriteError, StopRecord
+from .loop_state import LoopState
 from .outputs import write_results
 from .choosers.base import ChooserDescription
 from .plain import read_description
 from .records import RunOutcome, RunRecord
+from .sandbox.backends import Backend, backend_named
 from .sandbox.early import EarlySandbox, new_run_id
 from .scenario import Scenario
 from .session import Session, fallback_run_dir
@@ -40,13 +42,14 @@ def initial_state(scenario: Scenario, budget: Budget) -> State:
                  authorization=auth, conditions=conditions, diff_sha256=diff_sha256(""))
 
 
-def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "docker", runs_dir: Path = Path("runs"),
+def execute_run(scenario: Scenario, chooser: Chooser, *, backend: Backend | str = "docker", runs_dir: Path = Path("runs"),
                 max_steps: int | None = None, deadline_s: float | None = None, reserved_final_steps: int | None = None,
                 max_tokens: int | None = None, max_cost: float | None = None,
                 on_step: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda m: None,
                 client=None, chooser_spec: str | None = None, early: EarlySandbox | None = None) -> RunRecord:
-    """`early`: this run's sandbox, begun by the caller before its own imports (its run id becomes
-    this run's); the session takes it, or removes it whichever way the run ends."""
+    """`backend`: the sandbox backend, or its name (BACKENDS). `early`: this run's sandbox, begun by
+    the caller before its own imports (its run id becomes this run's); the session takes it, or
+    removes it whichever way the run ends."""
     t0 = time.monotonic()
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     budget = budget_with(scenario.budget, max_steps=max_steps, deadline_s=deadline_s,
@@ -65,7 +68,8 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
         run_dir = fallback_run_dir(run_id)
         journal = Journal(run_dir / "journal.jsonl")
         log(f"WARNING: {storage_error}; this run's journal and report go to {run_dir}")
-    session = Session(scenario, run_dir, run_id, sandbox_kind, client, log, runs_dir=Path(runs_dir), early=early)
+    session = Session(scenario, run_dir, run_id, backend_named(backend), client, log, runs_dir=Path(runs_dir),
+                      early=early)
     # The chooser's name is read once, in setup; nothing later asks the chooser object for it again.
     identity = ChooserDescription(name=chooser_spec or UNNAMED)
     try:
@@ -83,7 +87,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, sandbox_kind: str = "do
             executor = Executor(sandbox, verifier, mutate=identity.mutation_analysis,
                                 hidden_tests=session.scenario.hidden_tests is not None)
             cost_limit = None if max_cost is None else CostLimit(max_cost=max_cost, model=model_record(identity))
-            controller = Controller(state, chooser, executor, verifier, journal, environment_id=verifier.environment_id,
+            controller = Controller(LoopState.start(state), chooser, executor, verifier, journal, environment_id=verifier.environment_id,
                                     on_step=on_step, cost_limit=cost_limit)
             outcome = controller.run()
     except BaseException:  # interrupted or broken: remove the containers before anything else

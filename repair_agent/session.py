@@ -5,9 +5,8 @@ import datetime as dt
 import os
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable
 
 import docker
 import requests
@@ -17,7 +16,8 @@ from verifier.isolation import KeepBudget, Limits
 
 from .journal import ResumeInfo, SetupRecord
 from .choosers.base import ChooserDescription
-from .sandbox import DockerSandbox, LocalSandbox, NOT_ISOLATED, create_workspace
+from .sandbox import Sandbox
+from .sandbox.backends import Backend
 from .sandbox.early import EarlySandbox
 from .scenario import Scenario
 from .usage import model_record
@@ -26,27 +26,26 @@ from .usage import model_record
 class Session:
     """One process's hold on a run: engine, image, workspace, verifier and sandbox, and their cleanup."""
 
-    def __init__(self, scenario: Scenario, run_dir: Path, run_id: str, sandbox_kind: str, client,
+    def __init__(self, scenario: Scenario, run_dir: Path, run_id: str, backend: Backend, client,
                  log: Callable[[str], None], *, runs_dir: Path, early: EarlySandbox | None = None):
-        self.scenario, self.run_dir, self.run_id, self.kind = scenario, run_dir, run_id, sandbox_kind
+        self.scenario, self.run_dir, self.run_id, self.backend = scenario, run_dir, run_id, backend
         self.client, self.log, self.runs_dir = client, log, runs_dir
         # Begun at the command's start (for this run id and directory): taken by open(), removed by close().
-        self.early = early if early is not None and sandbox_kind == "docker" and early.run_dir == run_dir else None
+        self.early = early if early is not None and backend.begins_early and early.run_dir == run_dir else None
         if early is not None and self.early is None:
             early.discard()
-        self.sandbox: DockerSandbox | LocalSandbox | None = None
+        self.sandbox: Sandbox | None = None
         self.verifier: Verifier | None = None
         self.image: str | None = None
         self.base: str | None = None
-        self.info = {"kind": sandbox_kind, "isolated": sandbox_kind == "docker"}
+        self.info = backend.record()
         # What this session keeps of all its commands' output on the host, sandbox and checks together.
         self.keep_budget = KeepBudget(Limits().run_keep_cap)
-        if sandbox_kind == "local":
-            self.info["warning"] = NOT_ISOLATED
-            log(f"WARNING: {NOT_ISOLATED}")
+        if backend.warning:
+            log(f"WARNING: {backend.warning}")
 
     @property
-    def live(self) -> tuple[DockerSandbox | LocalSandbox, Verifier]:
+    def live(self) -> tuple[Sandbox, Verifier]:
         """The sandbox and the verifier of an opened session."""
         if self.sandbox is None or self.verifier is None:
             raise RuntimeError("the session is not open")
@@ -56,18 +55,15 @@ class Session:
         if self.early is not None:
             self.client = self.early.client  # for the failure's message, should there be one
             self.client, self.image = self.early.engine()
-        elif self.kind == "docker":
-            from .sandbox.environment import scenario_image
-
-            self.client = self.client or docker.from_env()
+        else:
+            self.client = self.backend.engine(self.client)
             # The scenario's environment image (or the plain sandbox image): the sandbox and the
             # verifier's checks run the same one.
-            self.image = scenario_image(self.client, self.scenario, log=self.log)
+            self.image = self.backend.image(self.client, self.scenario, log=self.log)
         # The verifier first: prepare() starts making its fresh check containers in the
         # background, while the workspace is built and the sandbox starts.
-        backend: Literal["docker", "local"] = "docker" if self.kind == "docker" else "local"
         self.verifier = verifier = Verifier(self.scenario.spec, self.scenario.repo, self.run_dir / "verifier",
-                                            backend=backend, client=self.client, image=self.image,
+                                            backend=self.backend.checks_on, client=self.client, image=self.image,
                                             cache_dir=Path(self.runs_dir).resolve() / ".cache", granted=granted,
                                             labels={"org.repair-agent.run": self.run_id},
                                             keep_budget=self.keep_budget, **self.scenario.verifier_inputs())
@@ -75,25 +71,14 @@ class Session:
         if verifier.cache_note:
             self.log(f"note: {verifier.cache_note}")
         workspace, tool_out = self.run_dir / "workspace", self.run_dir / "outputs"
+        sandbox: Sandbox
         if self.early is not None:
             self.sandbox = sandbox = self.early.take()
-            self.base = sandbox.base_commit
-        elif self.kind == "docker":
-            # The sandbox container starts while the workspace is built into its (bind-mounted)
-            # directory: nothing runs in the container before the first tool call.
-            workspace.mkdir()
-            with ThreadPoolExecutor(1, thread_name_prefix="workspace") as builder:
-                building = builder.submit(create_workspace, self.scenario.workspace_tree, workspace, for_container=True)
-                try:
-                    self.sandbox = sandbox = DockerSandbox(self.client, self.image or "", workspace, "",
-                                                           run_id=self.run_id, output_dir=tool_out)
-                finally:
-                    wait([building])
-            self.base = sandbox.base_commit = building.result()
         else:
-            self.base = base = create_workspace(self.scenario.workspace_tree, workspace, for_container=False)
-            self.sandbox = LocalSandbox(workspace, base, output_dir=tool_out)
-        self.sandbox.use_keep_budget(self.keep_budget)
+            self.sandbox = sandbox = self.backend.start(self.client, self.image, self.scenario.workspace_tree,
+                                                        workspace, run_id=self.run_id, output_dir=tool_out)
+        self.base = sandbox.base_commit
+        sandbox.use_keep_budget(self.keep_budget)
 
     def rebuild(self, patches: list[str], expected_sha256: str) -> str:
         """Pristine tree + the journaled patches, applied by the sandbox as they were the first time."""
@@ -118,7 +103,7 @@ class Session:
                                 torn_tail=resumed_from.torn, rebuilt_from_patches=len(resumed_from.patches))
         _, verifier = self.live
         return SetupRecord(run_id=self.run_id, scenario=self.scenario.name, manifest=str(self.scenario.manifest_path),
-                           chooser=identity.name, chooser_spec=chooser_spec, seed=identity.seed, sandbox=self.kind,
+                           chooser=identity.name, chooser_spec=chooser_spec, seed=identity.seed, sandbox=self.backend.name,
                            image=self.image, pid=os.getpid(), model=model_record(identity), models_file=identity.models_file,
                            max_cost=max_cost, started_at=started_at, environment_id=verifier.environment_id,
                            pristine_tree_sha256=verifier.snapshot.tree_sha256 if verifier.snapshot else None,
@@ -128,13 +113,8 @@ class Session:
     def remove_containers_of(self, pids: list[int]) -> int:
         """A killed session leaves its sandbox (and maybe a verifier) container: remove those whose
         owner process is gone. A live owner's containers are never touched."""
-        if self.kind != "docker":
-            return 0
-        self.client = self.client or docker.from_env()
-        removed, _ = remove_leftover_containers(self.client, owners=pids)
-        if removed:
-            self.log(f"removed {removed} container(s) left by the killed session")
-        return removed
+        self.client = self.backend.engine(self.client)
+        return self.backend.remove_leftovers(self.client, pids, log=self.log)
 
     def failure(self, exc: Exception) -> str:
         where = f" (Docker Engine at {_engine_address(self.client)})" if self.client is not None else ""
@@ -156,42 +136,6 @@ class Session:
         finally:
             if closing:
                 closing.join()
-
-
-def pid_alive(pid) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (TypeError, ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-
-
-def remove_leftover_containers(client, *, owners: list[int] | None = None, run_id: str | None = None,
-                               include_live: bool = False) -> tuple[int, int]:
-    """Remove the project's containers whose owner process is gone (of these owners, or of this run,
-    or all); a live owner's are kept unless include_live. Returns (removed, kept). The one cleanup
-    path: a resume clears a killed session with it, and `repair-agent cleanup` uses it too."""
-    from verifier.isolation import LABEL, OWNER_LABEL
-
-    run_label = [f"org.repair-agent.run={run_id}"] if run_id else []
-    queries = [[LABEL, f"{OWNER_LABEL}={pid}", *run_label] for pid in sorted(set(owners))] if owners is not None \
-        else [[LABEL, *run_label]]
-    removed = kept = 0
-    for labels in queries:
-        for c in client.containers.list(all=True, filters={"label": labels}, ignore_removed=True):
-            if not include_live and pid_alive(c.labels.get(OWNER_LABEL)):
-                kept += 1  # a run in progress on this machine: not a leftover
-                continue
-            try:
-                c.remove(force=True, v=True)
-            except docker.errors.NotFound:
-                continue  # gone between the listing and the removal (its owner removed it): nothing left
-            removed += 1
-    return removed, kept
 
 
 def fallback_run_dir(run_id: str) -> Path:

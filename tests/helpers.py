@@ -168,7 +168,7 @@ def local_run(chooser, runs_dir, **kw):
     from repair_agent.run import execute_run
     from repair_agent.scenario import resolve
 
-    return execute_run(resolve("discount-bug"), chooser, sandbox_kind="local", runs_dir=runs_dir, **kw)
+    return execute_run(resolve("discount-bug"), chooser, backend="local", runs_dir=runs_dir, **kw)
 
 
 # -- a scenario a user writes for their own repository ---------------------------------------------

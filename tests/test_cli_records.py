@@ -14,7 +14,7 @@ from repair_agent.scenario import resolve
 def test_one_corrupt_run_json_is_named_and_the_other_runs_are_listed(tmp_path, capsys):
     runs = tmp_path / "runs"
     scenario = resolve("discount-bug")
-    good = execute_run(scenario, load_chooser("baseline", scenario), sandbox_kind="local", runs_dir=runs,
+    good = execute_run(scenario, load_chooser("baseline", scenario), backend="local", runs_dir=runs,
                        max_steps=2)
     bad = runs / "20000101T000000Z-discount-bug-bad000"
     shutil.copytree(good.run_dir, bad, ignore=shutil.ignore_patterns("workspace", "verifier", "outputs"))

@@ -291,7 +291,7 @@ class ProposesOnce:
 
 
 def _refused_run(diff: str, runs_dir: Path, expected: StopReason) -> dict:
-    record = execute_run(resolve("discount-bug"), ProposesOnce(diff), sandbox_kind="local", runs_dir=runs_dir)
+    record = execute_run(resolve("discount-bug"), ProposesOnce(diff), backend="local", runs_dir=runs_dir)
     assert record.status is expected and record.exit_code == expected.exit_code, record.detail
     run_dir = Path(record.run_dir)
     records = list(read_journal(run_dir / "journal.jsonl"))
@@ -332,7 +332,7 @@ def test_a_diff_git_cannot_read_is_an_observation_and_nothing_runs(runs_dir):
     diff = h.unified("src/discount_shop/extra.py", None, "X = 1\n").replace(
         "--- /dev/null", "diff --git a/src/discount_shop/extra.py b/src/discount_shop/extra.py\nnew file mode 100644\n"
                          "--- a/src/discount_shop/extra.py")
-    record = execute_run(resolve("discount-bug"), ProposesOnce(diff), sandbox_kind="local", runs_dir=runs_dir)
+    record = execute_run(resolve("discount-bug"), ProposesOnce(diff), backend="local", runs_dir=runs_dir)
     assert record.status is StopReason.HANDOFF_REQUESTED and record.steps_used == 2, record.detail
     first = [r for r in read_journal(Path(record.run_dir) / "journal.jsonl") if r["event"] == "step"][0]
     assert first["proposal"]["diff"] == diff and first["result"]["source"] == "controller:diff-check"

@@ -72,7 +72,7 @@ def test_observation_pollution_from_repository_text(runs_dir, tmp_path):
     manifest.write_text('name = "inj"\nrepo = "repo"\n[goal]\ntext = "fix double"\nfailure_signature = "assert 5 == 4"\n'
                         '[acceptance]\ntarget_tests = ["tests/test_pkg.py::test_double"]\n')
     rec = execute_run(load_manifest(manifest), Scripted({"tool": "read_file", "path": "src/pkg/__init__.py"}, {"tool": "stop"}),
-                      sandbox_kind="local", runs_dir=runs_dir)
+                      backend="local", runs_dir=runs_dir)
     assert kinds(rec) == [("observation_pollution", 1)]
     proc = subprocess.run([sys.executable, "-m", "repair_agent", "replay", rec.run_dir, "--faults", "--json"],
                           capture_output=True, text=True)

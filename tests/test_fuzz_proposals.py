@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 from repair_agent.actions import InvalidAction, parse_action
 from repair_agent.controller import Controller
 from repair_agent.journal import Journal, read_journal, verify_chain
+from repair_agent.loop_state import LoopState
 from repair_agent.run import initial_state
-from repair_agent.sandbox import DockerSandbox, LocalSandbox, create_workspace
+from repair_agent.sandbox import backend_named
 from repair_agent.scenario import resolve
 from repair_agent.state import StopReason
 from repair_agent.tools import Executor
@@ -217,7 +218,7 @@ def _escaped_marks(*roots: Path) -> list[str]:
 class Harness:
     """One workspace, sandbox, verifier and executor for all examples; one cheap Controller per example."""
 
-    def __init__(self, root: Path, sandbox_kind: str, client=None, image=None, cache_dir=None):
+    def __init__(self, root: Path, backend: str, client=None, image=None, cache_dir=None):
         self.root = root
         self.sentinel = root / "sentinel"
         self.sentinel.mkdir()
@@ -225,15 +226,15 @@ class Harness:
         scenario = resolve("discount-bug")
         run_dir = root / "run"
         self.workspace = run_dir / "workspace"
-        self.base = create_workspace(scenario.repo, self.workspace, for_container=sandbox_kind == "docker")
-        self.verifier = Verifier(scenario.spec, scenario.repo, run_dir / "verifier", backend=sandbox_kind,
+        on = backend_named(backend)
+        self.verifier = Verifier(scenario.spec, scenario.repo, run_dir / "verifier", backend=on.checks_on,
                                  client=client, image=image, heldout=scenario.heldout, cache_dir=cache_dir,
                                  labels={"org.repair-agent.run": f"fuzz-{os.getpid()}"})
         self.verifier.prepare()
         outputs = run_dir / "outputs"
-        self.sandbox = (DockerSandbox(client, image, self.workspace, self.base, run_id=f"fuzz-{os.getpid()}",
-                                      output_dir=outputs) if sandbox_kind == "docker"
-                        else LocalSandbox(self.workspace, self.base, output_dir=outputs))
+        self.sandbox = on.start(client, image, scenario.repo, self.workspace, run_id=f"fuzz-{os.getpid()}",
+                                output_dir=outputs)
+        self.base = self.sandbox.base_commit
         self.executor = Executor(self.sandbox, self.verifier)
         self.state = initial_state(scenario, scenario.budget.model_copy(update={"max_steps": 1, "deadline_s": 600}))
         self.journal_path = run_dir / "journal.jsonl"
@@ -247,7 +248,7 @@ class Harness:
         self.tried += 1
         self.journal_path.unlink(missing_ok=True)
         journal = Journal(self.journal_path)
-        controller = Controller(self.state, OneProposal(proposal), self.executor, self.verifier, journal,
+        controller = Controller(LoopState.start(self.state), OneProposal(proposal), self.executor, self.verifier, journal,
                                 environment_id=self.verifier.environment_id)
         try:
             outcome = controller.run()  # an exception escaping fails the example

@@ -75,7 +75,7 @@ def within(seconds: float, fn):
 
 
 def run(chooser, runs_dir, *, bound_s: float = 180, **kw) -> RunRecord:
-    return within(bound_s, lambda: execute_run(resolve("discount-bug"), chooser, sandbox_kind="local",
+    return within(bound_s, lambda: execute_run(resolve("discount-bug"), chooser, backend="local",
                                                runs_dir=runs_dir, **kw))
 
 
@@ -463,7 +463,7 @@ class _PatchThenStop:
 def docker_awaiting(docker_client, sandbox_image, tmp_path_factory) -> RunRecord:
     """One baseline run in Docker awaiting confirmation; each test releases a copy of it."""
     record = execute_run(resolve("discount-bug"), BaselineChooser(resolve("discount-bug").baseline),
-                         sandbox_kind="docker", runs_dir=tmp_path_factory.mktemp("docker-release") / "runs",
+                         backend="docker", runs_dir=tmp_path_factory.mktemp("docker-release") / "runs",
                          client=docker_client)
     assert record.status is StopReason.AWAITING_RELEASE_CONFIRMATION, record.detail
     return record

@@ -109,7 +109,7 @@ def test_fork_bomb_is_refused_and_contained_once_granted(docker_client, sandbox_
     from verifier.gate import review
 
     diff = patch_pricing(FORK_BOMB)
-    rec = execute_run(quick_scenario, PatchThenTest(diff), sandbox_kind="local", runs_dir=runs_dir)
+    rec = execute_run(quick_scenario, PatchThenTest(diff), backend="local", runs_dir=runs_dir)
     assert rec.status is StopReason.AUTHORIZATION_REQUIRED and rec.u_trajectory == [3, 3]
     assert "process at src/discount_shop/pricing.py:" in rec.detail and "os.fork" in rec.detail
     keys = tuple(review(diff, quick_scenario.repo, quick_scenario.spec).grants_needed)

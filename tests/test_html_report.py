@@ -165,7 +165,7 @@ def assert_plot_matches_steps(dom: Dom, report: Report) -> None:
 @pytest.fixture(scope="module")
 def baseline_run(docker_client, sandbox_image, tmp_path_factory):
     scenario = resolve("discount-bug")
-    record = execute_run(scenario, load_chooser("baseline", scenario), sandbox_kind="docker",
+    record = execute_run(scenario, load_chooser("baseline", scenario), backend="docker",
                          runs_dir=tmp_path_factory.mktemp("html") / "runs", client=docker_client)
     assert record.status is StopReason.AWAITING_RELEASE_CONFIRMATION, record.detail
     return record
@@ -270,7 +270,7 @@ def test_a_run_that_never_started_still_gets_a_page(tmp_path, runs_dir):
 @pytest.mark.docker
 @pytest.mark.browser
 def test_hostile_run_report_shows_markup_as_text(docker_client, sandbox_image, runs_dir, chromium, tmp_path):
-    record = execute_run(resolve("discount-bug"), h.HtmlInjection(), sandbox_kind="docker", runs_dir=runs_dir,
+    record = execute_run(resolve("discount-bug"), h.HtmlInjection(), backend="docker", runs_dir=runs_dir,
                          client=docker_client)
     assert record.status is h.HtmlInjection.expected, record.detail
     run_dir = Path(record.run_dir)

@@ -20,7 +20,7 @@ from imperfect_model import ImperfectModel  # noqa: E402
 def test_the_imperfect_model_fumbles_its_first_edit_and_the_current_chooser_carries_it_to_a_repair(runs_dir):
     with ChatServer([], responder=ImperfectModel()) as srv:
         chooser = ModelChooser(base_url=srv.base_url, model="imperfect-1", retry_base_s=0.001)
-        rec = execute_run(resolve("discount-bug"), chooser, sandbox_kind="local", runs_dir=runs_dir, max_steps=14)
+        rec = execute_run(resolve("discount-bug"), chooser, backend="local", runs_dir=runs_dir, max_steps=14)
     steps = [r for r in read_journal(Path(rec.run_dir) / "journal.jsonl") if r["event"] == "step"]
     tools = [s["proposal"]["tool"] for s in steps]
     assert tools == ["run_target_test", "read_file", "read_file", "search", "search", "run_full_suite",

@@ -11,6 +11,7 @@ import pytest
 from helpers import import_usable_commit
 from rangekit_project import build_rangekit
 from repair_agent.importers.commit import import_commit, split_commit
+from repair_agent.importers.common import local_check
 from repair_agent.scenario import load_manifest
 
 pytestmark = pytest.mark.docker
@@ -37,7 +38,7 @@ def test_a_fix_commit_becomes_a_checked_scenario(rangekit, tmp_path, docker_clie
 
 
 def test_commits_that_cannot_make_a_scenario_are_reported(rangekit, tmp_path):
-    check = {"backend": "local"}
+    check = local_check()
     root = import_commit(rangekit.path, rangekit.initial, tmp_path / "out", check=check)
     assert root.status == "skipped" and "root commit" in root.reason
     missing = import_commit(rangekit.path, "0" * 40, tmp_path / "out", check=check)
@@ -53,7 +54,7 @@ def test_the_split_is_by_path(rangekit):
 
 def test_the_changed_modules_can_be_the_pass_to_pass_list(rangekit, tmp_path):
     """--suite changed: the tests of the changed test modules that pass before and after the fix."""
-    result = import_commit(rangekit.path, rangekit.fix_span, tmp_path / "out", check={"backend": "local"},
+    result = import_commit(rangekit.path, rangekit.fix_span, tmp_path / "out", check=local_check(),
                            suite="changed")
     assert result.status == "usable", (result.reason, result.problems)
     s = load_manifest(Path(result.manifest))

@@ -15,6 +15,7 @@ import pytest
 from helpers import import_usable_commit, runs_dir_with_cache
 from rangekit_project import build_rangekit
 from repair_agent.choosers import BaselineChooser
+from repair_agent.importers.common import local_check
 from repair_agent.importers.derived import derive_heldout, literal_calls, module_of, touched_functions
 from repair_agent.run import execute_run
 from repair_agent.scenario import BaselineRecipe, load_manifest
@@ -40,7 +41,7 @@ def run_with(imported, docker_client, tmp_path_factory, baseline_cache):
 
     def run(replace: str):
         recipe = BaselineRecipe(search="return high - low", replace=replace, path_glob="src/**")
-        return execute_run(load_manifest(Path(imported["manifest"])), BaselineChooser(recipe), sandbox_kind="docker",
+        return execute_run(load_manifest(Path(imported["manifest"])), BaselineChooser(recipe), backend="docker",
                            runs_dir=runs, client=docker_client)
     return run
 
@@ -83,7 +84,7 @@ def test_a_call_the_reference_answers_differently_twice_is_left_out(tmp_path):
            "+    return time.time_ns() + x\n \n \n def half(x):\n-    return x // 2\n+    return x / 2\n")
     dest = tmp_path / "case.heldout.toml"
     assert derive_heldout(tmp_path / "fixed", tmp_path / "fixed", ["tests/test_mod.py::test_it"], fix,
-                          {"backend": "local"}, dest) == 1
+                          local_check(), dest) == 1
     (case,) = tomllib.loads(dest.read_text())["case"]
     assert case["expr"] == "half(3)" and case["expect_json"] == "1.5"
 

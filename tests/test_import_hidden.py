@@ -85,7 +85,7 @@ def run(docker_client, tmp_path_factory, baseline_cache):
     runs = runs_dir_with_cache(tmp_path_factory.mktemp("hidden-runs") / "runs", baseline_cache)
 
     def make(manifest: str, chooser):
-        record = execute_run(load_manifest(Path(manifest)), chooser, sandbox_kind="docker", runs_dir=runs,
+        record = execute_run(load_manifest(Path(manifest)), chooser, backend="docker", runs_dir=runs,
                              client=docker_client)
         return record, (Path(record.run_dir) / "journal.jsonl").read_text()
     return make

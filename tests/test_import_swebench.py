@@ -134,7 +134,7 @@ def test_the_scenario_is_the_instance(imported):
 def test_imported_scenario_runs_end_to_end(imported, docker_client, tmp_path):
     out, _, _ = imported
     record = execute_run(load_manifest(out / "rangekit__rangekit-1.scenario.toml"), SearchChooser(),
-                         sandbox_kind="docker", runs_dir=tmp_path / "runs", client=docker_client)
+                         backend="docker", runs_dir=tmp_path / "runs", client=docker_client)
     assert record.status is StopReason.AWAITING_RELEASE_CONFIRMATION, record.detail
     assert record.u_trajectory[-1] == 0
     diff = (Path(record.run_dir) / "candidate.diff").read_text()

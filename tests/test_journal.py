@@ -37,7 +37,7 @@ class Reader:
 
 def test_a_12_step_journal_stays_linear_and_replay_shows_what_the_chooser_saw(tmp_path, capsys):
     chooser = Reader()
-    record = execute_run(resolve("discount-bug"), chooser, sandbox_kind="local", runs_dir=tmp_path / "runs",
+    record = execute_run(resolve("discount-bug"), chooser, backend="local", runs_dir=tmp_path / "runs",
                          max_steps=12)
     assert record.status is StopReason.HANDOFF_REQUESTED and record.steps_used == 12
     path = Path(record.run_dir) / "journal.jsonl"
@@ -75,7 +75,7 @@ def test_a_12_step_journal_stays_linear_and_replay_shows_what_the_chooser_saw(tm
 def test_the_rubric_reads_the_last_stop_of_a_resumed_run(tmp_path):
     runs = tmp_path / "runs"
     scenario = resolve("discount-bug")
-    stopped = execute_run(scenario, load_chooser("baseline", scenario), sandbox_kind="local", runs_dir=runs,
+    stopped = execute_run(scenario, load_chooser("baseline", scenario), backend="local", runs_dir=runs,
                           max_steps=2, chooser_spec="baseline")
     assert stopped.status is StopReason.STEP_BUDGET and stopped.u_trajectory[-1] == 3  # nothing patched yet
     resumed = resume_run(stopped.run_dir, extra_steps=4, runs_dir=runs)

@@ -37,7 +37,7 @@ def miscounted(diff: str) -> str:
 
 def run(srv: ChatServer, runs_dir: Path, chooser_kw: dict | None = None, sandbox: str = "local", **kw):
     chooser = ModelChooser(base_url=srv.base_url, model="scripted-model", **{**FAST, **(chooser_kw or {})})
-    return execute_run(resolve("discount-bug"), chooser, sandbox_kind=sandbox, runs_dir=runs_dir, **kw)
+    return execute_run(resolve("discount-bug"), chooser, backend=sandbox, runs_dir=runs_dir, **kw)
 
 
 def steps(rec) -> list[dict]:

@@ -246,7 +246,7 @@ def test_ctrl_c_leaves_no_pooled_container_and_a_crash_leaves_them_to_cleanup(do
                                                                             cache_dir, tmp_path):
     import signal
 
-    from repair_agent.session import pid_alive as _pid_alive
+    from repair_agent.sandbox.leftovers import pid_alive as _pid_alive
 
     child = _child_with_a_full_pool(sandbox_image, cache_dir, tmp_path / "int")
     owned = {"label": [LABEL, f"{OWNER_LABEL}={child.pid}"]}

@@ -41,7 +41,7 @@ def module_runs(tmp_path_factory, baseline_cache) -> Path:
 @pytest.fixture(scope="module")
 def new_run(docker_client, sandbox_image, module_runs):
     def make(chooser=None) -> RunRecord:
-        return execute_run(resolve("discount-bug"), chooser or BaselineChooser(resolve("discount-bug").baseline), sandbox_kind="docker",
+        return execute_run(resolve("discount-bug"), chooser or BaselineChooser(resolve("discount-bug").baseline), backend="docker",
                            runs_dir=module_runs, client=docker_client)
     return make
 

@@ -103,7 +103,7 @@ def baseline():
 
 
 def run_local(chooser, runs_dir, spec="baseline", **kw):
-    return execute_run(resolve("discount-bug"), chooser, sandbox_kind="local", runs_dir=runs_dir,
+    return execute_run(resolve("discount-bug"), chooser, backend="local", runs_dir=runs_dir,
                        chooser_spec=spec, **kw)
 
 

@@ -119,7 +119,7 @@ def textbits(tmp_path_factory) -> Path:
 
 
 def run_search(manifest: Path, runs_dir: Path, seed: int = 0, **kw):
-    return execute_run(load_manifest(manifest), SearchChooser(seed), sandbox_kind="local", runs_dir=runs_dir, **kw)
+    return execute_run(load_manifest(manifest), SearchChooser(seed), backend="local", runs_dir=runs_dir, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -325,7 +325,7 @@ def test_loader_seed_and_no_scenario(textbits):
 @pytest.mark.docker
 def test_discount_bug_in_docker_without_the_recipe(docker_client, sandbox_image, runs_dir):
     scenario = resolve("discount-bug")
-    rec = execute_run(scenario, load_chooser("search", scenario), sandbox_kind="docker", runs_dir=runs_dir,
+    rec = execute_run(scenario, load_chooser("search", scenario), backend="docker", runs_dir=runs_dir,
                       client=docker_client)
     assert rec.status == StopReason.AWAITING_RELEASE_CONFIRMATION, rec.detail
     proposals = [x["proposal"] for x in steps(rec)]
@@ -354,7 +354,7 @@ def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
     """stockroom-business-days-trap: the obvious one-line fix passes the visible target test and
     breaks other behaviour the suite covers: the next candidate's patch takes it out again. (The
     held-out checks also cover it, but they are never shown to a chooser.)"""
-    rec = execute_run(resolve("stockroom-business-days-trap"), SearchChooser(0), sandbox_kind="local",
+    rec = execute_run(resolve("stockroom-business-days-trap"), SearchChooser(0), backend="local",
                       runs_dir=runs_dir, max_steps=12)
     s = steps(rec)
     tools = [x["proposal"]["tool"] for x in s]

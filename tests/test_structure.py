@@ -36,6 +36,7 @@ TOP_LEVEL = {
     "repair_agent.resources": "base",
     "repair_agent.actions": "loop",
     "repair_agent.controller": "loop",
+    "repair_agent.loop_state": "loop",
     "repair_agent.journal": "loop",
     "repair_agent.outcome": "loop",
     "repair_agent.plain": "loop",

@@ -9,7 +9,7 @@ import os
 import sys
 
 from ..stops import EXIT_CODES
-from .common import USAGE_ERROR, RunsDirAction, err
+from .common import USAGE_ERROR, RunsDirAction, add_sandbox_option, err
 from .containers import cmd_cleanup, cmd_image
 from .importing import register as register_import
 from .models import register as register_models
@@ -47,8 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "~/.config/repair-agent/models.toml, else ./models.toml outside the repository under repair; docs/models.md)")
     r.add_argument("--seed", type=int, default=0, help="seed for choosers that take one (search: the order in "
                    "which equally scored candidates are tried); default 0")
-    r.add_argument("--sandbox", choices=["docker", "local"], default="docker",
-                   help="docker (default, hardened) or local (NOT isolated: plain subprocesses on this host)")
+    add_sandbox_option(r, "docker (default, hardened) or local (NOT isolated: plain subprocesses on this host)")
     r.add_argument("--max-steps", type=int)
     r.add_argument("--reserve", type=int, help="steps reserved for the final handover: once only these are left, "
                    "the chooser may only stop")
@@ -135,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU count)")
     sw.add_argument("--executor", choices=["local", "ray"], default="local",
                     help="local process pool, or Ray (pip install '.[ray]'; RAY_ADDRESS for a cluster)")
-    sw.add_argument("--sandbox", choices=["docker", "local"], default="docker")
+    add_sandbox_option(sw, "where each run's sandbox and checks run: docker (default) or local (NOT isolated)")
     sw.add_argument("--group-by", choices=["all", "kind", "tag", "scenario", "expected"], default="all")
     sw.add_argument("--out", default="sweeps/latest", help="output directory; re-running into it resumes")
     sw.add_argument("--max-cost", type=float, metavar="USD", help="what the sweep's runs may cost in all (the "

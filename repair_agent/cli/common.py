@@ -10,6 +10,13 @@ from ..visible import terminal
 USAGE_ERROR = 2
 
 
+def add_sandbox_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """`--sandbox NAME`: a backend by its name in the one registry (sandbox.backends.BACKENDS)."""
+    from ..sandbox.backends import BACKENDS
+
+    parser.add_argument("--sandbox", choices=list(BACKENDS), default="docker", help=help)
+
+
 def err(message: str) -> None:
     # Messages carry outside text (paths, server errors, chooser output): shown, never acted on.
     print(f"repair-agent: {terminal(message)}", file=sys.stderr)

@@ -12,7 +12,7 @@ def cmd_cleanup(args) -> int:
 
     from verifier.isolation import LABEL
 
-    from ..session import remove_leftover_containers
+    from ..sandbox.leftovers import remove_leftover_containers
 
     removed, kept = remove_leftover_containers(docker.from_env(), run_id=args.run, include_live=args.all)
     print(f"removed {removed} container(s) labelled {LABEL}"

@@ -6,8 +6,10 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from .common import add_sandbox_option
+
 if TYPE_CHECKING:
-    from ..importers.common import ImportResult
+    from ..importers.common import CheckPlace, ImportResult
 
 
 def _err(message: str) -> None:
@@ -36,8 +38,7 @@ def register(sub, common) -> None:
         p.add_argument("--writable", action="append", metavar="GLOB", help="writable glob (repeatable; default: **, "
                        "tests and test configuration stay protected)")
         p.add_argument("--max-steps", type=int, default=12)
-        p.add_argument("--sandbox", choices=["docker", "local"], default="docker",
-                       help="where tests run for the check: docker (default) or local (NOT isolated)")
+        add_sandbox_option(p, "where tests run for the check: docker (default) or local (NOT isolated)")
         p.add_argument("--json", action="store_true", help="print the summary as JSON")
         p.add_argument("--environment", metavar="auto|none|FILE", default="declared", help="auto: the packages the "
                        "tree declares (pyproject, setup.cfg, setup.py, requirements files, the tests' imports and "
@@ -64,12 +65,12 @@ def _finish(args, out: Path, results: list[ImportResult], **extra) -> int:
     return 0 if any(r.status == "usable" for r in results) else 1
 
 
-def _backend(args) -> dict | None:
-    """The corpus check's backend, or None after saying why there is none."""
-    from ..importers.common import verifier_backend
+def _backend(args) -> CheckPlace | None:
+    """Where the imports' code and the corpus check run, or None after saying why there is none."""
+    from ..importers.common import CheckPlace
 
     try:
-        return verifier_backend(args.sandbox, log=_err)
+        return CheckPlace.named(args.sandbox, log=_err)
     except Exception as exc:  # no engine, no socket, the image cannot be built
         _err(f"imports are validated by the corpus check in Docker and no engine answers or the image cannot be "
              f"built: {type(exc).__name__}: {exc} (--sandbox local checks without containers, NOT isolated)")

@@ -36,6 +36,7 @@ def cmd_run(args) -> int:
 
         gc.disable()
     on_step, log = _progress(args.json)
+    from ..sandbox.backends import backend_named
     from ..state import BudgetLimits, budget_with
 
     # The options alone, before anything is made: a bad one leaves no run directory behind (the
@@ -46,7 +47,8 @@ def cmd_run(args) -> int:
         err(f"--max-cost {args.max_cost}: must be positive")
         return USAGE_ERROR
     early = None
-    if args.sandbox == "docker" and args.scenario and not args.repo:
+    backend = backend_named(args.sandbox)
+    if backend.begins_early and args.scenario and not args.repo:
         early = _begin_sandbox(args, log)
     try:
         if early is not None:
@@ -87,7 +89,7 @@ def cmd_run(args) -> int:
         if (problem := unpriced(chooser, args.max_cost)) is not None:
             err(problem)
             return USAGE_ERROR
-        record = execute_run(scenario, chooser, sandbox_kind=args.sandbox, runs_dir=Path(args.runs_dir),
+        record = execute_run(scenario, chooser, backend=backend, runs_dir=Path(args.runs_dir),
                              max_steps=args.max_steps, deadline_s=args.deadline, reserved_final_steps=args.reserve,
                              max_tokens=args.max_tokens, max_cost=args.max_cost,
                              on_step=on_step, log=log, chooser_spec=args.chooser, early=early)

@@ -44,7 +44,7 @@ def _killed_runs(runs_dir: Path) -> list[dict]:
     import os
 
     from ..resume import KILLED, ResumeRefused, load_checkpoint
-    from ..session import pid_alive
+    from ..sandbox.leftovers import pid_alive
 
     rows = []
     for journal in sorted(runs_dir.glob("*/journal.jsonl")):

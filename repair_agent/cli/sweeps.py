@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..visible import terminal_json
-from .common import USAGE_ERROR, err, say
+from .common import USAGE_ERROR, add_sandbox_option, err, say
 
 
 def cmd_sweep(args) -> int:
@@ -120,20 +120,20 @@ def cmd_check(args) -> int:
     if not selection.scenarios and not selection.broken:
         err("no scenario selected")
         return USAGE_ERROR
-    kwargs: dict = {"backend": args.sandbox}
-    if args.sandbox == "docker":
-        import docker
-        import requests
+    import docker
+    import requests
 
-        from ..sandbox.image import ImageBuildError, ensure_sandbox_image
+    from ..sandbox.backends import backend_named
+    from ..sandbox.image import ImageBuildError
 
-        try:
-            client = docker.from_env()
-            kwargs.update(client=client, image=ensure_sandbox_image(client, log=lambda m: err(m)))
-        except (docker.errors.DockerException, requests.exceptions.RequestException, ImageBuildError) as exc:
-            err(f"the check runs the verifier in Docker and no engine answers or the image cannot be built: {exc}"
-                 " (--sandbox local checks without containers, NOT isolated)")
-            return USAGE_ERROR
+    backend = backend_named(args.sandbox)
+    try:
+        client = backend.engine()
+        kwargs = {"backend": backend, "client": client, "image": backend.image(client, None, log=err)}
+    except (docker.errors.DockerException, requests.exceptions.RequestException, ImageBuildError) as exc:
+        err(f"the check runs the verifier in Docker and no engine answers or the image cannot be built: {exc}"
+             " (--sandbox local checks without containers, NOT isolated)")
+        return USAGE_ERROR
     total = len(selection.scenarios)
     done = []
 
@@ -159,8 +159,7 @@ def add_check_parser(sub, common) -> None:
     ck.add_argument("names", nargs="*", metavar="NAME|GLOB",
                     help="scenarios, globs on names, tag:T, kind:K or manifest paths (default: those of "
                     "--scenarios-dir when given, else every built-in scenario)")
-    ck.add_argument("--sandbox", choices=["docker", "local"], default="docker",
-                    help="docker (default: the sandbox image, as runs see it) or local (NOT isolated)")
+    add_sandbox_option(ck, "docker (default: the sandbox image, as runs see it) or local (NOT isolated)")
     ck.add_argument("--workers", type=int, default=2, help="scenarios checked at once (default: 2)")
     ck.add_argument("--json", action="store_true", help="print the checks as JSON")
     ck.set_defaults(func=cmd_check)

@@ -26,9 +26,9 @@ from verifier.trees import copy_tree
 
 from ..hostgit import run_git
 from ..sandbox.environment import add_generated
-from .common import (OUT_DIR, ImportResult, InstanceError, Written, apply_patch_text, environment_sections,
-                     export_tree, fresh_data_dir, python_of, repo_path, resolve_commit, scenario_environment,
-                     scenario_name, tree_runner, validate, write_scenario)
+from .common import (OUT_DIR, CheckPlace, ImportResult, InstanceError, Written, apply_patch_text,
+                     environment_sections, export_tree, fresh_data_dir, repo_path, resolve_commit, scenario_environment,
+                     scenario_name, validate, write_scenario)
 from .derived import derive_heldout
 
 Suite = Literal["whole", "changed"]
@@ -74,17 +74,17 @@ class TestRun:
     seconds: dict[str, float]     # node id -> pytest's timing of it
 
 
-def run_tests(tree: Path, files: list[str], check: dict) -> TestRun:
+def run_tests(tree: Path, files: list[str], check: CheckPlace) -> TestRun:
     """The given test files, run with pytest in a fresh container of the scenario's image (tree
     mounted read-only) or locally. A test that runs past IMPORT_PER_TEST_S fails alone."""
-    docker = check.get("backend") == "docker"
-    root = "/workspace" if docker else str(tree)
     with tempfile.TemporaryDirectory(prefix="repair-agent-import-run-") as tmp:
-        junit = f"{OUT_DIR}/junit.xml" if docker else str(Path(tmp) / "junit.xml")
+        runner = check.runner(tree)
+        # A container writes its report to its own small writable directory; a local run, here.
+        contained = isinstance(runner, HardenedContainer)
+        junit = f"{OUT_DIR}/junit.xml" if contained else str(Path(tmp) / "junit.xml")
         # Plugins load as installed, as in the verifier's checks (the environment's pytest-mock gives `mocker`).
         env = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
-        base = [python_of(check), "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={root}"]
-        runner = tree_runner(tree, check)
+        base = [check.python, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={check.root(tree)}"]
         try:
             result = runner.exec([*base, "-q", "-o", "junit_family=xunit2", f"--junitxml={junit}",
                                   "-o", f"timeout={IMPORT_PER_TEST_S:g}", "--continue-on-collection-errors", "--maxfail=0",
@@ -138,7 +138,7 @@ def _targets(before: dict[str, str], after: dict[str, str], unimported: dict[str
     return sorted(n for n, outcome in before.items() if outcome in ("failed", "error") and after.get(n) == "passed")
 
 
-def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, name: str | None = None,
+def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: CheckPlace, name: str | None = None,
                   writable: tuple[str, ...] = ("**",), max_steps: int = 12, suite: Suite = "whole",
                   environment: str = "declared", hidden_tests: bool = False,
                   log: Callable[[str], None] = lambda m: None) -> ImportResult:
@@ -159,11 +159,11 @@ def import_commit(repo_path: Path, fix_commit: str, out: Path, *, check: dict, n
     except (git.GitCommandError, OSError) as exc:  # the repository or the disk: a refusal, not a traceback
         result.reason = f"cannot be read: {exc}"[:600]
         return result
-    validate(out, [Written(result=result, manifest=manifest)], log=log, **check)
+    validate(out, [Written(result=result, manifest=manifest)], log=log, check=check)
     return result
 
 
-def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: ImportResult, *, name: str | None,
+def _write(repo_path: Path, fix_commit: str, out: Path, check: CheckPlace, result: ImportResult, *, name: str | None,
            writable: tuple[str, ...], max_steps: int, suite: Suite, environment: str, hidden_tests: bool,
            log: Callable[[str], None]) -> Path:
     try:
@@ -194,8 +194,8 @@ def _write(repo_path: Path, fix_commit: str, out: Path, check: dict, result: Imp
         if not runnable:
             raise InstanceError(f"{commit.hexsha[:12]} changes no test module that pytest would run: {test_paths}")
         section, check = scenario_environment(environment, tested, name, check, log)
-        if hidden_tests and "image" in check and section is not None:
-            add_generated(check["client"], check["image"], tree, log)
+        if hidden_tests and check.image is not None and section is not None:
+            add_generated(check.client, check.image, tree, log)
         log(f"running {len(runnable)} changed test file(s) before and after the fix of {commit.hexsha[:12]}")
         fixed = Path(tmp) / "fixed"
         copy_tree(tested, fixed)

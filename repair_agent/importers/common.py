@@ -11,27 +11,28 @@ Layout of an import directory OUT:
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
 import git
 from pydantic import BaseModel
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from verifier.isolation import HardenedContainer, Limits, LocalRunner, container_user
+from verifier.isolation import HardenedContainer, LocalRunner
 from verifier.spec import nodeid_to_junit_key
 from verifier.trees import TreeRefused, extract_tar
 
 from ..corpus import CorpusCheck, check_corpus
 from ..hostgit import run_git
+from ..sandbox.backends import Backend, backend_named
 from ..sandbox.environment import EnvironmentSection
 from ..scenario import SUFFIX, ManifestError, Scenario, apply_patch_to_tree, load_manifest
 
@@ -189,8 +190,7 @@ def _repoint(text: str, name: str) -> str:
     return text.replace(f'"../data/{name}/', f'"data/{name}/')
 
 
-def validate(out: Path, written: list[Written], *, backend: Literal["docker", "local"], client=None,
-             image: str | None = None, workers: int = 1,
+def validate(out: Path, written: list[Written], *, check: CheckPlace, workers: int = 1,
              log: Callable[[str], None] = lambda m: None) -> list[ImportResult]:
     """The corpus check on every written scenario; those that pass move from OUT/rejected/ to OUT/."""
     loaded: list[tuple[Written, Scenario]] = []
@@ -207,7 +207,7 @@ def validate(out: Path, written: list[Written], *, backend: Literal["docker", "l
 
     with tempfile.TemporaryDirectory(prefix="repair-agent-import-") as state:
         check_corpus([s for _, s in loaded], Path(state), workers=workers, on_result=progress,
-                     backend=backend, client=client, image=image)
+                     **check.corpus_check())
     for w, scenario in loaded:
         c = checks[scenario.name]
         w.result.problems = c.problems
@@ -296,35 +296,82 @@ def render_summary(results: list[ImportResult]) -> str:
     return "\n".join(rows)
 
 
-def scenario_environment(option: str, tree: Path, name: str, check: dict,
-                         log: Callable[[str], None]) -> tuple[EnvironmentSection | None, dict]:
-    """The `--environment` of an imported tree, and the backend arguments its tests run with: in
-    Docker, its environment image (built now, the one the corpus check and its runs then reuse)."""
+@dataclass(frozen=True)
+class CheckPlace:
+    """Where an import runs a tree's code (its tests, the held-out probe) and the corpus check its
+    checks: a sandbox backend, its engine and its image (the sandbox image, or an environment's)."""
+
+    backend: Backend
+    client: Any = None
+    image: str | None = None
+
+    @classmethod
+    def named(cls, sandbox: str, log: Callable[[str], None] = lambda m: None) -> CheckPlace:
+        """The backend called `sandbox` (BACKENDS), with its engine and the sandbox image."""
+        backend = backend_named(sandbox)
+        client = backend.engine()
+        return cls(backend, client, backend.image(client, None, log=log))
+
+    @property
+    def python(self) -> str:
+        return self.backend.python
+
+    def runner(self, tree: Path) -> HardenedContainer | LocalRunner:
+        """A fresh runner for code of `tree`, mounted read-only, with a small writable OUT_DIR where
+        the backend has places of its own."""
+        return self.backend.tree_runner(self.client, self.image, tree,
+                                        writable={OUT_DIR: "rw,nosuid,nodev,noexec,size=16m,mode=1777"})
+
+    def root(self, tree: Path) -> str:
+        """Where the runner's code sees `tree`."""
+        return self.backend.tree_root(tree)
+
+    def corpus_check(self) -> dict[str, Any]:
+        """The corpus check's arguments (corpus.check_scenario)."""
+        return {"backend": self.backend, "client": self.client, "image": self.image}
+
+
+def local_check() -> CheckPlace:
+    """Tree code run on this host (NOT isolated): what an import without a configured place uses."""
+    return CheckPlace(backend_named("local"))
+
+
+def detect_environment(option: str, tree: Path, check: CheckPlace, log: Callable[[str], None]) -> EnvironmentSection | None:
+    """The `--environment` of an imported tree (sandbox.detect.environment_option); nothing built."""
     from ..sandbox.detect import environment_option
     from ..sandbox.environment import EnvironmentBuildError
 
     try:
-        section = environment_option(option, tree, client=check.get("client"), log=log)
+        return environment_option(option, tree, client=check.client, log=log)
     except EnvironmentBuildError as exc:
         raise InstanceError(f"environment: {exc}") from None
+
+
+def scenario_environment(option: str, tree: Path, name: str, check: CheckPlace,
+                         log: Callable[[str], None]) -> tuple[EnvironmentSection | None, CheckPlace]:
+    """The `--environment` of an imported tree, and where its tests run: with images, in its
+    environment image (built now, the one the corpus check and its runs then reuse)."""
+    section = detect_environment(option, tree, check, log)
     return section, environment_check(check, section, tree, name, log)
 
 
-def environment_check(check: dict, section: EnvironmentSection | None, tree: Path, name: str,
-                      log: Callable[[str], None]) -> dict:
-    """The backend arguments to run `tree`'s code in `section`'s environment: in Docker, its image
-    (built now, once; the corpus check and the runs then reuse it), with the modules its install
-    generates (a version file) written into `tree`."""
-    from ..sandbox.environment import EnvironmentBuildError, add_generated, ensure_environment_image
+def environment_check(check: CheckPlace, section: EnvironmentSection | None, tree: Path, name: str,
+                      log: Callable[[str], None]) -> CheckPlace:
+    """Where `tree`'s code runs in `section`'s environment: with images, its image (built now, once;
+    the corpus check and the runs then reuse it), with the modules its install generates (a
+    version file) written into `tree`."""
+    from ..sandbox.environment import EnvironmentBuildError, add_generated
 
-    if section is None or check.get("backend") != "docker":
+    if section is None:
         return check
     try:
-        image = ensure_environment_image(check["client"], section, tree, name, log=log)
+        image = check.backend.environment_image(check.client, section, tree, name, log=log)
     except EnvironmentBuildError as exc:
         raise InstanceError(f"environment: {exc}") from None
-    add_generated(check["client"], image, tree, log)
-    return {**check, "image": image}
+    if image is None:
+        return check
+    add_generated(check.client, image, tree, log)
+    return dataclasses.replace(check, image=image)
 
 
 def environment_sections(section: EnvironmentSection | None) -> dict[str, dict]:
@@ -332,30 +379,4 @@ def environment_sections(section: EnvironmentSection | None) -> dict[str, dict]:
     return {"environment": section.model_dump(mode="json", exclude_defaults=True)} if section else {}
 
 
-def verifier_backend(sandbox: str, log: Callable[[str], None]) -> dict:
-    """The corpus check's backend arguments: docker (the sandbox image) or local (not isolated)."""
-    if sandbox != "docker":
-        return {"backend": "local"}
-    import docker
 
-    from ..sandbox.image import ensure_sandbox_image
-
-    client = docker.from_env()
-    return {"backend": "docker", "client": client, "image": ensure_sandbox_image(client, log=log)}
-
-
-def python_of(check: dict) -> str:
-    return "python3" if check.get("backend") == "docker" else sys.executable
-
-
-def tree_runner(tree: Path, check: dict) -> HardenedContainer | LocalRunner:
-    """Where an import runs code of `tree`: a fresh container of the sandbox image with the tree
-    mounted read-only at /workspace (and a small writable OUT_DIR), or a local subprocess runner."""
-    if check.get("backend") != "docker":
-        return LocalRunner(Limits(), workdir=tree)
-    from docker.types import Mount
-
-    return HardenedContainer(check["client"], check["image"], user=container_user(),
-                             mounts=[Mount("/workspace", str(tree), type="bind", read_only=True)],
-                             labels={"org.repair-agent.role": "import"},
-                             extra_tmpfs={OUT_DIR: "rw,nosuid,nodev,noexec,size=16m,mode=1777"})

@@ -22,7 +22,7 @@ from unidiff import PatchSet
 
 from verifier.heldout import PROBE_SOURCE, HeldoutSpec, parse_probe_output
 
-from .common import InstanceError, python_of, toml_value, tree_runner
+from .common import CheckPlace, InstanceError, toml_value
 
 MAX_CASES = 40
 CASE_TIMEOUT_S = 2.0
@@ -146,12 +146,12 @@ def probe_cases(fixed: Path, test_tree: Path, targets: list[str], fix_diff: str)
     return {"paths": paths, "setup": "", "cases": cases, "case_timeout_s": CASE_TIMEOUT_S}
 
 
-def reference_answers(fixed: Path, request: dict, check: dict) -> list[dict]:
+def reference_answers(fixed: Path, request: dict, check: CheckPlace) -> list[dict]:
     """The probe's rows for `request` on the fixed tree, in the import's container (or locally)."""
-    runner = tree_runner(fixed, check)
-    root = "/workspace" if check.get("backend") == "docker" else str(fixed)
+    runner = check.runner(fixed)
+    root = check.root(fixed)
     try:
-        result = runner.exec([python_of(check), "-I", "-B", "-c", PROBE_SOURCE.read_text(encoding="utf-8")],
+        result = runner.exec([check.python, "-I", "-B", "-c", PROBE_SOURCE.read_text(encoding="utf-8")],
                              timeout_s=PROBE_TIMEOUT_S, env={"RA_PROBE": json.dumps({**request, "root": root}),
                                                              "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
     finally:
@@ -207,7 +207,7 @@ def heldout_text(request: dict, rows: list[dict]) -> str | None:
     return "\n".join(lines) if kept else None
 
 
-def derive_heldout(fixed: Path, test_tree: Path, targets: list[str], fix_diff: str, check: dict,
+def derive_heldout(fixed: Path, test_tree: Path, targets: list[str], fix_diff: str, check: CheckPlace,
                    dest: Path) -> int:
     """Write the derived held-out file to `dest`; the number of cases (0: none, no file)."""
     request = probe_cases(fixed, test_tree, targets, fix_diff)

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifier.trees import copy_tree
 
 from ..sandbox.environment import EnvironmentSection
-from .common import (ImportResult, InstanceError, Written, apply_patch_text, environment_check,
-                     environment_sections, export_tree, fresh_data_dir, patch_paths, scenario_environment,
+from .common import (CheckPlace, ImportResult, InstanceError, Written, apply_patch_text, detect_environment,
+                     environment_check, environment_sections, export_tree, fresh_data_dir, local_check, patch_paths,
                      scenario_name, validate, write_scenario)
 from .commit import SUITE_TIMEOUT_S, per_test_limit, run_tests
 from .derived import derive_heldout
@@ -92,7 +92,7 @@ def find_clone(repos_dir: Path, repo: str) -> Path:
 
 
 def instance_environment(inst: SwebenchInstance, repo: git.Repo, tree: Path, name: str, *, option: str,
-                         shared: dict[tuple[str, str], EnvironmentSection | None], check: dict,
+                         shared: dict[tuple[str, str], EnvironmentSection | None], check: CheckPlace,
                          log: Callable[[str], None]) -> EnvironmentSection | None:
     """The instance's environment: one per (repo, version), detected on environment_setup_commit's
     tree when the clone has it, else on this instance's tree; without a version, its own."""
@@ -107,7 +107,7 @@ def instance_environment(inst: SwebenchInstance, repo: git.Repo, tree: Path, nam
                 where = Path(tmp) / "tree"
             except InstanceError as exc:
                 log(f"{inst.instance_id}: environment_setup_commit not used ({exc}); detecting on its own tree")
-        section, _ = scenario_environment(option, where, name, {**check, "backend": "none"}, log)
+        section = detect_environment(option, where, check, log)  # built later, for each instance's tree
     if key:
         shared[key] = section
     return section
@@ -115,7 +115,8 @@ def instance_environment(inst: SwebenchInstance, repo: git.Repo, tree: Path, nam
 
 def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writable: tuple[str, ...],
                    max_steps: int, raw: dict, environment: str = "none",
-                   shared: dict[tuple[str, str], EnvironmentSection | None] | None = None, check: dict | None = None,
+                   shared: dict[tuple[str, str], EnvironmentSection | None] | None = None,
+                   check: CheckPlace | None = None,
                    hidden_tests: bool = False, log: Callable[[str], None] = lambda m: None) -> tuple[Path, int]:
     """The instance as a scenario in OUT/rejected/ (moved to OUT once the corpus check passes it), and
     the number of held-out cases derived for it. `hidden_tests`: test_patch is held back from the
@@ -139,12 +140,12 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
                               encoding="utf-8")
         apply_patch_text(with_tests, inst.test_patch, "test_patch")
         section = instance_environment(inst, repo, with_tests, name, option=environment,
-                                       shared={} if shared is None else shared, check=check or {}, log=log)
-        cases, per_test_s = _derived(with_tests, Path(tmp) / "fixed", inst, check or {"backend": "local"}, section,
+                                       shared={} if shared is None else shared, check=check or local_check(), log=log)
+        cases, per_test_s = _derived(with_tests, Path(tmp) / "fixed", inst, check or local_check(), section,
                                      name, heldout, log)
         if hidden_tests:  # the workspace's tree gets what the install generates too (a version file)
             try:
-                environment_check(check or {}, section, tree, name, log)
+                environment_check(check or local_check(), section, tree, name, log)
             except InstanceError:
                 pass  # no image: _derived said nothing either, and the corpus check will say why
     # The files the test patch touches and the modules the named tests live in: never writable.
@@ -172,7 +173,7 @@ def write_instance(inst: SwebenchInstance, repos_dir: Path, out: Path, *, writab
                                   + "; reference fix = the gold patch"), cases
 
 
-def _derived(tested: Path, fixed: Path, inst: SwebenchInstance, check: dict, section: EnvironmentSection | None,
+def _derived(tested: Path, fixed: Path, inst: SwebenchInstance, check: CheckPlace, section: EnvironmentSection | None,
              name: str, dest: Path, log: Callable[[str], None]) -> tuple[int, float | None]:
     """Held-out cases from FAIL_TO_PASS's literal calls (derived.py), answered in the instance's
     environment, and the per-test limit FAIL_TO_PASS's timings with the gold patch call for
@@ -189,11 +190,11 @@ def _derived(tested: Path, fixed: Path, inst: SwebenchInstance, check: dict, sec
         return 0, None
 
 
-def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, writable: tuple[str, ...] = ("**",),
+def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: CheckPlace, writable: tuple[str, ...] = ("**",),
                     max_steps: int = 12, workers: int = 1, environment: str = "declared", hidden_tests: bool = False,
                     log: Callable[[str], None] = lambda m: None) -> list[ImportResult]:
     """Every line of `jsonl` imported and checked, in order; a bad line is a skipped entry, never an abort.
-    `check`: the corpus check's backend arguments (backend, client, image). `environment`: see
+    `check`: where the imports' code and the corpus check run. `environment`: see
     sandbox.detect.environment_option; instances of one repo and version share one."""
     used = USED + (ENVIRONMENT_FIELDS if environment != "none" else ())
     shared: dict[tuple[str, str], EnvironmentSection | None] = {}
@@ -239,6 +240,6 @@ def import_swebench(jsonl: Path, repos_dir: Path, out: Path, *, check: dict, wri
             result.reason = f"cannot be read: {exc}"[:600]
             continue
         written.append(Written(result=result, manifest=manifest))
-    validate(out, written, workers=workers, log=log, **check)
+    validate(out, written, workers=workers, log=log, check=check)
     return results
 

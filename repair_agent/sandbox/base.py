@@ -10,9 +10,11 @@ from verifier.scope import recount_hunks
 
 @runtime_checkable
 class Sandbox(Protocol):
-    kind: str
+    kind: str        # its backend's name: where an observation came from ("sandbox:KIND")
     isolated: bool
+    python: str      # the interpreter a program run in it uses
     workspace: Path  # host path of the workspace (kept in the run directory for review)
+    base_commit: str  # the workspace's one commit: the pristine tree every diff is taken against
 
     def run(self, argv: list[str], *, timeout_s: float = ..., output_cap: int | None = None,
             env: dict[str, str] | None = None) -> CommandResult: ...

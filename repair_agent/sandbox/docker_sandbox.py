@@ -18,6 +18,7 @@ SANDBOX_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
 class DockerSandbox(GitToolsMixin):
     kind = "docker"
     isolated = True
+    python = "python3"
 
     def __init__(self, client, image: str, workspace: Path, base_commit: str, *, run_id: str,
                  output_dir: Path, limits: Limits | None = None):

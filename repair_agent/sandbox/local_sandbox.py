@@ -2,20 +2,18 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from verifier.isolation import CommandResult, Limits, LocalRunner
 
 from .base import GitToolsMixin, SandboxError
 
-NOT_ISOLATED = ("LocalSandbox does NOT isolate: commands run on this host as this user, with its "
-                "network and files. Use it only where no Docker Engine exists.")
-
 
 class LocalSandbox(GitToolsMixin):
     kind = "local"
     isolated = False
-    warning = NOT_ISOLATED
+    python = sys.executable
 
     def __init__(self, workspace: Path, base_commit: str, *, output_dir: Path, limits: Limits | None = None):
         self.workspace, self.base_commit, self.output_dir = Path(workspace), base_commit, Path(output_dir)

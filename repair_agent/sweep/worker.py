@@ -113,7 +113,7 @@ def _run(job: SweepJob, base: dict) -> dict:
     try:
         chooser = load_chooser(job.chooser, scenario, seed=job.seed, models_file=job.models_file)
         # The spec is journaled so that `repair-agent resume RUN` can load the same chooser again.
-        record = execute_run(scenario, chooser, sandbox_kind=job.sandbox, runs_dir=Path(job.runs_dir),
+        record = execute_run(scenario, chooser, backend=job.sandbox, runs_dir=Path(job.runs_dir),
                              max_steps=job.budget, chooser_spec=job.chooser, max_cost=job.max_cost)
     except KeyboardInterrupt:
         raise
