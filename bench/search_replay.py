@@ -23,9 +23,10 @@ import ast
 import fnmatch
 import hashlib
 import json
-import re
 import sys
 from pathlib import Path
+
+from unidiff import PatchSet
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -36,7 +37,6 @@ from repair_agent.choosers.search.chooser import STEPS_FOR_A_RIGHT_CANDIDATE  # 
 from repair_agent.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
 from repair_agent.scenario import Scenario, load_manifest  # noqa: E402
 from repair_agent.state import Evidence, View  # noqa: E402
-from verifier.scope import HUNK_HEADER  # noqa: E402
 
 
 
@@ -45,39 +45,27 @@ def apply_diff(text: str, diff: str) -> str:
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     at = 0
-    hunk: list[str] = []
-    start = None
-
-    def flush() -> None:
-        nonlocal at
-        if start is None:
-            return
-        out.extend(lines[at:start - 1])
-        at = start - 1
-        for h in hunk:
-            if h.startswith(" "):
+    for hunk in (h for patched in PatchSet(diff) for h in patched):
+        # A hunk with no old lines states the line it follows; any other its first old line.
+        start = hunk.source_start if hunk.source_length == 0 else hunk.source_start - 1
+        out.extend(lines[at:start])
+        at = start
+        for row in hunk:
+            if row.is_context:
+                out.append(lines[at])
                 at += 1
-                out.append(lines[at - 1])
-            elif h.startswith("-"):
+            elif row.is_removed:
                 at += 1
-            elif h.startswith("+"):
-                out.append(h[1:])
-    for line in diff.splitlines(keepends=True):
-        m = HUNK_HEADER.match(line)
-        if m:
-            flush()
-            start, hunk = int(m.group(1)), []
-        elif start is not None and line[:1] in " +-" and not line.startswith(("+++", "---")):
-            hunk.append(line)
-    flush()
+            elif row.is_added:
+                out.append(row.value)
     return "".join(out + lines[at:])
 
 
 def diff_path(diff: str) -> str:
-    m = re.search(r"^\+\+\+ b/(\S+)", diff, re.M)
-    if not m:
+    patch = PatchSet(diff)
+    if not patch:
         raise ValueError("no file in the reference fix")
-    return m.group(1)
+    return patch[0].path
 
 
 def with_candidate(text: str, c: Candidate) -> str:

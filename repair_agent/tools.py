@@ -9,10 +9,12 @@ import time
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
 
 from verifier import ScopeVerdict, TestVerdict, Verifier, diff_sha256
 from verifier.isolation import CommandResult
-from verifier.scope import HUNK_HEADER
+from verifier.scope import recount_hunks
 
 from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, _Action)
 from .localization import Localization, localize
@@ -137,21 +139,20 @@ _PATCH_FAILED = re.compile(r"^error: patch failed: (.+):(\d+)$", re.M)
 
 
 def failed_hunk(diff: str, git_stderr: str) -> tuple[str, str] | None:
-    """(path, the hunk's old text) of the hunk git names in `patch failed: PATH:LINE`."""
+    """(path, the hunk's old text) of the hunk git names in `patch failed: PATH:LINE`; None when git
+    names none, or the diff does not read as a unified diff (then no hunk can be shown either)."""
     match = _PATCH_FAILED.search(git_stderr)
     if match is None:
         return None
     path, line = match[1], int(match[2])
-    current, hunks = None, []
-    for raw in diff.split("\n"):
-        if raw.startswith("+++ "):
-            current = raw[4:].strip().removeprefix("b/")
-        elif (m := HUNK_HEADER.match(raw)) and current == path:
-            hunks.append((int(m[1]), []))
-        elif hunks and current == path and raw[:1] in (" ", "-"):
-            hunks[-1][1].append(raw[1:] + "\n")
-    chosen = next((h for h in hunks if h[0] == line), hunks[0] if hunks else None)
-    return (path, "".join(chosen[1])) if chosen and chosen[1] else None
+    try:
+        patch = PatchSet(recount_hunks(diff))  # the text git was given (see Sandbox.apply_patch)
+    except UnidiffParseError:
+        return None
+    hunks = [h for f in patch if f.path == path for h in f]
+    chosen = next((h for h in hunks if h.source_start == line), hunks[0] if hunks else None)
+    old = "".join(x.value for x in chosen.source_lines()) if chosen is not None else ""
+    return (path, old) if old else None
 
 
 def git_apply_errors(stderr: str) -> str:
