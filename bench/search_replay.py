@@ -37,6 +37,7 @@ from repair_agent.choosers.search.chooser import STEPS_FOR_A_RIGHT_CANDIDATE  # 
 from repair_agent.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
 from repair_agent.scenario import Scenario, load_manifest  # noqa: E402
 from repair_agent.state import Evidence, View  # noqa: E402
+from repair_agent.tools import search_hits  # noqa: E402
 
 
 
@@ -77,7 +78,8 @@ def _evidence(n: int, action, status: str, output: str, data: dict | None = None
     return Evidence(id=f"R{n}", step=n, tool=action.tool, status=status, source="replay",
                     started_at="2026-01-01T00:00:00+00:00", duration_s=0.0, summary=f"{action.tool} {status}",
                     output=output, diff_sha256="0" * 64, fingerprint=hashlib.sha256(output.encode()).hexdigest(),
-                    result_sha256="r", data=data or {}, action=action.canonical())
+                    result_sha256="r", data=data or {}, action=action,
+                    hits=search_hits(output, capped=False) if isinstance(action, Search) else ())
 
 
 def _search(tree: Path, query: str, glob: str | None) -> str:
@@ -176,8 +178,8 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
         first_rank = _right_rank(chooser.last_candidates, original, fixed, fix_path, plan) if plan else "no plan"
     return {"scenario": scenario.name, "rank": first_rank, "outcome": outcome, "steps": used,
             "tried": tried_keys, "top": top_list, "right": right,
-            "reads": [json.loads(e.action).get("path", "") + f":{json.loads(e.action).get('start_line')}-"
-                      f"{json.loads(e.action).get('end_line')}" for e in evs if e.tool == "read_file"]}
+            "reads": [f"{e.action.path}:{e.action.start_line}-{e.action.end_line}" for e in evs
+                      if isinstance(e.action, ReadFile)]}
 
 
 def _run_full():

@@ -35,7 +35,7 @@ from .plain import ChooserIdentity, read_identity
 from .records import RunRecord, load_record
 from .run import early_stop
 from .session import Session, pid_alive
-from .state import Evidence, Grant, State, StopReason, View
+from .state import Evidence, Grant, State, StepProgress, StopReason, View
 from .tools import Executor
 from .usage import CostLimit, summarize_usage
 
@@ -231,7 +231,7 @@ def grant_authorization(state: State, grant: Grant) -> State:
 # -- continuing a run ---------------------------------------------------------------------------
 
 def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: int | None = None,
-               deadline_s: float | None = None, on_step: Callable[[dict], None] | None = None,
+               deadline_s: float | None = None, on_step: Callable[[StepProgress], None] | None = None,
                log: Callable[[str], None] = lambda m: None, client=None, runs_dir: Path = Path("runs"),
                model_options: dict | None = None, more_cost: float | None = None) -> RunRecord:
     """Continue a run from its journal: same journal, same run directory, the same writers at the end.
@@ -341,7 +341,7 @@ def _known_diff(run_dir: Path, expected_sha256: str) -> str:
 
 def resumed_controller(checkpoint: Checkpoint, diff: str, chooser: Chooser, executor: Executor,
                     verifier: Verifier, journal: Journal, *, environment_id: str, extra_steps: int,
-                    deadline_s: float, on_step: Callable[[dict], None] | None = None,
+                    deadline_s: float, on_step: Callable[[StepProgress], None] | None = None,
                     chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None) -> Controller:
     """A controller that continues a stopped or killed run from its journal.
 

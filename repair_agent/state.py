@@ -9,9 +9,10 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifier.conditions import Condition
+from .actions import Action
 from .localization import Localization
 from .stops import EXIT_CODES, NEXT_ATTEMPT, StopReason  # noqa: F401 (the exits, where Sₜ's users look)
 
@@ -111,6 +112,16 @@ class Budget(BudgetLimits):
         return max(0, self.max_steps - self.reserved_final_steps - self.steps_used)
 
 
+class SearchHit(BaseModel):
+    """One line a search found: `git grep -n`'s `PATH:LINE:TEXT`, read once by the executor."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str   # repository-relative
+    line: int   # 1-based
+    text: str   # the line's text, without its newline
+
+
 class Observation(BaseModel):
     """One observation, with where it came from and its raw error text kept verbatim. The journal
     stores it so; the action that produced it is the step's decision."""
@@ -131,15 +142,26 @@ class Observation(BaseModel):
     fingerprint: str
     result_sha256: str
     data: dict[str, Any] = {}
+    # True when `output` is not the command's whole output (the sandbox kept only its first bytes, or
+    # the controller cut a long observation): what it does not show is not absent from the tree.
+    capped: bool = False
+    # Search observations: each line found, as data (the output shows the same lines as text).
+    hits: tuple[SearchHit, ...] = ()
     # Target-test observations: the lines the failing target tests execute, most suspicious first.
     localization: Localization | None = None
 
 
 class Evidence(Observation):
-    """An observation with the canonical JSON of the action that produced it, as a chooser sees it
-    (the text its fingerprint is computed from)."""
+    """An observation with the action that produced it, as a chooser sees it (without its note, which
+    is in `data`). `action.canonical()` is the text its fingerprint is computed from."""
 
-    action: str
+    action: Action
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _canonical_text(cls, value: Any) -> Any:
+        # States journaled before actions were held as data hold their canonical JSON text.
+        return json.loads(value) if isinstance(value, str) else value
 
 
 class HistoryEntry(BaseModel):
@@ -147,10 +169,25 @@ class HistoryEntry(BaseModel):
 
     step: int
     tool: str
-    decision: str
+    decision: Literal["accepted", "rejected"]
     evidence: str | None = None
     status: str | None = None
     u: int
+
+
+class StepProgress(BaseModel):
+    """What the controller tells its caller after each step is journaled (the command line prints it
+    as one line; a sweep worker may count it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    max_steps: int
+    tool: str                                  # the proposal's tool as the chooser wrote it: a label
+    decision: Literal["accepted", "rejected"]
+    status: str | None                         # the observation's status; None when there was none
+    summary: str                               # the observation's summary ("" when there was none)
+    u: int                                     # conditions still unsatisfied after the step
 
 
 # The verifier's own model: the state holds a condition exactly as the verifier decided it.

@@ -19,6 +19,7 @@ from verifier.scope import recount_hunks
 from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, _Action)
 from .localization import Localization, localize
 from .sandbox import Sandbox
+from .state import SearchHit
 
 
 class ToolOutcome(BaseModel):
@@ -29,9 +30,23 @@ class ToolOutcome(BaseModel):
     raw_error: str | None = None
     duration_s: float
     data: dict[str, Any] = {}
+    capped: bool = False  # `output` is not the command's whole output (see Observation.capped)
+    hits: tuple[SearchHit, ...] = ()  # search only: the lines found
     new_diff: str | None = None  # set when the action changed the working tree
     verdict: TestVerdict | ScopeVerdict | None = None
     localization: Localization | None = None  # target test only: a hint for choosers, never part of a verdict
+
+
+_GREP_LINE = re.compile(r"^([^:\n]+):(\d+):(.*)$")
+
+
+def search_hits(output: str, capped: bool) -> tuple[SearchHit, ...]:
+    """The hits of `git grep -n` output (sandbox.base.search_argv): one `PATH:LINE:TEXT` per line. When
+    the output was capped its last line may be cut short, so it is left out."""
+    lines = output.splitlines()
+    if capped:
+        lines = lines[:-1]
+    return tuple(SearchHit(path=m[1], line=int(m[2]), text=m[3]) for line in lines if (m := _GREP_LINE.match(line)))
 
 
 def _command_status(res: CommandResult, ok_codes=(0,)) -> str:
@@ -262,7 +277,9 @@ class Executor:
             summary = (f"{hits} matching line(s) for {action.query!r}" if res.exit_code == 0 else
                        f"no match for {action.query!r}" if res.exit_code == 1 else
                        f"search failed (exit {res.exit_code})")
-            return self._from_command(res, status, summary)
+            out = self._from_command(res, status, summary)
+            out.hits = search_hits(res.stdout.text, res.stdout.truncated) if res.exit_code == 0 else ()
+            return out
         if isinstance(action, ReadFile):
             res = self.sandbox.read_file(action.path, action.start_line, action.end_line,
                                          line_numbers=action.line_numbers)
@@ -334,5 +351,5 @@ class Executor:
         if res.timed_out:
             summary = f"TIMED OUT: {summary}"
             raw_error = (raw_error or "") + "\n[the command was killed at its deadline; this is not an empty result]"
-        return ToolOutcome(status=status, source=self.source, summary=summary, output=output,
+        return ToolOutcome(status=status, source=self.source, summary=summary, output=output, capped=res.stdout.truncated,
                            raw_error=raw_error, duration_s=res.duration_s, data=_command_data(res))
