@@ -301,7 +301,7 @@ class Controller:
                             result_sha256=result_sha, localization=outcome.localization,
                             # The chooser's note travels with the observation it asked for: journaled
                             # with it and part of every later View, so a replayed prompt is exact.
-                            data={**outcome.data, "note": action.note} if action.note else outcome.data)
+                            data={**outcome.journal_data(), **({"note": action.note} if action.note else {})})
         self.evidence.append(evidence)
         if outcome.verdict is not None:
             self.verdicts.append((evidence.id, outcome.verdict))
