@@ -36,8 +36,7 @@ from repair_agent.choosers.search import Candidate, SearchChooser  # noqa: E402
 from repair_agent.choosers.search.chooser import STEPS_FOR_A_RIGHT_CANDIDATE  # noqa: E402
 from repair_agent.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
 from repair_agent.scenario import Scenario, load_manifest  # noqa: E402
-from repair_agent.state import Evidence, View  # noqa: E402
-from repair_agent.tools import search_hits  # noqa: E402
+from repair_agent.state import Evidence, SearchHit, View  # noqa: E402
 
 
 
@@ -79,7 +78,7 @@ def _evidence(n: int, action, status: str, output: str, data: dict | None = None
                     started_at="2026-01-01T00:00:00+00:00", duration_s=0.0, summary=f"{action.tool} {status}",
                     output=output, diff_sha256="0" * 64, fingerprint=hashlib.sha256(output.encode()).hexdigest(),
                     result_sha256="r", data=data or {}, action=action,
-                    hits=search_hits(output, capped=False) if isinstance(action, Search) else ())
+                    hits=SearchHit.of_grep(output, capped=False) if isinstance(action, Search) else ())
 
 
 def _search(tree: Path, query: str, glob: str | None) -> str:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifier.conditions import Condition
 from .actions import Action
@@ -121,6 +122,18 @@ class SearchHit(BaseModel):
     line: int   # 1-based
     text: str   # the line's text, without its newline
 
+    @classmethod
+    def of_grep(cls, output: str, capped: bool) -> tuple["SearchHit", ...]:
+        """The hits of `git grep -n` output (sandbox.base.search_argv): one `PATH:LINE:TEXT` per line.
+        When the output was capped its last line may be cut short, so it is left out."""
+        lines = output.splitlines()[:-1] if capped else output.splitlines()
+        return tuple(cls(path=m[1], line=int(m[2]), text=m[3]) for line in lines if (m := _GREP_LINE.match(line)))
+
+
+_GREP_LINE = re.compile(r"^([^:\n]+):(\d+):(.*)$")
+# How an output said it was cut before observations carried `capped` (the executor's and the controller's words).
+_CAPPED_MARKS = ("\n[output capped: ", "\n[observation capped at ")
+
 
 class Observation(BaseModel):
     """One observation, with where it came from and its raw error text kept verbatim. The journal
@@ -149,6 +162,17 @@ class Observation(BaseModel):
     hits: tuple[SearchHit, ...] = ()
     # Target-test observations: the lines the failing target tests execute, most suspicious first.
     localization: Localization | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_older_lines(cls, data: Any) -> Any:
+        # Observations journaled before `capped` and `hits` existed said both only in their output text.
+        if isinstance(data, dict) and "capped" not in data and isinstance(data.get("output"), str):
+            capped = any(mark in data["output"] for mark in _CAPPED_MARKS)
+            data = {**data, "capped": capped}
+            if data.get("tool") == "search" and "hits" not in data:
+                data["hits"] = SearchHit.of_grep(data["output"], capped)
+        return data
 
 
 class Evidence(Observation):

@@ -75,18 +75,6 @@ class ToolOutcome(BaseModel):
         return {**data, "applied_diff": self.applied_diff} if self.applied_diff is not None else data
 
 
-_GREP_LINE = re.compile(r"^([^:\n]+):(\d+):(.*)$")
-
-
-def search_hits(output: str, capped: bool) -> tuple[SearchHit, ...]:
-    """The hits of `git grep -n` output (sandbox.base.search_argv): one `PATH:LINE:TEXT` per line. When
-    the output was capped its last line may be cut short, so it is left out."""
-    lines = output.splitlines()
-    if capped:
-        lines = lines[:-1]
-    return tuple(SearchHit(path=m[1], line=int(m[2]), text=m[3]) for line in lines if (m := _GREP_LINE.match(line)))
-
-
 def _command_status(res: CommandResult, ok_codes=(0,)) -> str:
     return "timeout" if res.timed_out else ("ok" if res.exit_code in ok_codes else "error")
 
@@ -309,7 +297,7 @@ class Executor:
                        f"no match for {action.query!r}" if res.exit_code == 1 else
                        f"search failed (exit {res.exit_code})")
             out = self._from_command(res, status, summary)
-            out.hits = search_hits(res.stdout.text, res.stdout.truncated) if res.exit_code == 0 else ()
+            out.hits = SearchHit.of_grep(res.stdout.text, res.stdout.truncated) if res.exit_code == 0 else ()
             return out
         if isinstance(action, ReadFile):
             res = self.sandbox.read_file(action.path, action.start_line, action.end_line,
