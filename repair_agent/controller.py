@@ -299,9 +299,7 @@ class Controller:
                             duration_s=outcome.duration_s, summary=outcome.summary, output=output, hits=outcome.hits,
                             raw_error=outcome.raw_error, diff_sha256=current, fingerprint=fingerprint, capped=capped,
                             result_sha256=result_sha, localization=outcome.localization,
-                            # The chooser's note travels with the observation it asked for: journaled
-                            # with it and part of every later View, so a replayed prompt is exact.
-                            data={**outcome.journal_data(), **({"note": action.note} if action.note else {})})
+                            data=outcome.journal_data(), note=action.note)
         self.evidence.append(evidence)
         if outcome.verdict is not None:
             self.verdicts.append((evidence.id, outcome.verdict))

@@ -155,6 +155,9 @@ class Observation(BaseModel):
     fingerprint: str
     result_sha256: str
     data: dict[str, Any] = {}
+    # The chooser's note with the action that asked for this: journaled with it and part of every
+    # later View, so a replayed prompt is exact.
+    note: str | None = None
     # True when `output` is not the command's whole output (the sandbox kept only its first bytes, or
     # the controller cut a long observation): what it does not show is not absent from the tree.
     capped: bool = False
@@ -166,6 +169,10 @@ class Observation(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _read_older_lines(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "note" not in data and isinstance(data.get("data"), dict) \
+                and "note" in data["data"]:  # journaled before the note had a field of its own
+            rest = dict(data["data"])
+            data = {**data, "note": rest.pop("note"), "data": rest}
         # Observations journaled before `capped` and `hits` existed said both only in their output text.
         if isinstance(data, dict) and "capped" not in data and isinstance(data.get("output"), str):
             capped = any(mark in data["output"] for mark in _CAPPED_MARKS)

@@ -271,8 +271,7 @@ def _render_evidence_section(view: View, in_files: frozenset[str]) -> str:
 def notes_section(view: View) -> str:
     """"Your notes": the `note` of each earlier call, newest last (the controller keeps it with the
     observation, so it is in the View)."""
-    notes = [f"- step {e.step} ({e.tool}): {_cap(e.data['note'], 300)}" for e in view.evidence
-             if isinstance(e.data.get("note"), str)]
+    notes = [f"- step {e.step} ({e.tool}): {_cap(e.note, 300)}" for e in view.evidence if e.note is not None]
     if not notes:
         return ""
     return _cap("# Your notes (from your earlier calls)\n" + "\n".join(notes[-YOUR_NOTES_MAX:]), YOUR_NOTES_CAP)
