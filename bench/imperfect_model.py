@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from unidiff import PatchSet
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -53,27 +55,12 @@ def reference_fix(scenario: str) -> str | None:
 
 def hunks(diff: str) -> list[dict]:
     """[{path, start, old: [lines], new: [lines]}] of a unified diff (context kept in both)."""
-    out, path = [], None
-    for block in re.split(r"^(?=--- |@@ )", diff, flags=re.M):
-        if block.startswith("--- "):
-            path = re.search(r"^\+\+\+ b/(\S+)", block, re.M)[1]
-            continue
-        if not block.startswith("@@ ") or path is None:
-            continue
-        start = int(re.match(r"@@ -(\d+)", block)[1])
-        old, new = [], []
-        for line in block.split("\n")[1:]:
-            if line.startswith("-"):
-                old.append(line[1:])
-            elif line.startswith("+"):
-                new.append(line[1:])
-            elif line.startswith(" ") or line == "":
-                old.append(line[1:])
-                new.append(line[1:])
-        while old and new and old[-1] == "" and new[-1] == "":  # the split's trailing empty line
-            old.pop()
-            new.pop()
-        out.append({"path": path, "start": start, "old": old, "new": new})
+    out = []
+    for patched in PatchSet(diff):
+        for hunk in patched:
+            old = [row.value.removesuffix("\n") for row in hunk.source_lines()]
+            new = [row.value.removesuffix("\n") for row in hunk.target_lines()]
+            out.append({"path": patched.path, "start": hunk.source_start, "old": old, "new": new})
     return out
 
 

@@ -44,12 +44,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from unidiff import PatchSet
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from repair_agent.importers.common import manifest_text  # noqa: E402
 from repair_agent.resources import cache_root  # noqa: E402
 from repair_agent.scenario import Manifest  # noqa: E402
-from verifier.scope import HUNK_HEADER  # noqa: E402
 from repair_agent.sources import fetch_source  # noqa: E402
 
 CORPORA = ("real", "dev")
@@ -140,21 +142,17 @@ def corpus_projects(root: Path = ROOT / "sandbox_repos") -> dict[str, Project]:
 def touched_lines(diff: str) -> dict[str, set[int]]:
     """The old-side lines a unified diff removes or inserts beside (with one line of margin)."""
     out: dict[str, set[int]] = {}
-    rel, line = "", 0
-    for text in diff.splitlines():
-        if text.startswith("--- "):
-            continue
-        if text.startswith("+++ "):
-            rel = text[4:].split("\t")[0].removeprefix("b/")
-        elif (m := HUNK_HEADER.match(text)):
-            line = int(m.group(1))
-        elif text.startswith("-"):
-            out.setdefault(rel, set()).update({line - 1, line, line + 1})
-            line += 1
-        elif text.startswith("+"):
-            out.setdefault(rel, set()).update({line - 1, line})
-        elif text.startswith(" "):
-            line += 1
+    for patched in PatchSet(diff):
+        for hunk in patched:
+            line = hunk.source_start
+            for row in hunk:
+                if row.is_removed:
+                    out.setdefault(patched.path, set()).update({line - 1, line, line + 1})
+                    line += 1
+                elif row.is_added:
+                    out.setdefault(patched.path, set()).update({line - 1, line})
+                elif row.is_context:
+                    line += 1
     return out
 
 
@@ -783,18 +781,6 @@ def make_mutant(project: Project, site: Site, seed: int, number: int, failing: l
                   baseline=baseline, tests_run=len(site.covered_by), check_s=round(wall, 2))
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
-
-
 def write_scenario(out: Path, project: Project, m: Mutant, seed: int) -> Path:
     (out / "bugs").mkdir(parents=True, exist_ok=True)
     (out / "bugs" / f"{m.name}.bug.diff").write_text(m.bug_diff)
@@ -803,28 +789,22 @@ def write_scenario(out: Path, project: Project, m: Mutant, seed: int) -> Path:
     tags = ["corpus:mutants", f"project:{project.name}", m.kind, "files:1", fix_shape, f"seed:{seed}",
             *project.layout_tags]
     raw = project.raw
-    lines = [
-        f"name = {_toml(m.name)}",
-        f"description = {_toml(f'{project.name} {project.version}: a generated bug (seed {seed})')}",
-        f"bug_patch = {_toml(f'bugs/{m.name}.bug.diff')}",
-        f"reference_fix = {_toml(f'bugs/{m.name}.fix.diff')}",
-        f"kind = {_toml(m.kind)}",
-        f"tags = {_toml(tags)}",
-        "",
-        "[source]",
-        *(f"{k} = {_toml(v)}" for k, v in raw["source"].items()),
-    ]
+    top = {"name": m.name, "description": f"{project.name} {project.version}: a generated bug (seed {seed})",
+           "bug_patch": f"bugs/{m.name}.bug.diff", "reference_fix": f"bugs/{m.name}.fix.diff", "kind": m.kind,
+           "tags": tags}
+    sections: dict[str, dict] = {"source": raw["source"]}
     if raw.get("environment"):
-        lines += ["", f"# As {project.manifest.parent.name}/{project.manifest.name} declares it.", "[environment]",
-                  *(f"{k} = {_toml(v)}" for k, v in raw["environment"].items())]
-    lines += ["", "[goal]", f"text = {_toml(m.goal)}", f"failure_signature = {_toml(m.failure)}",
-              "", "[acceptance]", f"target_tests = {_toml(m.targets)}",
-              f"writable = {_toml(project.writable)}", f"protected = {_toml(project.protected)}",
-              "", "[budget]", "max_steps = 12", "deadline_s = 600"]
+        sections["environment"] = raw["environment"]
+    sections |= {"goal": {"text": m.goal, "failure_signature": m.failure},
+                 "acceptance": {"target_tests": m.targets, "writable": project.writable,
+                                "protected": project.protected},
+                 "budget": {"max_steps": 12, "deadline_s": 600}}
     if m.baseline:
-        lines += ["", "[baseline]", *(f"{k} = {_toml(v)}" for k, v in m.baseline.items())]
+        sections["baseline"] = m.baseline
+    comment = (f"The source and environment as {project.manifest.parent.name}/{project.manifest.name} declares them."
+               if raw.get("environment") else "")
     path = out / f"{m.name}.scenario.toml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(manifest_text(top, sections, comment))
     return path
 
 

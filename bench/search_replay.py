@@ -23,9 +23,10 @@ import ast
 import fnmatch
 import hashlib
 import json
-import re
 import sys
 from pathlib import Path
+
+from unidiff import PatchSet
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,8 +36,7 @@ from repair_agent.choosers.search import Candidate, SearchChooser  # noqa: E402
 from repair_agent.choosers.search.chooser import STEPS_FOR_A_RIGHT_CANDIDATE  # noqa: E402
 from repair_agent.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
 from repair_agent.scenario import Scenario, load_manifest  # noqa: E402
-from repair_agent.state import Evidence, View  # noqa: E402
-from verifier.scope import HUNK_HEADER  # noqa: E402
+from repair_agent.state import Evidence, SearchHit, View  # noqa: E402
 
 
 
@@ -45,39 +45,27 @@ def apply_diff(text: str, diff: str) -> str:
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     at = 0
-    hunk: list[str] = []
-    start = None
-
-    def flush() -> None:
-        nonlocal at
-        if start is None:
-            return
-        out.extend(lines[at:start - 1])
-        at = start - 1
-        for h in hunk:
-            if h.startswith(" "):
+    for hunk in (h for patched in PatchSet(diff) for h in patched):
+        # A hunk with no old lines states the line it follows; any other its first old line.
+        start = hunk.source_start if hunk.source_length == 0 else hunk.source_start - 1
+        out.extend(lines[at:start])
+        at = start
+        for row in hunk:
+            if row.is_context:
+                out.append(lines[at])
                 at += 1
-                out.append(lines[at - 1])
-            elif h.startswith("-"):
+            elif row.is_removed:
                 at += 1
-            elif h.startswith("+"):
-                out.append(h[1:])
-    for line in diff.splitlines(keepends=True):
-        m = HUNK_HEADER.match(line)
-        if m:
-            flush()
-            start, hunk = int(m.group(1)), []
-        elif start is not None and line[:1] in " +-" and not line.startswith(("+++", "---")):
-            hunk.append(line)
-    flush()
+            elif row.is_added:
+                out.append(row.value)
     return "".join(out + lines[at:])
 
 
 def diff_path(diff: str) -> str:
-    m = re.search(r"^\+\+\+ b/(\S+)", diff, re.M)
-    if not m:
+    patch = PatchSet(diff)
+    if not patch:
         raise ValueError("no file in the reference fix")
-    return m.group(1)
+    return patch[0].path
 
 
 def with_candidate(text: str, c: Candidate) -> str:
@@ -89,7 +77,8 @@ def _evidence(n: int, action, status: str, output: str, data: dict | None = None
     return Evidence(id=f"R{n}", step=n, tool=action.tool, status=status, source="replay",
                     started_at="2026-01-01T00:00:00+00:00", duration_s=0.0, summary=f"{action.tool} {status}",
                     output=output, diff_sha256="0" * 64, fingerprint=hashlib.sha256(output.encode()).hexdigest(),
-                    result_sha256="r", data=data or {}, action=action.canonical())
+                    result_sha256="r", data=data or {}, action=action,
+                    hits=SearchHit.of_grep(output, capped=False) if isinstance(action, Search) else ())
 
 
 def _search(tree: Path, query: str, glob: str | None) -> str:
@@ -188,8 +177,8 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
         first_rank = _right_rank(chooser.last_candidates, original, fixed, fix_path, plan) if plan else "no plan"
     return {"scenario": scenario.name, "rank": first_rank, "outcome": outcome, "steps": used,
             "tried": tried_keys, "top": top_list, "right": right,
-            "reads": [json.loads(e.action).get("path", "") + f":{json.loads(e.action).get('start_line')}-"
-                      f"{json.loads(e.action).get('end_line')}" for e in evs if e.tool == "read_file"]}
+            "reads": [f"{e.action.path}:{e.action.start_line}-{e.action.end_line}" for e in evs
+                      if isinstance(e.action, ReadFile)]}
 
 
 def _run_full():

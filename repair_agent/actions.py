@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Self, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_serializer
 
@@ -44,6 +44,10 @@ class BaseAction(BaseModel):
             except UnicodeEncodeError:
                 raise ValueError("is not valid Unicode text (lone surrogate)") from None
         return value
+
+    def without_note(self) -> Self:
+        """The action as evidence holds it: the note travels in the evidence's data."""
+        return self.model_copy(update={"note": None}) if self.note is not None else self
 
     def canonical(self) -> str:
         """JSON with sorted keys: key order cannot disguise a repeated action, nor can a note."""

@@ -8,9 +8,7 @@ import json
 import time
 from typing import Any, Callable, TypeVar
 
-
-from verifier import (EngineFailure, Verifier, VerifierCompromised, check_scope,
-                      diff_sha256, unsatisfied)
+from verifier import EngineFailure, Verifier, VerifierCompromised, check_scope, diff_sha256, unsatisfied
 
 from .actions import (REREAD_WINDOW, REREADABLE_TOOLS, TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile,
                       ReplaceInFile, Search, Stop, parse_action, tool_schemas)
@@ -21,7 +19,8 @@ from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWr
 from .plain import ChooserReply, call_with_timeout, consult
 from .outcome import RunOutcome
 from .sandbox import SandboxError
-from .state import NEXT_ATTEMPT, STALE_SUFFIX, Evidence, HistoryEntry, Observation, State, StopReason, View
+from .state import (NEXT_ATTEMPT, STALE_SUFFIX, Evidence, HistoryEntry, Observation, State, StepProgress, StopReason,
+                    View)
 from .tools import MALFORMED_RULES, Edit, Executor, ToolOutcome, malformed_diff
 from .usage import CostLimit
 
@@ -38,7 +37,7 @@ class Stopped(Exception):
 
 class Controller:
     def __init__(self, loop: LoopState, chooser: Chooser, executor: Executor, verifier: Verifier, journal: Journal,
-                 *, environment_id: str, on_step: Callable[[dict], None] | None = None,
+                 *, environment_id: str, on_step: Callable[[StepProgress], None] | None = None,
                  chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None,
                  opening: Opening | None = None):
         """`loop`: LoopState.start(state) for a fresh run, or the record a resume rebuilt from the
@@ -288,7 +287,7 @@ class Controller:
     def _record(self, action, outcome: ToolOutcome) -> Evidence:
         diff = self.loop.diff if outcome.new_diff is None else outcome.new_diff
         current = diff_sha256(diff)
-        output = outcome.output
+        output, capped = outcome.output, outcome.capped or len(outcome.output) > MAX_OBSERVATION_CHARS
         if len(output) > MAX_OBSERVATION_CHARS:
             output = output[:MAX_OBSERVATION_CHARS] + f"\n[observation capped at {MAX_OBSERVATION_CHARS} characters]"
         result_sha = hashlib.sha256(json.dumps([outcome.status, outcome.output, outcome.raw_error,
@@ -298,14 +297,12 @@ class Controller:
         # Input (the diff it ran on), check (the canonical action), environment (image/backend).
         fingerprint = hashlib.sha256(f"{current}|{action.canonical()}|{self.environment_id}".encode()).hexdigest()
         evidence = Evidence(id=f"E{len(self.loop.evidence) + 1}", step=self.state.budget.steps_used, tool=action.tool,
-                            action=action.canonical(), status=outcome.status, source=outcome.source,
+                            action=action.without_note(), status=outcome.status, source=outcome.source,
                             started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
-                            duration_s=outcome.duration_s, summary=outcome.summary, output=output,
-                            raw_error=outcome.raw_error, diff_sha256=current, fingerprint=fingerprint,
+                            duration_s=outcome.duration_s, summary=outcome.summary, output=output, hits=outcome.hits,
+                            raw_error=outcome.raw_error, diff_sha256=current, fingerprint=fingerprint, capped=capped,
                             result_sha256=result_sha, localization=outcome.localization,
-                            # The chooser's note travels with the observation it asked for: journaled
-                            # with it and part of every later View, so a replayed prompt is exact.
-                            data={**outcome.data, "note": action.note} if action.note else outcome.data)
+                            data=outcome.journal_data(), note=action.note)
         verdicts = self.loop.verdicts + (((evidence.id, outcome.verdict),) if outcome.verdict is not None else ())
         state = self.state.model_copy(update={"observation": evidence, "diff_sha256": current,
                                               "conditions": tuple(unsatisfied(list(verdicts), current))})
@@ -341,9 +338,9 @@ class Controller:
         written = time.monotonic()
         self.write_journal(record, f"step {step}")
         self.timing["journal_s"] += time.monotonic() - written
-        self.on_step({"step": step, "tool": entry.tool, "decision": entry.decision,
-                      "status": entry.status, "summary": evidence.summary if evidence else "", "u": self.state.u,
-                      "max_steps": self.state.budget.max_steps})
+        self.on_step(StepProgress(step=step, tool=entry.tool, decision=entry.decision, status=entry.status,
+                                  summary=evidence.summary if evidence else "", u=self.state.u,
+                                  max_steps=self.state.budget.max_steps))
 
     def _finish(self, stop: Stopped) -> RunOutcome:
         outcome = RunOutcome(status=stop.reason, detail=stop.detail, next_attempt=NEXT_ATTEMPT[stop.reason],

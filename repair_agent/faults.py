@@ -68,5 +68,5 @@ def attribute(records: list[JournalRecord]) -> list[Fault]:
                 faults.append(Fault(kind="observation_pollution", step=step,
                                     detail=f"{result.id} put instruction-like text before the chooser: "
                                            f"{m.group(0)!r}"))
-            seen_text += f"{output}\n{result.action}"
+            seen_text += f"{output}\n{result.action.canonical()}"
     return faults

@@ -163,7 +163,7 @@ class StepRecord(_Record):
     def evidence(self) -> Evidence | None:
         if self.result is None or self.decision.action is None:
             return None
-        return Evidence(**self.result.model_dump(), action=self.decision.action.canonical())
+        return Evidence(**dict(self.result), action=self.decision.action.without_note())
 
     @property
     def tool(self) -> str:

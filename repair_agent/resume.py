@@ -38,7 +38,7 @@ from .run import early_stop
 from .sandbox.backends import backend_named
 from .sandbox.leftovers import pid_alive
 from .session import Session
-from .state import Evidence, Grant, State, StopReason, View
+from .state import Evidence, Grant, State, StepProgress, StopReason, View
 from .tools import Executor, ToolOutcome
 from .usage import CostLimit, model_record, summarize_usage
 
@@ -232,7 +232,7 @@ def grant_authorization(state: State, grant: Grant) -> State:
 # -- continuing a run ---------------------------------------------------------------------------
 
 def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: int | None = None,
-               deadline_s: float | None = None, on_step: Callable[[dict], None] | None = None,
+               deadline_s: float | None = None, on_step: Callable[[StepProgress], None] | None = None,
                log: Callable[[str], None] = lambda m: None, client=None, runs_dir: Path = Path("runs"),
                model_options: dict | None = None, more_cost: float | None = None) -> RunRecord:
     """Continue a run from its journal: same journal, same run directory, the same writers at the end.
@@ -359,7 +359,7 @@ def rebuilt_loop(checkpoint: Checkpoint, diff: str) -> LoopState:
 
 def resumed_controller(checkpoint: Checkpoint, diff: str, chooser: Chooser, executor: Executor,
                        verifier: Verifier, journal: Journal, *, environment_id: str, extra_steps: int,
-                       deadline_s: float, on_step: Callable[[dict], None] | None = None,
+                       deadline_s: float, on_step: Callable[[StepProgress], None] | None = None,
                        chooser_timeout_s: float = CHOOSER_TIMEOUT_S, cost_limit: CostLimit | None = None) -> Controller:
     """A controller that continues a stopped or killed run from its journal: the loop record rebuilt
     from it (rebuilt_loop), and an opening that re-earns the deciding verdicts and grants the extra

@@ -24,7 +24,7 @@ from .sandbox.backends import Backend, backend_named
 from .sandbox.early import EarlySandbox, new_run_id
 from .scenario import Scenario
 from .session import Session, fallback_run_dir
-from .state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StopReason, budget_with
+from .state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StepProgress, StopReason, budget_with
 from .tools import Executor
 from .usage import CostLimit, model_record
 
@@ -45,7 +45,7 @@ def initial_state(scenario: Scenario, budget: Budget) -> State:
 def execute_run(scenario: Scenario, chooser: Chooser, *, backend: Backend | str = "docker", runs_dir: Path = Path("runs"),
                 max_steps: int | None = None, deadline_s: float | None = None, reserved_final_steps: int | None = None,
                 max_tokens: int | None = None, max_cost: float | None = None,
-                on_step: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda m: None,
+                on_step: Callable[[StepProgress], None] | None = None, log: Callable[[str], None] = lambda m: None,
                 client=None, chooser_spec: str | None = None, early: EarlySandbox | None = None) -> RunRecord:
     """`backend`: the sandbox backend, or its name (BACKENDS). `early`: this run's sandbox, begun by
     the caller before its own imports (its run id becomes this run's); the session takes it, or

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifier.conditions import Condition
+from .actions import Action
 from .localization import Localization
 from .stops import EXIT_CODES, NEXT_ATTEMPT, StopReason  # noqa: F401 (the exits, where Sₜ's users look)
 
@@ -111,6 +113,28 @@ class Budget(BudgetLimits):
         return max(0, self.max_steps - self.reserved_final_steps - self.steps_used)
 
 
+class SearchHit(BaseModel):
+    """One line a search found: `git grep -n`'s `PATH:LINE:TEXT`, read once by the executor."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str   # repository-relative
+    line: int   # 1-based
+    text: str   # the line's text, without its newline
+
+    @classmethod
+    def of_grep(cls, output: str, capped: bool) -> tuple["SearchHit", ...]:
+        """The hits of `git grep -n` output (sandbox.base.search_argv): one `PATH:LINE:TEXT` per line.
+        When the output was capped its last line may be cut short, so it is left out."""
+        lines = output.splitlines()[:-1] if capped else output.splitlines()
+        return tuple(cls(path=m[1], line=int(m[2]), text=m[3]) for line in lines if (m := _GREP_LINE.match(line)))
+
+
+_GREP_LINE = re.compile(r"^([^:\n]+):(\d+):(.*)$")
+# How an output said it was cut before observations carried `capped` (the executor's and the controller's words).
+_CAPPED_MARKS = ("\n[output capped: ", "\n[observation capped at ")
+
+
 class Observation(BaseModel):
     """One observation, with where it came from and its raw error text kept verbatim. The journal
     stores it so; the action that produced it is the step's decision."""
@@ -131,15 +155,44 @@ class Observation(BaseModel):
     fingerprint: str
     result_sha256: str
     data: dict[str, Any] = {}
+    # The chooser's note with the action that asked for this: journaled with it and part of every
+    # later View, so a replayed prompt is exact.
+    note: str | None = None
+    # True when `output` is not the command's whole output (the sandbox kept only its first bytes, or
+    # the controller cut a long observation): what it does not show is not absent from the tree.
+    capped: bool = False
+    # Search observations: each line found, as data (the output shows the same lines as text).
+    hits: tuple[SearchHit, ...] = ()
     # Target-test observations: the lines the failing target tests execute, most suspicious first.
     localization: Localization | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read_older_lines(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "note" not in data and isinstance(data.get("data"), dict) \
+                and "note" in data["data"]:  # journaled before the note had a field of its own
+            rest = dict(data["data"])
+            data = {**data, "note": rest.pop("note"), "data": rest}
+        # Observations journaled before `capped` and `hits` existed said both only in their output text.
+        if isinstance(data, dict) and "capped" not in data and isinstance(data.get("output"), str):
+            capped = any(mark in data["output"] for mark in _CAPPED_MARKS)
+            data = {**data, "capped": capped}
+            if data.get("tool") == "search" and "hits" not in data:
+                data["hits"] = SearchHit.of_grep(data["output"], capped)
+        return data
+
 
 class Evidence(Observation):
-    """An observation with the canonical JSON of the action that produced it, as a chooser sees it
-    (the text its fingerprint is computed from)."""
+    """An observation with the action that produced it, as a chooser sees it (without its note, which
+    is in `data`). `action.canonical()` is the text its fingerprint is computed from."""
 
-    action: str
+    action: Action
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _canonical_text(cls, value: Any) -> Any:
+        # States journaled before actions were held as data hold their canonical JSON text.
+        return json.loads(value) if isinstance(value, str) else value
 
 
 class HistoryEntry(BaseModel):
@@ -147,10 +200,25 @@ class HistoryEntry(BaseModel):
 
     step: int
     tool: str
-    decision: str
+    decision: Literal["accepted", "rejected"]
     evidence: str | None = None
     status: str | None = None
     u: int
+
+
+class StepProgress(BaseModel):
+    """What the controller tells its caller after each step is journaled (the command line prints it
+    as one line; a sweep worker may count it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    max_steps: int
+    tool: str                                  # the proposal's tool as the chooser wrote it: a label
+    decision: Literal["accepted", "rejected"]
+    status: str | None                         # the observation's status; None when there was none
+    summary: str                               # the observation's summary ("" when there was none)
+    u: int                                     # conditions still unsatisfied after the step
 
 
 # The verifier's own model: the state holds a condition exactly as the verifier decided it.

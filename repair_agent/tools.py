@@ -9,38 +9,74 @@ import time
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
 
 from verifier import ScopeVerdict, TestVerdict, Verifier, diff_sha256
 from verifier.isolation import CommandResult
-from verifier.scope import HUNK_HEADER
+from verifier.scope import recount_hunks
 
 from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, BaseAction)
 from .localization import Localization, localize
 from .sandbox import Sandbox
+from .state import SearchHit
+
+
+class CommandData(BaseModel):
+    """What the journal keeps of a sandbox command beside the output it showed: sizes, a hash, and
+    where the whole output was kept when it was too long to show."""
+
+    exit_code: int | None
+    timed_out: bool
+    stdout_bytes: int
+    stdout_sha256: str
+    stdout_truncated: bool
+    stdout_file: str | None
+    stderr_bytes: int
+    stderr_file: str | None
+
+    @classmethod
+    def of(cls, res: CommandResult) -> "CommandData":
+        return cls(exit_code=res.exit_code, timed_out=res.timed_out, stdout_bytes=res.stdout.true_bytes,
+                   stdout_sha256=res.stdout.sha256, stdout_truncated=res.stdout.truncated,
+                   stdout_file=res.stdout.kept_path, stderr_bytes=res.stderr.true_bytes,
+                   stderr_file=res.stderr.kept_path)
 
 
 class ToolOutcome(BaseModel):
+    """One action's result, typed per tool: a sandbox command (search, read, patch) carries its
+    `command`; a check carries the verifier's `verdict` (and, for tests, the pytest command)."""
+
     status: Literal["ok", "error", "timeout", "failed"]
     source: str
     summary: str
     output: str = ""
     raw_error: str | None = None
     duration_s: float
-    data: dict[str, Any] = {}
+    command: CommandData | None = None
+    capped: bool = False  # `output` is not the command's whole output (see Observation.capped)
+    hits: tuple[SearchHit, ...] = ()  # search only: the lines found
+    applied_diff: str | None = None  # replace_in_file: the diff it became, which a resume re-applies
     new_diff: str | None = None  # set when the action changed the working tree
     verdict: TestVerdict | ScopeVerdict | None = None
     localization: Localization | None = None  # target test only: a hint for choosers, never part of a verdict
 
+    def journal_data(self) -> dict[str, Any]:
+        """The observation's `data` as journaled: a command's record, or the verdict's fields (a test
+        run's without pytest's own output, and without what the held-out probe said: an independent
+        measure, read from behaviour_file after the stop, kept out of the chooser's view)."""
+        command = self.command.model_dump() if self.command is not None else None
+        if isinstance(self.verdict, TestVerdict):
+            return {**self.verdict.model_dump(mode="json", exclude={"pytest", "behaviour", "correctness"}),
+                    "pytest": command}
+        if isinstance(self.verdict, ScopeVerdict):
+            return self.verdict.model_dump(mode="json")
+        data = command or {}
+        return {**data, "applied_diff": self.applied_diff} if self.applied_diff is not None else data
+
 
 def _command_status(res: CommandResult, ok_codes=(0,)) -> str:
     return "timeout" if res.timed_out else ("ok" if res.exit_code in ok_codes else "error")
-
-
-def _command_data(res: CommandResult) -> dict:
-    return {"exit_code": res.exit_code, "timed_out": res.timed_out,
-            "stdout_bytes": res.stdout.true_bytes, "stdout_sha256": res.stdout.sha256,
-            "stdout_truncated": res.stdout.truncated, "stdout_file": res.stdout.kept_path,
-            "stderr_bytes": res.stderr.true_bytes, "stderr_file": res.stderr.kept_path}
 
 
 PYTEST_EXCERPT_CHARS = 6000
@@ -137,21 +173,20 @@ _PATCH_FAILED = re.compile(r"^error: patch failed: (.+):(\d+)$", re.M)
 
 
 def failed_hunk(diff: str, git_stderr: str) -> tuple[str, str] | None:
-    """(path, the hunk's old text) of the hunk git names in `patch failed: PATH:LINE`."""
+    """(path, the hunk's old text) of the hunk git names in `patch failed: PATH:LINE`; None when git
+    names none, or the diff does not read as a unified diff (then no hunk can be shown either)."""
     match = _PATCH_FAILED.search(git_stderr)
     if match is None:
         return None
     path, line = match[1], int(match[2])
-    current, hunks = None, []
-    for raw in diff.split("\n"):
-        if raw.startswith("+++ "):
-            current = raw[4:].strip().removeprefix("b/")
-        elif (m := HUNK_HEADER.match(raw)) and current == path:
-            hunks.append((int(m[1]), []))
-        elif hunks and current == path and raw[:1] in (" ", "-"):
-            hunks[-1][1].append(raw[1:] + "\n")
-    chosen = next((h for h in hunks if h[0] == line), hunks[0] if hunks else None)
-    return (path, "".join(chosen[1])) if chosen and chosen[1] else None
+    try:
+        patch = PatchSet(recount_hunks(diff))  # the text git was given (see Sandbox.apply_patch)
+    except UnidiffParseError:
+        return None
+    hunks = [h for f in patch if f.path == path for h in f]
+    chosen = next((h for h in hunks if h.source_start == line), hunks[0] if hunks else None)
+    old = "".join(x.value for x in chosen.source_lines()) if chosen is not None else ""
+    return (path, old) if old else None
 
 
 def git_apply_errors(stderr: str) -> str:
@@ -261,7 +296,9 @@ class Executor:
             summary = (f"{hits} matching line(s) for {action.query!r}" if res.exit_code == 0 else
                        f"no match for {action.query!r}" if res.exit_code == 1 else
                        f"search failed (exit {res.exit_code})")
-            return self._from_command(res, status, summary)
+            out = self._from_command(res, status, summary)
+            out.hits = SearchHit.of_grep(res.stdout.text, res.stdout.truncated) if res.exit_code == 0 else ()
+            return out
         if isinstance(action, ReadFile):
             res = self.sandbox.read_file(action.path, action.start_line, action.end_line,
                                          line_numbers=action.line_numbers)
@@ -275,7 +312,7 @@ class Executor:
             if edit_diff is None:
                 raise ValueError("replace_in_file is dispatched with the diff the controller authorized")
             out = self._apply(edit_diff, f"replaced in {action.path}")
-            out.data["applied_diff"] = edit_diff  # what a resume re-applies, as for apply_patch
+            out.applied_diff = edit_diff  # what a resume re-applies, as for apply_patch
             if out.status == "ok":
                 out.output = edit_diff  # the change as a diff: the model sees exactly what it did
             return out
@@ -306,11 +343,7 @@ class Executor:
                                output=output, duration_s=0.0, verdict=verdict,
                                localization=spectrum[0] if spectrum else None,
                                raw_error=(pytest.stderr.text[-2000:] or None) if pytest else verdict.apply_error,
-                               # What the held-out probe said (held-out checks, generated inputs,
-                               # correctness) stays out of the chooser's view: it is an independent
-                               # measure, read from behaviour_file after the stop.
-                               data={**verdict.model_dump(mode="json", exclude={"pytest", "behaviour", "correctness"}),
-                                     "pytest": _command_data(pytest) if pytest else None})
+                               command=CommandData.of(pytest) if pytest else None)
         if isinstance(action, CheckDiff):
             verdict = self.verifier.check_scope(current_diff)
             lines = [f"{f.kind} {f.path} (+{f.added} -{f.removed})" for f in verdict.files]
@@ -318,8 +351,7 @@ class Executor:
             summary = (f"diff scope ok: {len(verdict.files)} file(s), +{verdict.added_lines} -{verdict.removed_lines}"
                        if verdict.ok else f"diff scope violated: {len(verdict.violations)} problem(s)")
             return ToolOutcome(status="ok" if verdict.ok else "failed", source="verifier:scope", summary=summary,
-                               output="\n".join(lines), duration_s=0.0, verdict=verdict,
-                               data=verdict.model_dump(mode="json"))
+                               output="\n".join(lines), duration_s=0.0, verdict=verdict)
         raise TypeError(f"no tool for {type(action).__name__}")
 
     def _from_command(self, res: CommandResult, status: str, summary: str) -> ToolOutcome:
@@ -333,5 +365,5 @@ class Executor:
         if res.timed_out:
             summary = f"TIMED OUT: {summary}"
             raw_error = (raw_error or "") + "\n[the command was killed at its deadline; this is not an empty result]"
-        return ToolOutcome(status=status, source=self.source, summary=summary, output=output,
-                           raw_error=raw_error, duration_s=res.duration_s, data=_command_data(res))
+        return ToolOutcome(status=status, source=self.source, summary=summary, output=output, capped=res.stdout.truncated,
+                           raw_error=raw_error, duration_s=res.duration_s, command=CommandData.of(res))

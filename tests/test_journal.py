@@ -116,3 +116,35 @@ def test_a_full_suite_whose_targets_pass_on_the_final_diff_counts_as_the_target_
     assert not failing.target_passed_on_final_diff and failing.missing == ["target_passed_on_final_diff"]
     # a suite run on another diff says nothing about the final one
     assert not rubric_from_records(journal("older", True)).target_passed_on_final_diff
+
+
+class Searcher:
+    """Searches once, then stops."""
+
+    name = "searcher"
+
+    def choose(self, view):
+        if not view.evidence:
+            return {"tool": "search", "query": "def ", "path_glob": "src/**", "note": "find the functions"}
+        return {"tool": "stop", "reason": "searched"}
+
+
+def test_a_search_is_journaled_with_its_hits_and_note_as_data_and_older_lines_read_the_same(tmp_path):
+    record = execute_run(resolve("discount-bug"), Searcher(), sandbox_kind="local", runs_dir=tmp_path / "runs",
+                         max_steps=3)
+    path = Path(record.run_dir) / "journal.jsonl"
+    steps = [r for r in read_records(path) if isinstance(r, StepRecord)]
+    evidence = steps[0].evidence
+    assert evidence is not None and evidence.action.tool == "search" and evidence.action.query == "def "
+    assert not evidence.capped and evidence.hits
+    assert evidence.note == "find the functions" and evidence.action.note is None and "note" not in evidence.data
+    # Each hit is one line of the output, as git grep printed it, and says where that line is.
+    assert [f"{h.path}:{h.line}:{h.text}" for h in evidence.hits] == evidence.output.splitlines()
+    pricing = (resolve("discount-bug").repo / PRICING).read_text().splitlines()
+    assert all(pricing[h.line - 1] == h.text for h in evidence.hits if h.path == PRICING)
+    assert any(h.path == PRICING for h in evidence.hits)
+    # A line as journals wrote it before hits, capped and the note were fields: the same evidence.
+    line = next(x for x in read_journal(path) if x.get("step") == 1)
+    del line["result"]["hits"], line["result"]["capped"]
+    line["result"]["data"]["note"] = line["result"].pop("note")
+    assert parse_record(line).evidence == evidence

@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from repair_agent.actions import RunTargetTest
 from repair_agent.localization import Localization, localize, ochiai
 from repair_agent.sandbox import LocalSandbox
 
@@ -55,7 +56,7 @@ def test_the_model_prompt_shows_the_localization():
     from repair_agent.localization import SuspiciousLine
     from repair_agent.state import Evidence
 
-    ev = Evidence(id="E1", step=1, tool="run_target_test", action="{}", status="failed", source="x",
+    ev = Evidence(id="E1", step=1, tool="run_target_test", action=RunTargetTest(), status="failed", source="x",
                   started_at="t", duration_s=0.1, summary="s", diff_sha256="d", fingerprint="f", result_sha256="r",
                   localization=Localization(failing_tests=1, passing_tests=3,
                                             lines=(SuspiciousLine(path="src/a.py", line=7, score=0.9,

@@ -24,9 +24,15 @@ ALLOWED = ("search", "read_file", "apply_patch", "run_target_test", "stop")
 FAST = {"retry_base_s": 0.001, "retry_max_s": 0.05}
 
 
+# The fields an action of each tool needs when a test does not care which one it was.
+SOME_FIELDS = {"search": {"query": "q"}, "read_file": {"path": "p.py"}, "apply_patch": {"diff": "d"},
+               "replace_in_file": {"path": "p.py", "old": "a", "new": "b"}}
+
+
 def _evidence(i: int, tool: str, summary: str, output: str, status: str = "ok", action: str | None = None,
               raw_error: str | None = None) -> Evidence:
-    return Evidence(id=f"e{i}", step=i, tool=tool, action=action or json.dumps({"tool": tool}), status=status,
+    action = action or json.dumps({"tool": tool, **SOME_FIELDS.get(tool, {})})
+    return Evidence(id=f"e{i}", step=i, tool=tool, action=action, status=status,
                     source="sandbox", started_at="2024-01-01T00:00:00Z", duration_s=0.1, summary=summary,
                     output=output, raw_error=raw_error, diff_sha256="0" * 64, fingerprint=f"fp{i}",
                     result_sha256=f"r{i}")

@@ -385,7 +385,7 @@ def test_notes_are_shown_back_journaled_with_the_observation_and_replay_exactly(
            "- step 2 (replace_in_file): discount is a percentage: divide by 100" in prompts[2]
     journaled = steps(rec)
     assert journaled[1]["proposal"]["note"] == "discount is a percentage: divide by 100"
-    assert journaled[1]["result"]["data"]["note"] == "discount is a percentage: divide by 100"
+    assert journaled[1]["result"]["note"] == "discount is a percentage: divide by 100"
     evidence = {e.id: e for e in load_checkpoint(Path(rec.run_dir)).evidence}
     for step, prompt in zip(journaled, prompts):
         view = JournaledView.model_validate(step["view"]).view(evidence)

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from repair_agent.actions import RunTargetTest
 from repair_agent.choosers.search import Failure, SearchChooser
 from repair_agent.choosers.search.mutants import CLEAN_FIX
 from repair_agent.choosers.search.ranking import rank_candidates
@@ -204,7 +205,7 @@ def test_the_model_prompt_shows_the_clean_fix_first():
 
     fixes = (MutantFix(path="src/a.py", line=3, text="    return a - b", what="+ -> -", fixed=1, of=1, broken=2, checked=5),
              MutantFix(path="src/a.py", line=7, text="    if x <= 0:", what="< -> <=", fixed=1, of=1, broken=0, checked=5))
-    ev = Evidence(id="E1", step=1, tool="run_target_test", action="{}", status="failed", source="x",
+    ev = Evidence(id="E1", step=1, tool="run_target_test", action=RunTargetTest(), status="failed", source="x",
                   started_at="t", duration_s=0.1, summary="s", diff_sha256="d", fingerprint="f", result_sha256="r",
                   localization=Localization(failing_tests=1, passing_tests=5,
                                             mutation=MutationAnalysis(fixes=fixes, tried=40, cut=3)))

@@ -13,8 +13,8 @@ import pytest
 
 from repair_agent.choosers import load_chooser
 from repair_agent.sweep.markdown import render_markdown
-from repair_agent.sweep import (RESULTS, SCENARIO_ERROR, ResultsWriter, band, deterministic_view, load_results,
-                                result_key, select_scenarios, summarize, verdict)
+from repair_agent.sweep import (RESULTS, SCENARIO_ERROR, ResultsWriter, SweepResult, band, deterministic_view,
+                                load_results, result_key, select_scenarios, summarize, verdict)
 from verifier.isolation import LABEL
 from verifier.rubric import rubric_from_journal
 
@@ -107,15 +107,15 @@ def test_a_chooser_crash_is_its_own_counted_outcome_listed_with_its_detail():
 def test_a_torn_last_line_is_cut_off_and_the_next_line_starts_clean(tmp_path):
     path = tmp_path / RESULTS
     writer = ResultsWriter(path)
-    writer.append(_line("a", 0, "step_budget"))
-    writer.append(_line("a", 1, "step_budget"))
+    writer.append(SweepResult(**_line("a", 0, "step_budget")))
+    writer.append(SweepResult(**_line("a", 1, "step_budget")))
     writer.close()
     with open(path, "ab") as f:  # what a kill in the middle of a write would leave
         f.write(b'{"scenario": "a", "chooser": "c", "bud')
     assert [result_key(r) for r in load_results(path)] == [("a", "c", 4, 0), ("a", "c", 4, 1)]
     assert path.read_bytes().endswith(b"\n") and len(path.read_text().splitlines()) == 2
     writer = ResultsWriter(path)
-    writer.append(_line("a", 2, "step_budget"))
+    writer.append(SweepResult(**_line("a", 2, "step_budget")))
     writer.close()
     assert [r["seed"] for r in load_results(path)] == [0, 1, 2]
 

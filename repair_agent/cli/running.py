@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..state import StepProgress
 from ..visible import terminal, terminal_json
 from .common import USAGE_ERROR, err, say
 
@@ -114,12 +115,12 @@ def _begin_sandbox(args, log):
 
 
 def _progress(quiet: bool):
-    def on_step(s: dict) -> None:
+    def on_step(s: StepProgress) -> None:
         if not quiet:
-            outcome = s["status"] or s["decision"]
+            outcome = s.status or s.decision
             # tool and summary are the chooser's and the sandbox's words: one line, shown by name
-            say(f"step {s['step']}/{s['max_steps']}  {terminal(s['tool'], keep_lines=False):<16} {outcome:<9} "
-                f"U={s['u']}  {terminal(s['summary'], keep_lines=False)}")
+            say(f"step {s.step}/{s.max_steps}  {terminal(s.tool, keep_lines=False):<16} {outcome:<9} "
+                f"U={s.u}  {terminal(s.summary, keep_lines=False)}")
 
     log = (lambda m: print(terminal(m), file=sys.stderr, flush=True)) if quiet else say
     return on_step, log

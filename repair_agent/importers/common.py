@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 import git
+import tomli_w
 from pydantic import BaseModel
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
@@ -125,27 +126,20 @@ def patch_paths(text: str, what: str) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def toml_value(value) -> str:
-    """TOML for the plain values a manifest holds (a JSON string is a valid TOML basic string)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"no TOML for {type(value).__name__}")
+def toml_document(data: dict[str, Any], comment: str = "") -> str:
+    """`data` as a TOML document (written by tomli_w; keys holding None left out), after `comment`
+    as `#` lines: the one writer of the manifests and held-out files the importers and the mutant
+    generator write."""
+    head = "".join(f"# {line}\n" for line in comment.splitlines())
+    return head + tomli_w.dumps(_without_none(data))
+
+
+def _without_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: _without_none(v) if isinstance(v, dict) else v for k, v in data.items() if v is not None}
 
 
 def manifest_text(top: dict, sections: dict[str, dict], comment: str = "") -> str:
-    lines = [f"# {line}" for line in comment.splitlines()]
-    lines += [f"{k} = {toml_value(v)}" for k, v in top.items() if v is not None]
-    for name, body in sections.items():
-        lines += ["", f"[{name}]"] + [f"{k} = {toml_value(v)}" for k, v in body.items() if v is not None]
-    return "\n".join(lines) + "\n"
+    return toml_document({**top, **sections}, comment)
 
 
 @dataclass
@@ -243,7 +237,8 @@ def _only_known_failures(c: CorpusCheck, scenario: Scenario) -> bool:
 
 def _declare_known_failing(manifest: Path, known: list[str]) -> None:
     text = manifest.read_text(encoding="utf-8")
-    line = f"known_failing = {toml_value(known)}\n"
+    # Inserted, not rewritten: the manifest's comments stay.
+    line = toml_document({"known_failing": known})
     manifest.write_text(text.replace("[acceptance]\n", "[acceptance]\n" + line, 1), encoding="utf-8")
 
 

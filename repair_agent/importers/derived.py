@@ -22,7 +22,7 @@ from unidiff import PatchSet
 
 from verifier.heldout import PROBE_SOURCE, HeldoutSpec, parse_probe_output
 
-from .common import CheckPlace, InstanceError, toml_value
+from .common import CheckPlace, InstanceError, toml_document
 
 MAX_CASES = 40
 CASE_TIMEOUT_S = 2.0
@@ -187,24 +187,23 @@ def heldout_text(request: dict, rows: list[dict]) -> str | None:
     """NAME.heldout.toml for the cases the reference answered with plain data (its answer the
     expectation), or None when none did."""
     by_name = {r.get("name"): r for r in rows if isinstance(r, dict)}
-    lines = ["# Derived at import from the fix's own tests: each literal call of a function the fix",
-             "# changed; the expectations are the reference fix's answers.",
-             f"paths = {toml_value(request['paths'])}", ""]
-    kept = 0
+    cases = []
     for case in request["cases"]:
         row = by_name.get(case["name"], {})
         natural = as_json(row["value"]) if "value" in row else _NO_JSON
         if natural is not _NO_JSON:
-            expect = f"expect_json = {toml_value(json.dumps(natural))}"
+            expect = {"expect_json": json.dumps(natural)}
         elif isinstance(row.get("raised"), list) and row["raised"] and not row.get("fatal") \
                 and "builtins.ImportError" not in row["raised"]:  # the code could not be imported: no answer
-            expect = f"raises = {toml_value(row['raised'][0])}"
+            expect = {"raises": row["raised"][0]}
         else:
             continue
-        kept += 1
-        lines += ["[[case]]", f"name = {toml_value(case['name'])}", f"setup = {toml_value(case['setup'])}",
-                  f"expr = {toml_value(case['expr'])}", expect, ""]
-    return "\n".join(lines) if kept else None
+        cases.append({"name": case["name"], "setup": case["setup"], "expr": case["expr"], **expect})
+    if not cases:
+        return None
+    return toml_document({"paths": request["paths"], "case": cases},
+                         "Derived at import from the fix's own tests: each literal call of a function the fix\n"
+                         "changed; the expectations are the reference fix's answers.")
 
 
 def derive_heldout(fixed: Path, test_tree: Path, targets: list[str], fix_diff: str, check: CheckPlace,

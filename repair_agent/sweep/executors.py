@@ -6,10 +6,10 @@ import signal
 from pathlib import Path
 from typing import Callable
 
-from .jobs import SWEEP_ERROR, SweepJob, SweepResult
+from .jobs import SWEEP_ERROR, Interrupted, SweepJob, SweepResult
 from .worker import _now, _worker_init, run_job, wait_for_cleanup
 
-OnResult = Callable[[dict, dict], None]   # (job, result)
+OnResult = Callable[[SweepJob, SweepResult], None]
 MayStart = Callable[[], bool]             # asked before each further run (a sweep's cost limit)
 
 
@@ -29,7 +29,7 @@ def run_local(jobs: list[SweepJob], workers: int, on_result: OnResult, may_start
     def submit() -> None:
         while queue and (may_start is None or len(pending) < workers and may_start()):
             job = queue.pop(0)
-            future = pool.submit(run_job, job.model_dump())
+            future = pool.submit(run_job, job)
             futures[future] = job
             pending.add(future)
     try:
@@ -63,10 +63,14 @@ def _deliver(future, job: SweepJob, on_result: OnResult, stopping: bool = False)
     except BaseException as exc:  # a worker that died (BrokenProcessPool) or raised
         if stopping:  # while stopping, a failure is the interruption's doing: the run is redone on resume
             return
-        result = SweepResult(scenario=job.scenario, chooser=job.chooser, budget=job.budget, seed=job.seed,
-                             status=SWEEP_ERROR, detail=f"{type(exc).__name__}: {exc}", finished_at=_now()).model_dump()
-    if not result.get("interrupted"):
-        on_result(job.model_dump(), result)
+        result = _failed(job, exc)
+    if not isinstance(result, Interrupted):
+        on_result(job, result)
+
+
+def _failed(job: SweepJob, exc: BaseException) -> SweepResult:
+    return SweepResult(scenario=job.scenario, chooser=job.chooser, budget=job.budget, seed=job.seed,
+                       status=SWEEP_ERROR, detail=f"{type(exc).__name__}: {exc}", finished_at=_now())
 
 
 def _ignore_sigint_while(fn):
@@ -105,7 +109,7 @@ def run_ray(jobs: list[SweepJob], workers: int, on_result: OnResult, may_start: 
     def submit() -> None:
         while queue and (may_start is None or len(pending) < workers and may_start()):
             job = queue.pop(0)
-            ref = remote.remote(job.model_dump())
+            ref = remote.remote(job)
             refs[ref] = job
             pending.append(ref)
     try:
@@ -143,7 +147,6 @@ def _deliver_ray(ray, ref, job: SweepJob, on_result: OnResult) -> None:
     except (ray.exceptions.TaskCancelledError, KeyboardInterrupt):
         return
     except Exception as exc:
-        result = SweepResult(scenario=job.scenario, chooser=job.chooser, budget=job.budget, seed=job.seed,
-                             status=SWEEP_ERROR, detail=f"{type(exc).__name__}: {exc}", finished_at=_now()).model_dump()
-    if not result.get("interrupted"):
-        on_result(job.model_dump(), result)
+        result = _failed(job, exc)
+    if not isinstance(result, Interrupted):
+        on_result(job, result)

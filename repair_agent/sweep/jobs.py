@@ -90,6 +90,11 @@ class SweepResult(BaseModel):
         return (self.scenario, self.chooser, self.budget, self.seed)
 
 
+class Interrupted(BaseModel):
+    """What a job returns when its run was cut by Ctrl-C (or the sweep's stop file): no result, the run
+    is not finished, and a resumed sweep runs it again."""
+
+
 def result_key(line: dict) -> tuple[str, str, int, int]:
     return (line["scenario"], line["chooser"], int(line["budget"]), int(line["seed"]))
 
@@ -185,9 +190,9 @@ class ResultsWriter:
     def __init__(self, path: Path):
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
-    def append(self, line: dict) -> None:
+    def append(self, result: SweepResult) -> None:
         # a run's detail can quote a server's error: no secret reaches the sweep's record either
-        append_line(self.fd, (json.dumps(redact_data(line), sort_keys=True) + "\n").encode())
+        append_line(self.fd, (json.dumps(redact_data(result.model_dump()), sort_keys=True) + "\n").encode())
 
     def close(self) -> None:
         os.close(self.fd)

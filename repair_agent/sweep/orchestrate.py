@@ -12,7 +12,8 @@ from verifier.files import atomic_write
 
 from ..redaction import redact
 from .executors import run_local, run_ray
-from .jobs import RESULTS, RETRIED_ON_RESUME, SUMMARY_JSON, SUMMARY_MD, ResultsWriter, SweepJob, load_results, result_key
+from .jobs import (RESULTS, RETRIED_ON_RESUME, SUMMARY_JSON, SUMMARY_MD, ResultsWriter, SweepJob, SweepResult, load_results,
+                   result_key)
 from .markdown import render_markdown
 from .progress import Progress
 from .records import SweepCostLimit, SweepSummary
@@ -49,10 +50,10 @@ def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, ex
     writer = ResultsWriter(results_path)
     ran = 0
 
-    def on_result(job: dict, result: dict) -> None:
+    def on_result(job: SweepJob, result: SweepResult) -> None:
         nonlocal ran
         writer.append(result)
-        finished[result_key(result)] = result
+        finished[result.key] = result.model_dump()  # as load_results reads a line back
         ran += 1
         progress.advance(result)
 

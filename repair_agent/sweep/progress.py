@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from .jobs import SweepResult
+
 class Progress:
     """A rich progress bar on a terminal; plain lines otherwise."""
 
@@ -23,10 +25,10 @@ class Progress:
         else:
             print(f"sweep: {total} run(s), {done} already finished", file=self.stream, flush=True)
 
-    def advance(self, result: dict) -> None:
+    def advance(self, result: SweepResult) -> None:
         self.done += 1
-        text = (f"{result['scenario']} {result['chooser']} b={result['budget']} s={result['seed']}: "
-                f"{result['status']} ({result['steps']} steps, {result['wall_s']:.1f}s)")
+        text = (f"{result.scenario} {result.chooser} b={result.budget} s={result.seed}: "
+                f"{result.status} ({result.steps} steps, {result.wall_s:.1f}s)")
         if self.bar is not None:
             self.bar.console.print(f"[{self.done}/{self.total}] {text}", highlight=False, markup=False)
             self.bar.update(self.task, advance=1, description="")

@@ -8,21 +8,21 @@ import time
 from pathlib import Path
 
 from ..scenario import ManifestError, load_manifest
-from .jobs import INTERRUPTED_DETAIL, SCENARIO_ERROR, SWEEP_ERROR, SweepJob, SweepResult
+from .jobs import INTERRUPTED_DETAIL, SCENARIO_ERROR, SWEEP_ERROR, Interrupted, SweepJob, SweepResult
 
-def run_job(job: dict) -> dict:
+
+def run_job(job: SweepJob) -> SweepResult | Interrupted:
     """Load the scenario and the chooser, run it through execute_run, describe the outcome.
 
-    Top level and self-contained: a process pool or a Ray worker calls it with plain data.
-    Returns {"interrupted": True} when the run was cut by Ctrl-C: such a run is not finished,
+    Top level and self-contained: a process pool or a Ray worker calls it (the job and its result
+    are pickled across). Interrupted when the run was cut by Ctrl-C: such a run is not finished,
     and a resumed sweep runs it again."""
-    job = SweepJob.model_validate(job)
     base = dict(scenario=job.scenario, chooser=job.chooser, budget=job.budget, seed=job.seed, worker=os.getpid())
     if job.manifest is None:
         return SweepResult(**base, kind="broken", status=SCENARIO_ERROR, detail=job.manifest_error or "",
-                           finished_at=_now()).model_dump()
+                           finished_at=_now())
     if _STOP is not None and _STOP.is_set() or job.stop_file and Path(job.stop_file).exists():
-        return {"interrupted": True}
+        return Interrupted()
     global _RUNNING
     _RUNNING = True
     marker = _mark_active(job)
@@ -30,7 +30,7 @@ def run_job(job: dict) -> dict:
     try:
         return _run(job, base)
     except KeyboardInterrupt:
-        return {"interrupted": True}
+        return Interrupted()
     finally:
         if watcher is not None:
             watcher.close()
@@ -98,7 +98,7 @@ def wait_for_cleanup(active_dir: Path, timeout_s: float = 180.0) -> list[str]:
         time.sleep(0.2)
 
 
-def _run(job: SweepJob, base: dict) -> dict:
+def _run(job: SweepJob, base: dict) -> SweepResult | Interrupted:
     from verifier.rubric import rubric_from_journal
 
     from ..choosers import load_chooser
@@ -108,7 +108,7 @@ def _run(job: SweepJob, base: dict) -> dict:
     try:
         scenario = load_manifest(Path(job.manifest))
     except ManifestError as exc:
-        return SweepResult(**base, kind="broken", status=SCENARIO_ERROR, detail=str(exc), finished_at=_now()).model_dump()
+        return SweepResult(**base, kind="broken", status=SCENARIO_ERROR, detail=str(exc), finished_at=_now())
     meta = dict(kind=scenario.kind, tags=list(scenario.tags), expected=scenario.expected)
     try:
         chooser = load_chooser(job.chooser, scenario, seed=job.seed, models_file=job.models_file)
@@ -119,9 +119,9 @@ def _run(job: SweepJob, base: dict) -> dict:
         raise
     except Exception as exc:  # a bug or an unloadable plug-in: reported, the sweep goes on
         return SweepResult(**base, **meta, status=SWEEP_ERROR, detail=f"{type(exc).__name__}: {exc}",
-                           wall_s=round(time.monotonic() - t0, 3), finished_at=_now()).model_dump()
+                           wall_s=round(time.monotonic() - t0, 3), finished_at=_now())
     if record.detail == INTERRUPTED_DETAIL:
-        return {"interrupted": True}
+        return Interrupted()
     journal = Path(record.run_dir) / "journal.jsonl"
     usage = record.usage
     return SweepResult(**base, **meta, status=record.status.value, exit_code=record.exit_code,
@@ -132,7 +132,7 @@ def _run(job: SweepJob, base: dict) -> dict:
                        model=record.model, infrastructure_failure=record.infrastructure_failure,
                        wall_s=record.wall_s, run_dir=record.run_dir, run_id=record.run_id,
                        diff_sha256=record.diff_sha256, detail=record.detail, correctness=record.correctness,
-                       rubric=rubric_from_journal(journal).model_dump(), finished_at=_now()).model_dump()
+                       rubric=rubric_from_journal(journal).model_dump(), finished_at=_now())
 
 
 def _now() -> str:

@@ -6,11 +6,10 @@ actions are all derived from the View's evidence. Every part is capped; the goal
 constraints are never dropped, only cut at a length no real manifest reaches."""
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from ...actions import CHECK_TOOLS, REREAD_WINDOW, REREADABLE_TOOLS
+from ...actions import CHECK_TOOLS, REREAD_WINDOW, REREADABLE_TOOLS, ReadFile
 from ...state import STALE_SUFFIX, Evidence, View
 
 # Caps on every part of the prompt (characters).
@@ -92,7 +91,7 @@ def _globs(items: Any) -> str:
 
 
 def render_evidence(ev: Evidence, age: int, in_files: frozenset[str] = frozenset()) -> str:
-    parts = [f"### {ev.id} (step {ev.step}) {ev.tool} [{ev.status}]", f"action: {cap(ev.action, ACTION_CAP)}",
+    parts = [f"### {ev.id} (step {ev.step}) {ev.tool} [{ev.status}]", f"action: {cap(ev.action.canonical(), ACTION_CAP)}",
              f"summary: {cap(ev.summary, SUMMARY_CAP)}"]
     if ev.id in in_files:
         parts.append("output: (under \"Files you have read\")")
@@ -108,14 +107,14 @@ def render_evidence(ev: Evidence, age: int, in_files: frozenset[str] = frozenset
 _CAPPED_TAIL = re.compile(r"\n\[(?:output|observation) capped[^\n]*\]\s*$")
 
 
-def _read_lines(ev: Evidence, read: dict) -> tuple[str, int, int]:
+def _read_lines(ev: Evidence, read: ReadFile) -> tuple[str, int, int]:
     """A read's output as numbered lines, its first and last line number."""
-    output = _CAPPED_TAIL.sub("", ev.output)
+    output = _CAPPED_TAIL.sub("", ev.output) if ev.capped else ev.output
     lines = output.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    first = read.get("start_line") or 1
-    if not read.get("line_numbers"):
+    first = read.start_line or 1
+    if not read.line_numbers:
         lines = [f"{n:6d}\t{line}" for n, line in enumerate(lines, first)]
     return "\n".join(lines), first, first + len(lines) - 1
 
@@ -123,21 +122,18 @@ def _read_lines(ev: Evidence, read: dict) -> tuple[str, int, int]:
 def files_read(view: View, budget: int = FILES_CAP) -> tuple[str, frozenset[str]]:
     """"Files you have read": the latest read of each file (each line range) on the current diff,
     with line numbers, newest first, capped per file and in all; and the evidence ids it shows."""
-    latest: dict[tuple, tuple[Evidence, dict]] = {}
+    latest: dict[tuple, tuple[Evidence, ReadFile]] = {}
     for ev in view.evidence:
-        if ev.tool != "read_file" or ev.status != "ok" or ev.diff_sha256 != view.current_diff_sha256:
+        read = ev.action
+        if not isinstance(read, ReadFile) or ev.status != "ok" or ev.diff_sha256 != view.current_diff_sha256:
             continue
-        try:
-            read = json.loads(ev.action)
-        except json.JSONDecodeError:
-            continue
-        key = (read.get("path"), read.get("start_line"), read.get("end_line"))
+        key = (read.path, read.start_line, read.end_line)
         latest.pop(key, None)  # re-inserted: the newest read of a range comes last
         latest[key] = (ev, read)
     parts, shown, left = [], set(), min(budget, FILES_CAP)
     for ev, read in reversed(latest.values()):
         text, first, last = _read_lines(ev, read)
-        head = f"## {read.get('path')} (lines {first}-{last}; {ev.id}, step {ev.step})"
+        head = f"## {read.path} (lines {first}-{last}; {ev.id}, step {ev.step})"
         if left < 200:
             parts.append(f"{head}: no longer shown here; read it again if you need it")
             continue
@@ -219,8 +215,7 @@ def _evidence_section(view: View, in_files: frozenset[str]) -> str:
 def notes_section(view: View) -> str:
     """"Your notes": the `note` of each earlier call, newest last (the controller keeps it with the
     observation, so it is in the View)."""
-    notes = [f"- step {e.step} ({e.tool}): {cap(e.data['note'], 300)}" for e in view.evidence
-             if isinstance(e.data.get("note"), str)]
+    notes = [f"- step {e.step} ({e.tool}): {cap(e.note, 300)}" for e in view.evidence if e.note is not None]
     if not notes:
         return ""
     return cap("# Your notes (from your earlier calls)\n" + "\n".join(notes[-YOUR_NOTES_MAX:]), YOUR_NOTES_CAP)
@@ -232,13 +227,13 @@ def run_ending_warnings(view: View) -> str:
     lines = []
     if view.evidence:
         last = view.evidence[-1]
-        lines.append(f"- the same action as your last one ({cap(last.action, 200)}): repeated_action")
+        lines.append(f"- the same action as your last one ({cap(last.action.canonical(), 200)}): repeated_action")
     ran = dict.fromkeys(e.tool for e in view.evidence
                         if e.tool in CHECK_TOOLS and e.diff_sha256 == view.current_diff_sha256)
     if ran:
         lines.append(f"- {', '.join(ran)} again before the diff changes: no_new_evidence (it already ran on this "
                      "diff; its result is above)")
-    recent_reads = dict.fromkeys(e.action for e in view.evidence[-REREAD_WINDOW:]
+    recent_reads = dict.fromkeys(e.action.canonical() for e in view.evidence[-REREAD_WINDOW:]
                                  if e.tool in REREADABLE_TOOLS and e.diff_sha256 == view.current_diff_sha256)
     if recent_reads:
         lines.append(f"- the same read or search as one of the last {REREAD_WINDOW}, unchanged diff: no_new_evidence ("

@@ -4,7 +4,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 
 from ...actions import ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
@@ -218,37 +217,36 @@ class SearchChooser:
         plan = Plan()
         writable = view.authorization.writable
         for ev in view.evidence:
-            action = json.loads(ev.action)
-            tool = action.get("tool")
+            action = ev.action
+            tool = action.tool
             if tool == "run_target_test" and plan.failure is None:
                 plan.failure = parse_failure(ev, view.goal.text, writable)
                 plan.initial_failing = _failing(ev.data)
-            elif tool == "search":
-                plan.searches.append(action["query"])
-                for line in (ev.output or "").splitlines():
-                    m = re.match(r"^([^:\n]+):(\d+):", line)
-                    if m and _writable(m.group(1), writable) == m.group(1):
-                        hit = (m.group(1), int(m.group(2)))
-                        plan.hits_by_query.setdefault(action["query"], []).append((*hit, line[m.end():]))
+            elif isinstance(action, Search):
+                plan.searches.append(action.query)
+                for found in ev.hits:
+                    if _writable(found.path, writable) == found.path:
+                        hit = (found.path, found.line)
+                        plan.hits_by_query.setdefault(action.query, []).append((*hit, found.text))
                         if hit not in plan.search_hits:
                             plan.search_hits.append(hit)
-            elif tool == "read_file":
-                start = action.get("start_line") or 1
-                plan.reads.append(f"{action['path']}:{start}")
-                if ev.status == "ok" and "[output capped" not in ev.output:
-                    known = plan.known.setdefault(action["path"], {})
+            elif isinstance(action, ReadFile):
+                start = action.start_line or 1
+                plan.reads.append(f"{action.path}:{start}")
+                if ev.status == "ok" and not ev.capped:
+                    known = plan.known.setdefault(action.path, {})
                     got = ev.output.splitlines(keepends=True)
-                    end = action.get("end_line")
+                    end = action.end_line
                     if end is None or len(got) < end - start + 1:   # the read ran past the file's end
-                        plan.eof[action["path"]] = start + len(got) - 1
+                        plan.eof[action.path] = start + len(got) - 1
                     for i, text in enumerate(got):
-                        if _unpatched(plan.applied, action["path"], start + i):   # never learn a patched line
+                        if _unpatched(plan.applied, action.path, start + i):   # never learn a patched line
                             known.setdefault(start + i, text if text.endswith("\n") else text + "\n")
                     if not known:
-                        del plan.known[action["path"]]
-            elif tool == "apply_patch":
+                        del plan.known[action.path]
+            elif isinstance(action, ApplyPatch):
                 # Which candidate this was: recompute the ranking as it stood before this step.
-                cand = self._candidate_for(action["diff"], plan, view)
+                cand = self._candidate_for(action.diff, plan, view)
                 if ev.status == "ok" and cand is not None:
                     # Straight to the full suite: it decides the target tests too, so a wrong candidate
                     # costs two steps and a right one three (a separate target run would add one).
