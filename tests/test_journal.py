@@ -130,7 +130,7 @@ class Searcher:
 
 
 def test_a_search_is_journaled_with_its_hits_and_note_as_data_and_older_lines_read_the_same(tmp_path):
-    record = execute_run(resolve("discount-bug"), Searcher(), sandbox_kind="local", runs_dir=tmp_path / "runs",
+    record = execute_run(resolve("discount-bug"), Searcher(), backend="local", runs_dir=tmp_path / "runs",
                          max_steps=3)
     path = Path(record.run_dir) / "journal.jsonl"
     steps = [r for r in read_records(path) if isinstance(r, StepRecord)]
