@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 
 import pytest
 
@@ -16,6 +17,12 @@ REQUIRE_DOCKER_ENV = "REPAIR_AGENT_REQUIRE_DOCKER"
 # the default on exec, so every process the tests start can be interrupted again.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# pytest caches a test module's assertion-rewritten bytecode only when the process may write bytecode:
+# with PYTHONDONTWRITEBYTECODE set (as on the development machines) every worker would rewrite
+# every test module on every run (~7 s of CPU each). This process only: the processes the tests
+# start keep the variable.
+sys.dont_write_bytecode = False
 
 # Filled by `docker_client`: its presence means container tests actually ran in this session.
 _engine: dict = {}
