@@ -339,9 +339,10 @@ def test_fuzzed_proposals_through_the_controller(tmp_path):
 
 
 @pytest.mark.docker
-def test_fuzzed_proposals_in_a_real_docker_sandbox(docker_client, sandbox_image, tmp_path):
-    """A sample through one real container kept alive across examples, the verifier's checks included."""
-    h = Harness(tmp_path, "docker", client=docker_client, image=sandbox_image, cache_dir=tmp_path / "cache")
+def test_fuzzed_proposals_in_a_real_docker_sandbox(docker_client, sandbox_image, tmp_path, baseline_cache):
+    """A sample through one real container kept alive across examples, the verifier's checks included
+    (the pristine suite's ids from the session's cache, as a run's)."""
+    h = Harness(tmp_path, "docker", client=docker_client, image=sandbox_image, cache_dir=baseline_cache)
     try:
         @settings(FUZZ, max_examples=DOCKER_EXAMPLES)
         @given(proposal=proposals(str(h.sentinel)))
