@@ -105,28 +105,34 @@ def _no_leaked_containers():
 INTERRUPT_TESTS = "::test_ctrl_c_"
 
 # The slowest modules, with their seconds on one worker (measured 2026-12-05 on the 2-core machine
-# under a load of 12-15, so only their order means something). They are handed out first, the
+# under a load of 10-15, so only their order means something; the Ctrl-C modules count as one unit). They are handed out first, the
 # longest first: xdist's own order (most tests first) started these few-test container modules
 # last, and one that starts last keeps the other worker idle until it ends. Every other module
 # follows in xdist's order; a stale figure only changes the order (tests/test_suite_rules.py checks
 # that each name is still a module).
 SLOW_MODULES = {
     "tests/test_hostile_trust.py": 500,
-    "tests/test_import_environment.py": 340,
     "tests/test_import_real_habits.py": 260,
     "tests/test_bench_scripts.py": 190,
     "tests/test_environment_python.py": 180,
     "tests/test_corpus.py": 177,
     "tests/test_release.py": 140,
+    "tests/test_import_environment.py": 120,
+    "tests/test_sweep.py": 119,   # with test_pool and test_cli_docker: the Ctrl-C unit, 166 s
     "tests/test_hostile_verifier.py": 97,
     "tests/test_import_swebench.py": 87,
+    "tests/test_import_hidden.py": 84,
     "tests/test_model_sweep.py": 79,
     "tests/test_model_runs.py": 79,
+    "tests/test_resume.py": 55,
     "tests/test_real_suites.py": 53,
     "tests/test_hostile_runtime.py": 43,
     "tests/test_import_commit.py": 42,
     "tests/test_fuzz_proposals.py": 41,
     "tests/test_import_correct.py": 38,
+    "tests/test_sandbox_docker.py": 38,
+    "tests/test_pool.py": 24,
+    "tests/test_cli_docker.py": 23,
 }
 
 
