@@ -20,9 +20,15 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 # pytest caches a test module's assertion-rewritten bytecode only when the process may write bytecode:
 # with PYTHONDONTWRITEBYTECODE set (as on the development machines) every worker would rewrite
-# every test module on every run (~7 s of CPU each). This process only: the processes the tests
-# start keep the variable.
+# every test module on every run (~7 s of CPU each). Allowed in this process during collection
+# only: what the tests import while they run (a scenario's own modules) writes no bytecode, and
+# the processes the tests start keep the variable.
+_DONT_WRITE_BYTECODE = sys.dont_write_bytecode
 sys.dont_write_bytecode = False
+
+
+def pytest_collection_finish(session):
+    sys.dont_write_bytecode = _DONT_WRITE_BYTECODE
 
 # Filled by `docker_client`: its presence means container tests actually ran in this session.
 _engine: dict = {}
