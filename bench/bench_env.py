@@ -1,6 +1,6 @@
 """What a scenario environment costs: its first build, and what it adds to a warm run.
 
-    .venv/bin/python bench/bench_env.py [--repeat 3] [--skip-first-build]
+    .venv/bin/python bench/bench_env.py [--repeat 3] [--skip-first-build] [--no-warm-up] [--samples 10]
 
 1. First build: the environment image of a real-project scenario with a runtime dependency
    (python-slugify needs text-unidecode) is removed and built again, timed end to end (pip from
@@ -61,21 +61,22 @@ def median_time(fn, n: int) -> float:
     return statistics.median(times)
 
 
-def components(client, layered) -> tuple[float, float, str]:
-    """(lookup delta, per-container start delta, seconds) of the environment image vs. the plain one."""
+def components(client, layered, samples: int = 10) -> tuple[float, float, str]:
+    """(lookup delta, per-container start delta, seconds) of the environment image vs. the plain one:
+    medians of `samples` lookups and of a third as many container starts."""
     from repair_agent.sandbox.image import ensure_sandbox_image
     from verifier.isolation import HardenedContainer
 
     plain_image, env_image = ensure_sandbox_image(client), scenario_image(client, layered)
-    lookup = median_time(lambda: scenario_image(client, layered), 10) - median_time(
-        lambda: ensure_sandbox_image(client), 10)
+    lookup = median_time(lambda: scenario_image(client, layered), samples) - median_time(
+        lambda: ensure_sandbox_image(client), samples)
 
     def start(image: str) -> None:
         HardenedContainer(client, image).close()
 
     starts = {}
     for image in (plain_image, env_image, plain_image, env_image):  # interleaved, second pass kept
-        starts[image] = median_time(lambda: start(image), 3)
+        starts[image] = median_time(lambda: start(image), max(1, samples // 3))
     return lookup, starts[env_image] - starts[plain_image], env_image
 
 
@@ -90,7 +91,7 @@ def containers_started(run_dir: str, pool_spares: int = 2) -> int:
     return 1 + 1 + tests + pool_spares
 
 
-def warm_runs(client, repeat: int) -> tuple[list[float], list[float], int]:
+def warm_runs(client, repeat: int, warm_up: bool = True) -> tuple[list[float], list[float], int]:
     plain = load_manifest(REAL / "inflection-dasherize.scenario.toml")
     layered = plain.model_copy(update={"environment": EnvironmentSection(env={"RA_BENCH_ENVIRONMENT": "1"})})
     walls: dict[str, list[float]] = {"plain": [], "environment": []}
@@ -105,7 +106,7 @@ def warm_runs(client, repeat: int) -> tuple[list[float], list[float], int]:
             counted.append(containers_started(rec.run_dir))
             return rec.wall_s
 
-        for name in walls:  # warm-up: images built, pristine baselines cached
+        for name in walls if warm_up else ():  # warm-up: images built, pristine baselines cached
             once(name)
         for i in range(repeat):
             order = ("plain", "environment") if i % 2 == 0 else ("environment", "plain")
@@ -119,6 +120,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-first-build", action="store_true")
+    parser.add_argument("--no-warm-up", action="store_true", help="no warm-up runs first (a smoke run: cold figures)")
+    parser.add_argument("--samples", type=int, default=10, help="image lookups timed (container starts: a third)")
     args = parser.parse_args()
     client = docker.from_env()
     if not args.skip_first_build:
@@ -126,14 +129,15 @@ def main() -> int:
         build_s, lookup_s, tag = first_build(client)
         print(f"first build: {build_s:.1f}s ({tag}); cached lookup afterwards: {lookup_s * 1000:.0f} ms")
     print(f"warm runs of inflection-dasherize, plain sandbox image vs. an environment on it ({args.repeat} pairs):")
-    plain, layered, containers = warm_runs(client, args.repeat)
+    plain, layered, containers = warm_runs(client, args.repeat, warm_up=not args.no_warm_up)
     p, e = statistics.median(plain), statistics.median(layered)
     share = statistics.median(b / a for a, b in zip(plain, layered)) - 1
     print(f"warm run: plain {p:.2f}s, with environment {e:.2f}s (medians); median paired ratio: the "
           f"environment adds {share:+.1%} ({'within' if share <= 0.05 else 'OVER'} the 5% target; noisy)")
     scenario = load_manifest(REAL / "inflection-dasherize.scenario.toml")
     lookup, start_delta, image = components(
-        client, scenario.model_copy(update={"environment": EnvironmentSection(env={"RA_BENCH_ENVIRONMENT": "1"})}))
+        client, scenario.model_copy(update={"environment": EnvironmentSection(env={"RA_BENCH_ENVIRONMENT": "1"})}),
+        args.samples)
     added = max(0.0, lookup) + containers * max(0.0, start_delta)
     print(f"what the environment itself costs a warm run: image lookup {lookup * 1000:+.0f} ms, container start "
           f"{start_delta * 1000:+.0f} ms x {containers} containers = {added:.2f}s, {added / p:.1%} of the plain "

@@ -1,6 +1,6 @@
 """How long writing report.html costs next to the run it reports. Ratios, not seconds: noisy machines.
 
-    .venv/bin/python bench/bench_html.py [--repeat 5]
+    .venv/bin/python bench/bench_html.py [--repeat 5] [--sandbox docker]
 
 Interleaved pairs: a whole discount-bug run in Docker (baseline chooser), then report.html written
 again for that run in a fresh interpreter that has loaded what a run loads (repair_agent.run), timed
@@ -44,15 +44,18 @@ print(json.dumps({"cold_s": cold, "warm_s": time.perf_counter() - t1}))
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--sandbox", choices=["docker", "local"], default="docker",
+                        help="where the reported runs run (local: no container, a shorter run to compare with)")
     args = parser.parse_args()
-    client = docker.from_env()
-    ensure_sandbox_image(client)
+    client = docker.from_env() if args.sandbox == "docker" else None
+    if client is not None:
+        ensure_sandbox_image(client)
     scenario = resolve("discount-bug")
     runs, cold, warm = [], [], []
     with tempfile.TemporaryDirectory(prefix="bench-html-") as tmp:
         for i in range(args.repeat):
             record = execute_run(scenario, BaselineChooser(scenario.baseline), runs_dir=Path(tmp) / "runs",
-                                 client=client)
+                                 client=client, sandbox_kind=args.sandbox)
             done = subprocess.run([sys.executable, "-c", COLD_RENDER, record.run_dir], capture_output=True, text=True,
                                   cwd=ROOT, check=True)
             t = json.loads(done.stdout)

@@ -3,7 +3,7 @@ command (a fresh process, import to exit, warm image) with the analysis and with
 chooser as a plug-in that does not ask for it), in interleaved pairs; the median per-pair ratio
 and the analysis's own time from the journal. Ratios, not seconds: these machines are noisy.
 
-    .venv/bin/python bench/bench_mutation.py [--scenario discount-bug] [--repeat 5]
+    .venv/bin/python bench/bench_mutation.py [--scenario discount-bug] [--repeat 5] [--sandbox docker] [--no-warm-up]
 """
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EXE = str(ROOT / ".venv/bin/repair-agent")
 
 
-def once(scenario: str, chooser: str, runs: Path) -> tuple[float, float | None]:
+def once(scenario: str, chooser: str, runs: Path, sandbox: str) -> tuple[float, float | None]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "bench")}
     t0 = time.perf_counter()
-    subprocess.run([EXE, "run", scenario, "--chooser", chooser, "--runs-dir", str(runs)], env=env,
+    subprocess.run([EXE, "run", scenario, "--chooser", chooser, "--sandbox", sandbox, "--runs-dir", str(runs)], env=env,
                    capture_output=True, check=False)
     wall = time.perf_counter() - t0
     run_dir = max(runs.iterdir(), key=lambda p: p.stat().st_mtime)
@@ -39,16 +39,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenario", default="discount-bug")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--sandbox", choices=["docker", "local"], default="docker")
+    ap.add_argument("--no-warm-up", action="store_true", help="no warm-up run first (a smoke run: cold figures)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp)
-        once(a.scenario, "search", runs)   # warm: image, caches
+        if not a.no_warm_up:
+            once(a.scenario, "search", runs, a.sandbox)   # warm: image, caches
         pairs, analysis = [], []
         for i in range(a.repeat):
             order = ["search", "search_without_mutation:Search"][:: 1 if i % 2 == 0 else -1]
             t = {}
             for c in order:
-                t[c], dur = once(a.scenario, c, runs)
+                t[c], dur = once(a.scenario, c, runs, a.sandbox)
                 if dur is not None:
                     analysis.append(dur)
             pairs.append(t["search"] / t["search_without_mutation:Search"])

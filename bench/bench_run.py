@@ -180,6 +180,8 @@ def main() -> None:
     parser.add_argument("--against", metavar="REF", help="compare the whole process with git REF instead")
     parser.add_argument("--corpus", type=Path, help="with --against: every scenario of this directory")
     parser.add_argument("--chooser", default="search", help="with --corpus: the chooser to run")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="no warm-up run first (a smoke run: the first pair is cold)")
     args = parser.parse_args()
     if args.against and args.corpus:
         return against_corpus(args.against, args.corpus.resolve(), args.chooser, args.repeat)
@@ -193,17 +195,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp) / "runs"
         compile_tree(ROOT)
-        _, warm = whole_process(ROOT, runs)  # fills the baseline cache, warms the page cache
-        fix = (Path(warm["run_dir"]) / "candidate.diff").read_text()
+        fix = None  # the floor applies the fix the command's run made
+        if not args.no_warm_up:
+            _, warm = whole_process(ROOT, runs)  # fills the baseline cache, warms the page cache
+            fix = (Path(warm["run_dir"]) / "candidate.diff").read_text()
         pairs, inside, controller, journal = [], [], [], []
         for i in range(args.repeat):
             work = Path(tmp) / f"floor{i}"
             work.mkdir()
-            if i % 2:
+            if i % 2:  # a fix is known by now: the first pair runs the command first
                 floor = one_container_floor(image, fix, work)
                 ours, rec = whole_process(ROOT, runs)
             else:
                 ours, rec = whole_process(ROOT, runs)
+                fix = fix or (Path(rec["run_dir"]) / "candidate.diff").read_text()
                 floor = one_container_floor(image, fix, work)
             assert rec["status"] == "awaiting_release_confirmation", rec["detail"]
             pairs.append((ours, floor))

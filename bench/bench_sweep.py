@@ -2,7 +2,7 @@
 cores). Also: what a run costs when each one is a fresh `repair-agent run --json` subprocess
 instead of a call in a long-lived pool worker (the execution model the sweep uses).
 
-    .venv/bin/python bench/bench_sweep.py [--runs 4] [--pairs 2] [--skip-subprocess]
+    .venv/bin/python bench/bench_sweep.py [--runs 4] [--pairs 2] [--skip-subprocess] [--no-warm-up]
 
 Pairs are interleaved (1 worker, 2 workers, 2 workers, 1 worker, ...) so a change in the
 machine's load hits both sides; ratios of medians are printed, since such machines are noisy.
@@ -63,9 +63,11 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=4, help="runs per sweep (default 4)")
     p.add_argument("--pairs", type=int, default=2, help="interleaved pairs of (1 worker, 2 workers) (default 2)")
     p.add_argument("--skip-subprocess", action="store_true", help="skip the subprocess-per-run comparison")
+    p.add_argument("--no-warm-up", action="store_true", help="no warm-up sweep first (a smoke run: cold figures)")
     args = p.parse_args()
     selection = select_scenarios(["discount-bug"])
-    timed_sweep(selection, 1, 1)  # warm: image check, pristine-suite cache, imports
+    if not args.no_warm_up:
+        timed_sweep(selection, 1, 1)  # warm: image check, pristine-suite cache, imports
     one, two, sub, pool_one = [], [], [], []
     busy = {1: [], 2: []}
     for i in range(args.pairs):

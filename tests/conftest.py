@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 
 import pytest
 
@@ -16,6 +17,18 @@ REQUIRE_DOCKER_ENV = "REPAIR_AGENT_REQUIRE_DOCKER"
 # the default on exec, so every process the tests start can be interrupted again.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# pytest caches a test module's assertion-rewritten bytecode only when the process may write bytecode:
+# with PYTHONDONTWRITEBYTECODE set (as on the development machines) every worker would rewrite
+# every test module on every run (~7 s of CPU each). Allowed in this process during collection
+# only: what the tests import while they run (a scenario's own modules) writes no bytecode, and
+# the processes the tests start keep the variable.
+_DONT_WRITE_BYTECODE = sys.dont_write_bytecode
+sys.dont_write_bytecode = False
+
+
+def pytest_collection_finish(session):
+    sys.dont_write_bytecode = _DONT_WRITE_BYTECODE
 
 # Filled by `docker_client`: its presence means container tests actually ran in this session.
 _engine: dict = {}
@@ -97,6 +110,37 @@ def _no_leaked_containers():
 # worker, one after another: no two Ctrl-C tests ever run at the same time.
 INTERRUPT_TESTS = "::test_ctrl_c_"
 
+# The slowest modules, with their seconds on one worker (measured 2026-12-05 on the 2-core machine
+# under a load of 10-15, so only their order means something; the Ctrl-C modules count as one unit). They are handed out first, the
+# longest first: xdist's own order (most tests first) started these few-test container modules
+# last, and one that starts last keeps the other worker idle until it ends. Every other module
+# follows in xdist's order; a stale figure only changes the order (tests/test_suite_rules.py checks
+# that each name is still a module).
+SLOW_MODULES = {
+    "tests/test_hostile_trust.py": 500,
+    "tests/test_import_real_habits.py": 260,
+    "tests/test_bench_scripts.py": 190,
+    "tests/test_environment_python.py": 180,
+    "tests/test_corpus.py": 177,
+    "tests/test_release.py": 140,
+    "tests/test_import_environment.py": 120,
+    "tests/test_sweep.py": 119,   # with test_pool and test_cli_docker: the Ctrl-C unit, 166 s
+    "tests/test_hostile_verifier.py": 97,
+    "tests/test_import_swebench.py": 87,
+    "tests/test_import_hidden.py": 84,
+    "tests/test_model_sweep.py": 79,
+    "tests/test_model_runs.py": 79,
+    "tests/test_resume.py": 55,
+    "tests/test_real_suites.py": 53,
+    "tests/test_hostile_runtime.py": 43,
+    "tests/test_import_commit.py": 42,
+    "tests/test_fuzz_proposals.py": 41,
+    "tests/test_import_correct.py": 38,
+    "tests/test_sandbox_docker.py": 38,
+    "tests/test_pool.py": 24,
+    "tests/test_cli_docker.py": 23,
+}
+
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent without it
 def pytest_xdist_make_scheduler(config, log):
@@ -113,6 +157,17 @@ def pytest_xdist_make_scheduler(config, log):
                 self.interrupt_modules = {super(ModulesAndInterrupts, self)._split_scope(n)
                                           for n in self.collection or () if INTERRUPT_TESTS in n}
             return "interrupts" if module in self.interrupt_modules else module
+
+        def _assign_work_unit(self, node) -> None:
+            if not getattr(self, "slow_first", False):  # once, on the first unit handed out
+                def seconds(unit: str) -> float:
+                    modules = self.interrupt_modules if unit == "interrupts" else {unit}
+                    return sum(SLOW_MODULES.get(m, 0) for m in modules or ())
+
+                for unit in sorted((u for u in self.workqueue if seconds(u)), key=seconds):
+                    self.workqueue.move_to_end(unit, last=False)
+                self.slow_first = True
+            super()._assign_work_unit(node)
 
     return ModulesAndInterrupts(config, log)
 

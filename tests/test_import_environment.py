@@ -113,17 +113,24 @@ def tinyslug(tmp_path_factory):
     return build_tinyslug(tmp_path_factory.mktemp("envimport") / "tinyslug")
 
 
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory) -> Path:
+    """One repair-agent cache for the tests that do not count what a fresh cache does: the pip wheel
+    and tinyslug's resolution are fetched once. Each such test passes whichever of them runs first."""
+    return tmp_path_factory.mktemp("envimport-cache")
+
+
 def cli(*args: str, cache: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "repair_agent", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=1200, env={**os.environ, "REPAIR_AGENT_CACHE_DIR": str(cache)})
 
 
 def test_fix_commits_with_a_dependency_become_scenarios_sharing_one_image(tinyslug, tmp_path, docker_client,
-                                                                          sandbox_image):
+                                                                          sandbox_image, shared_cache):
     from repair_agent.sandbox.environment import environment_key, environment_tag
     from verifier.isolation import HardenedContainer
 
-    cache = tmp_path / "cache"
+    cache = shared_cache
     # The sandbox image alone lacks text-unidecode: the targets cannot be found there.
     bare = cli("import", "commit", str(tinyslug.path), tinyslug.fix_strip, "--out", str(tmp_path / "bare"),
                "--environment", "none", "--json", cache=cache)
@@ -154,7 +161,7 @@ def test_fix_commits_with_a_dependency_become_scenarios_sharing_one_image(tinysl
     assert source["before"]["tests/test_slug.py::test_mocked"] == "passed"
     assert source["before"]["tests/test_slug.py::test_accents"] == "passed"
     # One image for both commits (another version and description, other code): the second import
-    # neither resolved nor built anything.
+    # neither resolved nor built anything (the first did, unless another test of this module had).
     base = docker_client.images.get(sandbox_image).id
     tags = {environment_tag(environment_key(s.environment, base, s.repo)) for s in scenarios}
     assert len(tags) == 1, tags
@@ -202,11 +209,13 @@ def test_swebench_instances_of_one_version_share_one_environment(tinyslug, tmp_p
     assert all("version" not in r["ignored_fields"] for r in results)
     envs = [load_manifest(Path(r["manifest"])).environment for r in results]
     assert envs[0] is not None and envs[0] == envs[1] and "text-unidecode==1.3" in envs[0].packages
-    # Detected once for the (repo, version), on environment_setup_commit's tree.
+    # Detected once for the (repo, version), on environment_setup_commit's tree: a fresh cache (this
+    # test's own) resolves on every detection, so the resolutions count the detections.
     assert proc.stderr.count("resolving ") == 1, proc.stderr[-2000:]
 
 
-def test_run_repo_detects_the_environment_of_the_repository(tinyslug, tmp_path, docker_client, sandbox_image):
+def test_run_repo_detects_the_environment_of_the_repository(tinyslug, tmp_path, docker_client, sandbox_image,
+                                                            shared_cache):
     """`run --repo` (default --environment auto) on a checkout with an uncommitted failing test: the
     copy (under RUNS/.cache, a dot directory) is read, its environment written into the generated
     manifest, and the pristine suite runs in it (without six and mocker it could not be collected)."""
@@ -218,7 +227,7 @@ def test_run_repo_detects_the_environment_of_the_repository(tinyslug, tmp_path, 
         f.write('\n\ndef test_strip():\n    assert slug(" a b ") == "a-b"\n')
     runs = tmp_path / "runs"
     proc = cli("run", "--repo", str(clone), "--test", "tests/test_slug.py::test_strip", "--chooser", "search",
-               "--runs-dir", str(runs), "--json", cache=tmp_path / "cache")
+               "--runs-dir", str(runs), "--json", cache=shared_cache)
     record = json.loads(proc.stdout)
     assert record["status"] in ("awaiting_release_confirmation", "handoff_requested", "step_budget"), record["detail"]
     (manifest,) = (runs / ".cache" / "local-repos").glob("*/local-*.scenario.toml")
@@ -226,7 +235,7 @@ def test_run_repo_detects_the_environment_of_the_repository(tinyslug, tmp_path, 
     assert "text-unidecode==1.3" in env.packages and any(p.startswith("six==") for p in env.packages), env
     assert [p.split("==")[0] for p in env.plugins] == ["pytest-mock"]
     none = cli("run", "--repo", str(clone), "--test", "tests/test_slug.py::test_strip", "--chooser", "search",
-               "--runs-dir", str(tmp_path / "bare"), "--environment", "none", "--json", cache=tmp_path / "cache")
+               "--runs-dir", str(tmp_path / "bare"), "--environment", "none", "--json", cache=shared_cache)
     # The sandbox image alone cannot import the package: the target counts as failing (as SWE-bench
     # counts a collection error), no fix inside the repository makes it pass, and the cause is said.
     bare = json.loads(none.stdout)
@@ -235,12 +244,13 @@ def test_run_repo_detects_the_environment_of_the_repository(tinyslug, tmp_path, 
     assert "No module named" in journal, bare["detail"]
 
 
-def test_an_environment_file_is_what_the_import_writes_and_runs_in(tinyslug, tmp_path, docker_client, sandbox_image):
+def test_an_environment_file_is_what_the_import_writes_and_runs_in(tinyslug, tmp_path, docker_client, sandbox_image,
+                                                                   shared_cache):
     spec = tmp_path / "env.toml"
     spec.write_text('[environment]\npackages = ["text-unidecode==1.3", "six==1.16.0"]\n'
                     'plugins = ["pytest-mock==3.14.0"]\ninstall = ["pip install --no-deps -e ."]\n')
     proc = cli("import", "commit", str(tinyslug.path), tinyslug.fix_words, "--out", str(tmp_path / "out"),
-               "--environment", str(spec), "--json", cache=tmp_path / "cache")
+               "--environment", str(spec), "--json", cache=shared_cache)
     (result,) = json.loads(proc.stdout)["results"]
     assert proc.returncode == 0 and result["status"] == "usable", (result, proc.stderr[-2000:])
     env = load_manifest(Path(result["manifest"])).environment
@@ -248,6 +258,6 @@ def test_an_environment_file_is_what_the_import_writes_and_runs_in(tinyslug, tmp
     assert "resolving" not in proc.stderr  # taken as written
     spec.write_text('packages = ["six"]\n')
     bad = cli("import", "commit", str(tinyslug.path), tinyslug.fix_words, "--out", str(tmp_path / "bad"),
-              "--environment", str(spec), "--json", cache=tmp_path / "cache")
+              "--environment", str(spec), "--json", cache=shared_cache)
     (refused,) = json.loads(bad.stdout)["results"]
     assert bad.returncode == 1 and "'six' is not a pinned requirement" in refused["reason"], refused
