@@ -55,7 +55,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-html-") as tmp:
         for i in range(args.repeat):
             record = execute_run(scenario, BaselineChooser(scenario.baseline), runs_dir=Path(tmp) / "runs",
-                                 client=client, sandbox_kind=args.sandbox)
+                                 client=client, backend=args.sandbox)
             done = subprocess.run([sys.executable, "-c", COLD_RENDER, record.run_dir], capture_output=True, text=True,
                                   cwd=ROOT, check=True)
             t = json.loads(done.stdout)
