@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from repair_agent.choosers import BaselineChooser  # noqa: E402
-from repair_agent.run import execute_run  # noqa: E402
+from repair_agent.lifecycle.run import execute_run  # noqa: E402
 from repair_agent.sandbox.environment import EnvironmentSection, scenario_image  # noqa: E402
-from repair_agent.scenario import load_manifest  # noqa: E402
+from repair_agent.scenarios.scenario import load_manifest  # noqa: E402
 
 REAL = ROOT / "sandbox_repos" / "real"
 

@@ -3,8 +3,8 @@
     .venv/bin/python bench/bench_html.py [--repeat 5] [--sandbox docker]
 
 Interleaved pairs: a whole discount-bug run in Docker (baseline chooser), then report.html written
-again for that run in a fresh interpreter that has loaded what a run loads (repair_agent.run), timed
-from before `import repair_agent.html_report` (jinja2's import and the template compile included:
+again for that run in a fresh interpreter that has loaded what a run loads (repair_agent.lifecycle.run), timed
+from before `import repair_agent.reports.html_report` (jinja2's import and the template compile included:
 what a CLI run pays once) to the file on disk; and, in that interpreter, a second, warm render.
 """
 from __future__ import annotations
@@ -23,16 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from repair_agent.choosers import BaselineChooser  # noqa: E402
-from repair_agent.run import execute_run  # noqa: E402
+from repair_agent.lifecycle.run import execute_run  # noqa: E402
 from repair_agent.sandbox.image import ensure_sandbox_image  # noqa: E402
-from repair_agent.scenario import resolve  # noqa: E402
+from repair_agent.scenarios.scenario import resolve  # noqa: E402
 
 COLD_RENDER = """
 import json, sys, time
 from pathlib import Path
-import repair_agent.run  # loaded by every run before it writes its report: not the report's cost
+import repair_agent.lifecycle.run  # loaded by every run before it writes its report: not the report's cost
 t0 = time.perf_counter()
-from repair_agent.html_report import write_run_html
+from repair_agent.reports.html_report import write_run_html
 write_run_html(Path(sys.argv[1]))
 cold = time.perf_counter() - t0
 t1 = time.perf_counter()

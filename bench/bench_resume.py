@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from repair_agent.choosers import BaselineChooser  # noqa: E402
-from repair_agent.resume import resume_run  # noqa: E402
-from repair_agent.run import execute_run  # noqa: E402
-from repair_agent.scenario import resolve  # noqa: E402
+from repair_agent.lifecycle.resume import resume_run  # noqa: E402
+from repair_agent.lifecycle.run import execute_run  # noqa: E402
+from repair_agent.scenarios.scenario import resolve  # noqa: E402
 
 FIRST_CALL: dict[str, float] = {}
 

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from repair_agent.scenario import resolve  # noqa: E402
+from repair_agent.scenarios.scenario import resolve  # noqa: E402
 from verifier import scope as current  # noqa: E402
 
 

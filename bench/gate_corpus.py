@@ -5,7 +5,7 @@ produce no finding, and reading one should take milliseconds.
 
 For each `*.scenario.toml` with a `reference_fix` (the home corpus `sandbox_repos/*.scenario.toml`
 and every directory below `sandbox_repos/` that holds manifests), the scenario is materialized as a
-run would see it (`repair_agent.scenario.load_manifest`: its repository, with its `bug_patch`
+run would see it (`repair_agent.scenarios.scenario.load_manifest`: its repository, with its `bug_patch`
 applied; a `[source] pypi` sdist fetched and sha256-verified into the cache), and the fix is
 reviewed against that tree. Prints, per corpus, how many fixes have findings and each finding, then
 the median and the slowest review in milliseconds (the pristine index built beforehand, as a run
@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from repair_agent import scenario as scenario_module  # noqa: E402
+from repair_agent.scenarios import scenario as scenario_module  # noqa: E402
 from repair_agent.resources import build_once  # noqa: E402
-from repair_agent.sources import SourceError, SourceSection, fetch_source, unpack_sdist  # noqa: E402
+from repair_agent.scenarios.sources import SourceError, SourceSection, fetch_source, unpack_sdist  # noqa: E402
 from verifier.gate import PristineIndex, review  # noqa: E402
 
 CORPORA = ROOT / "sandbox_repos"

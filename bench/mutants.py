@@ -51,8 +51,8 @@ sys.path.insert(0, str(ROOT))
 
 from repair_agent.importers.common import manifest_text  # noqa: E402
 from repair_agent.resources import cache_root  # noqa: E402
-from repair_agent.scenario import Manifest  # noqa: E402
-from repair_agent.sources import fetch_source  # noqa: E402
+from repair_agent.scenarios.scenario import Manifest  # noqa: E402
+from repair_agent.scenarios.sources import fetch_source  # noqa: E402
 
 CORPORA = ("real", "dev")
 HERE = Path(__file__).resolve().parent

@@ -8,8 +8,8 @@ localization) and hands off. A sweep of it is the cheapest way to collect the fi
 """
 from __future__ import annotations
 
-from repair_agent.actions import RunTargetTest, Stop
-from repair_agent.state import View
+from repair_agent.loop.actions import RunTargetTest, Stop
+from repair_agent.loop.state import View
 
 
 class Observe:

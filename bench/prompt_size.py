@@ -21,9 +21,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from chat_server import ChatServer, tool_call  # noqa: E402
 from repair_agent.choosers.model import ModelChooser  # noqa: E402
-from repair_agent.journal import read_journal  # noqa: E402
-from repair_agent.run import execute_run  # noqa: E402
-from repair_agent.scenario import resolve  # noqa: E402
+from repair_agent.loop.journal import read_journal  # noqa: E402
+from repair_agent.lifecycle.run import execute_run  # noqa: E402
+from repair_agent.scenarios.scenario import resolve  # noqa: E402
 
 PRICING = "src/discount_shop/pricing.py"
 

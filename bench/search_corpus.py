@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from repair_agent.choosers import load_chooser  # noqa: E402
-from repair_agent.run import execute_run  # noqa: E402
-from repair_agent.scenario import discover  # noqa: E402
+from repair_agent.lifecycle.run import execute_run  # noqa: E402
+from repair_agent.scenarios.scenario import discover  # noqa: E402
 
 
 def main() -> int:

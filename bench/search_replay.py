@@ -31,12 +31,12 @@ from unidiff import PatchSet
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from repair_agent.actions import ApplyPatch, ReadFile, Search, Stop  # noqa: E402
+from repair_agent.loop.actions import ApplyPatch, ReadFile, Search, Stop  # noqa: E402
 from repair_agent.choosers.search import Candidate, SearchChooser  # noqa: E402
 from repair_agent.choosers.search.chooser import STEPS_FOR_A_RIGHT_CANDIDATE  # noqa: E402
-from repair_agent.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
-from repair_agent.scenario import Scenario, load_manifest  # noqa: E402
-from repair_agent.state import Evidence, SearchHit, View  # noqa: E402
+from repair_agent.loop.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
+from repair_agent.scenarios.scenario import Scenario, load_manifest  # noqa: E402
+from repair_agent.loop.state import Evidence, SearchHit, View  # noqa: E402
 
 
 
@@ -182,7 +182,7 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
 
 
 def _run_full():
-    from repair_agent.actions import RunFullSuite
+    from repair_agent.loop.actions import RunFullSuite
     return RunFullSuite()
 
 

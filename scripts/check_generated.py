@@ -37,8 +37,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from repair_agent.scenario import (IGNORED_PARTS, ManifestError, Scenario, apply_patch_to_tree,  # noqa: E402
-                                   select)
+from repair_agent.scenarios.scenario import (IGNORED_PARTS, ManifestError, Scenario, apply_patch_to_tree,  # noqa: E402
+                                             select)
 from verifier.generated import (CASE_TIMEOUT_S, REFERENCE_CASE_TIMEOUT_S, GeneratedCase, compare,  # noqa: E402
                                 generate_cases, probe_local, reference_rows, request, seed_for)
 from verifier.heldout import PROBE_SOURCE, HeldoutSpec, judge_heldout, parse_probe_output  # noqa: E402

@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from repair_agent.scenario import (IGNORED_PARTS, ManifestError, Scenario, apply_patch_to_tree,  # noqa: E402
-                                   select)
+from repair_agent.scenarios.scenario import (IGNORED_PARTS, ManifestError, Scenario, apply_patch_to_tree,  # noqa: E402
+                                             select)
 from verifier.heldout import PROBE_SOURCE, HeldoutResult, HeldoutSpec, run_probe_local  # noqa: E402
 
 

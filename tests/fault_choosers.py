@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from repair_agent.choosers import BaselineChooser
-from repair_agent.scenario import resolve
+from repair_agent.scenarios.scenario import resolve
 
 
 def cut_engine_at_step_3():

@@ -7,7 +7,7 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
-from repair_agent.scenario import discover
+from repair_agent.scenarios.scenario import discover
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT / "sandbox_repos"

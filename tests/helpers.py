@@ -165,8 +165,8 @@ class Scripted:
 
 def local_run(chooser, runs_dir, **kw):
     """The discount-bug scenario with the local backend (real git, real pytest, real verifier)."""
-    from repair_agent.run import execute_run
-    from repair_agent.scenario import resolve
+    from repair_agent.lifecycle.run import execute_run
+    from repair_agent.scenarios.scenario import resolve
 
     return execute_run(resolve("discount-bug"), chooser, backend="local", runs_dir=runs_dir, **kw)
 

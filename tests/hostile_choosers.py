@@ -15,7 +15,7 @@ import difflib
 import functools
 from pathlib import Path
 
-from repair_agent.state import StopReason
+from repair_agent.loop.state import StopReason
 
 BUGGY = "price * (1 - discount)"
 FIXED = "price * (1 - discount / 100)"
@@ -24,7 +24,7 @@ TARGET = "tests/test_pricing.py::test_ten_percent_discount"
 
 @functools.lru_cache(maxsize=1)
 def pristine_repo() -> Path:
-    from repair_agent.scenario import resolve
+    from repair_agent.scenarios.scenario import resolve
 
     return resolve("discount-bug").repo
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from repair_agent.actions import TOOL_NAMES
+from repair_agent.loop.actions import TOOL_NAMES
 from repair_agent.choosers.base import ChooserDescription, ChooserStep, Usage
-from repair_agent.state import ConditionState, Evidence
+from repair_agent.loop.state import ConditionState, Evidence
 
 READ = {"tool": "read_file", "path": "src/discount_shop/pricing.py"}
 TARGET = {"tool": "run_target_test"}

@@ -7,7 +7,7 @@ evidence rubric asks for — and then follows the recipe (7 steps). At a budget 
 seed runs out of steps; at 8 both repair."""
 from __future__ import annotations
 
-from repair_agent.actions import RunTargetTest
+from repair_agent.loop.actions import RunTargetTest
 from repair_agent.choosers.base import ChooserDescription
 from repair_agent.choosers.baseline import BaselineChooser
 
@@ -16,7 +16,7 @@ class SeededCareful:
     name = "seeded-careful"
 
     def __init__(self, seed: int = 0):
-        from repair_agent.scenario import resolve
+        from repair_agent.scenarios.scenario import resolve
 
         self.seed = seed
         self.recipe = BaselineChooser(resolve("discount-bug").baseline)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from repair_agent.corpus import check_corpus
-from repair_agent.scenario import load_manifest
+from repair_agent.scenarios.corpus import check_corpus
+from repair_agent.scenarios.scenario import load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 

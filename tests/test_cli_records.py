@@ -7,8 +7,8 @@ from pathlib import Path
 
 from repair_agent import cli
 from repair_agent.choosers import load_chooser
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
 
 
 def test_one_corrupt_run_json_is_named_and_the_other_runs_are_listed(tmp_path, capsys):

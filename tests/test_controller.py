@@ -17,9 +17,9 @@ from chat_server import ChatServer, content, http_error, tool_call
 from helpers import Scripted, fix_diff, local_run
 from repair_agent.choosers import BaselineChooser, load_chooser
 from repair_agent.choosers.model import ModelChooser
-from repair_agent.journal import read_journal
-from repair_agent.scenario import ManifestError, load_manifest, resolve
-from repair_agent.state import StopReason
+from repair_agent.loop.journal import read_journal
+from repair_agent.scenarios.scenario import ManifestError, load_manifest, resolve
+from repair_agent.loop.state import StopReason
 
 ROOT = Path(__file__).resolve().parents[1]
 

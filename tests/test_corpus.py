@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from repair_agent.corpus import check_corpus, render_table
-from repair_agent.scenario import discover
+from repair_agent.scenarios.corpus import check_corpus, render_table
+from repair_agent.scenarios.scenario import discover
 from verifier.heldout import HeldoutSpec, run_probe_local
 
 SCENARIOS, ERRORS = discover()

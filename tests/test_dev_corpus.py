@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from repair_agent.scenario import SCENARIO_PATH_ENV, discover
+from repair_agent.scenarios.scenario import SCENARIO_PATH_ENV, discover
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT / "sandbox_repos" / "dev"

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 import hostile_choosers as h
-from repair_agent.journal import read_journal, verify_chain
-from repair_agent.run import execute_run
+from repair_agent.loop.journal import read_journal, verify_chain
+from repair_agent.lifecycle.run import execute_run
 from repair_agent.sandbox.base import DIFF_SCRIPT
-from repair_agent.scenario import discover, resolve
-from repair_agent.state import StopReason
+from repair_agent.scenarios.scenario import discover, resolve
+from repair_agent.loop.state import StopReason
 from verifier import scope
 from verifier.scope import GRANTABLE_RULES, check_scope, git_reading
 from verifier.spec import AcceptanceSpec

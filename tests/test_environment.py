@@ -21,8 +21,8 @@ import pytest
 from repair_agent.sandbox.environment import (BUILD_FILES, EnvironmentBuildError, EnvironmentSection,
                                               build_script, describe_failure, environment_key,
                                               environment_tag)
-from repair_agent.scenario import CACHE_ENV, ManifestError, load_manifest
-from repair_agent.sources import SourceError, SourceSection, fetch_source
+from repair_agent.scenarios.scenario import CACHE_ENV, ManifestError, load_manifest
+from repair_agent.scenarios.sources import SourceError, SourceSection, fetch_source
 from helpers import PypiIndex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -330,7 +330,7 @@ def test_environment_with_a_dependency_runs_a_real_scenario(docker_client, tmp_p
     """python-slugify needs text-unidecode, which the sandbox image lacks: its environment image is
     built once (cached in the engine across sessions), the corpus check passes on it, and the same
     image gives candidate code the package but no network."""
-    from repair_agent.corpus import check_scenario
+    from repair_agent.scenarios.corpus import check_scenario
     from repair_agent.sandbox.environment import scenario_image
     from verifier.isolation import HardenedContainer
 

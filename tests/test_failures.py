@@ -10,10 +10,10 @@ import docker
 import pytest
 
 from repair_agent.choosers import BaselineChooser
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
 from verifier.candidate_tree import restore_protected
-from repair_agent.state import StopReason
+from repair_agent.loop.state import StopReason
 from verifier import AcceptanceSpec, Verifier
 from verifier.isolation import LABEL, OWNER_LABEL
 

@@ -19,10 +19,10 @@ import pytest
 
 from helpers import fix_diff, runs_dir_with_cache, skip_unless_present
 from repair_agent.choosers import BaselineChooser
-from repair_agent.journal import read_journal, verify_chain
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason
+from repair_agent.loop.journal import read_journal, verify_chain
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason
 from verifier import AcceptanceSpec, Verifier
 from verifier.isolation import LABEL, OWNER_LABEL
 

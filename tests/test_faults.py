@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from repair_agent.choosers import BaselineChooser
-from repair_agent.faults import attribute
-from repair_agent.journal import read_records
-from repair_agent.run import execute_run
-from repair_agent.scenario import load_manifest, resolve
+from repair_agent.reports.faults import attribute
+from repair_agent.loop.journal import read_records
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import load_manifest, resolve
 from helpers import PRICING, Scripted, fix_diff
 from helpers import local_run as run
 

@@ -22,15 +22,15 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from repair_agent.actions import InvalidAction, parse_action
-from repair_agent.controller import Controller
-from repair_agent.journal import Journal, read_journal, verify_chain
-from repair_agent.loop_state import LoopState
-from repair_agent.run import initial_state
+from repair_agent.loop.actions import InvalidAction, parse_action
+from repair_agent.loop.controller import Controller
+from repair_agent.loop.journal import Journal, read_journal, verify_chain
+from repair_agent.loop.loop_state import LoopState
+from repair_agent.lifecycle.run import initial_state
 from repair_agent.sandbox import backend_named
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason
-from repair_agent.tools import Executor
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason
+from repair_agent.loop.tools import Executor
 from verifier import Verifier
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from heldout_corpora import (CORPORA, assert_goals_describe_symptoms_not_the_fix
                              assert_kinds_mixed_and_some_fixes_add_lines, assert_no_shared_project_and_not_discovered,
                              assert_pinned_tagged_and_mirrored)
 
-from repair_agent.scenario import SCENARIO_PATH_ENV
+from repair_agent.scenarios.scenario import SCENARIO_PATH_ENV
 
 HELD_OUT = ["holdout", "holdout2"]
 each = pytest.mark.parametrize("name", HELD_OUT)

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 import hostile_choosers as h
-from repair_agent.journal import read_journal, verify_chain
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason
+from repair_agent.loop.journal import read_journal, verify_chain
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason
 from verifier import ScopeVerdict, Verifier, diff_sha256
 from verifier.gate import GateVerdict
 from verifier.spec import nodeid_to_junit_key, tree_files
@@ -207,7 +207,7 @@ CHECKS = {h.FakePassedPrint: _check_fake_passed_print, h.StaleAfterGreen: _check
 
 @pytest.fixture(scope="module")
 def direct_verifier(docker_client, sandbox_image, tmp_path_factory, baseline_cache):
-    """Built the way repair_agent/run.py builds it, but driven by hand."""
+    """Built the way repair_agent/lifecycle/run.py builds it, but driven by hand."""
     scenario = resolve("discount-bug")
     verifier = Verifier(scenario.spec, scenario.repo, tmp_path_factory.mktemp("direct") / "verifier",
                         backend="docker", client=docker_client, image=sandbox_image, cache_dir=baseline_cache,

@@ -30,16 +30,16 @@ import pytest
 from pydantic import ValidationError
 
 import hostile_objects as h
-from repair_agent.seal import seal_run
-from repair_agent import release
-from repair_agent.actions import TOOL_NAMES
+from repair_agent.lifecycle.seal import seal_run
+from repair_agent.lifecycle import release
+from repair_agent.loop.actions import TOOL_NAMES
 from repair_agent.choosers import BaselineChooser
-from repair_agent.journal import StepRecord, evidence_by_id, read_journal, read_records, record_hash, verify_chain
-from repair_agent.resume import ResumeRefused, load_checkpoint
-from repair_agent.records import RunRecord
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason, state_hash
+from repair_agent.loop.journal import StepRecord, evidence_by_id, read_journal, read_records, record_hash, verify_chain
+from repair_agent.lifecycle.resume import ResumeRefused, load_checkpoint
+from repair_agent.reports.records import RunRecord
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason, state_hash
 from verifier import diff_sha256
 
 ROOT = Path(__file__).resolve().parents[1]

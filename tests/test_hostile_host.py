@@ -253,7 +253,7 @@ def assert_nothing_released(run_dir: Path) -> None:
 
 def _rechain(path: Path, edit) -> None:
     """Rewrite the journal's lines with `edit` and recompute every hash: a chain that verifies."""
-    from repair_agent.journal import record_hash
+    from repair_agent.loop.journal import record_hash
 
     records = [json.loads(line) for line in path.read_text().splitlines()]
     previous = None
@@ -321,7 +321,7 @@ def test_a_manifest_or_held_out_file_edited_in_place_after_the_run_is_refused(ve
     for key in ("manifest", "heldout", "reference_fix"):
         scenario[key] = str(own / Path(scenario[key]).relative_to(manifest.parent))
     (run_dir / "scenario.json").write_text(json.dumps(scenario, indent=2))
-    from repair_agent.seal import seal_run
+    from repair_agent.lifecycle.seal import seal_run
 
     monkeypatch.setenv("REPAIR_AGENT_STATE_DIR", verified["env"]["REPAIR_AGENT_STATE_DIR"])
     seal_run(run_dir)
@@ -366,7 +366,7 @@ def test_a_rewritten_report_is_said_by_show_and_refused_by_release(verified, tmp
 
 
 def test_a_seal_made_with_another_key_or_no_seal_is_not_releasable(verified, tmp_path, monkeypatch):
-    from repair_agent.seal import seal_run
+    from repair_agent.lifecycle.seal import seal_run
 
     run_dir = copy_run(verified, tmp_path)
     # Resealed by someone with their own key (the forger's state directory): refused.

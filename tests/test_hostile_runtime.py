@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from repair_agent.run import execute_run
-from repair_agent.scenario import load_manifest
-from repair_agent.state import StopReason
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import load_manifest
+from repair_agent.loop.state import StopReason
 from verifier.isolation import Limits
 
 ROOT = Path(__file__).resolve().parents[1]

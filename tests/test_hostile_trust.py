@@ -28,7 +28,7 @@ import pytest
 import hostile_choosers as h
 import hostile_trust_attacks as attacks
 from hostile_trust_attacks import ATTACKS, BY_NAME, Attack
-from repair_agent.scenario import resolve
+from repair_agent.scenarios.scenario import resolve
 from verifier import Verifier
 from verifier.gate import PristineIndex, review
 from verifier.isolation import KeepBudget

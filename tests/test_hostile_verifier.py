@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 import hostile_choosers as h
-from repair_agent.scenario import resolve
+from repair_agent.scenarios.scenario import resolve
 from verifier import Verifier
 from verifier.gate import review
 from verifier.scope import check_scope

@@ -23,14 +23,14 @@ import pytest
 import hostile_choosers as h
 from helpers import import_required, skip_unless_present
 from repair_agent.choosers import load_chooser
-from repair_agent import html_page
-from repair_agent.html_report import render_run_html
+from repair_agent.reports import html_page
+from repair_agent.reports.html_report import render_run_html
 from repair_agent.sweep.html import render_sweep_html
 from repair_agent.sweep import SweepSummary
-from repair_agent.records import Report
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason
+from repair_agent.reports.records import Report
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(html_page.__file__).parent / "templates"
@@ -406,5 +406,5 @@ def test_templates_ship_with_the_package(tmp_path):
     done = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py",
                            "--build-lib", str(tmp_path / "lib")], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    shipped = {p.name for p in (tmp_path / "lib" / "repair_agent" / "templates").glob("*.j2")}
+    shipped = {p.name for p in (tmp_path / "lib" / "repair_agent" / "reports" / "templates").glob("*.j2")}
     assert shipped == {p.name for p in TEMPLATES.glob("*.j2")} and "report.html.j2" in shipped

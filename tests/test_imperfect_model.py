@@ -8,10 +8,10 @@ from pathlib import Path
 
 from chat_server import ChatServer
 from repair_agent.choosers.model import ModelChooser
-from repair_agent.journal import read_journal
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason
+from repair_agent.loop.journal import read_journal
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from imperfect_model import ImperfectModel  # noqa: E402

@@ -12,7 +12,7 @@ from helpers import import_usable_commit
 from rangekit_project import build_rangekit
 from repair_agent.importers.commit import import_commit, split_commit
 from repair_agent.importers.common import local_check
-from repair_agent.scenario import load_manifest
+from repair_agent.scenarios.scenario import load_manifest
 
 pytestmark = pytest.mark.docker
 

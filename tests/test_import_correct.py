@@ -17,9 +17,9 @@ from rangekit_project import build_rangekit
 from repair_agent.choosers import BaselineChooser
 from repair_agent.importers.common import local_check
 from repair_agent.importers.derived import derive_heldout, literal_calls, module_of, touched_functions
-from repair_agent.run import execute_run
-from repair_agent.scenario import BaselineRecipe, load_manifest
-from repair_agent.state import StopReason
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import BaselineRecipe, load_manifest
+from repair_agent.loop.state import StopReason
 
 pytestmark = pytest.mark.docker
 

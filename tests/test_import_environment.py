@@ -19,7 +19,7 @@ import pytest
 
 from helpers import git_history
 
-from repair_agent.scenario import load_manifest
+from repair_agent.scenarios.scenario import load_manifest
 
 pytestmark = pytest.mark.docker
 

@@ -21,9 +21,9 @@ from helpers import runs_dir_with_cache
 from hostile_choosers import unified
 from rangekit_project import CORE_BUGGY, SPAN_TEST, build_rangekit
 from repair_agent.choosers import BaselineChooser
-from repair_agent.run import execute_run
-from repair_agent.scenario import BaselineRecipe, load_manifest
-from repair_agent.state import StopReason
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import BaselineRecipe, load_manifest
+from repair_agent.loop.state import StopReason
 
 pytestmark = pytest.mark.docker
 

@@ -19,9 +19,9 @@ import pytest
 from rangekit_project import build_rangekit
 from repair_agent.choosers import SearchChooser
 from repair_agent.importers.swebench import SwebenchInstance
-from repair_agent.run import execute_run
-from repair_agent.scenario import load_manifest
-from repair_agent.state import StopReason
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import load_manifest
+from repair_agent.loop.state import StopReason
 
 ROOT = Path(__file__).resolve().parents[1]
 P2P = ["tests/test_core.py::test_clamp_inside", "tests/test_core.py::test_clamp_outside",

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from repair_agent import in_sandbox, localization, mutation
+from repair_agent import in_sandbox
+from repair_agent.hints import localization, mutation
 from repair_agent.in_sandbox import mutants, spectrum
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from repair_agent import cli
 from repair_agent.choosers import load_chooser
-from repair_agent.journal import StepRecord, StopRecord, parse_record, read_journal, read_records, verify_chain
-from repair_agent.resume import resume_run
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason
+from repair_agent.loop.journal import StepRecord, StopRecord, parse_record, read_journal, read_records, verify_chain
+from repair_agent.lifecycle.resume import resume_run
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason
 from verifier.rubric import rubric_from_journal
 
 PRICING = "src/discount_shop/pricing.py"
@@ -93,8 +93,8 @@ def test_the_rubric_reads_the_last_stop_of_a_resumed_run(tmp_path):
 def test_the_journaled_view_keeps_every_field_of_the_view():
     """JournaledView shares the View's fields (ViewFields) and names the evidence by id: a field added
     to View outside ViewFields would be silently missing from every journal and from `replay --step N`."""
-    from repair_agent.journal import JournaledView
-    from repair_agent.state import View
+    from repair_agent.loop.journal import JournaledView
+    from repair_agent.loop.state import View
 
     assert set(View.model_fields) - {"evidence"} == set(JournaledView.model_fields) - {"evidence_ids", "evidence"}
 

@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
-from repair_agent.actions import RunTargetTest
-from repair_agent.localization import Localization, localize, ochiai
+from repair_agent.loop.actions import RunTargetTest
+from repair_agent.hints.localization import Localization, localize, ochiai
 from repair_agent.sandbox import LocalSandbox
 
 from helpers import calc_sandbox
@@ -36,7 +36,7 @@ def test_no_failing_target_is_said_as_such(sandbox):
 
 
 def test_a_broken_interpreter_is_a_note_not_an_error(sandbox, monkeypatch):
-    monkeypatch.setattr("repair_agent.localization.sys.executable", "/nonexistent/python")
+    monkeypatch.setattr("repair_agent.hints.localization.sys.executable", "/nonexistent/python")
     loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",))
     assert loc.lines == () and loc.note
 
@@ -53,8 +53,8 @@ def test_ochiai_prefers_lines_only_failing_tests_run():
 
 def test_the_model_prompt_shows_the_localization():
     from repair_agent.choosers.model.prompt import render_evidence
-    from repair_agent.localization import SuspiciousLine
-    from repair_agent.state import Evidence
+    from repair_agent.hints.localization import SuspiciousLine
+    from repair_agent.loop.state import Evidence
 
     ev = Evidence(id="E1", step=1, tool="run_target_test", action=RunTargetTest(), status="failed", source="x",
                   started_at="t", duration_s=0.1, summary="s", diff_sha256="d", fingerprint="f", result_sha256="r",
@@ -65,7 +65,7 @@ def test_the_model_prompt_shows_the_localization():
 
 
 def test_other_tests_are_capped_at_a_fixed_number_and_the_target_always_runs(sandbox, monkeypatch):
-    monkeypatch.setattr("repair_agent.localization.MAX_OTHER_TESTS", 2)
+    monkeypatch.setattr("repair_agent.hints.localization.MAX_OTHER_TESTS", 2)
     loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",))
     # 5 other tests, 2 kept (evenly spread: test_clamp_low and test_span), the target first; without
     # test_clamp_mid nothing tells `if x > hi` from `return lo` any more

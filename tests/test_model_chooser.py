@@ -13,11 +13,11 @@ import pytest
 
 from chat_server import (ChatServer, content, delay, drop_connection, http_error, openai_error, refusal, tool_call,
                          tool_calls)
-from repair_agent.actions import ReadFile, parse_action, tool_schemas
+from repair_agent.loop.actions import ReadFile, parse_action, tool_schemas
 from repair_agent.choosers.base import ChooserError, ChooserUnavailable, MalformedReply
 from repair_agent.choosers.base import ChooserStep
 from repair_agent.choosers.model import SYSTEM_PROMPT, USER_PROMPT_CAP, ModelChooser, prompt, render_view
-from repair_agent.state import Authorization, ConditionState, Evidence, Goal, Grant, View
+from repair_agent.loop.state import Authorization, ConditionState, Evidence, Goal, Grant, View
 
 GOAL_TEXT = "Fix apply_discount so a 10% discount on 200.00 returns 180.00 instead of 20.00."
 ALLOWED = ("search", "read_file", "apply_patch", "run_target_test", "stop")

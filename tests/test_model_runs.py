@@ -17,11 +17,11 @@ from chat_server import (ChatServer, content, delay, drop_connection, http_error
 from helpers import PRICING_REL as PRICING
 from helpers import fix_diff
 from repair_agent.choosers.model import ModelChooser
-from repair_agent.journal import read_journal
-from repair_agent.records import load_record
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason
+from repair_agent.loop.journal import read_journal
+from repair_agent.reports.records import load_record
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = {"retry_base_s": 0.001, "retry_max_s": 0.05}
@@ -362,8 +362,8 @@ def test_notes_are_shown_back_journaled_with_the_observation_and_replay_exactly(
     the proposal and with the observation, so each journaled View renders the prompt the model was
     sent, byte for byte; and a note does not disguise a repeated action."""
     from repair_agent.choosers.model import render_view
-    from repair_agent.journal import JournaledView
-    from repair_agent.resume import load_checkpoint
+    from repair_agent.loop.journal import JournaledView
+    from repair_agent.lifecycle.resume import load_checkpoint
 
     script = [
         tool_call("read_file", {"path": PRICING, "note": "plan: read pricing, then fix the percent"}),
@@ -440,7 +440,7 @@ def test_open_model_reply_formats_repair_the_bug(runs_dir):
 def test_a_run_that_edited_with_replace_in_file_resumes_from_its_journal(runs_dir):
     """The workspace of a resumed run is rebuilt from the journaled diffs: replace_in_file's is the
     one it was applied as (the result's data.applied_diff), so the rebuilt diff hashes as journaled."""
-    from repair_agent.resume import resume_run
+    from repair_agent.lifecycle.resume import resume_run
 
     with ChatServer([tool_call("replace_in_file", {"path": PRICING, "old": FIX_OLD, "new": FIX_NEW}),
                      tool_call("run_target_test"), *CHECKS[1:]]) as srv:
@@ -510,7 +510,7 @@ def test_replace_in_file_on_a_protected_file_needs_a_grant_as_a_patch_would(runs
 def test_a_refused_replace_in_file_is_granted_on_its_diff_and_reoffered_on_resume(runs_dir):
     """A person grants README.md after a replace_in_file there was refused: the grant is checked
     against the diff the edit became; the resumed run re-offers the edit, now accepted."""
-    from repair_agent.resume import ResumeRefused, record_grant, resume_run
+    from repair_agent.lifecycle.resume import ResumeRefused, record_grant, resume_run
 
     readme_edit = {"path": "README.md", "old": "# discount-shop\n", "new": "# discount-shop\n\nDiscounts are percent.\n"}
     script = [tool_call("replace_in_file", readme_edit),                                       # 1, refused

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import mutants  # noqa: E402
 
-from repair_agent.scenario import apply_patch_to_tree, load_manifest  # noqa: E402
+from repair_agent.scenarios.scenario import apply_patch_to_tree, load_manifest  # noqa: E402
 
 PER_PROJECT = 3
 

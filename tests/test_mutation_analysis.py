@@ -6,13 +6,13 @@ import subprocess
 
 import pytest
 
-from repair_agent.actions import RunTargetTest
+from repair_agent.loop.actions import RunTargetTest
 from repair_agent.choosers.search import Failure, SearchChooser
 from repair_agent.choosers.search.mutants import CLEAN_FIX
 from repair_agent.choosers.search.ranking import rank_candidates
-from repair_agent.localization import localize
-from repair_agent.mutation import MutantFix
-from repair_agent.plain import read_description
+from repair_agent.hints.localization import localize
+from repair_agent.hints.mutation import MutantFix
+from repair_agent.loop.plain import read_description
 
 from helpers import CALC, calc_sandbox
 
@@ -60,7 +60,7 @@ def test_a_mutant_that_turns_the_failing_target_green_is_reported_and_checked(tm
 
 
 def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setattr("repair_agent.mutation.PER_MUTANT_S", 0.5)
+    monkeypatch.setattr("repair_agent.hints.mutation.PER_MUTANT_S", 0.5)
     sandbox = calc_sandbox(tmp_path, STEPS, STEPS_TESTS)
     loc = localize(sandbox, ("tests/test_calc.py::test_three", "tests/test_calc.py::test_four"), ("src/**",),
                    mutate=True)
@@ -199,9 +199,9 @@ def test_methods_cached_functions_and_module_constants_are_all_mutated(tmp_path)
 
 def test_the_model_prompt_shows_the_clean_fix_first():
     from repair_agent.choosers.model.prompt import render_evidence
-    from repair_agent.localization import Localization
-    from repair_agent.mutation import MutationAnalysis
-    from repair_agent.state import Evidence
+    from repair_agent.hints.localization import Localization
+    from repair_agent.hints.mutation import MutationAnalysis
+    from repair_agent.loop.state import Evidence
 
     fixes = (MutantFix(path="src/a.py", line=3, text="    return a - b", what="+ -> -", fixed=1, of=1, broken=2, checked=5),
              MutantFix(path="src/a.py", line=7, text="    if x <= 0:", what="< -> <=", fixed=1, of=1, broken=0, checked=5))

@@ -28,7 +28,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from repair_agent.scenario import discover
+from repair_agent.scenarios.scenario import discover
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,13 +91,13 @@ def test_the_wheel_carries_the_dockerfile_and_every_file_of_sandbox_repos(instal
                for p in [ROOT / "Dockerfile", *(ROOT / "sandbox_repos").rglob("*")]
                if p.is_file() and not {"__pycache__", ".pytest_cache"} & set(p.parts) and p.suffix != ".pyc"}
     assert shipped - names == set()
-    assert {"repair_agent/templates/report.html.j2", "verifier/probe.py"} <= names
+    assert {"repair_agent/reports/templates/report.html.j2", "verifier/probe.py"} <= names
     assert (ROOT / "Dockerfile").read_bytes() == zipfile.ZipFile(installed.wheel).read("repair_agent/_data/Dockerfile")
 
 
 def test_installed_tool_lists_the_builtin_scenarios_from_another_directory(installed):
     where = json.loads(installed.python(
-        "import json, repair_agent, verifier, repair_agent.scenario as s, repair_agent.resources as r;"
+        "import json, repair_agent, verifier, repair_agent.scenarios.scenario as s, repair_agent.resources as r;"
         "print(json.dumps([repair_agent.__file__, verifier.__file__, str(s.BUILTIN_DIR), str(r.data_path('Dockerfile'))]))"))
     for path in where:  # the wheel's files, not the checkout's (which the editable install points at)
         assert Path(path).is_relative_to(installed.venv), where

@@ -182,7 +182,7 @@ def test_the_granted_findings_stay_listed_for_the_person(verified):
 
 
 def test_a_goal_of_several_lines_shows_its_lines_and_none_becomes_markup():
-    from repair_agent.visible import md_lines
+    from repair_agent.untrusted.visible import md_lines
 
     goal = "Fix intword for 1000 decillion\n\nThese tests fail: tests/test_number.py::test_intword\n---\n1. x\n# h\n<b>y</b>"
     lines = md_lines(goal)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import hostile_choosers as h
-from repair_agent.scenario import resolve
+from repair_agent.scenarios.scenario import resolve
 from verifier import Verifier
 from verifier.isolation import LABEL, OWNER_LABEL
 from verifier.runner import PRISTINE_LABEL
@@ -219,7 +219,7 @@ CHILD = '''
 import sys, time
 from pathlib import Path
 import docker
-from repair_agent.scenario import resolve
+from repair_agent.scenarios.scenario import resolve
 from verifier import Verifier
 scenario = resolve("discount-bug")
 v = Verifier(scenario.spec, scenario.repo, Path(sys.argv[1]), backend="docker", client=docker.from_env(),

@@ -205,8 +205,8 @@ CLOCK_FIX = '''\
 
 
 def test_a_real_fix_that_reads_the_clock_is_checked_with_that_granted_and_said(tmp_path):
-    from repair_agent.corpus import check_scenario, render_table
-    from repair_agent.scenario import load_manifest
+    from repair_agent.scenarios.corpus import check_scenario, render_table
+    from repair_agent.scenarios.scenario import load_manifest
 
     repo = tree(tmp_path / "clocky", {"src/clocky/__init__.py": CLOCK_CODE, "tests/test_age.py": CLOCK_TESTS,
                                       "pyproject.toml": "[tool.pytest.ini_options]\npythonpath = ['src']\n"})

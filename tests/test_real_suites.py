@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from repair_agent.scenario import SCENARIO_PATH_ENV, discover
+from repair_agent.scenarios.scenario import SCENARIO_PATH_ENV, discover
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "sandbox_repos" / "real-suites"

@@ -20,10 +20,10 @@ import pytest
 from helpers import runs_dir_with_cache
 from hostile_choosers import StopAtOnce
 from repair_agent.choosers import BaselineChooser
-from repair_agent.records import RunRecord
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason
+from repair_agent.reports.records import RunRecord
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason
 
 pytestmark = pytest.mark.docker
 

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from repair_agent import release
+from repair_agent.lifecycle import release
 from repair_agent.choosers import BaselineChooser
-from repair_agent.journal import read_journal, record_hash, verify_chain
-from repair_agent.resume import ResumeRefused, load_checkpoint, record_grant
-from repair_agent.records import load_record
-from repair_agent.resume import resume_run
-from repair_agent.run import execute_run
-from repair_agent.scenario import resolve
-from repair_agent.state import StopReason, state_hash
+from repair_agent.loop.journal import read_journal, record_hash, verify_chain
+from repair_agent.lifecycle.resume import ResumeRefused, load_checkpoint, record_grant
+from repair_agent.reports.records import load_record
+from repair_agent.lifecycle.resume import resume_run
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import StopReason, state_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = ROOT / "sandbox_repos/discount_shop"
@@ -300,7 +300,7 @@ def test_a_granted_test_edit_is_tested_as_the_pristine_test_and_cannot_help(runs
 
 KILLER = """
 import os, signal, sys
-import repair_agent.journal as journal
+import repair_agent.loop.journal as journal
 from repair_agent.cli import main
 
 after = int(os.environ["KILL_AFTER_LINE"])

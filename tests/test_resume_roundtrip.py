@@ -20,18 +20,18 @@ import pytest
 from verifier import unsatisfied
 
 from repair_agent.choosers import BaselineChooser
-from repair_agent.controller import Controller
-from repair_agent.journal import Journal
-from repair_agent.loop_state import LoopState
+from repair_agent.loop.controller import Controller
+from repair_agent.loop.journal import Journal
+from repair_agent.loop.loop_state import LoopState
 from repair_agent.choosers.base import ChooserDescription
-from repair_agent.resume import load_checkpoint, rebuilt_loop, resume_run
-from repair_agent.run import initial_state
+from repair_agent.lifecycle.resume import load_checkpoint, rebuilt_loop, resume_run
+from repair_agent.lifecycle.run import initial_state
 from repair_agent.sandbox import backend_named
 from repair_agent.sandbox.early import new_run_id
-from repair_agent.scenario import resolve
-from repair_agent.session import Session
-from repair_agent.state import StopReason, budget_with
-from repair_agent.tools import Executor
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.lifecycle.session import Session
+from repair_agent.loop.state import StopReason, budget_with
+from repair_agent.loop.tools import Executor
 
 MAX_STEPS = 8
 STEPS = 6  # the baseline's run: search, read, patch, target test, full suite, scope check

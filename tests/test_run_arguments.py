@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from repair_agent.journal import Journal, JournalError, StartRecord
-from repair_agent.run import initial_state
-from repair_agent.scenario import resolve
-from repair_agent.state import Budget
+from repair_agent.loop.journal import Journal, JournalError, StartRecord
+from repair_agent.lifecycle.run import initial_state
+from repair_agent.scenarios.scenario import resolve
+from repair_agent.loop.state import Budget
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +23,7 @@ SLOW = '''\
 import time
 
 from repair_agent.choosers import BaselineChooser
-from repair_agent.scenario import resolve
+from repair_agent.scenarios.scenario import resolve
 
 
 class Slow:

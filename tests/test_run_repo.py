@@ -184,7 +184,7 @@ def test_run_repo_refuses_what_it_cannot_use(tmp_path):
 
 
 def test_the_environment_comes_from_the_repository_files(tmp_path):
-    from repair_agent.local_repo import repo_environment
+    from repair_agent.importers.local_repo import repo_environment
     from repair_agent.sandbox.declared import read_declared
 
     assert repo_environment(tmp_path, "auto", print) is None  # nothing to install: the plain sandbox image
@@ -196,7 +196,7 @@ def test_the_environment_comes_from_the_repository_files(tmp_path):
 
 
 def test_a_version_module_the_install_wrote_is_in_the_copy_and_never_an_uncommitted_change(tmp_path):
-    from repair_agent.local_repo import snapshot
+    from repair_agent.importers.local_repo import snapshot
 
     files = {"src/pkg/__init__.py": "from ._version import version\n", "tests/test_a.py": "def test_a():\n    pass\n",
              ".gitignore": "src/pkg/_version.py\n.venv/\n*.log\n"}

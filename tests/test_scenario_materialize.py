@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from repair_agent.scenario import BUILTIN_DIR, CACHE_ENV, ManifestError, load_manifest, materialize, tree_digest
+from repair_agent.scenarios.scenario import BUILTIN_DIR, CACHE_ENV, ManifestError, load_manifest, materialize, tree_digest
 
 MANIFEST = """name = "tk"
 repo = "textkit"
@@ -80,7 +80,7 @@ def test_concurrent_materialization_agrees(scenario_dir):
 
 
 def test_concurrent_materialization_across_processes(scenario_dir):
-    code = ("import sys; from pathlib import Path; from repair_agent.scenario import materialize; "
+    code = ("import sys; from pathlib import Path; from repair_agent.scenarios.scenario import materialize; "
             "print(materialize(Path(sys.argv[1]), Path(sys.argv[2])))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(scenario_dir / "textkit"), str(scenario_dir / "bug.diff")],
                               stdout=subprocess.PIPE, text=True) for _ in range(4)]

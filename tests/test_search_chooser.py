@@ -16,11 +16,11 @@ import pytest
 from repair_agent.choosers import load_chooser
 from repair_agent.choosers.search import (Candidate, SearchChooser, functions_in, line_mutations, parse_failure,
                                           render_patch, unanchored_end)
-from repair_agent.journal import StepRecord, evidence_by_id, read_journal, read_records
-from repair_agent.plain import consult
-from repair_agent.run import execute_run
-from repair_agent.scenario import load_manifest, resolve
-from repair_agent.state import StopReason, View
+from repair_agent.loop.journal import StepRecord, evidence_by_id, read_journal, read_records
+from repair_agent.loop.plain import consult
+from repair_agent.lifecycle.run import execute_run
+from repair_agent.scenarios.scenario import load_manifest, resolve
+from repair_agent.loop.state import StopReason, View
 from verifier.rubric import rubric_from_journal
 
 from helpers import runs_dir_with_cache
@@ -340,7 +340,7 @@ def test_discount_bug_in_docker_without_the_recipe(docker_client, sandbox_image,
 
 
 def test_pytest_excerpt_keeps_the_failures_section_and_the_summary_within_its_cap():
-    from repair_agent.tools import PYTEST_EXCERPT_CHARS, pytest_excerpt
+    from repair_agent.loop.tools import PYTEST_EXCERPT_CHARS, pytest_excerpt
 
     body = ("=================== FAILURES ===================\n" + "x" * 20_000
             + "\n=========== short test summary info ===========\nFAILED tests/t.py::a - assert 1 == 2\n")

@@ -190,7 +190,7 @@ def test_reads_after_a_patch_learn_only_unpatched_lines():
 
 
 def test_before_the_first_candidate_every_place_as_suspicious_as_the_best_is_read():
-    from repair_agent.actions import ReadFile
+    from repair_agent.loop.actions import ReadFile
     from repair_agent.choosers.search.chooser import Plan, SearchChooser
 
     # a wrapper and the method it calls tie in the spectrum; only the wrapper was read
@@ -260,7 +260,7 @@ def test_module_constants_used_by_a_suspect_function_are_mutated():
 
 
 def _target_observation(output: str):
-    from repair_agent.state import Evidence
+    from repair_agent.loop.state import Evidence
     return Evidence(id="E1", step=1, tool="run_target_test", status="failed", source="sandbox",
                     started_at="2026-01-01T00:00:00+00:00", duration_s=0.1, summary="target fails", output=output,
                     diff_sha256="0" * 64, fingerprint="f", result_sha256="r", action='{"tool": "run_target_test"}')
@@ -347,7 +347,7 @@ def test_a_failure_quoting_a_pattern_that_stops_one_short_of_its_input_names_the
 
 
 def test_the_chooser_searches_for_that_class_and_reads_the_hit_most_like_the_pattern():
-    from repair_agent.actions import ReadFile, Search
+    from repair_agent.loop.actions import ReadFile, Search
     from repair_agent.choosers.search.chooser import Plan, _find_quoted_pattern
     f = Failure(short_ranges=["[0-6]"], quoted_patterns=["a ([-+ ]?(0[oO])?[0-6]+) b"])
     plan = Plan(failure=f)
@@ -550,7 +550,7 @@ def test_after_two_tries_on_a_line_a_nearly_as_good_edit_elsewhere_comes_first()
 
 
 def test_a_read_never_repeats_known_lines_and_follows_a_chain_of_suspicious_lines():
-    from repair_agent.actions import ReadFile
+    from repair_agent.loop.actions import ReadFile
     from repair_agent.choosers.search.chooser import Plan, _cluster, _read_suspects
     sus = {("m.py", n): 1.0 for n in (196, 197, 221, 240, 263)} | {("m.py", 400): 1.0}
     assert _cluster(sus, "m.py", 196) == (196, 263)   # gaps under 25 lines; 400 is another stretch

@@ -15,8 +15,8 @@ MAX_LINES = 400
 # below the limit must leave the list, so the list stays what it claims.
 LONG_MODULES = {
     "repair_agent.in_sandbox.mutants": "one program shipped as one source text into the sandbox",
-    "repair_agent.journal": "records, their hashing writer and the chain check are one file format",
-    "repair_agent.resume": "checkpoint, grant, rebuilt session and resumed controller are one protocol",
+    "repair_agent.loop.journal": "records, their hashing writer and the chain check are one file format",
+    "repair_agent.lifecycle.resume": "checkpoint, grant, rebuilt session and resumed controller are one protocol",
     "repair_agent.sandbox.environment": "key, build, labels, listing and pruning are one naming scheme",
     "verifier.gate": "apply, find the added lines and read them: one pipeline over one line numbering",
     "verifier.gate_rules": "the tables and the reader that consults them change together",
@@ -34,44 +34,12 @@ TOP_LEVEL = {
     "repair_agent": "base",
     "repair_agent.__main__": "cli",
     "repair_agent.resources": "base",
-    "repair_agent.actions": "loop",
-    "repair_agent.controller": "loop",
-    "repair_agent.loop_state": "loop",
-    "repair_agent.journal": "loop",
-    "repair_agent.outcome": "loop",
-    "repair_agent.plain": "loop",
-    "repair_agent.state": "loop",
-    "repair_agent.stops": "loop",
-    "repair_agent.tools": "loop",
-    "repair_agent.usage": "loop",
-    "repair_agent.outputs": "lifecycle",
-    "repair_agent.release": "lifecycle",
-    "repair_agent.resume": "lifecycle",
-    "repair_agent.run": "lifecycle",
-    "repair_agent.seal": "lifecycle",
-    "repair_agent.session": "lifecycle",
-    "repair_agent.faults": "reports",
-    "repair_agent.html_page": "reports",
-    "repair_agent.html_report": "reports",
-    "repair_agent.records": "reports",
-    "repair_agent.report": "reports",
-    "repair_agent.corpus": "scenarios",
-    "repair_agent.scenario": "scenarios",
-    "repair_agent.scenario_files": "scenarios",
-    "repair_agent.sources": "scenarios",
-    "repair_agent.local_repo": "importers",
-    "repair_agent.localization": "hints",
-    "repair_agent.mutation": "hints",
-    "repair_agent.bounded": "untrusted",
-    "repair_agent.hostgit": "untrusted",
-    "repair_agent.redaction": "untrusted",
-    "repair_agent.visible": "untrusted",
 }
 # What each layer may import besides itself: a layer's name allows all of it, a module's name only
 # that module (the narrow door into a layer whose insides stay closed). The layer names alone form
 # no circle (test_the_layer_table_has_no_circle), so the table reads bottom to top.
-_LOOP_RECORDS = {"repair_agent.actions", "repair_agent.state", "repair_agent.stops",  # what the loop leaves,
-                 "repair_agent.journal", "repair_agent.outcome", "repair_agent.usage"}  # not how it runs
+_LOOP_RECORDS = {"repair_agent.loop.actions", "repair_agent.loop.state", "repair_agent.loop.stops",  # what the loop leaves,
+                 "repair_agent.loop.journal", "repair_agent.loop.outcome", "repair_agent.loop.usage"}  # not how it runs
 ALLOWED: dict[str, set[str]] = {
     "verifier": set(),                      # protected: nothing of the agent side
     "in_sandbox": set(),                    # shipped into the sandbox (standard library and pytest only),
@@ -83,10 +51,10 @@ ALLOWED: dict[str, set[str]] = {
     # the loop: the Chooser protocol is its one door into the choosers; never the run lifecycle
     "loop": {"hints", "sandbox", "untrusted", "verifier", "repair_agent.choosers.base"},
     # a manifest states a budget in the loop's own terms
-    "scenarios": {"base", "sandbox", "untrusted", "verifier", "repair_agent.state"},
+    "scenarios": {"base", "sandbox", "untrusted", "verifier", "repair_agent.loop.state"},
     # choosers see a View and propose actions: never the verifier, the controller or the run lifecycle
-    "choosers": {"hints", "in_sandbox", "scenarios", "untrusted", "repair_agent.actions", "repair_agent.state",
-                 "repair_agent.stops"},
+    "choosers": {"hints", "in_sandbox", "scenarios", "untrusted", "repair_agent.loop.actions", "repair_agent.loop.state",
+                 "repair_agent.loop.stops"},
     # the run's records and their renderings read what the loop left, not its insides
     "reports": {"base", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
     "importers": {"base", "in_sandbox", "sandbox", "scenarios", "untrusted", "verifier"},
@@ -99,15 +67,15 @@ ALLOWED: dict[str, set[str]] = {
 # Single imports the table does not allow, each with the reason a reviewer accepted. An entry that no
 # import uses any more must leave the list.
 EXCEPTIONS = {
-    ("repair_agent.sandbox", "repair_agent.scenario"):
+    ("repair_agent.sandbox", "repair_agent.scenarios.scenario"):
         "type annotations only (TYPE_CHECKING): a sandbox is made for a scenario, which imports the sandbox",
-    ("repair_agent.choosers.models_file", "repair_agent.local_repo"):
+    ("repair_agent.choosers.models_file", "repair_agent.importers.local_repo"):
         "a `run --repo` run's repository is not the user's configuration (its origin record says where)",
     ("repair_agent.choosers.search.patch", "verifier.scope"):
         "the one hunk-header pattern, so both sides read a diff's hunks alike",
     ("repair_agent.choosers.search.failure", "verifier.spec"):
         "glob_match: the chooser reads the writable globs exactly as the verifier does",
-    ("repair_agent.usage", "repair_agent.choosers.model.records"):
+    ("repair_agent.loop.usage", "repair_agent.choosers.model.records"):
         "a model step's journaled call record is the model chooser's own type; usage sums its requests",
 }
 
@@ -191,7 +159,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_circle_in_the_agent_or_the_verifier():
     graph = _graph()
-    assert "repair_agent.controller" in graph and "verifier.rubric" in graph  # the walk found the code
+    assert "repair_agent.loop.controller" in graph and "verifier.rubric" in graph  # the walk found the code
     assert _cycles(graph) == []
 
 
@@ -202,15 +170,15 @@ def test_the_cycle_check_finds_a_circle():
 
 def test_renderers_import_the_report_model_and_nothing_imports_them_back():
     graph = _graph()
-    renderers = {"repair_agent.report", "repair_agent.html_report", "repair_agent.sweep.html"}
-    assert "repair_agent.records" in graph["repair_agent.report"] & graph["repair_agent.html_report"]
+    renderers = {"repair_agent.reports.report", "repair_agent.reports.html_report", "repair_agent.sweep.html"}
+    assert "repair_agent.reports.records" in graph["repair_agent.reports.report"] & graph["repair_agent.reports.html_report"]
     assert "repair_agent.sweep.records" in graph["repair_agent.sweep.html"]
     # Only the places that write or show a report reach the renderers; the records never do.
     importers = {m for m, deps in graph.items() if deps & renderers and m not in renderers}
-    assert "repair_agent.records" not in importers and "repair_agent.controller" not in importers
+    assert "repair_agent.reports.records" not in importers and "repair_agent.loop.controller" not in importers
     assert not any(graph[r] & renderers for r in renderers)
     # The run's page and the sweep's share only the page environment: neither imports the other's side.
-    assert not any(d.startswith("repair_agent.sweep") for d in graph["repair_agent.html_report"])
+    assert not any(d.startswith("repair_agent.sweep") for d in graph["repair_agent.reports.html_report"])
 
 
 def test_no_module_past_the_size_limit_unless_listed_with_a_reason():
@@ -277,17 +245,17 @@ def test_each_layer_imports_only_what_the_table_allows():
 
 def test_the_table_refuses_what_the_layout_forbids():
     # The rules the table encodes, each read back from it and shown to refuse a made-up import.
-    graph = {"repair_agent.controller": {"repair_agent.run"}, "repair_agent.html_report": {"repair_agent.tools"},
-             "repair_agent.choosers.baseline": {"verifier.gate", "repair_agent.resume"},
-             "verifier.rubric": {"repair_agent.state"}, "repair_agent.sandbox.base": {"repair_agent.controller"},
-             "repair_agent.records": {"repair_agent.journal"}}
+    graph = {"repair_agent.loop.controller": {"repair_agent.lifecycle.run"}, "repair_agent.reports.html_report": {"repair_agent.loop.tools"},
+             "repair_agent.choosers.baseline": {"verifier.gate", "repair_agent.lifecycle.resume"},
+             "verifier.rubric": {"repair_agent.loop.state"}, "repair_agent.sandbox.base": {"repair_agent.loop.controller"},
+             "repair_agent.reports.records": {"repair_agent.loop.journal"}}
     wrong, _ = _edges_outside_the_table(graph)
-    assert wrong == ["repair_agent.choosers.baseline -> repair_agent.resume (choosers -> lifecycle)",
+    assert wrong == ["repair_agent.choosers.baseline -> repair_agent.lifecycle.resume (choosers -> lifecycle)",
                      "repair_agent.choosers.baseline -> verifier.gate (choosers -> verifier)",
-                     "repair_agent.controller -> repair_agent.run (loop -> lifecycle)",
-                     "repair_agent.html_report -> repair_agent.tools (reports -> loop)",
-                     "repair_agent.sandbox.base -> repair_agent.controller (sandbox -> loop)",
-                     "verifier.rubric -> repair_agent.state (verifier -> loop)"]
+                     "repair_agent.loop.controller -> repair_agent.lifecycle.run (loop -> lifecycle)",
+                     "repair_agent.reports.html_report -> repair_agent.loop.tools (reports -> loop)",
+                     "repair_agent.sandbox.base -> repair_agent.loop.controller (sandbox -> loop)",
+                     "verifier.rubric -> repair_agent.loop.state (verifier -> loop)"]
 
 
 def test_the_layer_table_has_no_circle():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from helpers import calc_sandbox
 
-from repair_agent.actions import ReadFile, Search
-from repair_agent.tools import Executor
+from repair_agent.loop.actions import ReadFile, Search
+from repair_agent.loop.tools import Executor
 
 # Longer than what one command returns inline (64 KiB): every line matches a search for "value_".
 BIG = "".join(f"value_{n} = {n}  # a line of padding to make the module long\n" for n in range(3000))

@@ -44,7 +44,7 @@ def test_without_a_baseline_recipe_the_baseline_hands_over(tmp_path):
 
 
 def test_a_scenario_by_name_is_the_one_the_listing_picks(tmp_path):
-    from repair_agent.scenario import discover, resolve
+    from repair_agent.scenarios.scenario import discover, resolve
 
     manifest = make_user_scenario(tmp_path)
     # Before it in the listing's order, a broken manifest of the same name (skipped); after it, a

@@ -9,8 +9,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..actions import Action
-from ..state import View
+from ..loop.actions import Action
+from ..loop.state import View
 
 
 class Usage(BaseModel):
@@ -57,7 +57,7 @@ class ChooserDescription(BaseModel):
 
 class ChooserStep(BaseModel):
     """What one choose() returns. The proposal is read as plain data and validated by the controller
-    like anything else: an action from repair_agent.actions, or its JSON (a dict, or text)."""
+    like anything else: an action from repair_agent.loop.actions, or its JSON (a dict, or text)."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 

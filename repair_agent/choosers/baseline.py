@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from ..actions import Action, ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
-from ..scenario import BaselineRecipe
-from ..state import View
+from ..loop.actions import Action, ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
+from ..scenarios.scenario import BaselineRecipe
+from ..loop.state import View
 from .base import ChooserDescription, ChooserStep
 
 CONTEXT = 3

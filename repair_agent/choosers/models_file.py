@@ -129,12 +129,12 @@ def find_models_file(explicit: str | os.PathLike | ModelsFile | None = None, *,
 def untrusted_roots(scenario) -> list[Path]:
     """Trees whose files are not the user's configuration: the scenario's repository and manifest
     directory, a `run --repo` run's repository, and every scenario directory."""
-    from ..scenario_files import scenario_dirs
+    from ..scenarios.scenario_files import scenario_dirs
 
     roots = list(scenario_dirs())
     if scenario is not None:
         roots += [Path(scenario.repo), Path(scenario.manifest_path).parent]
-        from ..local_repo import origin_of
+        from ..importers.local_repo import origin_of
 
         origin = origin_of(scenario.manifest_path)
         if origin is not None:

@@ -8,7 +8,7 @@ import argparse
 import os
 import sys
 
-from ..stops import EXIT_CODES
+from ..loop.stops import EXIT_CODES
 from .common import USAGE_ERROR, RunsDirAction, add_sandbox_option, err
 from .containers import cmd_cleanup, cmd_image
 from .importing import register as register_import
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         err(str(exc))
         # A damaged journal is damaged data, not a usage error. (Not imported up front: a run's
         # command reaches its sandbox's start sooner; a journal error means the module was loaded.)
-        journal = sys.modules.get("repair_agent.journal")
+        journal = sys.modules.get("repair_agent.loop.journal")
         return 1 if journal is not None and isinstance(exc, journal.JournalError) else USAGE_ERROR
     except KeyboardInterrupt:
         err("interrupted; containers of this run were removed")

@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from ..visible import terminal
+from ..untrusted.visible import terminal
 
 USAGE_ERROR = 2
 

@@ -38,7 +38,7 @@ def _environment_images(args) -> int:
 
     from ..sandbox.environment import (EnvironmentBuildError, list_environments, prune_environments,
                                        scenario_image)
-    from ..scenario import resolve
+    from ..scenarios.scenario import resolve
 
     client = docker.from_env()
     if args.list:

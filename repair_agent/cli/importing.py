@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def _err(message: str) -> None:
-    from ..visible import terminal
+    from ..untrusted.visible import terminal
 
     print(f"repair-agent: {terminal(message)}", file=sys.stderr)
 
@@ -55,7 +55,7 @@ def _finish(args, out: Path, results: list[ImportResult], **extra) -> int:
     from ..importers.common import render_summary, save_summary
 
     summary = save_summary(out, results, **extra)
-    from ..visible import terminal
+    from ..untrusted.visible import terminal
 
     if args.json:
         print(terminal(summary.read_text()))

@@ -4,13 +4,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..state import StepProgress
-from ..visible import terminal, terminal_json
+from ..loop.state import StepProgress
+from ..untrusted.visible import terminal, terminal_json
 from .common import USAGE_ERROR, err, say
 
 
 def cmd_scenarios(args) -> int:
-    from ..scenario import discover
+    from ..scenarios.scenario import discover
 
     scenarios, errors = discover([Path(d) for d in args.scenarios_dir])
     for error in errors:
@@ -38,7 +38,7 @@ def cmd_run(args) -> int:
         gc.disable()
     on_step, log = _progress(args.json)
     from ..sandbox.backends import backend_named
-    from ..state import BudgetLimits, budget_with
+    from ..loop.state import BudgetLimits, budget_with
 
     # The options alone, before anything is made: a bad one leaves no run directory behind (the
     # scenario's own budget is checked with them once it is read).
@@ -56,11 +56,11 @@ def cmd_run(args) -> int:
             # The imports below wait until the container is asked for: they then run while the
             # engine starts it, instead of slowing the thread that asks for it.
             early.wait_requested()
-        from ..scenario import ManifestError, resolve
+        from ..scenarios.scenario import ManifestError, resolve
 
         try:
             if args.repo or not args.scenario:  # the user's own repository, as it is on disk
-                from ..local_repo import scenario_from_args
+                from ..importers.local_repo import scenario_from_args
 
                 scenario = scenario_from_args(args, log=log)
             else:
@@ -69,7 +69,7 @@ def cmd_run(args) -> int:
                 early.discard(unused_dir=True)
                 early = None
         except ManifestError as exc:
-            from ..scenario_files import first_manifest
+            from ..scenarios.scenario_files import first_manifest
 
             # A manifest that does not load leaves a record of itself; a name that is no scenario
             # has nothing to keep.
@@ -78,7 +78,7 @@ def cmd_run(args) -> int:
             err(f"{exc}\n  kept in {_record_bad_manifest(args, exc)}" if found else str(exc))
             return USAGE_ERROR
         from ..choosers import load_chooser
-        from ..run import execute_run
+        from ..lifecycle.run import execute_run
 
         if program:
             # What the imports built lives as long as the process: out of the collector's way, so its
@@ -105,7 +105,7 @@ def _begin_sandbox(args, log):
     is validated, the rest of the run imported and the chooser made; execute_run takes it, or
     cmd_run removes it. None where the manifest names its own environment image, whose first build
     must stay interruptible, or cannot be found or read (resolving it then says why)."""
-    from ..scenario_files import first_manifest
+    from ..scenarios.scenario_files import first_manifest
     from ..sandbox.early import EarlySandbox
 
     found = first_manifest(args.scenario, [Path(d) for d in args.scenarios_dir])
@@ -144,8 +144,8 @@ def _print_outcome(record, args) -> int:
 
 
 def cmd_resume(args) -> int:
-    from ..records import find_run
-    from ..resume import ResumeRefused, resume_run
+    from ..reports.records import find_run
+    from ..lifecycle.resume import ResumeRefused, resume_run
 
     if args.max_steps is not None and args.max_steps < 1:
         err("--max-steps is the number of further steps this resume grants: at least 1")
@@ -170,8 +170,8 @@ def cmd_resume(args) -> int:
 
 
 def cmd_grant(args) -> int:
-    from ..records import find_run
-    from ..resume import ResumeRefused, record_grant
+    from ..reports.records import find_run
+    from ..lifecycle.resume import ResumeRefused, record_grant
 
     run_dir = find_run(args.run, Path(args.runs_dir), finished=False)
     try:
@@ -188,8 +188,8 @@ def cmd_grant(args) -> int:
 
 def _record_bad_manifest(args, exc: Exception) -> Path:
     """A refused manifest still leaves a record: its raw text and the error, in a journal."""
-    from ..journal import Journal, ManifestErrorRecord
-    from ..run import new_run_id
+    from ..loop.journal import Journal, ManifestErrorRecord
+    from ..lifecycle.run import new_run_id
 
     run_dir = Path(args.runs_dir) / new_run_id("invalid-manifest")
     run_dir.mkdir(parents=True)
@@ -225,9 +225,9 @@ def unpriced(chooser, max_cost: float | None) -> str | None:
     """Why --max-cost cannot hold for this chooser: a model without prices could spend without
     limit. A chooser that is no model spends nothing (one whose description cannot be read is
     refused by the run itself, which says why)."""
-    from ..controller import CHOOSER_TIMEOUT_S
-    from ..plain import UnusableChooser, read_description
-    from ..usage import model_record, priced
+    from ..loop.controller import CHOOSER_TIMEOUT_S
+    from ..loop.plain import UnusableChooser, read_description
+    from ..loop.usage import model_record, priced
 
     if max_cost is None:
         return None

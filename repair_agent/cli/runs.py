@@ -6,12 +6,12 @@ import json
 import sys
 from pathlib import Path
 
-from ..visible import terminal, terminal_json
+from ..untrusted.visible import terminal, terminal_json
 from .common import USAGE_ERROR, err, say
 
 
 def cmd_runs(args) -> int:
-    from ..records import load_record
+    from ..reports.records import load_record
 
     rows, unreadable = [], 0
     for run_json in sorted(Path(args.runs_dir).glob("*/run.json")):  # refused manifests have no run.json
@@ -43,7 +43,7 @@ def _killed_runs(runs_dir: Path) -> list[dict]:
     checks it), or killed before they could write it (`repair-agent resume` continues those)."""
     import os
 
-    from ..resume import KILLED, ResumeRefused, load_checkpoint
+    from ..lifecycle.resume import KILLED, ResumeRefused, load_checkpoint
     from ..sandbox.leftovers import pid_alive
 
     rows = []
@@ -65,9 +65,9 @@ def _killed_runs(runs_dir: Path) -> list[dict]:
 
 
 def cmd_replay(args) -> int:
-    from ..journal import (GrantRecord, ResumeRecord, StepRecord, evidence_by_id, last_stop, parse_record,
+    from ..loop.journal import (GrantRecord, ResumeRecord, StepRecord, evidence_by_id, last_stop, parse_record,
                           read_journal, verify_chain)
-    from ..records import find_run
+    from ..reports.records import find_run
 
     # A run killed before it could write run.json still has its journal: that is what to check.
     run_dir = find_run(args.run, Path(args.runs_dir), finished=False)
@@ -76,7 +76,7 @@ def cmd_replay(args) -> int:
     records = [parse_record(line) for line in lines]
     steps = [r for r in records if isinstance(r, StepRecord)]
     if args.faults:
-        from ..faults import attribute
+        from ..reports.faults import attribute
 
         faults = attribute(records)
         if args.json:
@@ -114,7 +114,7 @@ def cmd_replay(args) -> int:
 
 
 def _print_session_event(r) -> None:
-    from ..journal import GrantRecord
+    from ..loop.journal import GrantRecord
 
     version = f"v{r.state_after.version - 1:>3}->{r.state_after.version:<3}"
     if isinstance(r, GrantRecord):
@@ -128,7 +128,7 @@ def _print_session_event(r) -> None:
 
 
 def cmd_show(args) -> int:
-    from ..records import find_run
+    from ..reports.records import find_run
 
     run_dir = find_run(args.run, Path(args.runs_dir))
     if args.diff:
@@ -153,7 +153,7 @@ def cmd_show(args) -> int:
 
 def _warn_unsealed(run_dir: Path) -> None:
     """A run waiting for a person whose seal does not hold: said before anyone reviews it."""
-    from ..seal import seal_warning
+    from ..lifecycle.seal import seal_warning
 
     try:
         waiting = json.loads((run_dir / "run.json").read_text()).get("status") == "awaiting_release_confirmation"
@@ -165,7 +165,7 @@ def _warn_unsealed(run_dir: Path) -> None:
 
 
 def _show_html(run_dir: Path, open_it: bool) -> int:
-    from ..html_report import write_run_html
+    from ..reports.html_report import write_run_html
 
     # Rendered again from report.json: brings in a release decision taken since the run ended,
     # and gives runs from before report.html existed one.
@@ -185,8 +185,8 @@ def _show_html(run_dir: Path, open_it: bool) -> int:
 
 
 def cmd_release(args) -> int:
-    from .. import release
-    from ..records import find_run
+    from ..lifecycle import release
+    from ..reports.records import find_run
 
     run_dir = find_run(args.run, Path(args.runs_dir))
     try:

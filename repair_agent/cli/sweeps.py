@@ -5,7 +5,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..visible import terminal_json
+from ..untrusted.visible import terminal_json
 from .common import USAGE_ERROR, add_sandbox_option, err, say
 
 
@@ -94,7 +94,7 @@ def cmd_compare(args) -> int:
 def _check_selection(args):
     """The scenarios `check` looks at: the NAMEs/GLOBs given; else those of --scenarios-dir when
     given (a user validating their own); else every built-in one. Broken manifests are included."""
-    from ..scenario import SUFFIX
+    from ..scenarios.scenario import SUFFIX
     from ..sweep import select_scenarios
 
     extra = [Path(d) for d in args.scenarios_dir]
@@ -114,7 +114,7 @@ def cmd_check(args) -> int:
     """The corpus check on chosen scenarios: exit 0 when every one passes, 1 when any fails."""
     import tempfile
 
-    from ..corpus import broken_manifest, check_corpus, render_table
+    from ..scenarios.corpus import broken_manifest, check_corpus, render_table
 
     selection = _check_selection(args)
     if not selection.scenarios and not selection.broken:

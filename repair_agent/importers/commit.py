@@ -24,7 +24,7 @@ from verifier.junit import MAX_JUNIT_BYTES, collection_error_for, crash_cause, p
 from verifier.spec import glob_match, nodeid_to_junit_key
 from verifier.trees import copy_tree
 
-from ..hostgit import run_git
+from ..untrusted.hostgit import run_git
 from ..sandbox.environment import add_generated
 from .common import (OUT_DIR, CheckPlace, ImportResult, InstanceError, Written, apply_patch_text,
                      environment_sections, export_tree, fresh_data_dir, repo_path, resolve_commit, scenario_environment,

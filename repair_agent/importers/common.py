@@ -31,11 +31,11 @@ from verifier.isolation import HardenedContainer, LocalRunner
 from verifier.spec import nodeid_to_junit_key
 from verifier.trees import TreeRefused, extract_tar
 
-from ..corpus import CorpusCheck, check_corpus
-from ..hostgit import run_git
+from ..scenarios.corpus import CorpusCheck, check_corpus
+from ..untrusted.hostgit import run_git
 from ..sandbox.backends import Backend, backend_named
 from ..sandbox.environment import EnvironmentSection
-from ..scenario import SUFFIX, ManifestError, Scenario, apply_patch_to_tree, load_manifest
+from ..scenarios.scenario import SUFFIX, ManifestError, Scenario, apply_patch_to_tree, load_manifest
 
 
 OUT_DIR = "/import-out"  # the small writable directory of an import's container

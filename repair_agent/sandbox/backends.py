@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
 if TYPE_CHECKING:
     from verifier.isolation import HardenedContainer, LocalRunner
 
-    from ..scenario import Scenario
+    from ..scenarios.scenario import Scenario
     from .base import Sandbox
     from .environment import EnvironmentSection
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from ..scenario import Scenario
+    from ..scenarios.scenario import Scenario
     from .docker_sandbox import DockerSandbox
 
 

@@ -1,7 +1,7 @@
 """`DIR/summary.html`: a sweep's typed summary (records.py) as a self-contained page: the
 success-against-budget chart (chart.py), the cells with their band and intervals, the comparisons,
 and a relative link to each run's report.html. It renders through the same autoescaping
-environment as the run's page (repair_agent/html_page.py); a summary.json from an older sweep
+environment as the run's page (repair_agent/reports/html_page.py); a summary.json from an older sweep
 reads through the same models, its missing figures left out, so it loses those, not the page."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from verifier.files import atomic_write
 
-from ..html_page import template
+from ..reports.html_page import template
 from . import statistics as stats
 from .chart import sweep_plot
 from .records import Cell, RunRow, SweepSummary

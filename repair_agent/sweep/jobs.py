@@ -13,8 +13,8 @@ from pydantic import BaseModel
 
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
-from ..redaction import redact_data
-from ..scenario import SUFFIX, ManifestError, Scenario, discover, load_manifest
+from ..untrusted.redaction import redact_data
+from ..scenarios.scenario import SUFFIX, ManifestError, Scenario, discover, load_manifest
 
 RESULTS = "results.jsonl"
 SUMMARY_JSON = "summary.json"

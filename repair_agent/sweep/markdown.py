@@ -92,7 +92,7 @@ def render_markdown(summary: SweepSummary, command: str | None = None, cost_comp
 
 def render_models(summary: SweepSummary) -> list[str]:
     """One row per model (chooser) and budget: success, evidence, tokens, money and time."""
-    from ..report import describe_model
+    from ..reports.report import describe_model
 
     cells = [c for c in summary.cells if c.model]
     if not cells:

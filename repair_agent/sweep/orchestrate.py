@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from verifier.files import atomic_write
 
-from ..redaction import redact
+from ..untrusted.redaction import redact
 from .executors import run_local, run_ray
 from .jobs import (RESULTS, RETRIED_ON_RESUME, SUMMARY_JSON, SUMMARY_MD, ResultsWriter, SweepJob, SweepResult, load_results,
                    result_key)

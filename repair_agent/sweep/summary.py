@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from . import statistics as stats
-from ..stops import StopReason
+from ..loop.stops import StopReason
 from .jobs import SCENARIO_ERROR
 from .records import Cell, ChooserCrash, InfrastructureFailure, RunRow, ScenarioProblem, SweepSummary
 

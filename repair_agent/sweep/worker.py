@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from ..scenario import ManifestError, load_manifest
+from ..scenarios.scenario import ManifestError, load_manifest
 from .jobs import INTERRUPTED_DETAIL, SCENARIO_ERROR, SWEEP_ERROR, Interrupted, SweepJob, SweepResult
 
 
@@ -102,7 +102,7 @@ def _run(job: SweepJob, base: dict) -> SweepResult | Interrupted:
     from verifier.rubric import rubric_from_journal
 
     from ..choosers import load_chooser
-    from ..run import execute_run
+    from ..lifecycle.run import execute_run
 
     t0 = time.monotonic()
     try:

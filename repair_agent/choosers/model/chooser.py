@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ... import redaction
-from ...actions import InvalidAction, parse_action, tool_schemas
-from ...state import View
+from ...untrusted import redaction
+from ...loop.actions import InvalidAction, parse_action, tool_schemas
+from ...loop.state import View
 from ..base import ChooserDescription, ChooserStep, ChooserUnavailable, MalformedReply, ModelDescription, Usage
 from ..models_file import ModelSettings, api_key_from_env
 from .prompt import CHECK_PROMPT, SYSTEM_PROMPT, render_view

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...actions import CHECK_TOOLS, REREAD_WINDOW, REREADABLE_TOOLS, ReadFile
-from ...state import STALE_SUFFIX, Evidence, View
+from ...loop.actions import CHECK_TOOLS, REREAD_WINDOW, REREADABLE_TOOLS, ReadFile
+from ...loop.state import STALE_SUFFIX, Evidence, View
 
 # Caps on every part of the prompt (characters).
 GOAL_CAP = 4000

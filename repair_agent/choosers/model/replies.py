@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ...actions import tool_schemas
+from ...loop.actions import tool_schemas
 from .prompt import cap
 
 REASK_ECHO_CAP = 2000   # the unusable reply, shown back to the model when re-asking

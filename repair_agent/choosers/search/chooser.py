@@ -6,8 +6,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from ...actions import ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
-from ...state import View
+from ...loop.actions import ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
+from ...loop.state import View
 from ..base import ChooserDescription, ChooserStep
 from .catalogue import Candidate
 from .failure import Failure, _writable, parse_failure

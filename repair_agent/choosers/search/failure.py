@@ -10,8 +10,8 @@ from typing import Any
 
 from verifier.spec import glob_match
 
-from ...mutation import MutantFix
-from ...state import Evidence
+from ...hints.mutation import MutantFix
+from ...loop.state import Evidence
 
 # Names called in a failing assertion that are never the code under repair.
 NOT_SUSPECTS = frozenset(dir(builtins)) | {

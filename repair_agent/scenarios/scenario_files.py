@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterator
 
-from .resources import data_path
+from ..resources import data_path
 
 BUILTIN_DIR = data_path("sandbox_repos")
 SCENARIO_PATH_ENV = "REPAIR_AGENT_SCENARIO_PATH"

@@ -25,22 +25,22 @@ from pydantic import BaseModel
 
 from verifier import ScopeVerdict, TestVerdict, Verifier, check_scope, diff_sha256, unsatisfied
 
-from .actions import CHECK_TOOLS, Action, ApplyPatch, InvalidAction, ReplaceInFile, parse_action
-from .choosers.base import Chooser, ChooserDescription, ChooserStep
-from .controller import CHOOSER_TIMEOUT_S, Controller
-from .loop_state import LoopState
-from .journal import (GrantRecord, Journal, JournalRecord, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
-                      TornTail, parse_record, read_journal, set_aside_torn_tail, verify_chain)
+from ..loop.actions import CHECK_TOOLS, Action, ApplyPatch, InvalidAction, ReplaceInFile, parse_action
+from ..choosers.base import Chooser, ChooserDescription, ChooserStep
+from ..loop.controller import CHOOSER_TIMEOUT_S, Controller
+from ..loop.loop_state import LoopState
+from ..loop.journal import (GrantRecord, Journal, JournalRecord, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
+                            TornTail, parse_record, read_journal, set_aside_torn_tail, verify_chain)
 from .outputs import write_results
-from .plain import read_description
-from .records import RunRecord, load_record
+from ..loop.plain import read_description
+from ..reports.records import RunRecord, load_record
 from .run import early_stop
-from .sandbox.backends import backend_named
-from .sandbox.leftovers import pid_alive
+from ..sandbox.backends import backend_named
+from ..sandbox.leftovers import pid_alive
 from .session import Session
-from .state import Evidence, Grant, State, StepProgress, StopReason, View
-from .tools import Executor, ToolOutcome
-from .usage import CostLimit, model_record, summarize_usage
+from ..loop.state import Evidence, Grant, State, StepProgress, StopReason, View
+from ..loop.tools import Executor, ToolOutcome
+from ..loop.usage import CostLimit, model_record, summarize_usage
 
 RESUMABLE = (StopReason.STEP_BUDGET, StopReason.DEADLINE, StopReason.DEPENDENCY_FAILURE,
              StopReason.AUTHORIZATION_REQUIRED, StopReason.HANDOFF_REQUESTED, StopReason.COST_BUDGET,
@@ -170,7 +170,7 @@ def record_grant(run_dir: Path, allow: list[str], reason: str) -> tuple[Grant, C
     The grant must make the refused proposal acceptable (otherwise it would be refused again on
     resume), and it only ever covers paths a patch may edit: never escapes, `.git`, symlinks,
     binaries or added test infrastructure, and never what the verifier restores before it tests."""
-    from .scenario import load_manifest
+    from ..scenarios.scenario import load_manifest
 
     cp = load_checkpoint(run_dir)
     if cp.status != StopReason.AUTHORIZATION_REQUIRED.value:
@@ -240,8 +240,8 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
 
     The workspace is rebuilt from the pristine tree plus the journaled patches (its diff must hash
     to the journaled one); the dead session's containers are removed first."""
-    from .choosers import load_chooser
-    from .scenario import load_manifest
+    from ..choosers import load_chooser
+    from ..scenarios.scenario import load_manifest
 
     t0 = time.monotonic()
     run_dir = Path(run_dir).resolve()
@@ -275,7 +275,7 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
         if not options.get("models_file") and setup.models_file and spec == setup.chooser_spec:
             # model:NAME resolves where it did at the start. A path read back from the run directory
             # is not the person's word: it may name a key only if it is their config directory's.
-            from .choosers.models_file import ModelsFile, config_models_file
+            from ..choosers.models_file import ModelsFile, config_models_file
 
             journaled = Path(setup.models_file)
             options["models_file"] = ModelsFile(

@@ -7,15 +7,16 @@ from pathlib import Path
 
 from verifier.files import atomic_write
 
-from .journal import JournalRecord, SetupRecord, read_records
-from .choosers.base import ChooserDescription
-from .redaction import redact
-from .records import Report, RunOutcome, RunRecord, build_report, final_correctness
-from .scenario import Scenario
+from ..loop.journal import JournalRecord, SetupRecord, read_records
+from ..choosers.base import ChooserDescription
+from ..untrusted.redaction import redact
+from ..reports.records import Report, RunRecord, build_report, final_correctness
+from ..loop.outcome import RunOutcome
+from ..scenarios.scenario import Scenario
 from .seal import SealError, seal_run
 from .session import Session, fallback_run_dir
-from .state import StopReason
-from .usage import model_of, summarize_usage
+from ..loop.state import StopReason
+from ..loop.usage import model_of, summarize_usage
 
 
 def write_results(session: Session, outcome: RunOutcome, identity: ChooserDescription, *, started_at: str, wall_s: float,
@@ -85,8 +86,8 @@ def _environment_id(verifier) -> str | None:
 def write_report(run_dir: Path, record: RunRecord, outcome: RunOutcome, scenario: Scenario, verifier,
                  write=None, journal: list[JournalRecord] | None = None) -> Report:
     """`write(name, text)` puts one file in run_dir (an all-or-nothing writer)."""
-    from .html_report import render_run_html
-    from .report import render_markdown
+    from ..reports.html_report import render_run_html
+    from ..reports.report import render_markdown
 
     report = build_report(record, outcome, scenario, verifier, journal)
     write = write or (lambda name, text: atomic_write(Path(run_dir) / name, redact(text)))

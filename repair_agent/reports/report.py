@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 
 from .records import Report
-from .visible import md_code as c
-from .visible import md_fence
-from .visible import md_lines
-from .visible import md_text as t
+from ..untrusted.visible import md_code as c
+from ..untrusted.visible import md_fence
+from ..untrusted.visible import md_lines
+from ..untrusted.visible import md_text as t
 
 
 def _correctness_text(value: str | None) -> str:

@@ -14,13 +14,13 @@ import requests
 from verifier import Verifier, diff_sha256
 from verifier.isolation import KeepBudget, Limits
 
-from .journal import ResumeInfo, SetupRecord
-from .choosers.base import ChooserDescription
-from .sandbox import Sandbox
-from .sandbox.backends import Backend
-from .sandbox.early import EarlySandbox
-from .scenario import Scenario
-from .usage import model_record
+from ..loop.journal import ResumeInfo, SetupRecord
+from ..choosers.base import ChooserDescription
+from ..sandbox import Sandbox
+from ..sandbox.backends import Backend
+from ..sandbox.early import EarlySandbox
+from ..scenarios.scenario import Scenario
+from ..loop.usage import model_record
 
 
 class Session:

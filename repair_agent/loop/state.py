@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from verifier.conditions import Condition
 from .actions import Action
-from .localization import Localization
+from ..hints.localization import Localization
 from .stops import EXIT_CODES, NEXT_ATTEMPT, StopReason  # noqa: F401 (the exits, where Sₜ's users look)
 
 

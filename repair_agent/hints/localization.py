@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict
 
 from verifier.spec import glob_regex, glob_match
 
-from . import in_sandbox, mutation
-from .in_sandbox import spectrum
+from .. import in_sandbox
+from . import mutation
+from ..in_sandbox import spectrum
 from .mutation import MutationAnalysis
 
 TOP_N = 40

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifier.trees import TreeRefused, extract_tar, extract_zip
 
-from .resources import build_once
+from ..resources import build_once
 
 PYPI_URL_ENV = "REPAIR_AGENT_PYPI_URL"  # a PyPI-compatible JSON API (default https://pypi.org/pypi)
 DEFAULT_PYPI_URL = "https://pypi.org/pypi"

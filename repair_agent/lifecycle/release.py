@@ -18,15 +18,15 @@ from unidiff import PatchSet
 from verifier import Verifier, diff_sha256, u_count, unsatisfied
 from verifier.files import atomic_create
 
-from .hostgit import run_git
-from .journal import SetupRecord, StopRecord, parse_record, read_journal, verify_chain
-from .local_repo import origin_of
-from .records import RunRecord, load_record
-from .scenario import load_manifest
+from ..untrusted.hostgit import run_git
+from ..loop.journal import SetupRecord, StopRecord, parse_record, read_journal, verify_chain
+from ..importers.local_repo import origin_of
+from ..reports.records import RunRecord, load_record
+from ..scenarios.scenario import load_manifest
 from .seal import RunSeal, SealError, verify_seal
-from .state import StopReason
-from .sandbox.backends import backend_named
-from .sandbox.workspace import BASE_IDENTITY, create_workspace
+from ..loop.state import StopReason
+from ..sandbox.backends import backend_named
+from ..sandbox.workspace import BASE_IDENTITY, create_workspace
 
 
 class ReleaseDecision(BaseModel):
@@ -281,7 +281,7 @@ def _release_to_user(run_dir: Path, record: RunRecord, data: bytes, scenario, or
                      environment_id: str, *, branch: str | None, patch_file: Path | None) -> dict:
     """The re-verified diff as a patch file, or (a `run --repo` run) a new branch of the user's
     repository; `summary` says exactly what was written where."""
-    from .local_repo import LocalRepoError, release_branch, write_patch_file
+    from ..importers.local_repo import LocalRepoError, release_branch, write_patch_file
 
     verified_sha256 = hashlib.sha256(data).hexdigest()
     who, when = _who(), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -337,7 +337,7 @@ def _reject(run_dir: Path, record: RunRecord, reason: str) -> dict:
 def _record_decision(run_dir: Path, decision: "ReleaseDecision") -> None:
     """release.json, written once (never overwritten, even by a racing writer), and report.html
     rendered again so the page a reviewer opens shows the decision."""
-    from .html_report import write_run_html
+    from ..reports.html_report import write_run_html
 
     try:
         atomic_create(_decision_path(run_dir), decision.model_dump_json(indent=2))

@@ -9,7 +9,7 @@ import json
 
 import jinja2
 
-from .visible import html_finalize
+from ..untrusted.visible import html_finalize
 
 _PACKAGE = __name__.rpartition(".")[0]  # templates/ sits beside this module, in its package
 # finalize: every printed value is shown through visible.py first (secrets out, hidden characters

@@ -12,13 +12,13 @@ from verifier import EngineFailure, Verifier, VerifierCompromised, check_scope, 
 
 from .actions import (REREAD_WINDOW, REREADABLE_TOOLS, TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile,
                       ReplaceInFile, Search, Stop, parse_action, tool_schemas)
-from .choosers.base import Chooser
+from ..choosers.base import Chooser
 from .loop_state import LoopState, Opening
 from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWriteError, StartRecord, StepRecord,
                       StopRecord)
 from .plain import ChooserReply, call_with_timeout, consult
 from .outcome import RunOutcome
-from .sandbox import SandboxError
+from ..sandbox import SandboxError
 from .state import (NEXT_ATTEMPT, STALE_SUFFIX, Evidence, HistoryEntry, Observation, State, StepProgress, StopReason,
                     View)
 from .tools import MALFORMED_RULES, Edit, Executor, ToolOutcome, malformed_diff

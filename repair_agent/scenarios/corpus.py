@@ -27,7 +27,7 @@ from verifier import Verifier
 from verifier.junit import collection_error_for
 from verifier.spec import nodeid_to_junit_key
 
-from .sandbox.backends import Backend, backend_named
+from ..sandbox.backends import Backend, backend_named
 from .scenario import Scenario
 
 
@@ -88,7 +88,7 @@ def check_scenario(scenario: Scenario, state_dir: Path, *, backend: Backend | st
                                                     client=client, image=image, **scenario.verifier_inputs()))
 
         if scenario.environment is not None:
-            from .sandbox.environment import EnvironmentBuildError
+            from ..sandbox.environment import EnvironmentBuildError
 
             try:  # the scenario's own environment, as its runs see it (built once, then cached)
                 image = backend.image(client, scenario, log=log)

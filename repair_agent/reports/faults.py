@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .journal import JournalRecord, StepRecord
-from .state import StopReason
+from ..loop.journal import JournalRecord, StepRecord
+from ..loop.state import StopReason
 
 FaultKind = Literal["privilege_escalation", "pseudo_completion", "oscillation", "observation_pollution",
                     "goal_drift"]

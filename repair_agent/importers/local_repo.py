@@ -36,10 +36,10 @@ from unidiff import PatchSet
 
 from verifier.trees import TreeRefused, copy_tree, scan
 
-from .hostgit import run_git
-from .importers.common import manifest_text
-from .scenario import SUFFIX, Scenario, load_manifest, tree_digest
-from .scenario_files import ORIGIN_SUFFIX, origin_record
+from ..untrusted.hostgit import run_git
+from .common import manifest_text
+from ..scenarios.scenario import SUFFIX, Scenario, load_manifest, tree_digest
+from ..scenarios.scenario_files import ORIGIN_SUFFIX, origin_record
 
 TEST_FILES = ("**/test_*.py", "**/*_test.py")
 
@@ -168,7 +168,7 @@ def generated_modules(root: Path, listed: list[str]) -> list[str]:
     setuptools-scm at install): the package cannot be imported without them, and a checkout has them.
     Never a file of an ignored directory such as a virtualenv (no tracked package around it), never
     a large one; they are not uncommitted changes (a release does not commit them)."""
-    from .sandbox.environment import GENERATED_MAX_BYTES
+    from ..sandbox.environment import GENERATED_MAX_BYTES
 
     packages = {str(Path(f).parent) for f in listed if f and Path(f).name == "__init__.py"}
     # An ignored directory (a virtualenv) is listed as itself, not walked file by file.
@@ -185,8 +185,8 @@ def generated_modules(root: Path, listed: list[str]) -> list[str]:
 
 def repo_environment(tree: Path, option: str, log: Callable[[str], None]) -> dict | None:
     """The `[environment]` table for `--environment OPTION` (auto, none or a TOML file), or None."""
-    from .sandbox.detect import environment_option
-    from .sandbox.environment import EnvironmentBuildError
+    from ..sandbox.detect import environment_option
+    from ..sandbox.environment import EnvironmentBuildError
 
     try:
         section = environment_option(option, tree, log=log)
@@ -332,7 +332,7 @@ def write_patch_file(target: Path, diff: bytes) -> Path:
 
 
 def scenario_from_args(args, log: Callable[[str], None] = lambda m: None) -> Scenario:
-    from .scenario import ManifestError
+    from ..scenarios.scenario import ManifestError
 
     if not args.repo:
         raise LocalRepoError("run needs a scenario, or --repo PATH with --test NODEID")

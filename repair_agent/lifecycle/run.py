@@ -12,21 +12,22 @@ from typing import Callable
 from verifier import CONDITIONS, diff_sha256
 from verifier.conditions import DESCRIPTIONS, Condition
 
-from .choosers.base import Chooser
-from .controller import CHOOSER_TIMEOUT_S, Controller
-from .journal import Journal, JournalWriteError, StopRecord
-from .loop_state import LoopState
+from ..choosers.base import Chooser
+from ..loop.controller import CHOOSER_TIMEOUT_S, Controller
+from ..loop.journal import Journal, JournalWriteError, StopRecord
+from ..loop.loop_state import LoopState
 from .outputs import write_results
-from .choosers.base import ChooserDescription
-from .plain import read_description
-from .records import RunOutcome, RunRecord
-from .sandbox.backends import Backend, backend_named
-from .sandbox.early import EarlySandbox, new_run_id
-from .scenario import Scenario
+from ..choosers.base import ChooserDescription
+from ..loop.plain import read_description
+from ..loop.outcome import RunOutcome
+from ..reports.records import RunRecord
+from ..sandbox.backends import Backend, backend_named
+from ..sandbox.early import EarlySandbox, new_run_id
+from ..scenarios.scenario import Scenario
 from .session import Session, fallback_run_dir
-from .state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StepProgress, StopReason, budget_with
-from .tools import Executor
-from .usage import CostLimit, model_record
+from ..loop.state import NEXT_ATTEMPT, Authorization, Budget, Goal, State, StepProgress, StopReason, budget_with
+from ..loop.tools import Executor
+from ..loop.usage import CostLimit, model_record
 
 
 def initial_state(scenario: Scenario, budget: Budget) -> State:
@@ -127,7 +128,7 @@ def _warm_report_writer() -> None:
     background while the run waits on its containers, instead of after the verdict."""
     def warm() -> None:
         try:
-            from . import html_report
+            from ..reports import html_report
 
             html_report.warm()
         except Exception:  # the report writer itself will say what is wrong, on the main thread

@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
 from .actions import Action
-from .bounded import bounded_repr
-from .redaction import redact_data
+from ..untrusted.bounded import bounded_repr
+from ..untrusted.redaction import redact_data
 from .state import Evidence, Grant, Observation, State, StopReason, View, ViewFields, state_hash
 
 

@@ -17,8 +17,8 @@ from verifier.isolation import CommandResult
 from verifier.scope import recount_hunks
 
 from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, BaseAction)
-from .localization import Localization, localize
-from .sandbox import Sandbox
+from ..hints.localization import Localization, localize
+from ..sandbox import Sandbox
 from .state import SearchHit
 
 

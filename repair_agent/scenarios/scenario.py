@@ -14,11 +14,11 @@ from verifier.heldout import HeldoutError, HeldoutSpec
 from verifier.spec import AcceptanceSpec
 from verifier.trees import copy_tree, tree_sha256
 
-from .resources import CACHE_ENV, build_once, cache_root  # noqa: F401 (CACHE_ENV: where callers look)
+from ..resources import CACHE_ENV, build_once, cache_root  # noqa: F401 (CACHE_ENV: where callers look)
 from .scenario_files import BUILTIN_DIR, SCENARIO_PATH_ENV, SUFFIX, manifests_named, scenario_dirs  # noqa: F401
-from .sandbox.environment import EnvironmentSection
+from ..sandbox.environment import EnvironmentSection
 from .sources import SourceError, SourceSection, fetch_source
-from .state import Budget, BudgetLimits
+from ..loop.state import Budget, BudgetLimits
 
 # What a scenario's right outcome is: most must be repairable; some are not, inside the
 # writable scope, and then the honest ending is a handoff, not a forced green.

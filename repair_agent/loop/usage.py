@@ -11,8 +11,8 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, Field
 
-from .choosers.base import ChooserDescription
-from .choosers.model.records import ModelCall
+from ..choosers.base import ChooserDescription
+from ..choosers.model.records import ModelCall
 from .journal import JournalRecord, SetupRecord, StepRecord
 
 

@@ -24,8 +24,8 @@ from pydantic import BaseModel, ValidationError
 from verifier.files import atomic_write
 from verifier.spec import sha256_file
 
-from .journal import read_journal
-from .scenario_files import origin_record
+from ..loop.journal import read_journal
+from ..scenarios.scenario_files import origin_record
 
 SEAL_FILE = "seal.json"
 KEY_FILE = "seal.key"

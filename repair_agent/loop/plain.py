@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from .bounded import MAX_RECORD_CHARS, bounded_record, capped, describe, exception_text, type_name
-from .choosers.base import (ChooserDescription, ChooserError, ChooserStep, ChooserUnavailable, MalformedReply,
-                            TokenBudgetExceeded, Usage)
+from ..untrusted.bounded import MAX_RECORD_CHARS, bounded_record, capped, describe, exception_text, type_name
+from ..choosers.base import (ChooserDescription, ChooserError, ChooserStep, ChooserUnavailable, MalformedReply,
+                             TokenBudgetExceeded, Usage)
 
 MAX_PROPOSAL_CHARS = 1_000_000   # as JSON; the largest valid action (a 200,000-character diff) fits many times
 MAX_USAGE_CHARS = 10_000

@@ -13,16 +13,16 @@ from verifier import check_scope
 from verifier.conditions import Condition
 from verifier.scope import FileChange
 
-from .actions import MAX_NESTING, nested_deeper_than
+from ..loop.actions import MAX_NESTING, nested_deeper_than
 from .faults import Fault, attribute
-from .journal import JournalRecord, ResumeRecord, SetupRecord, StepRecord, read_records
-from .outcome import RunOutcome
-from .state import Authorization, Goal, Grant, StopReason
-from .bounded import capped
-from .usage import UsageSummary
+from ..loop.journal import JournalRecord, ResumeRecord, SetupRecord, StepRecord, read_records
+from ..loop.outcome import RunOutcome
+from ..loop.state import Authorization, Goal, Grant, StopReason
+from ..untrusted.bounded import capped
+from ..loop.usage import UsageSummary
 
 if TYPE_CHECKING:
-    from .scenario import Scenario
+    from ..scenarios.scenario import Scenario
 
 
 class RunRecord(BaseModel):

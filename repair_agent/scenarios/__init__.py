@@ -1,0 +1,1 @@
+"""Scenarios: manifests, where they live, their fetched sources, and the corpus check."""
