@@ -21,11 +21,11 @@ from pydantic import BaseModel, ConfigDict
 
 MAX_LINES = 40        # the most suspicious lines (at least LINE_SHARE of the best score) that are mutated
 LINE_SHARE = 0.1
-MAX_MUTANTS = 400
-MAX_PER_LINE = 60
+MAX_MUTANTS = 2000      # every edit of the operator table; the time limit cuts first on a large project
+MAX_PER_LINE = 120
 BUDGET_S = 20.0       # for all mutants; a cut is counted in the result
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
-MAX_CHECKED = 30      # fixing mutants checked against the passing tests
+MAX_CHECKED = 60      # fixing mutants checked against the passing tests
 MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
 
@@ -38,6 +38,7 @@ class MutantFix(BaseModel):
     line: int
     text: str                 # the mutated line
     what: str                 # e.g. "< -> <="
+    family: str = ""          # its operator family in in_sandbox/operators.py (e.g. "boundary")
     fixed: int                # failing target tests it made pass
     of: int                   # failing target tests
     broken: int | None = None   # passing tests it broke, when checked (only mutants that fix every target)

@@ -17,12 +17,13 @@ from .patch import _blocks
 from .mutants import mutant_candidates, mutation_term
 from .spectrum import spectrum_term
 from .values import magnitude_fix, separator_swaps
-from .source import Function, _code_lines, _numbers_in, _parses, callable_names, functions_in, scope_names
+from ...in_sandbox.operators import callable_names
+from .source import Function, _code_lines, _numbers_in, _parses, functions_in, scope_names
 
 KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
               "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
               "variable": -1, "offset": 0, "argument": -1,
-              # the single-statement taxonomy's kinds (see single_statement.py)
+              # the single-statement taxonomy's kinds (see in_sandbox/statement_edits.py)
               "arguments": 0, "numeral": 0, "scale": 2, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2,
               # edits read from the statements around a line (see context_edits.py) and a self-assignment's sign
               "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4, "negate": -2, "sibling-copy": 2,
