@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from repair_agent.choosers.search import Failure, SearchChooser
-from repair_agent.choosers.search.mutants import CLEAN_FIX
+from repair_agent.choosers.search.weights import WEIGHTS, Rule
 from repair_agent.choosers.search.ranking import rank_candidates
 from repair_agent.localization import localize
 from repair_agent.mutation import MutantFix
@@ -105,7 +105,7 @@ def test_the_search_chooser_tries_a_clean_mutant_first_even_outside_its_catalogu
     plain = rank_candidates(Failure(**base), {"src/calc.py": lines}, [], "clamp caps at hi", seed=0)
     told = rank_candidates(Failure(**base, mutant_fixes={("src/calc.py", 2): [fix]}), {"src/calc.py": lines}, [],
                            "clamp caps at hi", seed=0)
-    assert told[0].line == 2 and told[0].new_lines == ("    if x <= lo:\n",) and told[0].score >= CLEAN_FIX
+    assert told[0].line == 2 and told[0].new_lines == ("    if x <= lo:\n",) and told[0].score >= WEIGHTS.rule[Rule.MUTANT_CLEAN_FIX]
     assert [c.new_lines for c in plain].index(("    if x <= lo:\n",)) > 2   # it came far down before
     # an edit no catalogue rule makes becomes a candidate of its own
     odd = MutantFix(path="src/calc.py", line=5, text="        return min(hi, x)", what="x", fixed=1, of=1, broken=0, checked=2)

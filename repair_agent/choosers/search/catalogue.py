@@ -3,10 +3,11 @@ table of in_sandbox/operators.py, which the mutation analysis runs in the sandbo
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...in_sandbox.operators import (ITERABLE_CALLS, NUMERIC_CALLS, line_mutations, neutral_text,
                                      similar_names)
+from .weights import Family
 
 __all__ = ["Candidate", "ITERABLE_CALLS", "NUMERIC_CALLS", "line_mutations", "neutral_text", "similar_names"]
 
@@ -16,13 +17,18 @@ class Candidate:
     path: str
     line: int                 # 1-based line of the original file that is replaced
     new_lines: tuple[str, ...]
-    kind: str
-    what: str
-    score: float = 0.0
+    kind: Family              # a family's name is accepted and checked (an unknown one raises)
+    what: str                 # for people: what the edit does (`< -> <=`)
+    score: float = 0.0        # the generator's base score, then the ranking's (base + weighed features)
+    base: float = 0.0         # the generator's base score, once scored
+    features: dict[str, float] = field(default_factory=dict)   # once scored: weights.py names them
+
+    def __post_init__(self) -> None:
+        self.kind = Family(self.kind)
 
     @property
     def key(self) -> str:
         return f"{self.path}:{self.line}:{json.dumps(self.new_lines)}"
 
     def label(self) -> str:
-        return f"{self.path}:{self.line} {self.kind}: {self.what}"
+        return f"{self.path}:{self.line} {self.kind.value}: {self.what}"
