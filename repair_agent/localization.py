@@ -30,6 +30,9 @@ from .mutation import MutationAnalysis
 
 TOP_N = 40
 TIMEOUT_S = 60.0
+# With the mutation analysis the sandbox process runs longer: the analysis tries every edit of the
+# operator table on the suspicious lines (time, not steps), after the spectrum's own TIMEOUT_S share.
+MUTATION_TIMEOUT_S = 120.0
 # Passing tests traced besides the targets: enough to tell the lines apart, few enough to keep the
 # traced run short (a fixed number, not a time, so the result is reproducible; the time limit only
 # cuts a pathological run short, and says so). They come from the target tests' own files, which run
@@ -108,6 +111,7 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
             "max_others": MAX_OTHER_TESTS, "min_near": MIN_NEAR_TESTS, "budget_s": max(1.0, timeout_s * 0.4)}
     program = SPECTRUM_PROGRAM
     if mutate:
+        timeout_s = max(timeout_s, MUTATION_TIMEOUT_S)
         args["mutation"] = mutation.mutation_args([_glob_regex(w).pattern for w in writable], timeout_s * 0.85)
         program = MUTATION_PROGRAM
     try:

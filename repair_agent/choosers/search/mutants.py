@@ -5,7 +5,7 @@ import re
 
 from .catalogue import Candidate
 from .failure import Failure
-from .weights import WEIGHTS, Rule
+from .weights import Rule, active
 
 ZERO_TERM = re.compile(r"\s*[-+]\s*0(?![\w.])")
 
@@ -27,7 +27,7 @@ def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Cand
     """The mutants that made every failing target pass and broke no passing test, on lines read, as
     candidates of their own (most are catalogue edits too; the rest are not), unless too many were."""
     out: list[Candidate] = []
-    if _clean_count(f) > WEIGHTS.max_clean:
+    if _clean_count(f) > active().max_clean:
         return out
     for (p, n), fixes in f.mutant_fixes.items():
         text = lines.get(n)
@@ -51,12 +51,12 @@ def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
         for fx in fixes:
             if _same(_tidy(fx.text), c.new_lines[0]) or _same(fx.text, c.new_lines[0]):
                 if fx.clean:
-                    crowded = _clean_count(f) > WEIGHTS.max_clean
+                    crowded = _clean_count(f) > active().max_clean
                     return line + [(Rule.MUTANT_CROWDED_FIX if crowded else Rule.MUTANT_CLEAN_FIX, 1.0)]
                 return line + ([] if fx.broken else [(Rule.MUTANT_PARTIAL_FIX, fx.fixed / max(1, fx.of))])
         if line:
             return line
     stats = f.mutated.get((c.path, c.line))
-    if stats is not None and stats[0] >= WEIGHTS.min_inert_tries and stats[1] == 0 and len(c.new_lines) == 1:
+    if stats is not None and stats[0] >= active().min_inert_tries and stats[1] == 0 and len(c.new_lines) == 1:
         return [(Rule.MUTANT_INERT_LINE, 1.0)]
     return []

@@ -16,7 +16,7 @@ from .failure import Failure, is_number
 from .patch import _blocks
 from .mutants import mutant_candidates, mutation_features
 from .spectrum import spectrum_features
-from .weights import WEIGHTS, Rule
+from .weights import Rule, active
 from .values import magnitude_fix, separator_swaps
 from ...in_sandbox.operators import callable_names
 from .source import Function, _code_lines, _numbers_in, _parses, functions_in, scope_names
@@ -36,7 +36,7 @@ def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set
     inside a test inherits (a module constant takes that of the lines that use it)."""
     c.base = c.score
     c.features = features(c, failure, goal_words, frame_lines, line_text, params, def_line, proxy)
-    return c.base + WEIGHTS.dot(c.features)
+    return c.base + active().dot(c.features)
 
 
 def features(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
@@ -272,7 +272,7 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
     tiers: dict[int, list[Candidate]] = {}
     for c in ordered:
         better = len({v for v in line_scores[(c.path, c.line)] if v > c.score})   # distinct better scores there
-        placed = replace(c, score=c.score - WEIGHTS.rule[Rule.SAME_LINE_PENALTY] * max(0, better - 1))   # its score in the order
+        placed = replace(c, score=c.score - active().rule[Rule.SAME_LINE_PENALTY] * max(0, better - 1))   # its score in the order
         tiers.setdefault(int(placed.score), []).append(placed)
     out = []
     for tier in sorted(tiers, reverse=True):
@@ -290,7 +290,7 @@ def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure, unused: l
     x = context_features(c, fn, lines, f, unused)
     for name, value in x.items():
         c.features[name] = c.features.get(name, 0.0) + value
-    return WEIGHTS.dot(x)
+    return active().dot(x)
 
 
 def context_features(c: Candidate, fn, lines: dict[int, str], f: Failure,

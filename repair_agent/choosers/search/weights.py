@@ -194,4 +194,15 @@ def load_weights(text: str | None = None) -> Weights:
     return Weights.model_validate(json.loads(text))
 
 
-WEIGHTS = load_weights()
+WEIGHTS = load_weights()   # the committed table
+_active = [WEIGHTS]
+
+
+def active() -> Weights:
+    """The table the ranking reads: the committed one, unless a fitting harness activated another."""
+    return _active[0]
+
+
+def activate(weights: Weights | None) -> None:
+    """Rank with `weights` from now on (None: the committed table again). For bench/fit_search.py."""
+    _active[0] = weights or WEIGHTS
