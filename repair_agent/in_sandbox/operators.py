@@ -128,16 +128,16 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[
                 if g != n and g not in (n + 1, n - 1):
                     out.append(("default" if is_def else "goal-constant", f"{n} -> {g} (named in the goal)",
                                 replace_span(code, c0, c1, str(g))))
-            for new in (n + 1, n - 1):
+            for bumped in (n + 1, n - 1):
                 if is_def:
-                    out.append(("default", f"{n} -> {new}", replace_span(code, c0, c1, str(new))))
+                    out.append(("default", f"{n} -> {bumped}", replace_span(code, c0, c1, str(bumped))))
                     continue
                 kind = "slice" if depth > 0 else "constant"
-                if new == 0 and binary:   # `x - 1` -> `x`, not `x - 0`
+                if bumped == 0 and binary:   # `x - 1` -> `x`, not `x - 0`
                     cut = toks[k - 2].end[1]
-                    out.append((kind, f"drop {prev.string} 1", code[:cut] + code[c1:]))
-                elif new > 0 or (new == 0 and not (prev is not None and prev.string == "-")):   # never `x[-0]`
-                    out.append((kind, f"{n} -> {new}", replace_span(code, c0, c1, str(new))))
+                    out.append((kind, f"drop {toks[k - 1].string} 1", code[:cut] + code[c1:]))
+                elif bumped > 0 or (bumped == 0 and not (prev is not None and prev.string == "-")):   # never `x[-0]`
+                    out.append((kind, f"{n} -> {bumped}", replace_span(code, c0, c1, str(bumped))))
         elif t.type == tokenize.NAME and t.string in NAME_SWAPS and (
                 t.string not in ATTRIBUTE_ONLY or (k and toks[k - 1].string == ".")):
             for new in NAME_SWAPS[t.string]:
@@ -216,12 +216,12 @@ def _attribute_base_swaps(code: str, toks: list[tokenize.TokenInfo],
             at.setdefault(attr.string, set()).add(t.string)
             sites.append((t, attr.string))
     out = []
-    for t, attr in sites:
-        others = at[attr] - {t.string}
-        if "self" not in at[attr] | {t.string}:
+    for t, name in sites:
+        others = at[name] - {t.string}
+        if "self" not in at[name] | {t.string}:
             continue   # two parameters: the plain variable swaps cover them
         for other in sorted(others):
-            out.append(("variable", f"{t.string} -> {other} ({t.string}.{attr})",
+            out.append(("variable", f"{t.string} -> {other} ({t.string}.{name})",
                         replace_span(code, t.start[1], t.end[1], other)))
     return out
 
@@ -234,7 +234,7 @@ def _ast_mutations(code: str) -> list[Edit]:
     out: list[Edit] = []
     s = code.strip()
     stmt = StatementText(code, indent)
-    span, text = stmt.span, stmt.text
+    span, at, text = stmt.span, stmt.at, stmt.text
 
     arith_operands: list[ast.AST] = []
     raises = isinstance(tree, ast.Module) and bool(tree.body) and isinstance(tree.body[0], ast.Raise)
@@ -257,33 +257,33 @@ def _ast_mutations(code: str) -> list[Edit]:
                             replace_span(code, *sp, text(node.left))))
         if isinstance(node, ast.Subscript):
             sl = node.slice
-            bounds = [sl.lower, sl.upper] if isinstance(sl, ast.Slice) else [sl]
-            for b in bounds:
+            bounds: list[ast.expr | None] = [sl.lower, sl.upper] if isinstance(sl, ast.Slice) else [sl]
+            for bound in bounds:
                 # `e - 1` bounds are already covered by the constant mutations
-                simple_offset = isinstance(b, ast.BinOp) and isinstance(b.right, ast.Constant)
+                simple_offset = isinstance(bound, ast.BinOp) and isinstance(bound.right, ast.Constant)
                 plain_index = not isinstance(sl, ast.Slice)
-                if (b is not None and not isinstance(b, (ast.Constant, ast.Tuple, ast.UnaryOp)) and span(b)
-                        and not simple_offset and not (plain_index and not isinstance(b, ast.Name))):
+                if (bound is not None and not isinstance(bound, (ast.Constant, ast.Tuple, ast.UnaryOp)) and span(bound)
+                        and not simple_offset and not (plain_index and not isinstance(bound, ast.Name))):
                     for d in ("+ 1", "- 1"):
-                        out.append(("slice", f"{text(b)} -> {text(b)} {d}", replace_span(code, *span(b), f"{text(b)} {d}")))
+                        out.append(("slice", f"{text(bound)} -> {text(bound)} {d}", replace_span(code, *at(bound), f"{text(bound)} {d}")))
         if isinstance(node, ast.Return) and node.value is not None and span(node.value) and isinstance(
                 node.value, (ast.Name, ast.Call, ast.BinOp, ast.Subscript, ast.Attribute)) and not _formats_text(node.value) \
                 and not _constructs(node.value):   # `return cls(...)`: an object
             for d in ("+ 1", "- 1"):
                 out.append(("offset", f"return {text(node.value)} {d}",
-                            replace_span(code, *span(node.value), f"{text(node.value)} {d}")))
+                            replace_span(code, *at(node.value), f"{text(node.value)} {d}")))
         if isinstance(node, ast.Return) and node.value is not None and span(node.value) \
                 and (empty := neutral_text(node.value)) is not None:
             # a function that returns "nothing" in the wrong form: `return []` where None is documented
             for other in NEUTRAL_RETURNS.get(empty, ()):
                 out.append(("return-value", f"return {empty} -> return {other}",
-                            replace_span(code, *span(node.value), other)))
+                            replace_span(code, *at(node.value), other)))
         if isinstance(node, ast.Compare) and len(node.comparators) == 1 and span(node.comparators[0]) and isinstance(
                 node.comparators[0], (ast.Name, ast.Call, ast.Subscript, ast.Attribute)) and isinstance(
                 node.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)):
             right = node.comparators[0]
             for d in ("+ 1", "- 1"):
-                out.append(("offset", f"compare with {text(right)} {d}", replace_span(code, *span(right), f"{text(right)} {d}")))
+                out.append(("offset", f"compare with {text(right)} {d}", replace_span(code, *at(right), f"{text(right)} {d}")))
         callee = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else (
             node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else "")
         if isinstance(node, ast.Call) and callee not in ITERABLE_CALLS and callee not in ("range", "len") and not raises:
@@ -292,25 +292,25 @@ def _ast_mutations(code: str) -> list[Edit]:
             for b in node.args:
                 if isinstance(b, (ast.Name, ast.Attribute, ast.Subscript)) and span(b) and not _is_callable_like(b):
                     for d in ("+ 1", "- 1"):
-                        out.append(("argument", f"argument {text(b)} {d}", replace_span(code, *span(b), f"{text(b)} {d}")))
+                        out.append(("argument", f"argument {text(b)} {d}", replace_span(code, *at(b), f"{text(b)} {d}")))
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             # a bound with the wrong sign (`seq[n:]` -> `seq[-n:]`)
-            for b in (node.slice.lower, node.slice.upper):
-                if isinstance(b, ast.Name) and span(b):
-                    out.append(("slice", f"{text(b)} -> -{text(b)}", replace_span(code, *span(b), f"-{text(b)}")))
-                elif isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.USub) and isinstance(b.operand, ast.Name) and span(b):
-                    out.append(("slice", f"{text(b)} -> {text(b.operand)}", replace_span(code, *span(b), text(b.operand))))
+            for bound in (node.slice.lower, node.slice.upper):
+                if isinstance(bound, ast.Name) and span(bound):
+                    out.append(("slice", f"{text(bound)} -> -{text(bound)}", replace_span(code, *at(bound), f"-{text(bound)}")))
+                elif isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub) and isinstance(bound.operand, ast.Name) and span(bound):
+                    out.append(("slice", f"{text(bound)} -> {text(bound.operand)}", replace_span(code, *at(bound), text(bound.operand))))
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Subscript, ast.Attribute)) \
                 and span(node.targets[0]) and span(node.value):
             # an accumulation written as a plain assignment (`counts[k] = 1` -> `counts[k] += 1`)
-            t0, t1 = span(node.targets[0])
-            v0 = span(node.value)[0]
+            t0, t1 = at(node.targets[0])
+            v0 = at(node.value)[0]
             out.append(("arithmetic", "= -> +=", code[:t1] + " += " + code[v0:]))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
             for b in node.args:
                 if not isinstance(b, ast.Constant) and span(b):
                     for d in ("+ 1", "- 1"):
-                        out.append(("slice", f"range bound {text(b)} {d}", replace_span(code, *span(b), f"{text(b)} {d}")))
+                        out.append(("slice", f"range bound {text(b)} {d}", replace_span(code, *at(b), f"{text(b)} {d}")))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) in NUMERIC_CALLS:
             arith_operands += [a for a in node.args if isinstance(a, ast.Name)]
@@ -324,7 +324,7 @@ def _ast_mutations(code: str) -> list[Edit]:
         if isinstance(operand, ast.Name) and span(operand):
             for op in ("/ 100", "* 100"):
                 out.append(("percent", f"{operand.id} -> {operand.id} {op}",
-                            replace_span(code, *span(operand), f"{operand.id} {op}")))
+                            replace_span(code, *at(operand), f"{operand.id} {op}")))
     return out
 
 
