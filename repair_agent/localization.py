@@ -152,12 +152,23 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
 
 
 def _mutation_result(text: str, timed_out: bool, timeout_s: float) -> tuple[MutationAnalysis | None, str | None]:
-    """The mutation analysis printed after the spectrum, or why there is none."""
+    """The mutation analysis printed after the spectrum, or why there is none. The program prints a
+    snapshot of its result every few seconds and the whole result at its end: a process that was
+    stopped early still leaves its last readable snapshot, which is used, with a note."""
     at = text.rfind(mutation.MARKER)
     if at < 0:
         return None, (f"the mutation analysis timed out after {timeout_s:g}s" if timed_out
                       else "the mutation analysis gave no result")
-    try:
-        return MutationAnalysis.model_validate_json(text[at + len(mutation.MARKER):].strip().splitlines()[0]), None
-    except (ValueError, IndexError) as exc:
-        return None, f"unreadable mutation analysis: {str(exc)[:200]}"
+    error = ""
+    while at >= 0:
+        try:
+            found = MutationAnalysis.model_validate_json(text[at + len(mutation.MARKER):].strip().splitlines()[0])
+        except (ValueError, IndexError) as exc:   # a line cut off where the process stopped: the one before
+            error = error or str(exc)[:200]
+            at = text.rfind(mutation.MARKER, 0, at)
+            continue
+        if found.finished:
+            return found, None
+        return found, (f"the mutation analysis stopped early ({'timed out' if timed_out else 'ended'}): "
+                       f"its last snapshot, {found.tried} mutant(s) run, is used")
+    return None, f"unreadable mutation analysis: {error}"

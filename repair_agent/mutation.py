@@ -26,6 +26,8 @@ MAX_PER_LINE = 120
 BUDGET_S = 75.0       # for all mutants; a cut is counted in the result
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
 MAX_CHECKED = 60      # fixing mutants checked against the passing tests
+SNAPSHOT_S = 5.0      # the result so far is printed this often, so a process stopped early leaves it
+MEMORY_MB = 384       # what the mutants may allocate beyond the process's size: more fails as MemoryError
 MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
 
@@ -68,6 +70,7 @@ class MutationAnalysis(BaseModel):
     tried: int = 0
     cut: int = 0              # mutants not run: the limit on count or time was reached
     duration_s: float = 0.0
+    finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:
         ranked = sorted(self.fixes, key=lambda f: (not f.clean, -f.fixed, f.broken or 0))
@@ -85,4 +88,4 @@ def mutation_args(writable_regexes: list[str], until_s: float) -> dict:
     traced run's start by which the mutants must stop (the sandbox's clock is its own)."""
     return {"writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
             "max_per_line": MAX_PER_LINE, "budget_s": BUDGET_S, "per_mutant_s": PER_MUTANT_S,
-            "max_checked": MAX_CHECKED, "until_s": until_s}
+            "max_checked": MAX_CHECKED, "until_s": until_s, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}

@@ -212,3 +212,15 @@ def test_the_model_prompt_shows_the_clean_fix_first():
     assert "mutation analysis: 40 one-token mutant(s)" in text and "3 not run (limit reached)" in text
     assert text.index("src/a.py:7  < -> <=") < text.index("src/a.py:3  + -> -")   # the clean one first
     assert "(1/1 failing pass, 0/5 passing broke)" in text
+
+
+def test_a_process_stopped_early_leaves_its_last_snapshot():
+    from repair_agent.localization import _mutation_result
+    from repair_agent.mutation import MARKER, MutationAnalysis
+    snapshot = MutationAnalysis(tried=7, finished=False).model_dump_json()
+    whole = MutationAnalysis(tried=9).model_dump_json()
+    found, note = _mutation_result(f"spectrum\n{MARKER}{snapshot}\n{MARKER}{whole}\n", False, 120.0)
+    assert found is not None and found.tried == 9 and note is None
+    found, note = _mutation_result(f"spectrum\n{MARKER}{snapshot}\n{MARKER}{whole[:20]}", False, 120.0)   # cut off
+    assert found is not None and found.tried == 7 and "stopped early" in note
+    assert _mutation_result("spectrum only\n", True, 120.0) == (None, "the mutation analysis timed out after 120s")

@@ -161,6 +161,7 @@ class Analysis:
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
         self.stop_at = 0.0
+        self.printed = 0.0      # when the result was last printed
 
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
         writable = [re.compile(p) for p in self.m["writable"]]
@@ -281,6 +282,19 @@ class Analysis:
                     fix["checked"] = len(others)
                     fix["broken"] = sum(v != "passed" for v in others.values())
             result["fixes"].append(fix)
+        if time.monotonic() - self.printed > self.m["snapshot_s"]:
+            self.print_result(finished=False)
+
+    def print_result(self, finished: bool) -> None:
+        """The result so far (`finished`: the whole of it) on one line after MARKER."""
+        self.printed = time.monotonic()
+        self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2]}
+                                for (p, n), v in self.stats.items()]
+        self.result["duration_s"] = round(time.monotonic() - self.started, 3)
+        self.result["finished"] = finished
+        out = sys.__stdout__ or sys.stdout   # the real one, also while a test's output is being caught
+        out.write("\n" + MARKER + json.dumps(self.result) + "\n")
+        out.flush()
 
     def each_mutant(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[Tuple[str, int, str, str, Any, str, str, str]]:
         per_line = []
@@ -372,7 +386,8 @@ class Analysis:
         import pytest
 
         m, run = self.m, self.run
-        self.started = time.monotonic()
+        self.started = self.printed = time.monotonic()
+        cap_memory(m["memory_mb"] * 1024 * 1024)
         # `deadline - budget_s`: when the spectrum's run started, which until_s counts from
         self.stop_at = min(self.started + m["budget_s"], run.deadline - run.args["budget_s"] + m["until_s"])
         if self.failing and chosen:
@@ -389,9 +404,6 @@ class Analysis:
             finally:
                 with open(os.path.join(self.root, path), "w", encoding="utf-8") as fh:
                     fh.write(original)
-        self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2]}
-                                for (p, n), v in self.stats.items()]
-        self.result["duration_s"] = round(time.monotonic() - self.started, 3)
         return self.result
 
 
@@ -402,6 +414,19 @@ def main(run: SpectrumRun, ochiai: Callable[..., Any], operators: Any) -> None:
     analysis = Analysis(run, operators)
     chosen = analysis.chosen(ochiai)
     signal.signal(signal.SIGALRM, analysis.on_alarm)
-    result = analysis.analyse(chosen)
-    sys.stdout.write("\n" + MARKER + json.dumps(result) + "\n")
-    sys.stdout.flush()
+    analysis.analyse(chosen)
+    analysis.print_result(finished=True)
+
+
+def cap_memory(extra_bytes: int) -> None:
+    """A mutant that allocates without end (a loop whose exit was mutated away) fails with
+    MemoryError, a failed test, instead of bringing the process down at the container's limit."""
+    try:
+        import resource
+        with open("/proc/self/status", encoding="ascii") as fh:
+            size = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:"))
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        soft = size + extra_bytes if hard == resource.RLIM_INFINITY else min(size + extra_bytes, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    except (ImportError, OSError, ValueError, StopIteration):
+        pass   # not Linux: no cap
