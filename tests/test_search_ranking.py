@@ -468,7 +468,7 @@ def test_a_test_expecting_an_exception_gets_a_raising_guard_bounded_by_the_goals
 
 def test_ranking_rules_from_the_code_around_a_line():
     from repair_agent.choosers.search.catalogue import Candidate
-    from repair_agent.choosers.search.ranking import context_bonus, context_features
+    from repair_agent.choosers.search.context_rules import context_bonus, context_features
     src = '''\
 def search(self, string, pos=0, endpos=None):
     m = self._re.search(string, endpos, pos)

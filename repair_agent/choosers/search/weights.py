@@ -139,7 +139,7 @@ class Rule(_Named):
     PAIRS_TARGETS = "pairs_targets"
     RETURNS_WHAT_TEST_GOT = "returns_what_test_got"
     RETURNS_OTHER = "returns_other"
-    # the code around the line (ranking.context_bonus)
+    # the code around the line (context_rules.py)
     EXPECTED_RAISE_CONDITION = "expected_raise_condition"
     EXPECTED_RAISE_MESSAGE = "expected_raise_message"
     RAISE_AT_FRAME = "raise_at_frame"
