@@ -317,6 +317,8 @@ class Analysis:
             yield path, line, original, mutated, code, new_text, what, family
 
     def out_of_budget(self) -> bool:
+        if time.monotonic() - self.printed > self.m["snapshot_s"]:
+            self.print_result(finished=False)
         if self.result["tried"] >= self.m["max_mutants"] or time.monotonic() > self.stop_at:
             self.result["cut"] += 1
             return True
