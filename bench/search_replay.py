@@ -128,6 +128,7 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
     evs = [first]
     used, applied, tried_keys = 1, None, []
     first_rank: object = None
+    first_candidates: list[dict] = []
     right: dict = {}
     top_list: list[str] = []
     outcome = "out of budget"
@@ -158,6 +159,9 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
                 first_rank = _right_rank(ranked, original, fixed, fix_path, plan)
                 top_list = [f"{c.score:5.1f} {c.label()}" for c in ranked[:top]]
                 right = _right_facts(ranked, first_rank, first)
+                # what a fitting harness re-weighs: each candidate's base score and features, the right one marked
+                first_candidates = [{"base": c.base, "features": c.features, "right": i == first_rank}
+                                    for i, c in enumerate(ranked, 1)]
             tried_keys.append(cand.label())
             if cand.path == fix_path and same_program(with_candidate(original, cand), fixed):
                 cost = STEPS_FOR_A_RIGHT_CANDIDATE   # apply, full suite, scope check (as the chooser counts)
@@ -176,7 +180,7 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
         plan = chooser.last_plan
         first_rank = _right_rank(chooser.last_candidates, original, fixed, fix_path, plan) if plan else "no plan"
     return {"scenario": scenario.name, "rank": first_rank, "outcome": outcome, "steps": used,
-            "tried": tried_keys, "top": top_list, "right": right,
+            "tried": tried_keys, "top": top_list, "right": right, "candidates": first_candidates,
             "reads": [f"{e.action.path}:{e.action.start_line}-{e.action.end_line}" for e in evs
                       if isinstance(e.action, ReadFile)]}
 
@@ -243,7 +247,7 @@ def main() -> int:
     solved = sum(r["outcome"] == "right candidate tried" for r in rows)
     print(f"\nright candidate reached within budget {args.budget}: {solved}/{len(rows)}")
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        Path(args.json).write_text(json.dumps([{k: v for k, v in r.items() if k != "candidates"} for r in rows], indent=1))
     return 0
 
 

@@ -57,6 +57,7 @@ RUN_ELSEWHERE: dict[str, str] = {
     "search_corpus.py": "test_an_observation_replays_the_search_chooser",
     "observe.py": "test_an_observation_replays_the_search_chooser",        # search_corpus.py --chooser observe:Observe
     "search_replay.py": "test_an_observation_replays_the_search_chooser",
+    "fit_search.py": "test_an_observation_replays_the_search_chooser",     # fits on the same observation
     "search_without_mutation.py": "bench_mutation.py",                     # its pairs' second chooser
     "mutants.py": "tests/test_mutants.py",                                 # mutants.main on iniconfig, 3 per project
     "mutants_trace.py": "mutants.py",                                      # the pytest plugin it loads
@@ -110,6 +111,12 @@ def test_an_observation_replays_the_search_chooser(tmp_path):
     replayed = run_script("search_replay.py", str(run_dir), "--json", str(tmp_path / "replay.json"))
     assert replayed.returncode == 0, replayed.stdout[-2000:] + replayed.stderr[-2000:]
     assert "discount-bug" in replayed.stdout and (tmp_path / "replay.json").is_file(), replayed.stdout[-2000:]
+    # fit_search.py: one round on that observation, reported as a held-out set too (counts only), no --write
+    fitted = run_script("fit_search.py", "--tune", str(run_dir), "--report", str(run_dir),
+                        "--rounds", "1")
+    assert fitted.returncode == 0, fitted.stdout[-2000:] + fitted.stderr[-2000:]
+    assert "tuning: 1 runs, 1 with the right candidate" in fitted.stdout, fitted.stdout[-2000:]
+    assert re.search(r"1/1 -> 1/1", fitted.stdout) and "fit not kept" in fitted.stdout, fitted.stdout[-2000:]
 
 
 def test_the_imperfect_model_serves_a_reply():

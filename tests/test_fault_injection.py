@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import fix_diff, runs_dir_with_cache, skip_unless_present
+from repair_agent.loop.state import StepProgress
 from repair_agent.choosers import BaselineChooser
 from repair_agent.loop.journal import read_journal, verify_chain
 from repair_agent.lifecycle.run import execute_run
@@ -317,8 +318,8 @@ def test_a_runs_dir_that_fills_up_mid_run_loses_no_journal_line(docker_client, s
 
     monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR for the fallback directory
 
-    def fill_disk_after_step_2(step: dict) -> None:
-        if step["step"] == 2:
+    def fill_disk_after_step_2(step: StepProgress) -> None:
+        if step.step == 2:
             with open(runs / "filler", "wb") as f:
                 try:
                     while True:

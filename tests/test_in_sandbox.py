@@ -10,7 +10,7 @@ import pytest
 
 from repair_agent import in_sandbox
 from repair_agent.hints import localization, mutation
-from repair_agent.in_sandbox import mutants, spectrum
+from repair_agent.in_sandbox import mutants, operators, spectrum
 
 
 # -- Ochiai: one implementation, the host's ranking is the sandbox's --------------------------------
@@ -129,30 +129,38 @@ def test_the_tracer_records_the_lines_of_the_repositorys_code_only(tmp_path):
 SOURCE = "def clamp(x, lo, hi):\n    if x > hi:\n        return lo\n    items = [x][0:1]\n    return not x\n"
 
 
-def _mutants_of(line: int) -> list[tuple[str, str]]:
-    rows = mutants.token_rows(SOURCE)
+def _mutants_of(line: int, max_per_line: int = 200) -> list[tuple[str, str, str]]:
     scopes, _ = mutants.functions_of(SOURCE)
-    return mutants.line_mutants(SOURCE.splitlines(keepends=True)[line - 1], rows.get(line, []),
-                                mutants.variables(scopes, line), 60)
+    return mutants.line_mutants(SOURCE.splitlines(keepends=True)[line - 1], mutants.variables(scopes, line),
+                                ("clamp",), operators.analysis_mutations, max_per_line)
 
 
-def test_the_mutants_of_a_line_in_token_order():
-    # a variable read by another of its function's variables (and by ±1 before `:`), a comparison both ways
-    assert _mutants_of(2) == [
-        ("    if lo > hi:\n", "x -> lo"), ("    if hi > hi:\n", "x -> hi"), ("    if items > hi:\n", "x -> items"),
-        ("    if x >= hi:\n", "> -> >="), ("    if x < hi:\n", "> -> <"),
-        ("    if x > hi + 1:\n", "hi -> hi + 1"), ("    if x > hi - 1:\n", "hi -> hi - 1"),
-        ("    if x > x:\n", "hi -> x"), ("    if x > lo:\n", "hi -> lo"), ("    if x > items:\n", "hi -> items")]
+def test_the_analysis_runs_every_edit_the_catalogue_makes_of_a_line():
+    from repair_agent.choosers.search.catalogue import line_mutations
+    text = SOURCE.splitlines(keepends=True)[1]
+    names = tuple(mutants.variables(mutants.functions_of(SOURCE)[0], 2))
+    catalogue = {new.rstrip("\n") for _, _, new in line_mutations(text, (), names, ("clamp",))}
+    assert catalogue and catalogue <= {new.rstrip("\n") for new, _, _ in _mutants_of(2)}
 
 
-def test_an_index_a_number_a_not_and_a_statement():
-    got = _mutants_of(4)
-    assert [w for _, w in got][-5:] == ["0 -> 1", "0 -> -1", "1 -> 2", "1 -> 0", "statement removed"]
-    assert "items -> x" not in [w for _, w in got]   # an assigned name is not read
-    assert got[-1] == ("    pass\n", "statement removed")
-    assert _mutants_of(5)[0] == ("    return  x\n", "not removed")
-    assert all(w != "statement removed" for _, w in _mutants_of(3))   # a return is never removed
-    assert len(mutants.line_mutants("    if x > hi:\n", mutants.token_rows("    if x > hi:\n")[1], ["x", "hi"], 2)) == 2
+def test_a_line_s_likeliest_edits_run_first_and_broad_ones_last():
+    got = _mutants_of(2)
+    families = [family for _, _, family in got]
+    assert families[0] == "boundary" and families.index("variable") > families.index("comparison")
+    assert ("    if x >= hi:\n", "> -> >=", "boundary") in got and ("    if lo > hi:\n", "x -> lo", "variable") in got
+    assert len({new for new, _, _ in got}) == len(got)   # no edit twice
+    assert "statement-removed" not in families and len(_mutants_of(2, 3)) == 3   # a header is never removed
+
+
+def test_a_statement_may_be_removed_a_return_never_and_a_def_is_not_mutated():
+    assert _mutants_of(4)[-1] == ("    pass\n", "statement removed", "statement-removed")
+    assert all(w != "statement removed" for _, w, _ in _mutants_of(3))
+    assert ("    return x\n", "drop `not`", "boolean") in _mutants_of(5)
+    assert _mutants_of(1) == []
+
+
+def test_the_mutants_of_all_lines_interleave_so_a_time_limit_cuts_every_line_alike():
+    assert mutants.interleave([[1, 2, 3], [4], [5, 6]]) == [1, 4, 5, 2, 6, 3]
 
 
 def test_the_functions_of_a_file_and_their_variables():
@@ -169,13 +177,15 @@ def test_code_in_finds_a_nested_function_by_name_and_line():
 
 # -- what makes them runnable in the sandbox ----------------------------------------------------------
 
-MODULES = ("spectrum", "mutants")
+MODULES = ("spectrum", "mutants", "operators", "statement_edits")
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_python_3_9_syntax_the_standard_library_and_pytest_only(name):
     tree = ast.parse(in_sandbox.source(name), feature_version=(3, 9))
-    guarded = {id(n) for node in tree.body if isinstance(node, ast.If) for n in ast.walk(node)}  # TYPE_CHECKING
+    # TYPE_CHECKING imports, and operators.py's import of its sibling (relative on the host, by the name
+    # in_sandbox.program loads it under in the sandbox)
+    guarded = {id(n) for node in tree.body if isinstance(node, (ast.If, ast.Try)) for n in ast.walk(node)}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and id(node) not in guarded:
             assert node.level == 0 and node.module.split(".")[0] in ("__future__", "dataclasses", "typing", "_pytest")
@@ -191,10 +201,14 @@ def test_nothing_runs_at_import(name):
             assert isinstance(node.value, ast.Constant)   # the docstring
         elif isinstance(node, ast.If):
             assert ast.unparse(node.test) == "TYPE_CHECKING"
+        elif isinstance(node, ast.Try):   # a sibling's import, by one name or the other
+            assert all(isinstance(n, (ast.ImportFrom, ast.ExceptHandler, ast.Name)) or n is node
+                       for b in node.body + node.handlers for n in [b] + list(getattr(b, "body", [])))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             value = node.value
-            assert value is not None and not any(isinstance(n, ast.Call) and ast.unparse(n.func) != "TypeVar"
-                                                 for n in ast.walk(value)), ast.unparse(node)
+            assert value is not None and not any(
+                isinstance(n, ast.Call) and ast.unparse(n.func) not in ("TypeVar", "frozenset", "re.compile")
+                for n in ast.walk(value)), ast.unparse(node)
         else:
             assert isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)), ast.unparse(node)
 

@@ -36,7 +36,7 @@ def test_no_failing_target_is_said_as_such(sandbox):
 
 
 def test_a_broken_interpreter_is_a_note_not_an_error(sandbox, monkeypatch):
-    monkeypatch.setattr("repair_agent.hints.localization.sys.executable", "/nonexistent/python")
+    monkeypatch.setattr(sandbox, "python", "/nonexistent/python")
     loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",))
     assert loc.lines == () and loc.note
 

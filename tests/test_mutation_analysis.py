@@ -8,7 +8,7 @@ import pytest
 
 from repair_agent.loop.actions import RunTargetTest
 from repair_agent.choosers.search import Failure, SearchChooser
-from repair_agent.choosers.search.mutants import CLEAN_FIX
+from repair_agent.choosers.search.weights import WEIGHTS, Rule
 from repair_agent.choosers.search.ranking import rank_candidates
 from repair_agent.hints.localization import localize
 from repair_agent.hints.mutation import MutantFix
@@ -71,8 +71,8 @@ def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, 
     # as changing what the tests show; the lines after it were still mutated
     assert by_line[5].tried >= 2 and by_line[5].changed >= 1
     # with no passing test to check it against, the fix is a lead, not a clean fix
-    assert [(f.line, f.text, f.fixed, f.of, f.broken, f.clean) for f in m.fixes if f.line == 7] == [
-        (7, "    return steps + 0", 2, 2, None, False)]
+    assert (7, "    return steps", 2, 2, None, False) in [
+        (f.line, f.text, f.fixed, f.of, f.broken, f.clean) for f in m.fixes if f.line == 7]
 
 
 def test_the_analysis_runs_only_when_asked(tmp_path):
@@ -106,7 +106,7 @@ def test_the_search_chooser_tries_a_clean_mutant_first_even_outside_its_catalogu
     plain = rank_candidates(Failure(**base), {"src/calc.py": lines}, [], "clamp caps at hi", seed=0)
     told = rank_candidates(Failure(**base, mutant_fixes={("src/calc.py", 2): [fix]}), {"src/calc.py": lines}, [],
                            "clamp caps at hi", seed=0)
-    assert told[0].line == 2 and told[0].new_lines == ("    if x <= lo:\n",) and told[0].score >= CLEAN_FIX
+    assert told[0].line == 2 and told[0].new_lines == ("    if x <= lo:\n",) and told[0].score >= WEIGHTS.rule[Rule.MUTANT_CLEAN_FIX]
     assert [c.new_lines for c in plain].index(("    if x <= lo:\n",)) > 2   # it came far down before
     # an edit no catalogue rule makes becomes a candidate of its own
     odd = MutantFix(path="src/calc.py", line=5, text="        return min(hi, x)", what="x", fixed=1, of=1, broken=0, checked=2)
@@ -191,8 +191,8 @@ def test_methods_cached_functions_and_module_constants_are_all_mutated(tmp_path)
     m = localize(sandbox, targets, ("src/**",), mutate=True).mutation
     assert m is not None
     fixes = {(f.line, f.text, f.fixed, f.of) for f in m.fixes}
-    assert {(8, "        return n * 2 + 0", 1, 4), (13, "    return n * n + 0", 1, 4),
-            (17, "    return n <= LIMIT", 1, 4), (20, "triple = lambda n: n * 3 + 0  # noqa: E731", 1, 4)} <= fixes
+    assert {(8, "        return n * 2", 1, 4), (13, "    return n * n", 1, 4),
+            (17, "    return n <= LIMIT", 1, 4), (20, "triple = lambda n: n * 3  # noqa: E731", 1, 4)} <= fixes
     # a constant runs at import, never inside a test: the spectrum does not list it, so it is not mutated
     assert all(f.line != 3 for f in m.fixes)
 
@@ -213,3 +213,15 @@ def test_the_model_prompt_shows_the_clean_fix_first():
     assert "mutation analysis: 40 one-token mutant(s)" in text and "3 not run (limit reached)" in text
     assert text.index("src/a.py:7  < -> <=") < text.index("src/a.py:3  + -> -")   # the clean one first
     assert "(1/1 failing pass, 0/5 passing broke)" in text
+
+
+def test_a_process_stopped_early_leaves_its_last_snapshot():
+    from repair_agent.hints.localization import _mutation_result
+    from repair_agent.hints.mutation import MARKER, MutationAnalysis
+    snapshot = MutationAnalysis(tried=7, finished=False).model_dump_json()
+    whole = MutationAnalysis(tried=9).model_dump_json()
+    found, note = _mutation_result(f"spectrum\n{MARKER}{snapshot}\n{MARKER}{whole}\n", False, 120.0)
+    assert found is not None and found.tried == 9 and note is None
+    found, note = _mutation_result(f"spectrum\n{MARKER}{snapshot}\n{MARKER}{whole[:20]}", False, 120.0)   # cut off
+    assert found is not None and found.tried == 7 and "stopped early" in note
+    assert _mutation_result("spectrum only\n", True, 120.0) == (None, "the mutation analysis timed out after 120s")

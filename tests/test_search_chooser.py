@@ -215,7 +215,7 @@ def test_an_edit_on_the_last_line_read_waits_for_the_line_after_it(tmp_path):
     assert unanchored_end(known, {}, None, fix) == ("src/textbits.py", 10)
     assert unanchored_end(known, {}, fix, None) == ("src/textbits.py", 10)   # reverting it too
     assert unanchored_end(known, {"src/textbits.py": 9}, None, fix) is None   # a window that ends the file
-    above = Candidate("src/textbits.py", 9, ("    n = max(n, 0)\n", lines[9]), "guard", "y")
+    above = Candidate("src/textbits.py", 9, ("    n = max(n, 0)\n", lines[9]), "none-guard", "y")
     assert unanchored_end(known, {}, None, above) is None   # the read line stays last, as context
     known["src/textbits.py"].update({n: lines[n] for n in (10, 11)})
     assert unanchored_end(known, {}, None, fix) is None

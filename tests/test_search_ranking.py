@@ -96,9 +96,10 @@ def test_the_spectrum_moves_candidates_on_suspicious_lines_up():
     seen = rank_candidates(Failure(**base, suspicious={("src/m.py", 16): 1.0, ("src/m.py", 14): 0.5},
                                    suspicious_complete=True), {"src/m.py": LINES}, [], "total adds the values", seed=0)
     fix = "        acc += v\n"
-    fix_score = lambda cands: next(c.score for c in cands if c.new_lines == (fix,))
-    # the most suspicious line gains the most; the fix is in the top tier either way here
-    assert fix_score(seen) == fix_score(blind) + 4 and seen[0].score == fix_score(seen)
+    fix_of = lambda cands: next(c for c in cands if c.new_lines == (fix,))
+    # the most suspicious line gains the most; the fix is first with the spectrum
+    assert fix_of(seen).features["spectrum_sharpness"] == 1.0 and "spectrum_ran" not in fix_of(blind).features
+    assert fix_of(seen).score > fix_of(blind).score and seen[0].score == fix_of(seen).score
     # without the spectrum label()'s slice edit comes third; with it, after everything total() ran
     assert [c.line for c in blind[:3]] == [16, 16, 10]
     # label() never ran in the failing test: its candidates fall below every line that did
@@ -467,7 +468,7 @@ def test_a_test_expecting_an_exception_gets_a_raising_guard_bounded_by_the_goals
 
 def test_ranking_rules_from_the_code_around_a_line():
     from repair_agent.choosers.search.catalogue import Candidate
-    from repair_agent.choosers.search.ranking import context_bonus
+    from repair_agent.choosers.search.context_rules import context_bonus, context_features
     src = '''\
 def search(self, string, pos=0, endpos=None):
     m = self._re.search(string, endpos, pos)
@@ -483,19 +484,24 @@ def search(self, string, pos=0, endpos=None):
     lines = _lines(src)
     fn = functions_in(1, list(lines.values()))[0]
     f = Failure()
-    bonus = lambda line, kind, what, failure=f: context_bonus(Candidate("m.py", line, (lines[line],), kind, what),
-                                                               fn, lines, failure)
+    rules = lambda line, kind, what, failure=f: set(context_features(
+        Candidate("m.py", line, (lines[line],), kind, what), fn, lines, failure))
     # a function passing its own parameters on in another order than it declares them
-    assert bonus(2, "swap", "swap arguments endpos, pos") == 5 and bonus(2, "swap", "swap arguments string, endpos") == 0
+    assert rules(2, "swap", "swap arguments endpos, pos") == {"parameter_order"}
+    assert rules(2, "swap", "swap arguments string, endpos") == set()
     # a value re-cased one way and compared with literals of the other case
-    assert bonus(3, "name", "lower -> upper") == 5
+    assert rules(3, "name", "lower -> upper") == {"case_agrees"}
     # a walk down a nested structure that restarts every iteration
-    assert bonus(7, "variable", "result -> d") == 4 and bonus(7, "variable", "k -> d") == 4
-    assert bonus(3, "variable", "groups -> am") == 0   # not in a loop
+    assert rules(7, "variable", "result -> d") == rules(7, "variable", "k -> d") == {"walk_restarts"}
+    assert rules(3, "variable", "groups -> am") == set()   # not in a loop
     # the condition in front of the raise a test expected, which raises the message it looks for
     expects = Failure(not_raised="ValueError", assert_lines=[
         'self.assertRaisesRegex(ValueError, "iterable is not divisible by n", f)'])
-    assert bonus(9, "comparison", "> -> !=", expects) == 5 and bonus(9, "comparison", "> -> !=") == 0
+    assert rules(9, "comparison", "> -> !=", expects) == {"expected_raise_condition", "expected_raise_message"}
+    assert rules(9, "comparison", "> -> !=") == set()
+    # and each rule that fires raises the candidate's score (the table weighs them positive)
+    c = Candidate("m.py", 2, (lines[2],), "swap", "swap arguments endpos, pos")
+    assert context_bonus(c, fn, lines, f) > 0 and "parameter_order" in c.features
 
 
 def test_ranking_rules_from_the_failures_values():
@@ -503,17 +509,18 @@ def test_ranking_rules_from_the_failures_values():
     from repair_agent.choosers.search.ranking import score
     line = "    return last(islice(iterable, n), default=default)\n"
     off = Failure(got=0, expected=1, have_values=True, hints={"boundary"})
-    up = score(Candidate("m.py", 1, (line,), "argument", "argument n + 1"), off, set(), set(), line)
-    down = score(Candidate("m.py", 1, (line,), "argument", "argument n - 1"), off, set(), set(), line)
-    assert up == down + 1   # the edit that moves the value the way the test expects
+    up, down = (Candidate("m.py", 1, (line,), "argument", f"argument n {d} 1") for d in "+-")
+    assert score(up, off, set(), set(), line) > score(down, off, set(), set(), line)   # it moves the value the
+    assert "moves_toward_expected" in up.features and "moves_toward_expected" not in down.features   # test's way
     assert "argument iterable + 1" not in _whats(line)   # a collection is never offset
     # the arguments of an exception being raised do not decide whether it is raised
     assert not any(w.startswith("argument") for w in _whats("        raise Short(sku, quantity, available)\n"))
     assert "argument quantity + 1" in _whats("        take(sku, quantity, available)\n")
     # None reached the test's own code: a guard inside the function is not the cure
     none = Failure(exception="AttributeError", hints={"none"})
-    g = Candidate("m.py", 1, (line,), "none-guard", "guard")
-    assert score(g, none, set(), {("m.py", 1)}, line) - score(g, none, set(), set(), line) == 6 + 3
+    at_frame, no_frame = (Candidate("m.py", 1, (line,), "none-guard", "guard") for _ in range(2))
+    assert score(at_frame, none, set(), {("m.py", 1)}, line) > score(no_frame, none, set(), set(), line)
+    assert "none_reached_test" in no_frame.features and "none_reached_test" not in at_frame.features
     # a callee refused a value out of its stated bounds: a clamp computed it
     from repair_agent.choosers.search.failure import parse_failure
     bounded = parse_failure(_target_observation(

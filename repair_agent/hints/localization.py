@@ -30,6 +30,9 @@ from .mutation import MutationAnalysis
 
 TOP_N = 40
 TIMEOUT_S = 60.0
+# With the mutation analysis the sandbox process runs longer: the analysis tries every edit of the
+# operator table on the suspicious lines (time, not steps), after the spectrum's own TIMEOUT_S share.
+MUTATION_TIMEOUT_S = 120.0
 # Passing tests traced besides the targets: enough to tell the lines apart, few enough to keep the
 # traced run short (a fixed number, not a time, so the result is reproducible; the time limit only
 # cuts a pathological run short, and says so). They come from the target tests' own files, which run
@@ -44,7 +47,8 @@ MARKER = spectrum.MARKER
 # What the sandbox runs as `python -B -c PROGRAM ARGS_JSON`: in_sandbox/spectrum.py (the traced run,
 # on a copy of the working tree) and, when a chooser asks for it, in_sandbox/mutants.py after it.
 SPECTRUM_PROGRAM = in_sandbox.program(("spectrum",), "spectrum.main(sys.argv[1])")
-MUTATION_PROGRAM = in_sandbox.program(("spectrum", "mutants"), "mutants.main(spectrum.main(sys.argv[1]), spectrum.ochiai)")
+MUTATION_PROGRAM = in_sandbox.program(("spectrum", "statement_edits", "operators", "mutants"),
+                                     "mutants.main(spectrum.main(sys.argv[1]), spectrum.ochiai, operators)")
 
 
 class SuspiciousLine(BaseModel):
@@ -107,6 +111,7 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
             "max_others": MAX_OTHER_TESTS, "min_near": MIN_NEAR_TESTS, "budget_s": max(1.0, timeout_s * 0.4)}
     program = SPECTRUM_PROGRAM
     if mutate:
+        timeout_s = max(timeout_s, MUTATION_TIMEOUT_S)
         args["mutation"] = mutation.mutation_args([glob_regex(w).pattern for w in writable], timeout_s * 0.85)
         program = MUTATION_PROGRAM
     try:
@@ -147,12 +152,23 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
 
 
 def _mutation_result(text: str, timed_out: bool, timeout_s: float) -> tuple[MutationAnalysis | None, str | None]:
-    """The mutation analysis printed after the spectrum, or why there is none."""
+    """The mutation analysis printed after the spectrum, or why there is none. The program prints a
+    snapshot of its result every few seconds and the whole result at its end: a process that was
+    stopped early still leaves its last readable snapshot, which is used, with a note."""
     at = text.rfind(mutation.MARKER)
     if at < 0:
         return None, (f"the mutation analysis timed out after {timeout_s:g}s" if timed_out
                       else "the mutation analysis gave no result")
-    try:
-        return MutationAnalysis.model_validate_json(text[at + len(mutation.MARKER):].strip().splitlines()[0]), None
-    except (ValueError, IndexError) as exc:
-        return None, f"unreadable mutation analysis: {str(exc)[:200]}"
+    error = ""
+    while at >= 0:
+        try:
+            found = MutationAnalysis.model_validate_json(text[at + len(mutation.MARKER):].strip().splitlines()[0])
+        except (ValueError, IndexError) as exc:   # a line cut off where the process stopped: the one before
+            error = error or str(exc)[:200]
+            at = text.rfind(mutation.MARKER, 0, at)
+            continue
+        if found.finished:
+            return found, None
+        return found, (f"the mutation analysis stopped early ({'timed out' if timed_out else 'ended'}): "
+                       f"its last snapshot, {found.tried} mutant(s) run, is used")
+    return None, f"unreadable mutation analysis: {error}"

@@ -21,11 +21,14 @@ from pydantic import BaseModel, ConfigDict
 
 MAX_LINES = 40        # the most suspicious lines (at least LINE_SHARE of the best score) that are mutated
 LINE_SHARE = 0.1
-MAX_MUTANTS = 400
-MAX_PER_LINE = 60
-BUDGET_S = 20.0       # for all mutants; a cut is counted in the result
+MAX_MUTANTS = 2000      # every edit of the operator table; the time limit cuts first on a large project
+MAX_PER_LINE = 120
+BUDGET_S = 30.0       # for all mutants; a cut is counted in the result (past ~60 s in all, Docker
+                      # sweeps lost the sandbox process and with it the whole analysis)
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
-MAX_CHECKED = 30      # fixing mutants checked against the passing tests
+MAX_CHECKED = 60      # fixing mutants checked against the passing tests
+SNAPSHOT_S = 5.0      # the result so far is printed this often, so a process stopped early leaves it
+MEMORY_MB = 384       # what the mutants may allocate beyond the process's size: more fails as MemoryError
 MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
 
@@ -38,6 +41,7 @@ class MutantFix(BaseModel):
     line: int
     text: str                 # the mutated line
     what: str                 # e.g. "< -> <="
+    family: str = ""          # its operator family in in_sandbox/operators.py (e.g. "boundary")
     fixed: int                # failing target tests it made pass
     of: int                   # failing target tests
     broken: int | None = None   # passing tests it broke, when checked (only mutants that fix every target)
@@ -67,6 +71,7 @@ class MutationAnalysis(BaseModel):
     tried: int = 0
     cut: int = 0              # mutants not run: the limit on count or time was reached
     duration_s: float = 0.0
+    finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:
         ranked = sorted(self.fixes, key=lambda f: (not f.clean, -f.fixed, f.broken or 0))
@@ -84,4 +89,4 @@ def mutation_args(writable_regexes: list[str], until_s: float) -> dict:
     traced run's start by which the mutants must stop (the sandbox's clock is its own)."""
     return {"writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
             "max_per_line": MAX_PER_LINE, "budget_s": BUDGET_S, "per_mutant_s": PER_MUTANT_S,
-            "max_checked": MAX_CHECKED, "until_s": until_s}
+            "max_checked": MAX_CHECKED, "until_s": until_s, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}

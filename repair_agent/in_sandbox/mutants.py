@@ -25,7 +25,6 @@ import re
 import signal
 import sys
 import time
-import tokenize
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 if TYPE_CHECKING:
@@ -33,17 +32,12 @@ if TYPE_CHECKING:
 
 MARKER = "@@ra-mutants@@"
 
-SWAPS = {"<": ["<=", ">"], "<=": ["<", ">="], ">": [">=", "<"], ">=": [">", "<="], "==": ["!="], "!=": ["=="],
-         "+": ["-"], "-": ["+"], "*": ["/"], "/": ["//", "*"], "//": ["/", "%"], "%": ["//"],
-         "+=": ["-="], "-=": ["+="], "*=": ["/="], "/=": ["//=", "*="], "//=": ["/="],
-         "and": ["or"], "or": ["and"], "True": ["False"], "False": ["True"], "min": ["max"], "max": ["min"],
-         "is": ["is not"], "in": ["not in"]}
-HEADERS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "try", "except", "finally", "with ",
-           "async ", "@", "return", "yield", "raise", "import ", "from ")
-
 Scope = Tuple[int, int, List[str]]   # a function's first and last line, the variables it names
 Def = Tuple[str, int, int, int]      # a function's name, first and last line, first line of its decorators
-Mutant = Tuple[str, str]             # the mutated line, what changed (e.g. "< -> <=")
+Mutant = Tuple[str, str, str]        # the mutated line, what changed (e.g. "< -> <="), its operator family
+# operators.analysis_mutations: (line, the variables in scope, the callables of the file) -> (family, what, new line)
+Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...]], List[Tuple[str, str, str]]]
+MAX_NAMES = 12                       # the variables of a function a variable read may become
 
 
 class MutantTimeout(BaseException):
@@ -54,18 +48,6 @@ def choose_lines(scored: Sequence[Tuple[str, int, float, int, int]], share: floa
     """The lines to mutate of spectrum.ochiai's ranking: at least `share` of the best score, at most `max_lines`."""
     best = scored[0][2] if scored else 0.0
     return [(s[0], s[1]) for s in scored if s[2] >= share * best][:max_lines]
-
-
-def token_rows(text: str) -> Dict[int, List[tokenize.TokenInfo]]:
-    """The tokens of `text` that start and end on one row, by row."""
-    rows: Dict[int, List[tokenize.TokenInfo]] = {}
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.start[0] == tok.end[0]:
-                rows.setdefault(tok.start[0], []).append(tok)
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return rows
 
 
 def functions_of(text: str) -> Tuple[List[Scope], List[Def]]:
@@ -92,44 +74,22 @@ def variables(scopes: Sequence[Scope], line: int) -> List[str]:
     return min(inner, key=lambda s: s[1] - s[0])[2] if inner else []
 
 
-def line_mutants(text: str, toks: Sequence[tokenize.TokenInfo], names: Sequence[str], max_per_line: int) -> List[Mutant]:
-    """The one-token mutants of one line (`text`, with its end of line; `toks`: its tokens; `names`:
-    the variables of its function), in a fixed order, at most `max_per_line`."""
-    out: List[Mutant] = []
+def line_mutants(text: str, names: Sequence[str], callables: Sequence[str], mutations: Mutations,
+                 max_per_line: int) -> List[Mutant]:
+    """The mutants of one line (`text`, with its end of line; `names`: the variables of its function;
+    `callables`: the functions its file defines or calls) from the operator table (`mutations`:
+    operators.analysis_mutations), in its order, at most `max_per_line`."""
+    return [(new, what, family)
+            for family, what, new in mutations(text, tuple(names[:MAX_NAMES]), tuple(callables))][:max_per_line]
 
-    def put(start: int, end: int, new: str, what: str) -> None:
-        s, e = toks[start].start[1], toks[end].end[1]
-        out.append((text[:s] + new + text[e:], what))
 
-    for i, tok in enumerate(toks):
-        s = tok.string
-        nxt = toks[i + 1].string if i + 1 < len(toks) else ""
-        prev = toks[i - 1].string if i else ""
-        if s == "not" and nxt == "in":
-            put(i, i + 1, "in", "not in -> in")
-        elif s == "is" and nxt == "not":
-            put(i, i + 1, "is", "is not -> is")
-        elif s == "not" and prev != "is":
-            put(i, i, "", "not removed")
-        elif s in SWAPS and not (s == "in" and prev == "not") and tok.type in (tokenize.OP, tokenize.NAME):
-            for new in SWAPS[s]:
-                put(i, i, new, f"{s} -> {new}")
-        if tok.type == tokenize.NUMBER and s.isdigit():
-            for n in (int(s) + 1, int(s) - 1):
-                put(i, i, str(n), f"{s} -> {n}")
-        if tok.type == tokenize.NAME and s in names and nxt not in ("=", "(", ".") and prev != ".":
-            if nxt in ("]", ":", ")"):
-                for d in ("+ 1", "- 1"):
-                    put(i, i, f"{s} {d}", f"{s} -> {s} {d}")
-            for other in names:
-                if other != s:
-                    put(i, i, other, f"{s} -> {other}")
-    stripped = text.strip()
-    first = [t for t in toks if t.type not in (tokenize.INDENT, tokenize.DEDENT)][:1]
-    if stripped and not stripped.startswith(HEADERS) and not stripped.endswith((":", "(", "[", "{", ",", "\\")) and first \
-            and first[0].start[1] == len(text) - len(text.lstrip()):
-        out.append((text[:len(text) - len(text.lstrip())] + "pass\n", "statement removed"))
-    return out[:max_per_line]
+def interleave(per_line: Sequence[Sequence[Any]]) -> List[Any]:
+    """The mutants of every line, first of each line first, then the second of each, and so on: a
+    time limit then cuts the broad edits of every line, never all edits of the lines ranked last."""
+    out: List[Any] = []
+    for k in range(max((len(x) for x in per_line), default=0)):
+        out += [x[k] for x in per_line if k < len(x)]
+    return out
 
 
 def live_functions(mod: Any) -> List[Any]:
@@ -180,8 +140,9 @@ def _failure(longrepr: Any) -> str:
 class Analysis:
     """One mutation analysis on the tree the spectrum's tests ran in."""
 
-    def __init__(self, run: SpectrumRun) -> None:
+    def __init__(self, run: SpectrumRun, operators: Any) -> None:
         self.run = run
+        self.operators = operators   # in_sandbox/operators.py, the one table of edits
         self.root = run.root
         self.m: Dict[str, Any] = run.args["mutation"]
         self.failing = sorted(t for t, o in run.outcomes.items() if o == "failed" and run.is_target(t))
@@ -190,16 +151,17 @@ class Analysis:
         self.fired = False      # the time limit of a run went off (pytest may have caught it as a failure)
         self.limit = self.m["per_mutant_s"]
         self.sources: Dict[str, str] = {}
-        self.token_rows: Dict[str, Dict[int, List[tokenize.TokenInfo]]] = {}
+        self.callables: Dict[str, Tuple[str, ...]] = {}
         self.scopes: Dict[str, List[Scope]] = {}
         self.defs: Dict[str, List[Def]] = {}
         self.module_of: Dict[str, Any] = {}   # path -> (its live module, its functions, the caches they and it hold)
         self.stats: Dict[Tuple[str, int], List[int]] = {}   # (path, line) -> [tried, changed, fixing]
         self.baseline: Dict[str, str] = {}
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0}
-        self.deferred: List[Tuple[str, int, str, str, str, str]] = []   # mutants no live function holds
+        self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
         self.stop_at = 0.0
+        self.printed = 0.0      # when the result was last printed
 
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
         writable = [re.compile(p) for p in self.m["writable"]]
@@ -292,16 +254,16 @@ class Analysis:
             with open(os.path.join(self.root, path), encoding="utf-8") as fh:
                 text = fh.read()
             self.sources[path] = text
-            self.token_rows[path] = token_rows(text)
+            self.callables[path] = self.operators.callable_names(dict(enumerate(text.splitlines(), 1)))
             self.scopes[path], self.defs[path] = functions_of(text)
         return self.sources[path]
 
     def mutants(self, path: str, line: int) -> List[Mutant]:
         text = self.load(path).splitlines(keepends=True)[line - 1]
-        return line_mutants(text, self.token_rows[path].get(line, []), variables(self.scopes[path], line),
+        return line_mutants(text, variables(self.scopes[path], line), self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"])
 
-    def judge(self, path: str, line: int, new_text: str, what: str, got: Dict[str, str],
+    def judge(self, path: str, line: int, new_text: str, what: str, family: str, got: Dict[str, str],
               check: Callable[[List[str]], Dict[str, str]]) -> None:
         """Count one mutant's result on the failing targets; `check` runs the passing tests on it."""
         result = self.result
@@ -311,7 +273,7 @@ class Analysis:
         passed = sum(v == "passed" for v in got.values())
         st[1] += any(got.get(t) != self.baseline.get(t) for t in self.failing)
         if passed:
-            fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what,
+            fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what, "family": family,
                    "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0}
             if passed == len(self.failing):
                 st[2] += 1
@@ -320,25 +282,43 @@ class Analysis:
                     fix["checked"] = len(others)
                     fix["broken"] = sum(v != "passed" for v in others.values())
             result["fixes"].append(fix)
+        if time.monotonic() - self.printed > self.m["snapshot_s"]:
+            self.print_result(finished=False)
 
-    def each_mutant(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[Tuple[str, int, str, str, Any, str, str]]:
+    def print_result(self, finished: bool) -> None:
+        """The result so far (`finished`: the whole of it) on one line after MARKER."""
+        self.printed = time.monotonic()
+        self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2]}
+                                for (p, n), v in self.stats.items()]
+        self.result["duration_s"] = round(time.monotonic() - self.started, 3)
+        self.result["finished"] = finished
+        out = sys.__stdout__ or sys.stdout   # the real one, also while a test's output is being caught
+        out.write("\n" + MARKER + json.dumps(self.result) + "\n")
+        out.flush()
+
+    def each_mutant(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[Tuple[str, int, str, str, Any, str, str, str]]:
+        per_line = []
         for path, line in chosen:
             try:
-                original = self.load(path)
+                self.load(path)
                 muts = self.mutants(path, line)
             except (OSError, UnicodeDecodeError, IndexError):
                 continue
             self.stats.setdefault((path, line), [0, 0, 0])
+            per_line.append([(path, line, m) for m in muts])
+        for path, line, (new_text, what, family) in interleave(per_line):
+            original = self.sources[path]
             lines_of = original.splitlines(keepends=True)
-            for new_text, what in muts:
-                mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
-                try:   # compiled once: a mutant that does not compile is skipped, one that does goes into swap()
-                    code = compile(mutated, os.path.join(self.root, path), "exec")
-                except (SyntaxError, ValueError):
-                    continue
-                yield path, line, original, mutated, code, new_text, what
+            mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
+            try:   # compiled once: a mutant that does not compile is skipped, one that does goes into swap()
+                code = compile(mutated, os.path.join(self.root, path), "exec")
+            except (SyntaxError, ValueError):
+                continue
+            yield path, line, original, mutated, code, new_text, what, family
 
     def out_of_budget(self) -> bool:
+        if time.monotonic() - self.printed > self.m["snapshot_s"]:
+            self.print_result(finished=False)
         if self.result["tried"] >= self.m["max_mutants"] or time.monotonic() > self.stop_at:
             self.result["cut"] += 1
             return True
@@ -385,7 +365,7 @@ class Analysis:
                 analysis.baseline.update(run_items(analysis.failing, m["per_mutant_s"] * 5))
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
-                for path, line, original, mutated, code, new_text, what in analysis.each_mutant(chosen):
+                for path, line, original, mutated, code, new_text, what, family in analysis.each_mutant(chosen):
                     if analysis.out_of_budget():
                         continue
                     try:
@@ -393,10 +373,10 @@ class Analysis:
                     except Exception:
                         undo = None
                     if undo is None:
-                        analysis.deferred.append((path, line, original, mutated, new_text, what))
+                        analysis.deferred.append((path, line, original, mutated, new_text, what, family))
                         continue
                     try:
-                        analysis.judge(path, line, new_text, what, run_items(analysis.failing),
+                        analysis.judge(path, line, new_text, what, family, run_items(analysis.failing),
                                        lambda ids: run_items(ids, m["per_mutant_s"] * 5))
                     finally:
                         undo()
@@ -408,35 +388,47 @@ class Analysis:
         import pytest
 
         m, run = self.m, self.run
-        self.started = time.monotonic()
+        self.started = self.printed = time.monotonic()
+        cap_memory(m["memory_mb"] * 1024 * 1024)
         # `deadline - budget_s`: when the spectrum's run started, which until_s counts from
         self.stop_at = min(self.started + m["budget_s"], run.deadline - run.args["budget_s"] + m["until_s"])
         if self.failing and chosen:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 pytest.main(["-q", "-p", "no:cacheprovider", "--maxfail=0", f"--rootdir={self.root}", *self.failing, *self.passing],
                             plugins=[self.loop_plugin(chosen)])
-        for path, line, original, mutated, new_text, what in self.deferred:
+        for path, line, original, mutated, new_text, what, family in self.deferred:
             if self.out_of_budget():
                 continue
             with open(os.path.join(self.root, path), "w", encoding="utf-8") as fh:
                 fh.write(mutated)
             try:
-                self.judge(path, line, new_text, what, self.fresh_run(self.failing), self.fresh_run)
+                self.judge(path, line, new_text, what, family, self.fresh_run(self.failing), self.fresh_run)
             finally:
                 with open(os.path.join(self.root, path), "w", encoding="utf-8") as fh:
                     fh.write(original)
-        self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2]}
-                                for (p, n), v in self.stats.items()]
-        self.result["duration_s"] = round(time.monotonic() - self.started, 3)
         return self.result
 
 
-def main(run: SpectrumRun, ochiai: Callable[..., Any]) -> None:
-    """The mutation analysis after the spectrum's `run`; `ochiai`: spectrum.ochiai (passed in: this
-    module imports nothing of the project). Prints its result line."""
-    analysis = Analysis(run)
+def main(run: SpectrumRun, ochiai: Callable[..., Any], operators: Any) -> None:
+    """The mutation analysis after the spectrum's `run`; `ochiai`: spectrum.ochiai, `operators`: the
+    module in_sandbox/operators.py (passed in: this module imports nothing of the project). Prints
+    its result line."""
+    analysis = Analysis(run, operators)
     chosen = analysis.chosen(ochiai)
     signal.signal(signal.SIGALRM, analysis.on_alarm)
-    result = analysis.analyse(chosen)
-    sys.stdout.write("\n" + MARKER + json.dumps(result) + "\n")
-    sys.stdout.flush()
+    analysis.analyse(chosen)
+    analysis.print_result(finished=True)
+
+
+def cap_memory(extra_bytes: int) -> None:
+    """A mutant that allocates without end (a loop whose exit was mutated away) fails with
+    MemoryError, a failed test, instead of bringing the process down at the container's limit."""
+    try:
+        import resource
+        with open("/proc/self/status", encoding="ascii") as fh:
+            size = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:"))
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        soft = size + extra_bytes if hard == resource.RLIM_INFINITY else min(size + extra_bytes, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    except (ImportError, OSError, ValueError, StopIteration):
+        pass   # not Linux: no cap

@@ -12,6 +12,7 @@ from verifier.spec import glob_match
 
 from ...hints.mutation import MutantFix
 from ...loop.state import Evidence
+from .weights import Hint
 
 # Names called in a failing assertion that are never the code under repair.
 NOT_SUSPECTS = frozenset(dir(builtins)) | {
@@ -37,7 +38,7 @@ class Failure:
     frames: list[tuple[str, int]] = field(default_factory=list)        # writable frames, innermost last
     callees: list[str] = field(default_factory=list)                    # names the failing assertion calls
     assert_lines: list[str] = field(default_factory=list)               # the `>` lines of test frames
-    hints: set[str] = field(default_factory=set)
+    hints: set[Hint] = field(default_factory=set)   # what the failure says about the kind of bug
     # Spectrum localization of the observation: (path, line) -> Ochiai score relative to the best line.
     suspicious: dict[tuple[str, int], float] = field(default_factory=dict)
     suspicious_complete: bool = False   # every line the failing tests ran is listed
@@ -208,77 +209,77 @@ def _expectation_first(pytest_part: str, assert_lines: list[str], left: str, rig
     return False
 
 
-def _hints(f: Failure, goal_text: str) -> set[str]:
-    hints: set[str] = set()
+def _hints(f: Failure, goal_text: str) -> set[Hint]:
+    hints: set[Hint] = set()
     text = f"{goal_text} {f.message} {f.exception_message}"
     if PERCENT_WORDS.search(text):
-        hints.add("percent")
+        hints.add(Hint.PERCENT)
     if re.search(r"\bcents?\b", text, re.I):
-        hints.add("cents")
+        hints.add(Hint.CENTS)
     if re.search(r"\bNone(Type)?\b", f"{f.exception_message} {f.message}") or f.expected is None and f.have_values:
-        hints.add("none")
+        hints.add(Hint.NONE)
     if f.exception in ("ZeroDivisionError", "IndexError", "StopIteration") or re.search(
             r"\bempty\b", f"{f.exception_message} {goal_text}", re.I):
-        hints.add("empty")
+        hints.add(Hint.EMPTY)
     if f.exception == "TypeError" and "NoneType" in f.exception_message:
-        hints.add("none")
+        hints.add(Hint.NONE)
     elif f.exception == "TypeError" and re.search(r"\bgot '?\w+'?|unsupported operand|object is not (?:iterable|callable|subscriptable)"
                                                   r"|must be \w+, not|can only concatenate", f.exception_message):
-        hints.add("type")   # a value of the wrong type reached a call: another variable or argument was meant
+        hints.add(Hint.TYPE)   # a value of the wrong type reached a call: another variable or argument was meant
     if f.exception == "RecursionError":
-        hints.add("recursion")   # the base case is never taken: its condition, not the recursive line
+        hints.add(Hint.RECURSION)   # the base case is never taken: its condition, not the recursive line
     if re.search(r"off[- ]by[- ]one|inclusive|exclusive|boundary|at least|at most|fits|exactly|last|trailing|end of", goal_text, re.I):
-        hints.add("boundary")
+        hints.add(Hint.BOUNDARY)
     if re.search(r"\b(first|last|earliest|latest|smallest|largest|lowest|highest|minimum|maximum|shortest|longest)\b",
                  goal_text, re.I):
-        hints.add("extreme")
+        hints.add(Hint.EXTREME)
     if any(RECASED_INPUT_RE.search(line) for line in f.assert_lines):
-        hints.add("case")   # the failing assertion feeds a re-cased input: case handling is suspect
+        hints.add(Hint.CASE)   # the failing assertion feeds a re-cased input: case handling is suspect
     if any(BOUNDS_BROKEN_RE.search(m) for m in f.exception_messages + [f.message]):
-        hints.add("range")   # a callee refused a value out of its bounds: a clamp or a limit computed it
+        hints.add(Hint.RANGE)   # a callee refused a value out of its bounds: a clamp or a limit computed it
     if re.search(r"\bdefault\b", goal_text, re.I):
-        hints.add("default")
+        hints.add(Hint.DEFAULT)
     if re.search(r"\border\b|swap|reverse", goal_text, re.I):
-        hints.add("swap")
+        hints.add(Hint.SWAP)
     if f.have_values:
         g, e = f.got, f.expected
         if is_number(g) and is_number(e):
             if abs(g - e) == 1:
-                hints.add("boundary")
+                hints.add(Hint.BOUNDARY)
             if g == -e and g != 0:
-                hints.add("sign")
+                hints.add(Hint.SIGN)
             if e and g and abs(round(g / e, 6)) in (100, 0.01):
-                hints.update({"percent", "div100" if abs(round(g / e, 6)) == 100 else "mul100"})
+                hints.update({Hint.PERCENT, Hint.DIV100 if abs(round(g / e, 6)) == 100 else Hint.MUL100})
             if g != e and (g + e == 0 or g - e == 2 * e or e - g == 2 * g):
-                hints.add("sign")
+                hints.add(Hint.SIGN)
         elif isinstance(g, bool) and isinstance(e, bool):
-            hints.add("boolean")
+            hints.add(Hint.BOOLEAN)
         elif isinstance(g, (list, tuple)) and isinstance(e, (list, tuple)) and len(g) == len(e) and g != e \
                 and all(is_number(a) and is_number(b) and (a == b or a == -b) for a, b in zip(g, e)):
-            hints.add("sign")   # the same numbers, some negated: an operation with its operands swapped
+            hints.add(Hint.SIGN)   # the same numbers, some negated: an operation with its operands swapped
         elif isinstance(g, (str, list, tuple)) and isinstance(e, (str, list, tuple)):
             separators = isinstance(g, str) and isinstance(e, str) and g != e and _alnum(g) == _alnum(e)
             if separators:
-                hints.add("separators")   # only punctuation or spacing differs: a pattern or a replacement
+                hints.add(Hint.SEPARATORS)   # only punctuation or spacing differs: a pattern or a replacement
             elif abs(len(g) - len(e)) == 1 or (isinstance(g, str) and isinstance(e, str)
                                                and abs(len(g.split()) - len(e.split())) == 1):
-                hints.add("boundary")
+                hints.add(Hint.BOUNDARY)
             if sorted(map(repr, g)) == sorted(map(repr, e)) and g != e:
-                hints.add("swap")
+                hints.add(Hint.SWAP)
             if (isinstance(g, str) and isinstance(e, str) and re.sub(r"\d+", "#", g) == re.sub(r"\d+", "#", e)
                     and g != e):
-                hints.add("number")   # same text, another number in it: a counter or constant is off
+                hints.add(Hint.NUMBER)   # same text, another number in it: a counter or constant is off
             if isinstance(g, str) and isinstance(e, str) and g.lower() == e.lower():
-                hints.add("case")
+                hints.add(Hint.CASE)
             if isinstance(g, str) and isinstance(e, str) and g.strip() == e.strip():
-                hints.add("strip")
+                hints.add(Hint.STRIP)
     am = ASSERT_EQ_RE.search(f.message)
     if am and am.group("op") == "==":
         g_nums, e_nums = re.findall(r"\d+", am.group("got")), re.findall(r"\d+", am.group("exp"))
         if len(g_nums) > 1 and sorted(g_nums) == sorted(e_nums) and g_nums != e_nums:
-            hints.add("swap")
+            hints.add(Hint.SWAP)
     if (f.exception == "AssertionError" and not f.have_values and not am) or f.expected in (True, False):
-        hints.add("boolean")
+        hints.add(Hint.BOOLEAN)
     return hints
 
 

@@ -5,14 +5,8 @@ import re
 
 from .catalogue import Candidate
 from .failure import Failure
+from .weights import Rule, active
 
-CLEAN_FIX = 12.0      # the edit of a mutant that turned every failing target green and broke no passing test
-MAX_CLEAN = 3         # more clean mutants than this: the tests tell the edits apart poorly, only the line stands out
-CROWDED_FIX = 1.0     # ... and such an edit gains only this much over the rest of its line
-FIX_LINE = 3.0        # any edit of a line where a mutant was a clean fix
-PARTIAL_FIX = 1.5     # scaled by the share of failing targets an unchecked or partial fix turned green
-INERT_LINE = -2.0     # a line where several mutants changed nothing the failing tests show
-MIN_INERT_TRIES = 3
 ZERO_TERM = re.compile(r"\s*[-+]\s*0(?![\w.])")
 
 
@@ -33,7 +27,7 @@ def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Cand
     """The mutants that made every failing target pass and broke no passing test, on lines read, as
     candidates of their own (most are catalogue edits too; the rest are not), unless too many were."""
     out: list[Candidate] = []
-    if _clean_count(f) > MAX_CLEAN:
+    if _clean_count(f) > active().max_clean:
         return out
     for (p, n), fixes in f.mutant_fixes.items():
         text = lines.get(n)
@@ -45,23 +39,24 @@ def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Cand
     return out
 
 
-def mutation_term(c: Candidate, f: Failure) -> float:
-    """Score points for a candidate from the mutation analysis: a lot for the edit of a clean fix
-    (when many edits were clean, only their line stands out), some for any edit of a clean fix's
-    line, a little for an edit that turned only some failing targets green or was not checked
-    against the passing tests, none for one that broke passing tests; a little less for a line
-    where several mutants changed nothing; 0 where the analysis did not reach."""
+def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
+    """What the mutation analysis says about a candidate: the edit of a clean fix (when many edits
+    were clean, only their line stands out: a crowded fix), any edit of a clean fix's line, an edit
+    that turned only some failing targets green or was not checked against the passing tests (by
+    its share; none for one that broke passing tests), a line where several mutants changed
+    nothing; none where the analysis did not reach."""
     if len(c.new_lines) == 1:
         fixes = f.mutant_fixes.get((c.path, c.line), ())
-        line = FIX_LINE if any(fx.clean for fx in fixes) else 0.0
+        line = [(Rule.MUTANT_FIX_LINE, 1.0)] if any(fx.clean for fx in fixes) else []
         for fx in fixes:
             if _same(_tidy(fx.text), c.new_lines[0]) or _same(fx.text, c.new_lines[0]):
                 if fx.clean:
-                    return line + (CLEAN_FIX if _clean_count(f) <= MAX_CLEAN else CROWDED_FIX)
-                return line + (0.0 if fx.broken else PARTIAL_FIX * fx.fixed / max(1, fx.of))
+                    crowded = _clean_count(f) > active().max_clean
+                    return line + [(Rule.MUTANT_CROWDED_FIX if crowded else Rule.MUTANT_CLEAN_FIX, 1.0)]
+                return line + ([] if fx.broken else [(Rule.MUTANT_PARTIAL_FIX, fx.fixed / max(1, fx.of))])
         if line:
             return line
     stats = f.mutated.get((c.path, c.line))
-    if stats is not None and stats[0] >= MIN_INERT_TRIES and stats[1] == 0 and len(c.new_lines) == 1:
-        return INERT_LINE
-    return 0.0
+    if stats is not None and stats[0] >= active().min_inert_tries and stats[1] == 0 and len(c.new_lines) == 1:
+        return [(Rule.MUTANT_INERT_LINE, 1.0)]
+    return []

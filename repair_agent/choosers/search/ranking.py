@@ -7,40 +7,20 @@ import re
 from dataclasses import replace
 
 from .catalogue import Candidate, line_mutations
+from .context_rules import context_bonus
 from .context_edits import (counter_updates, raising_guards, sibling_arm_statements, sibling_wraps,
-                            reads, unused_param_returns, unused_params)
+                            unused_param_returns, unused_params)
 from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
-from .smells import smell_bonus
+from .smells import smell_features
 from .failure import Failure, is_number
 from .patch import _blocks
-from .mutants import mutant_candidates, mutation_term
-from .spectrum import spectrum_term
+from .mutants import mutant_candidates, mutation_features
+from .spectrum import spectrum_features
+from .weights import Rule, active
 from .values import magnitude_fix, separator_swaps
-from .source import Function, _code_lines, _numbers_in, _parses, callable_names, functions_in, scope_names
-
-KIND_PRIOR = {"extreme": 0, "goal-constant": 0, "comparison": 2, "boundary": 2, "arithmetic": 2, "constant": 2, "percent": 0, "swap": 0,
-              "slice": 1, "boolean": 1, "name": 0, "default": 0, "none-guard": 0, "empty-guard": 0,
-              "variable": -1, "offset": 0, "argument": -1,
-              # the single-statement taxonomy's kinds (see single_statement.py)
-              "arguments": 0, "numeral": 0, "scale": 2, "normalize": -1, "branches": 1, "regex": 0, "condition": 0, "delete": -2,
-              # edits read from the statements around a line (see context_edits.py) and a self-assignment's sign
-              "wrap": 3, "counter": 3, "raise-guard": 4, "sign": 4, "negate": -2, "sibling-copy": 2,
-              # statements the failure says are missing (missing.py), a separator the values differ by (values.py)
-              "return": 0, "return-value": -1, "attribute": 0, "definition": 0, "separator": 2}
-HINT_BONUS = {"percent": {"percent": 6}, "boundary": {"boundary": 3, "constant": 2, "slice": 4, "offset": 2, "argument": 3,
-                                                   "counter": 2},
-              "none": {"none-guard": 6}, "empty": {"empty-guard": 6, "boundary": 1, "slice": 1},
-              "sign": {"arithmetic": 3, "swap": 2, "negate": 6, "sign": 2}, "boolean": {"boundary": 2, "comparison": 1, "boolean": 1},
-              "default": {"default": 5, "constant": 1, "boolean": 1},
-              "extreme": {"extreme": 6}, "number": {"constant": 3, "slice": 1, "offset": 2, "argument": 3}, "separators": {"regex": 4, "arguments": 2, "normalize": 1, "separator": 4},
-              "case": {"name": 5, "normalize": 5}, "strip": {"name": 5, "normalize": 5},
-              "swap": {"swap": 4, "branches": 3},
-              "type": {"variable": 4, "swap": 3, "arguments": 1},
-              "recursion": {"boolean": 5, "comparison": 4, "boundary": 2, "condition": 3},
-              # an exception that states the bounds a value broke (`must be ... 0 <= x`): a clamp or a limit
-              "range": {"extreme": 5, "boundary": 1}}
-
+from ...in_sandbox.operators import callable_names
+from .source import Function, _code_lines, _numbers_in, _parses, functions_in, scope_names
 
 CLASS_WORDS = {"d": r"\bdigits?\b|\bnumbers?\b", "s": r"\bwhitespace\b|\bspaces?\b", "w": r"\bwords?\b|\bletters?\b",
                "b": r"\bboundary\b"}
@@ -52,81 +32,101 @@ JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap
 
 def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
           params: tuple[str, ...] = (), def_line: int | None = None, proxy: float | None = None) -> float:
-    """`proxy`: the suspicion a line that never runs inside a test inherits (a module constant
-    takes that of the lines that use it)."""
-    s = KIND_PRIOR.get(c.kind, 0) + c.score
-    for h in failure.hints:
-        s += HINT_BONUS.get(h, {}).get(c.kind, 0)
-    # Run by the failing tests: +2, and up to +2 more the fewer passing tests run it (the spectrum is
+    """The candidate's score: its generator's base score plus its features (`features`, kept on the
+    candidate) weighed by the table (weights.py). `proxy`: the suspicion a line that never runs
+    inside a test inherits (a module constant takes that of the lines that use it)."""
+    c.base = c.score
+    c.features = features(c, failure, goal_words, frame_lines, line_text, params, def_line, proxy)
+    return c.base + active().dot(c.features)
+
+
+def features(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
+             params: tuple[str, ...] = (), def_line: int | None = None, proxy: float | None = None) -> dict[str, float]:
+    """What the evidence says about a candidate, as named features (weights.py names them all)."""
+    x: dict[str, float] = {}
+
+    def add(rule: Rule | str, value: float = 1.0) -> None:
+        name = rule.value if isinstance(rule, Rule) else rule
+        if value:
+            x[name] = x.get(name, 0.0) + value
+
+    kind = c.kind.value
+    add(f"prior:{kind}")
+    for h in sorted(failure.hints):
+        add(f"hint:{h}:{kind}")
+    # Run by the failing tests, and the sharper the fewer passing tests run it (the spectrum is
     # sharper about the function than about the line: the line that shows a wrong value is often not
     # the one that computed it). When the list is complete, a line it lacks never ran in a failing
     # test (a def line's defaults aside).
-    s += spectrum_term(c, failure, def_line, proxy) + mutation_term(c, failure)
+    for rule, value in spectrum_features(c, failure, def_line, proxy) + mutation_features(c, failure):
+        add(rule, value)
     if failure.have_values and type(failure.got) is float and type(failure.expected) is int and "/ -> //" in c.what:
-        s += 3   # the values' types say a true division should floor
+        add(Rule.DIVISION_BY_VALUE_TYPES)   # the values' types say a true division should floor
     if failure.have_values and type(failure.got) is int and type(failure.expected) is float and "// -> /" in c.what:
-        s += 3
+        add(Rule.DIVISION_BY_VALUE_TYPES)
     if c.kind in ("offset", "argument", "percent", "negate") and failure.have_values and not (
             is_number(failure.got) or is_number(failure.expected)) and "number" not in failure.hints:   # '3.0.0' vs '4.0.0' is about a number
-        s -= 5   # one more, one less, a hundredth: edits of numbers, and the values are not numbers
+        add(Rule.NUMBER_EDIT_NON_NUMBERS)   # one more, one less, a hundredth: edits of numbers, and the values are not numbers
     if c.kind == "none-guard" and "none" in failure.hints and not frame_lines:
-        s -= HINT_BONUS["none"]["none-guard"]   # None reached the test's own code: the function returned it, no
-        # guard inside it raised; an early `return None`-like guard is the symptom, not the cure
+        add(Rule.NONE_REACHED_TEST)   # None reached the test's own code: the function returned it, no guard
+        # inside it raised; an early `return None`-like guard is the symptom, not the cure
     if c.what in ("< -> !=", "> -> !="):
-        s -= 1   # an order test that should be an inequality: rarer than a boundary or a flipped order
+        add(Rule.ORDER_TO_INEQUALITY)   # an order test that should be an inequality: rarer than a boundary or a flipped order
     if c.kind == "regex" and (m := re.match(r"range (\[(\w)-(\w)\]) -> \[(\w)-(\w)\]", c.what)):
         if m.group(1) in failure.short_ranges and (m.group(4) < m.group(2) or m.group(5) > m.group(3)):
-            s += 6   # widening the range the failure's quoted pattern gets wrong
+            add(Rule.REGEX_WIDENS_QUOTED_RANGE)   # widening the range the failure's quoted pattern gets wrong
         else:
-            s -= 1   # otherwise rarer than a class escape or a quantifier
+            add(Rule.REGEX_RANGE_UNPOINTED)   # otherwise rarer than a class escape or a quantifier
     if c.kind == "regex" and (m := re.match(r"\\(\w) -> \\(\w) in the pattern", c.what)) and m.group(2).islower() and \
             re.search(CLASS_WORDS[m.group(2).lower()], " ".join(goal_words)):
-        s += 2   # the escape becomes the class the goal names (`\D` -> `\d` where it speaks of digits)
+        add(Rule.REGEX_ESCAPE_NAMED)   # the escape becomes the class the goal names (`\D` -> `\d` where it speaks of digits)
     if _direction(c, failure) > 0:
-        s += 1   # a one-off value: the edit that moves it the way the test expects
-    s += smell_bonus(c, line_text, failure)
+        add(Rule.MOVES_TOWARD_EXPECTED)   # a one-off value: the edit that moves it the way the test expects
+    for rule, value in smell_features(c, line_text, failure):
+        add(rule, value)
     if (c.path, c.line) in frame_lines:
-        s += 3
+        add(Rule.ON_FRAME_LINE)
     elif any(p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
-        s += 2
+        add(Rule.ABOVE_FRAME_LINE)
     if c.kind in ("scale", "numeral") and failure.have_values:
-        s += 4 * (magnitude_fix(c, line_text, failure) or 0)   # the edit scales the value as the test expects
+        add(Rule.SCALES_AS_EXPECTED, float(magnitude_fix(c, line_text, failure) or 0))   # it scales the value as the test expects
     if c.kind == "percent":
         name = c.what.split(" ")[0]
         if ({"percent", "cents"} & failure.hints) and (name.lower() in goal_words
                                                        or re.search(r"pct|percent|rate|ratio|fraction", name, re.I)):
-            s += 2
+            add(Rule.PERCENT_NAMED)
         if name in params:
-            s += 1
+            add(Rule.PERCENT_PARAMETER)
         # percentages become fractions by / 100; cents become units by / 100 and back by * 100
         if {"div100", "mul100"} & failure.hints:   # the values say which way
-            s += 2 if ("* 100" in c.what) == ("mul100" in failure.hints) else 0
-        else:
-            s += 1 if ("* 100" in c.what) == ("cents" in failure.hints) else 0
+            if ("* 100" in c.what) == ("mul100" in failure.hints):
+                add(Rule.PERCENT_DIRECTION_BY_VALUES)
+        elif ("* 100" in c.what) == ("cents" in failure.hints):
+            add(Rule.PERCENT_DIRECTION_BY_CENTS)
     else:
         idents = re.findall(r"[a-z_]\w*", line_text.lower())
-        s += min(2, len(goal_words & (set(idents) | {part for i in idents for part in i.split("_") if len(part) > 3})))
+        add(Rule.GOAL_WORDS_ON_LINE,
+            min(2, len(goal_words & (set(idents) | {part for i in idents for part in i.split("_") if len(part) > 3}))))
     # kinds that are rarely the bug unless the failure points at them
     if c.kind in JUSTIFIED_BY and not (JUSTIFIED_BY[c.kind] & failure.hints):
-        s -= 2 if c.kind.endswith("guard") else 1
+        add(Rule.UNJUSTIFIED_GUARD if c.kind.endswith("guard") else Rule.UNJUSTIFIED_KIND)
     if c.what in ("negate the condition", "drop `not`") and failure.exception in ("TypeError", "AttributeError") and any(
             p == c.path and 0 < fl - c.line <= 2 for p, fl in frame_lines):
-        s += 3   # a value of the wrong type failed right under a condition: the condition let it in
+        add(Rule.CONDITION_LET_WRONG_TYPE_IN)   # a value of the wrong type failed right under a condition: the condition let it in
     elif c.what == "negate the condition":
-        s -= 1   # rarely the whole bug
+        add(Rule.NEGATE_CONDITION)   # rarely the whole bug
     if c.kind == "constant" and (m := re.match(r"(10+) -> ", c.what)) and re.search(rf"[%/*]\s*{m.group(1)}\b", line_text):
-        s -= 1   # a power of ten that scales or wraps a value is off by an order of magnitude, not by one
+        add(Rule.POWER_OF_TEN_OFF_BY_ONE)   # a power of ten that scales or wraps a value is off by an order of magnitude, not by one
     if c.kind == "constant" and (m := re.match(r"(\d+) -> ", c.what)) and (re.search(
             rf"[(\[{{]\s*(?:\d+\s*,\s*)*{m.group(1)}\s*(?:,\s*\d+\s*)*,?\s*[)\]}}]", line_text) and re.search(
             r"[(\[{]\s*\d+\s*,\s*\d+", line_text) or re.match(rf"\s*{m.group(1)}\s*:", line_text)):
-        s -= 1   # one member of a literal table of numbers (or one key of a table written over lines) is rarely off by one
+        add(Rule.TABLE_MEMBER_OFF_BY_ONE)   # one member of a literal table of numbers (or one key of a table written over lines) is rarely off by one
     if c.kind == "arguments" and (m := re.search(r", (16|8|2)\)$", c.what)):
         word = {"16": r"hex", "8": r"oct", "2": r"\bbin"}[m.group(1)]
-        s += 3 if re.search(word, line_text, re.I) else -1   # the base the surrounding names say
+        add(Rule.BASE_NAMED if re.search(word, line_text, re.I) else Rule.BASE_NOT_NAMED)   # the base the surrounding names say
     if "(named in the goal)" in c.what and c.kind == "default":
-        s += 2
-    return s
-
+        add(Rule.GOAL_NUMBER_DEFAULT)
+    return x
 
 
 def rank_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits: list[tuple[str, int]],
@@ -273,7 +273,7 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
     tiers: dict[int, list[Candidate]] = {}
     for c in ordered:
         better = len({v for v in line_scores[(c.path, c.line)] if v > c.score})   # distinct better scores there
-        placed = replace(c, score=c.score - SAME_LINE_PENALTY * max(0, better - 1))   # its score in the order
+        placed = replace(c, score=c.score - active().rule[Rule.SAME_LINE_PENALTY] * max(0, better - 1))   # its score in the order
         tiers.setdefault(int(placed.score), []).append(placed)
     out = []
     for tier in sorted(tiers, reverse=True):
@@ -282,74 +282,6 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
         out += group
     return out
 
-
-SAME_LINE_PENALTY = 1.0
-
-
-def context_bonus(c: Candidate, fn, lines: dict[int, str], f: Failure, unused: list[str] | tuple[str, ...] = ()) -> float:
-    """What the function around a candidate's line says about it (each rule names a bug pattern).
-    `unused`: the parameters the function never reads (`unused_params`)."""
-    text = lines.get(c.line, "")
-    bonus = 0.0
-    if f.not_raised and c.kind in ("comparison", "boundary", "boolean", "condition") and text.lstrip().startswith(("if ", "elif ")):
-        nxt = next((lines[k] for k in range(c.line + 1, c.line + 4) if lines.get(k, "").strip()), "")
-        if re.match(rf"^\s*raise\s+(?:[\w.]+\.)?{re.escape(f.not_raised)}\b", nxt):
-            bonus += 3   # the test expected this raise: the condition in front of it let the value through
-            said = re.findall(r"['\"]([^'\"]{6,})['\"]", nxt)
-            if any(text_ in line or line_ in text_ for text_ in said for line in f.assert_lines
-                   for line_ in re.findall(r"['\"]([^'\"]{6,})['\"]", line)):
-                bonus += 2   # ... and it raises with the message the test looks for
-    # The exception that reached the test was raised by the code itself (`raise KeyError(...)` at a
-    # frame): what let the value get there is the suspect; the raise's own message is not.
-    if f.exception not in ("", "AssertionError") and not f.not_raised and c.kind not in ("delete", "raise-guard"):
-        if any(p == c.path and n == c.line for p, n in f.frames) and text.lstrip().startswith("raise "):
-            bonus -= 3
-    if c.kind == "variable" and unused and len(c.new_lines) == 1 and any(
-            reads(p, c.new_lines[0]) and not reads(p, text) for p in unused):
-        bonus += 3   # the function takes a value it never uses: this edit uses it
-    m = re.match(r"^(\w+) -> (\w+)$", c.what)
-    if c.kind == "variable" and m and re.match(rf"^\s*{re.escape(m.group(2))}\s*=[^=]", text) and _in_loop(c.line, fn, lines):
-        bonus += 4   # `d = result.get(k)` in a loop -> `d = d.get(k)`: a walk that restarts every iteration
-    sw = re.match(r"^swap arguments (\w+), (\w+)$", c.what)
-    if c.kind == "swap" and sw and sw.group(1) in fn.params and sw.group(2) in fn.params and \
-            fn.params.index(sw.group(1)) > fn.params.index(sw.group(2)):
-        bonus += 5   # the function passes its own parameters on in another order than it declares them
-    if c.kind == "name" and m and {m.group(1), m.group(2)} == {"lower", "upper"}:
-        bonus += _case_agreement(c.line, m.group(2), fn, lines)
-    return bonus
-
-
-def _in_loop(n: int, fn, lines: dict[int, str]) -> bool:
-    indent = len(lines.get(n, "")) - len(lines.get(n, "").lstrip())
-    for k in range(n - 1, fn.def_line, -1):
-        t = lines.get(k, "")
-        if not t.strip():
-            continue
-        ind = len(t) - len(t.lstrip())
-        if ind < indent:
-            if re.match(r"^\s*(?:async\s+)?(for|while)\b", t):
-                return True
-            indent = ind
-    return False
-
-
-def _case_agreement(n: int, new: str, fn, lines: dict[int, str]) -> float:
-    """`v = v.lower()` compared further down with "AM": a value re-cased one way and compared with
-    literals of the other case never matches. +5 when the edit makes them agree, -2 when it breaks
-    an agreement."""
-    m = re.match(r"^\s*(\w+)\s*=[^=]", lines.get(n, ""))
-    if not m:
-        return 0.0
-    var = m.group(1)
-    cased = []
-    for k in range(n + 1, fn.end_line + 1):
-        for lit in re.findall(rf"\b{re.escape(var)}\s*(?:==|!=|in|not in)\s*[\(\[{{]?\s*(['\"])(.*?)\1", lines.get(k, "")):
-            letters = [ch for ch in lit[1] if ch.isalpha()]
-            if letters and (all(ch.isupper() for ch in letters) or all(ch.islower() for ch in letters)):
-                cased.append("upper" if letters[0].isupper() else "lower")
-    if not cased:
-        return 0.0
-    return 5.0 if all(x == new for x in cased) else -2.0 if all(x != new for x in cased) else 0.0
 
 
 def _failed_try_bodies(lines: dict[int, str], path: str, suspicious: dict[tuple[str, int], float]) -> dict[int, float]:

@@ -1,7 +1,7 @@
 """Lines that look wrong on their own, whatever the failure says: an expression that computes
 nothing (`x[:len(x)]`, `a == a`), a parallel assignment whose values break the pairing of its
 targets (`hi, hi_key = y, x_key`), and a return of "nothing" in another form than the test wants.
-An edit that mends such a line is likelier than its neighbours; `smell_bonus` says how much."""
+An edit that mends such a line is likelier than its neighbours; `smell_features` names it."""
 from __future__ import annotations
 
 import ast
@@ -9,21 +9,22 @@ import functools
 
 from .catalogue import Candidate
 from .failure import Failure
+from .weights import Rule
 from .source import _stmt_ast
 
 
-def smell_bonus(c: Candidate, line_text: str, failure: Failure) -> float:
-    bonus = 0.0
+def smell_features(c: Candidate, line_text: str, failure: Failure) -> list[tuple[Rule, float]]:
+    out: list[tuple[Rule, float]] = []
     one = c.new_lines[0] if len(c.new_lines) == 1 else None
     if c.kind == "variable" and one is not None and redundancies(line_text) > redundancies(one):
-        bonus += 3   # the line computed nothing (`x[:len(x)]`): one of its variables was meant to be another
+        out.append((Rule.LINE_COMPUTES_NOTHING, 1.0))   # the line computed nothing (`x[:len(x)]`): one of its variables was meant to be another
     if c.kind == "variable" and one is not None and stem_pairs(line_text) < stem_pairs(one) > 0:
-        bonus += 3   # `hi, hi_key = y, x_key`: the values pair up as their targets do
+        out.append((Rule.PAIRS_TARGETS, 1.0))   # `hi, hi_key = y, x_key`: the values pair up as their targets do
     if c.kind == "return-value" and failure.have_values:
         was, now = (_value(x) for x in c.what.removeprefix("return ").split(" -> return "))
         if now is not _NO_VALUE and _same(now, failure.expected):
-            bonus += 4 if _same(was, failure.got) else 1   # the test got what this line returns, and wants the other
-    return bonus
+            out.append((Rule.RETURNS_WHAT_TEST_GOT if _same(was, failure.got) else Rule.RETURNS_OTHER, 1.0))   # the test got what this line returns, and wants the other
+    return out
 
 
 @functools.lru_cache(maxsize=4096)   # asked for every candidate of a line

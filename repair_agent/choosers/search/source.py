@@ -3,74 +3,19 @@ failing assertion passes to and expects from a function."""
 from __future__ import annotations
 
 import ast
-import io
-import keyword
 import re
-import tokenize
 from dataclasses import dataclass
 from typing import Any
 
+from ...in_sandbox.statement_edits import parses, replace_span, statement_ast, tokens_of
 from .failure import _literal
 
 
-def _tokens(line: str) -> list[tokenize.TokenInfo]:
-    toks = []
-    try:
-        for t in tokenize.generate_tokens(io.StringIO(line).readline):
-            toks.append(t)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass
-    return toks
-
-
-def _parses(stmt: str) -> bool | None:
-    """Does the stripped line parse as a statement (a header gets a `pass` body)? None: it is a
-    fragment of a longer statement, so nothing can be said."""
-    s = stmt.strip()
-    if not s or s.startswith("#"):
-        return None
-    variants = [s, s + " pass", s + "\n    pass", "if 1:\n    pass\n" + s + "\n    pass"]
-    if s.startswith(("elif ", "else")):
-        variants.insert(0, "if 1:\n    pass\n" + s + "\n    pass")
-    for v in variants:
-        try:
-            ast.parse(v)
-            return True
-        except SyntaxError:
-            continue
-    return False
-
-
-def _stmt_ast(line: str) -> tuple[ast.AST, int] | None:
-    """The line's AST and the column offset of its stripped text."""
-    s = line.strip()
-    indent = len(line) - len(line.lstrip())
-    for v in (s, s + " pass"):
-        try:
-            return ast.parse(v), indent
-        except SyntaxError:
-            continue
-    return None
-
-
-@dataclass
-class StatementText:
-    """One line parsed as a statement: where each of its one-line nodes sits in the line, and its text."""
-    code: str
-    indent: int
-
-    def span(self, node: ast.AST) -> tuple[int, int] | None:
-        if getattr(node, "lineno", 1) != 1 or getattr(node, "end_lineno", 1) != 1:
-            return None
-        return self.indent + node.col_offset, self.indent + node.end_col_offset   # type: ignore[attr-defined]
-
-    def text(self, node: ast.AST) -> str:
-        return self.code.strip()[node.col_offset:node.end_col_offset]   # type: ignore[attr-defined]
-
-
-def _replace_span(line: str, start: int, end: int, text: str) -> str:
-    return line[:start] + text + line[end:]
-
+# the line parsers are shared with the operator table (in_sandbox/statement_edits.py)
+_tokens = tokens_of
+_parses = parses
+_stmt_ast = statement_ast
+_replace_span = replace_span
 
 
 @dataclass
@@ -239,16 +184,6 @@ def _expected_from_assert(name: str, assert_lines: list[str]) -> str | None:
                 if isinstance(node.ops[0], (ast.Eq, ast.Is)) and _literal(ast.unparse(right))[0]:
                     return ast.unparse(right)
     return None
-
-
-def callable_names(lines: dict[int, str]) -> tuple[str, ...]:
-    """The functions and methods the lines read define, and the functions they call by a bare name
-    (`f(x)`, not `x.f()`: a method of some other object is no sibling), in order of first appearance."""
-    found = []
-    for n in sorted(lines):
-        found += re.findall(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)", lines[n])
-        found += re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", lines[n])
-    return tuple(dict.fromkeys(x for x in found if not keyword.iskeyword(x)))
 
 
 def scope_names(fn, lines: dict[int, str]) -> tuple[str, ...]:

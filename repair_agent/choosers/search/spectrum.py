@@ -3,14 +3,17 @@ from __future__ import annotations
 
 from .catalogue import Candidate
 from .failure import Failure
+from .weights import Rule
 
 
-def spectrum_term(c: Candidate, failure: Failure, def_line: int | None, proxy: float | None) -> float:
-    """+2 to +4 for a line the failing tests ran (more the fewer passing tests ran it, through its
-    relative score, or a def line's body's, or `proxy`'s); -3 for a line of a listed file that the
-    complete list lacks (it never ran in a failing test); 0 when the spectrum says nothing."""
+def spectrum_features(c: Candidate, failure: Failure, def_line: int | None,
+                      proxy: float | None) -> list[tuple[Rule, float]]:
+    """A line the failing tests ran, and its relative score (higher the fewer passing tests ran it;
+    a def line takes its body's, a line that never runs in a test `proxy`'s); a line of a listed
+    file that the complete list lacks (it never ran in a failing test); none when the spectrum says
+    nothing."""
     if not failure.suspicious:
-        return 0.0
+        return []
     sus = failure.suspicious.get((c.path, c.line))
     if sus is None and c.line == def_line:   # a def line runs whenever its body does
         sus = max((v for (p, n), v in failure.suspicious.items() if p == c.path and n > c.line
@@ -18,7 +21,7 @@ def spectrum_term(c: Candidate, failure: Failure, def_line: int | None, proxy: f
     if proxy is not None:
         sus = max(sus or 0.0, proxy)
     if sus is not None:
-        return 2 + 2 * sus
+        return [(Rule.SPECTRUM_RAN, 1.0), (Rule.SPECTRUM_SHARPNESS, sus)]
     if failure.suspicious_complete and c.kind != "default" and any(p == c.path for p, _ in failure.suspicious):
-        return -3.0
-    return 0.0
+        return [(Rule.SPECTRUM_NEVER_RAN, 1.0)]
+    return []

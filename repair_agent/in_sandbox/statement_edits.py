@@ -1,4 +1,7 @@
-"""Edits from the published taxonomy of single-statement bugs (ManySStuBs4J, Karampatsis & Sutton,
+"""Parsing one source line and the single-statement edits of it (stdlib only, Python 3.9 and later,
+no import of the project: it is shipped into the sandbox with operators.py).
+
+Edits from the published taxonomy of single-statement bugs (ManySStuBs4J, Karampatsis & Sutton,
 MSR 2020), adapted to Python: the kinds of one-line fix real projects' histories show most often and
 the operator catalogue did not already cover.
 
@@ -19,13 +22,125 @@ the operator catalogue did not already cover.
 - a character range in a regular expression one off at either end (`[0-6]` -> `[0-7]`), in a pattern
   passed to `re` or written as a raw string.
 
-Each function takes one source line and returns (kind, what, new line) triples, like the catalogue."""
+Each function takes one source line and returns (kind, what, new line) triples, like the catalogue.
+"""
 from __future__ import annotations
 
 import ast
+import io
+import keyword
 import re
+import tokenize
+from dataclasses import dataclass
+Edit = tuple[str, str, str]   # (family, what, the new line)
 
-from .source import StatementText, _replace_span, _stmt_ast
+
+def tokens_of(line: str) -> list[tokenize.TokenInfo]:
+    toks = []
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(line).readline):
+            toks.append(t)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return toks
+
+
+def parses(stmt: str) -> bool | None:
+    """Does the stripped line parse as a statement (a header gets a `pass` body)? None: it is a
+    fragment of a longer statement, so nothing can be said."""
+    s = stmt.strip()
+    if not s or s.startswith("#"):
+        return None
+    variants = [s, s + " pass", s + "\n    pass", "if 1:\n    pass\n" + s + "\n    pass"]
+    if s.startswith(("elif ", "else")):
+        variants.insert(0, "if 1:\n    pass\n" + s + "\n    pass")
+    for v in variants:
+        try:
+            ast.parse(v)
+            return True
+        except SyntaxError:
+            continue
+    return False
+
+
+def statement_ast(line: str) -> tuple[ast.AST, int] | None:
+    """The line's AST and the column offset of its stripped text."""
+    s = line.strip()
+    indent = len(line) - len(line.lstrip())
+    for v in (s, s + " pass"):
+        try:
+            return ast.parse(v), indent
+        except SyntaxError:
+            continue
+    return None
+
+
+@dataclass
+class StatementText:
+    """One line parsed as a statement: where each of its one-line nodes sits in the line, and its text."""
+    code: str
+    indent: int
+
+    def span(self, node: ast.AST) -> tuple[int, int] | None:
+        if getattr(node, "lineno", 1) != 1 or getattr(node, "end_lineno", 1) != 1:
+            return None
+        return self.indent + node.col_offset, self.indent + node.end_col_offset   # type: ignore[attr-defined]
+
+    def at(self, node: ast.AST) -> tuple[int, int]:
+        """`span` of a node the caller knows is on this line."""
+        where = self.span(node)
+        if where is None:
+            raise ValueError("a node over several lines has no span in one line")
+        return where
+
+    def text(self, node: ast.AST) -> str:
+        return self.code.strip()[node.col_offset:node.end_col_offset]   # type: ignore[attr-defined]
+
+
+def replace_span(line: str, start: int, end: int, text: str) -> str:
+    return line[:start] + text + line[end:]
+
+
+def callable_names(lines: dict[int, str]) -> tuple[str, ...]:
+    """The functions and methods the lines define, and the functions they call by a bare name
+    (`f(x)`, not `x.f()`: a method of some other object is no sibling), in order of first appearance."""
+    found: list[str] = []
+    for n in sorted(lines):
+        found += re.findall(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)", lines[n])
+        found += re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", lines[n])
+    return tuple(dict.fromkeys(x for x in found if not keyword.iskeyword(x)))
+
+
+def similar_names(name: str, pool: tuple[str, ...]) -> list[str]:
+    """Names in `pool` one could write for `name` by a slip: one extends the other by a letter or two
+    (`concat`/`concatv`, `sort`/`sorted`), or they differ only in leading underscores."""
+    out = []
+    for other in pool:
+        if other == name or min(len(name), len(other)) < 3:
+            continue
+        short, long_ = sorted((name, other), key=len)
+        if (long_.startswith(short) and len(long_) - len(short) <= 2) or name.lstrip("_") == other.lstrip("_"):
+            out.append(other)
+    return out
+
+
+# The forms "no result" takes, and the ones each is mistaken for.
+NEUTRAL_RETURNS = {"None": ("[]", "''", "False"), "[]": ("None", "()"), "()": ("None", "[]"), "{}": ("None",),
+                   "''": ("None",), "set()": ("None",)}
+
+
+def neutral_text(node: ast.AST) -> str | None:
+    """`None`, `[]`, `()`, `{}`, `''`, `set()` as written, for a node that is one of them."""
+    if isinstance(node, ast.Constant) and (node.value is None or node.value == ""):
+        return "None" if node.value is None else "''"
+    if isinstance(node, (ast.List, ast.Tuple)) and not node.elts:
+        return "[]" if isinstance(node, ast.List) else "()"
+    if isinstance(node, ast.Dict) and not node.keys:
+        return "{}"
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "set" and not node.args:
+        return "set()"
+    return None
+
 
 # Builtins whose optional argument is a well-known fix: the argument and the values it usually takes.
 MORE_ARGS = {"int": ("16", "8", "2"), "round": ("2",)}
@@ -35,15 +150,15 @@ REGEX_CALLS = frozenset({"compile", "sub", "subn", "match", "fullmatch", "search
 CLASS_ESCAPES = "dDwWsSbB"
 
 
-def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
-    parsed = _stmt_ast(code)
+def single_statement_edits(code: str) -> list[Edit]:
+    parsed = statement_ast(code)
     if parsed is None:
         return []
     tree, indent = parsed
     s = code.strip()
-    out: list[tuple[str, str, str]] = []
+    out: list[Edit] = []
     stmt = StatementText(code, indent)
-    span, text = stmt.span, stmt.text
+    span, at, text = stmt.span, stmt.at, stmt.text
 
     # a power of ten that scales or wraps a value (`n % 10`, `x * 100`)
     scales = {id(b.right): True for b in ast.walk(tree)
@@ -51,10 +166,10 @@ def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
     patterns: set[int] = set()   # pattern literals already given regex edits through their call
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and span(node):
-            out += _fewer_args(code, node, span, text)
-            out += _more_args(code, node, span, text)
+            out += _fewer_args(code, node, stmt)
+            out += _more_args(code, node, stmt)
             if _callee(node) in REGEX_CALLS:
-                out += _regex_edits(code, node, span)
+                out += _regex_edits(code, node, stmt)
                 if node.args:
                     patterns.add(id(node.args[0]))
         # ... written as an integer or a float (`/ 10.0`): ten times larger or smaller, in the same form
@@ -65,38 +180,38 @@ def single_statement_edits(code: str) -> list[tuple[str, str, str]]:
                 if float(new) == 1 and scales.get(id(node)):
                     continue   # `x % 1`, `x * 1`: degenerate, never the intended scale
                 out.append(("scale" if scales.get(id(node)) else "numeral", f"{text(node)} -> {new}",
-                            _replace_span(code, *span(node), new)))
+                            replace_span(code, *at(node), new)))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
                 node.ops[0], (ast.In, ast.NotIn, ast.Eq, ast.NotEq)) and span(node.left):
-            out += _normalize(code, node.left, span, text)
+            out += _normalize(code, node.left, stmt)
         if isinstance(node, ast.IfExp) and span(node.body) and span(node.orelse):
-            (b0, b1), (o0, o1) = span(node.body), span(node.orelse)
+            (b0, b1), (o0, o1) = at(node.body), at(node.orelse)
             out.append(("branches", f"swap the branches of `{text(node)}`",
                         code[:b0] + text(node.orelse) + code[b1:o0] + text(node.body) + code[o1:]))
             for branch in (node.body, node.orelse):
                 if isinstance(branch, (ast.Name, ast.Attribute, ast.Subscript)) and span(branch):
                     for d in ("+ 1", "- 1"):
                         out.append(("offset", f"{text(branch)} -> {text(branch)} {d} (a branch of a conditional)",
-                                    _replace_span(code, *span(branch), f"{text(branch)} {d}")))
+                                    replace_span(code, *at(branch), f"{text(branch)} {d}")))
         if isinstance(node, ast.BoolOp) and len(node.values) == 2 and span(node):
             for keep in node.values:
                 if span(keep):
                     out.append(("condition", f"`{text(node)}` -> `{text(keep)}`",
-                                _replace_span(code, *span(node), text(keep))))
+                                replace_span(code, *at(node), text(keep))))
     # a raw string literal is, in practice, a regular expression: its character ranges may be one off
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in patterns and span(node) \
-                and code[span(node)[0]:span(node)[0] + 1] in "rR":
-            out += _range_edits(code, *span(node))
+                and code[at(node)[0]:at(node)[0] + 1] in "rR":
+            out += _range_edits(code, *at(node))
     top = tree.body[0] if isinstance(tree, ast.Module) and tree.body else None
     if isinstance(top, ast.Assign) and len(top.targets) == 1 and isinstance(top.targets[0], ast.Name) \
             and isinstance(top.value, ast.Name) and top.value.id == top.targets[0].id and span(top.value):
         name = top.value.id   # `x = x`: no effect; what was meant changed the value
         for new, what in ((f"-{name}", "restore the sign"), (f"not {name}", "restore the negation")):
-            out.append(("sign", f"{what}: `{name} = {new}`", _replace_span(code, *span(top.value), new)))
+            out.append(("sign", f"{what}: `{name} = {new}`", replace_span(code, *at(top.value), new)))
     elif isinstance(top, (ast.Return, ast.Assign)) and isinstance(top.value, ast.Name) and span(top.value):
         name = top.value.id   # `return offset` for `return -offset`: a value with the wrong sign
-        out.append(("negate", f"{name} -> -{name}", _replace_span(code, *span(top.value), f"-{name}")))
+        out.append(("negate", f"{name} -> -{name}", replace_span(code, *at(top.value), f"-{name}")))
     # a call whose effect should not happen, or a transformation of a value (`text = f(text)`): deleting
     # either leaves every name defined
     transforms = isinstance(top, ast.Assign) and len(top.targets) == 1 and isinstance(top.targets[0], ast.Name) and any(
@@ -112,20 +227,21 @@ def _callee(node: ast.Call) -> str:
     return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
 
 
-def _fewer_args(code, node: ast.Call, span, text) -> list[tuple[str, str, str]]:
+def _fewer_args(code: str, node: ast.Call, stmt: StatementText) -> list[Edit]:
+    span, at, text = stmt.span, stmt.at, stmt.text
     out = []
     args = node.args
     if len(args) >= 2 and not any(isinstance(a, ast.Starred) for a in args) and span(args[-1]) and span(args[-2]):
-        cut0, cut1 = span(args[-2])[1], span(args[-1])[1]
+        cut0, cut1 = at(args[-2])[1], at(args[-1])[1]
         out.append(("arguments", f"drop the argument {text(args[-1])} of {_callee(node)}()", code[:cut0] + code[cut1:]))
     for k, kw in enumerate(node.keywords):
         if kw.arg is None or not span(kw.value):
             continue
-        v0, v1 = span(kw.value)
+        v0, v1 = at(kw.value)
         start = code.rfind(kw.arg, 0, v0)
         if k == 0 and not args:   # the first argument: drop it and the comma after it
             nxt = code.find(",", v1)
-            stop = nxt + 1 if nxt >= 0 and nxt < span(node)[1] - 1 else v1
+            stop = nxt + 1 if nxt >= 0 and nxt < at(node)[1] - 1 else v1
             new = code[:start] + code[stop:].lstrip(" ") if stop != v1 else code[:start] + code[v1:]
         else:
             before = code.rfind(",", 0, start)
@@ -134,33 +250,36 @@ def _fewer_args(code, node: ast.Call, span, text) -> list[tuple[str, str, str]]:
     return out
 
 
-def _more_args(code, node: ast.Call, span, text) -> list[tuple[str, str, str]]:
+def _more_args(code: str, node: ast.Call, stmt: StatementText) -> list[Edit]:
+    span, at, text = stmt.span, stmt.at, stmt.text
     name = node.func.id if isinstance(node.func, ast.Name) else ""
     if name not in MORE_ARGS or len(node.args) != 1 or node.keywords or not span(node.args[0]):
         return []
-    end = span(node.args[0])[1]
+    end = at(node.args[0])[1]
     return [("arguments", f"{name}({text(node.args[0])}) -> {name}({text(node.args[0])}, {extra})",
              code[:end] + f", {extra}" + code[end:]) for extra in MORE_ARGS[name]]
 
 
-def _normalize(code, operand: ast.AST, span, text) -> list[tuple[str, str, str]]:
+def _normalize(code: str, operand: ast.AST, stmt: StatementText) -> list[Edit]:
     """`w in WORDS` -> `w.lower() in WORDS`; `w.lower() in WORDS` -> `w in WORDS`."""
+    span, at, text = stmt.span, stmt.at, stmt.text
     if isinstance(operand, ast.Call) and isinstance(operand.func, ast.Attribute) and operand.func.attr in NORMALIZERS \
             and not operand.args and span(operand.func.value):
         inner = text(operand.func.value)
-        return [("normalize", f"{text(operand)} -> {inner}", _replace_span(code, *span(operand), inner))]
+        return [("normalize", f"{text(operand)} -> {inner}", replace_span(code, *at(operand), inner))]
     if not isinstance(operand, (ast.Name, ast.Attribute, ast.Subscript)):
         return []
     return [("normalize", f"{text(operand)} -> {text(operand)}.{m}()",
-             _replace_span(code, *span(operand), f"{text(operand)}.{m}()")) for m in NORMALIZERS]
+             replace_span(code, *at(operand), f"{text(operand)}.{m}()")) for m in NORMALIZERS]
 
 
-def _regex_edits(code, node: ast.Call, span) -> list[tuple[str, str, str]]:
+def _regex_edits(code: str, node: ast.Call, stmt: StatementText) -> list[Edit]:
     """Inside the pattern literal: one class escape's case flipped, one `+`/`*` quantifier swapped."""
+    span = stmt.span
     pattern = node.args[0] if node.args else None
     if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str) and span(pattern)):
         return []
-    p0, p1 = span(pattern)
+    p0, p1 = stmt.at(pattern)
     literal = code[p0:p1]
     on_re = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "re"
     if not (on_re or literal[:1] in "rR" or _callee(node) == "compile"):
@@ -182,7 +301,7 @@ def _regex_edits(code, node: ast.Call, span) -> list[tuple[str, str, str]]:
 RANGE_RE = re.compile(r"(?<!\\)\[\^?[^\]]*?(?<![\\])([0-9A-Za-z])-([0-9A-Za-z])")
 
 
-def _range_edits(code: str, p0: int, p1: int) -> list[tuple[str, str, str]]:
+def _range_edits(code: str, p0: int, p1: int) -> list[Edit]:
     """A character range of a pattern literal one off at either end: `[0-6]` -> `[0-7]`, `[a-y]` -> `[a-z]`."""
     literal, out = code[p0:p1], []
     for m in RANGE_RE.finditer(literal):
