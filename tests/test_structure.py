@@ -59,7 +59,7 @@ ALLOWED: dict[str, set[str]] = {
     "reports": {"base", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
     "importers": {"base", "in_sandbox", "sandbox", "scenarios", "untrusted", "verifier"},
     "lifecycle": {"base", "choosers", "hints", "importers", "loop", "reports", "sandbox", "scenarios", "untrusted",
-             "verifier"},
+                  "verifier"},
     "sweep": {"base", "choosers", "lifecycle", "reports", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
     "cli": {"base", "choosers", "hints", "importers", "lifecycle", "loop", "reports", "sandbox", "scenarios", "sweep",
             "untrusted", "verifier"},

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from importlib import resources
 
+# The name each shipped module has in the sandbox is this prefix and its own name (`ra_mutants`): a
+# sibling imports it so there (operators.py imports `ra_statement_edits`).
+SHIPPED_PREFIX = "ra_"
 # Each module runs as a module of its own (its own globals) under one of these names, compiled
 # under a file name in angle brackets, which the tracer never records.
 _LOADER = '''import sys, types
@@ -34,5 +37,5 @@ def source(name: str) -> str:
 def program(modules: tuple[str, ...], call: str) -> str:
     """Python source for `python -c`: each of `modules` loaded (as `ra_<name>`, bound to `<name>`),
     then the one-line `call`, e.g. `mutants.main(spectrum.main(sys.argv[1]))`."""
-    loads = "".join(f"{name} = _ra_load({'ra_' + name!r}, {source(name)!r})\n" for name in modules)
+    loads = "".join(f"{name} = _ra_load({SHIPPED_PREFIX + name!r}, {source(name)!r})\n" for name in modules)
     return _LOADER + loads + call + "\n"
