@@ -72,14 +72,12 @@ def render_markdown(summary: SweepSummary, command: str | None = None, cost_comp
         lines += ["## Infrastructure failures (not counted)", "",
                   "The model endpoint failed after its retries: these runs are in no success rate; running the same "
                   "sweep into the same directory runs exactly these again.", ""]
-        lines += [f"- `{x.scenario}` {x.chooser} budget {x.budget} seed {x.seed}: {x.detail[:300]}"
-                  for x in summary.infrastructure_failures] + [""]
+        lines += [x.line() for x in summary.infrastructure_failures] + [""]
     if summary.chooser_errors:
         lines += ["## Chooser errors (counted as failed runs)", "",
                   "The chooser raised an exception: a bug in the chooser, not a finding about the repair. Each "
                   "run's journal keeps the traceback (its stop line's `extra.traceback`).", ""]
-        lines += [f"- `{x.scenario}` {x.chooser} budget {x.budget} seed {x.seed}: {x.detail[:300]}"
-                  for x in summary.chooser_errors] + [""]
+        lines += [x.line() for x in summary.chooser_errors] + [""]
     if summary.broken:
         lines += ["## Broken scenarios (no run happened)", ""]
         lines += [f"- `{b.scenario}`: {b.detail}" for b in summary.broken] + [""]

@@ -85,27 +85,27 @@ class RunRow(BaseModel):
     run_dir: str | None = None
 
 
-class InfrastructureFailure(BaseModel):
+class ListedRun(BaseModel):
+    """One run a summary lists apart from the rates' figures, with why."""
+
+    scenario: str
+    chooser: str
+    budget: int
+    seed: int
+    detail: str = ""
+    run_dir: str | None = None
+
+    def line(self) -> str:
+        return f"- `{self.scenario}` {self.chooser} budget {self.budget} seed {self.seed}: {self.detail[:300]}"
+
+
+class InfrastructureFailure(ListedRun):
     """A run the model endpoint failed after its retries: in no rate, run again on resume."""
 
-    scenario: str
-    chooser: str
-    budget: int
-    seed: int
-    detail: str = ""
-    run_dir: str | None = None
 
-
-class ChooserCrash(BaseModel):
+class ChooserCrash(ListedRun):
     """A run that ended chooser_error: the chooser raised (its traceback is in the run's journal).
     Counted as a failed run in every rate, and listed apart: it is a bug, not a finding."""
-
-    scenario: str
-    chooser: str
-    budget: int
-    seed: int
-    detail: str = ""
-    run_dir: str | None = None
 
 
 class ScenarioProblem(BaseModel):
