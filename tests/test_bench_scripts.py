@@ -59,8 +59,7 @@ RUN_ELSEWHERE: dict[str, str] = {
     "search_replay.py": "test_an_observation_replays_the_search_chooser",
     "fit_search.py": "test_an_observation_replays_the_search_chooser",     # fits on the same observation
     "search_without_mutation.py": "bench_mutation.py",                     # its pairs' second chooser
-    "mutants.py": "tests/test_mutants.py",                                 # mutants.main on iniconfig, 3 per project
-    "mutants_trace.py": "mutants.py",                                      # the pytest plugin it loads
+    "mutants.py": "tests/test_mutants.py",                                 # the importer's command line
     "imperfect_model.py": "test_the_imperfect_model_serves_a_reply",
     "import_corpus.py": "test_import_corpus_imports_one_commit",
 }

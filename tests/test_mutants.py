@@ -1,5 +1,6 @@
-"""bench/mutants.py on one small project (iniconfig): well-formed scenarios, the same set for the
-same seed, every bug breaks a test that its fix repairs, and every fix is the bug's inverse.
+"""The mutant importer (repair_agent/importers/mutants.py, whose command line is bench/mutants.py) on
+one small project (iniconfig): well-formed scenarios, the same set for the same seed, every bug
+breaks a test that its fix repairs, and every fix is the bug's inverse.
 
 Uses the pinned iniconfig sdist (fetched once into the cache, as the real corpus does) and the
 host's pytest; no container."""
@@ -7,24 +8,22 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import mutants  # noqa: E402
-
-from repair_agent.scenarios.scenario import apply_patch_to_tree, load_manifest  # noqa: E402
+from repair_agent.importers import mutant_runs, mutants
+from repair_agent.scenarios.scenario import apply_patch_to_tree, load_manifest
 
 PER_PROJECT = 3
+WRAPPER = Path(__file__).resolve().parents[1] / "bench" / "mutants.py"
 
 
 @pytest.fixture(scope="module")
-def project() -> mutants.Project:
-    return mutants.corpus_projects()["iniconfig"]
+def project() -> mutant_runs.Project:
+    return mutant_runs.corpus_projects()["iniconfig"]
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +39,8 @@ def _changed(diff: str, sign: str) -> list[str]:
     return [line[1:] for line in diff.splitlines() if line.startswith(sign) and not line.startswith(sign * 3)]
 
 
-def _failing(project: mutants.Project, tree: Path, tests: list[str]) -> list[str]:
-    results, _ = mutants.run_pytest(project, tree, tests)
+def _failing(project: mutant_runs.Project, tree: Path, tests: list[str]) -> list[str]:
+    results, _ = mutant_runs.run_pytest(project, tree, tests)
     assert results is not None
     return [t for t in tests if results.get(t, {}).get("outcome") != "passed"]
 
@@ -93,3 +92,12 @@ def test_no_mutant_touches_a_bug_of_the_corpus(project, generated):
     for m in found:
         taken = project.corpus_lines.get(m.file, set())
         assert not taken & set(range(m.first, m.last + 1)), m.name
+
+
+def test_the_bench_command_line_is_the_importers(capsys):
+    """bench/mutants.py, which the docs name, takes the importer's arguments and says its help."""
+    with pytest.raises(SystemExit):
+        mutants.main(["--help"])
+    helped = subprocess.run([sys.executable, str(WRAPPER), "--help"], capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "--per-project" in helped.stdout and "--max-targets" in helped.stdout
+    assert helped.stdout == capsys.readouterr().out

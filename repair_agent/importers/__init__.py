@@ -1,1 +1,2 @@
-"""Importers: scenarios from standard task formats (SWE-bench-style JSONL) and from real fix commits."""
+"""Importers: scenarios from standard task formats (SWE-bench-style JSONL), from real fix commits, and
+generated one-token bugs in the corpora's projects (mutants.py, for tuning)."""
