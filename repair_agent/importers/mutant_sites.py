@@ -59,6 +59,13 @@ def _segment(lines: list[bytes], node: ast.AST) -> bytes:
     return lines[node.lineno - 1][node.col_offset:node.end_col_offset]  # type: ignore[attr-defined]
 
 
+def _end(node: ast.AST) -> int:
+    """Where a node's text ends on its (last) line: always known for the nodes parsed from source."""
+    end = getattr(node, "end_col_offset", None)
+    assert end is not None, ast.dump(node)
+    return end
+
+
 def _one_line(*nodes: ast.AST) -> bool:
     return all(getattr(n, "lineno", None) is not None and n.lineno == n.end_lineno == nodes[0].lineno  # type: ignore[attr-defined]
                for n in nodes)
@@ -113,7 +120,7 @@ class SiteFinder:
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and _one_line(node.left, node.comparators[0]):
             op = type(node.ops[0])
             line = self.lines[node.lineno - 1]
-            a, b = node.left.end_col_offset, node.comparators[0].col_offset  # type: ignore[attr-defined]
+            a, b = _end(node.left), node.comparators[0].col_offset
             between = line[a:b]
             old = COMPARE_TEXT[op].encode()
             if between.strip() == old:
@@ -125,7 +132,7 @@ class SiteFinder:
                 return  # string formatting and concatenation: a type error, not a plausible slip
             old_t, new_t = ARITH[type(node.op)]
             line = self.lines[node.lineno - 1]
-            a, b = node.left.end_col_offset, node.right.col_offset  # type: ignore[attr-defined]
+            a, b = _end(node.left), node.right.col_offset
             if line[a:b].strip() == old_t.encode():
                 i = a + line[a:b].index(old_t.encode())
                 self._edit("arithmetic-operator", node.lineno, i, i + len(old_t), new_t.encode(), fn, f"{old_t} -> {new_t}")
@@ -133,7 +140,7 @@ class SiteFinder:
                 self._off_by_one(operand, fn)
         elif isinstance(node, ast.AugAssign) and _one_line(node.target, node.value):
             line = self.lines[node.lineno - 1]
-            a, b = node.target.end_col_offset, node.value.col_offset  # type: ignore[attr-defined]
+            a, b = _end(node.target), node.value.col_offset
             ops = AUG.get(type(node.op))
             if ops and line[a:b].strip() == ops[0].encode():
                 i = a + line[a:b].index(ops[0].encode())
@@ -143,7 +150,7 @@ class SiteFinder:
             line = self.lines[node.lineno - 1]
             old_t, new_t = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
             for left, right in zip(node.values, node.values[1:]):
-                a, b = left.end_col_offset, right.col_offset  # type: ignore[attr-defined]
+                a, b = _end(left), right.col_offset
                 if line[a:b].strip() == old_t.encode():
                     i = a + line[a:b].index(old_t.encode())
                     self._edit("boolean-operator", node.lineno, i, i + len(old_t), new_t.encode(), fn, f"{old_t} -> {new_t}")
@@ -175,13 +182,13 @@ class SiteFinder:
         elif isinstance(node, ast.Return) and node.value is not None and _one_line(node.value):
             v = node.value
             if isinstance(v, ast.Constant) and isinstance(v.value, bool):
-                new = b"False" if v.value else b"True"
+                returned = b"False" if v.value else b"True"
             elif isinstance(v, ast.Constant) and v.value is None:
                 return
             else:
-                new = b"None"
-            self._edit("return-value", v.lineno, v.col_offset, v.end_col_offset, new, fn,  # type: ignore[arg-type]
-                       f"return {new.decode()}")
+                returned = b"None"
+            self._edit("return-value", v.lineno, v.col_offset, v.end_col_offset, returned, fn,  # type: ignore[arg-type]
+                       f"return {returned.decode()}")
         elif isinstance(node, ast.Constant) and _one_line(node):
             if isinstance(node.value, bool):
                 self._edit("wrong-constant", node.lineno, node.col_offset, node.end_col_offset,  # type: ignore[arg-type]
@@ -190,8 +197,8 @@ class SiteFinder:
                 seg = _segment(self.lines, node)
                 quote = seg[:1] if seg[:1] in (b"'", b'"') else None
                 if quote and seg == quote + node.value.encode("unicode_escape") + quote:
-                    new = quote + STRING_SWAP[node.value].encode("unicode_escape") + quote
-                    self._edit("wrong-constant", node.lineno, node.col_offset, node.end_col_offset, new, fn,  # type: ignore[arg-type]
+                    swapped = quote + STRING_SWAP[node.value].encode("unicode_escape") + quote
+                    self._edit("wrong-constant", node.lineno, node.col_offset, node.end_col_offset, swapped, fn,  # type: ignore[arg-type]
                                f"{node.value!r} -> {STRING_SWAP[node.value]!r}")
             elif isinstance(node.value, int) and not isinstance(node.value, bool):
                 self._off_by_one(node, fn)
@@ -205,8 +212,8 @@ class SiteFinder:
             others = [a for a in self_attrs if a != node.attr and not a.startswith("__")]
             if others:
                 other = rng.choice(others)
-                end = node.end_col_offset
-                self._edit("wrong-attribute", node.lineno, end - len(node.attr.encode()), end, other.encode(), fn,  # type: ignore[operator]
+                end = _end(node)
+                self._edit("wrong-attribute", node.lineno, end - len(node.attr.encode()), end, other.encode(), fn,
                            f"self.{node.attr} -> self.{other}")
 
     def _off_by_one(self, node: ast.AST, fn: str) -> None:
@@ -237,8 +244,8 @@ class SiteFinder:
                            and difflib.SequenceMatcher(None, a, func.attr).ratio() >= 0.7]
                 pick = rng.choice(similar) if similar else None
             if pick:
-                end = func.end_col_offset
-                self._edit("wrong-function", func.lineno, end - len(func.attr.encode()), end, pick.encode(), fn,  # type: ignore[operator]
+                end = _end(func)
+                self._edit("wrong-function", func.lineno, end - len(func.attr.encode()), end, pick.encode(), fn,
                            f".{func.attr}() -> .{pick}()")
         simple = (ast.Name, ast.Attribute, ast.Constant)
         if len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args[:2]):
