@@ -1,9 +1,10 @@
 """A pytest plugin for mutants.py: each test's outcome and, when asked, the lines it ran.
 
-Loaded with `-p mutants_trace` (mutant_runs.run_pytest copies it alone into a directory on PYTHONPATH). MUTANTS_OUT names the JSON file
-it writes at the end of the session; MUTANTS_TRACE, when set, is a JSON list of absolute source
-paths whose executed lines are recorded per test (setup, call and teardown), so a mutant of a
-line needs to run only the tests that executed it. Standard library and pytest only.
+Loaded with `-p mutants_trace` (mutant_runs.run_pytest copies it alone into a directory on
+PYTHONPATH). MUTANTS_OUT names the JSON file it writes at the end of the session; MUTANTS_TRACE,
+when set, is a JSON list of absolute source paths whose executed lines are recorded per test (setup,
+call and teardown), so a mutant of a line needs to run only the tests that executed it. Standard
+library and pytest only.
 """
 from __future__ import annotations
 
