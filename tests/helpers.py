@@ -15,9 +15,12 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from repair_agent.sweep import SweepResult
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
@@ -215,9 +218,9 @@ SCENARIOS = [f"bug-{i:02d}" for i in range(28)]
 
 def sweep_line(scenario: str, chooser: str, seed: int, green: bool, *, budget: int = 12,
                correctness: str | None = "correct", expected: str = GREEN, status: str | None = None,
-               steps: int = 6, complete: bool = True) -> dict:
-    """One results.jsonl line. `correctness` is set only on green runs, as the run record does;
-    pass `correctness=...` with `...` (Ellipsis) to leave the field out, as older lines do."""
+               steps: int = 6, complete: bool = True) -> SweepResult:
+    """One results.jsonl line, as load_results reads it back. `correctness` is set only on green runs,
+    as the run record does; pass `correctness=...` (Ellipsis) to leave the field out, as older lines do."""
     from repair_agent.sweep import SweepResult
 
     status = status or (GREEN if green else BUDGET)
@@ -227,10 +230,10 @@ def sweep_line(scenario: str, chooser: str, seed: int, green: bool, *, budget: i
                       rubric={"complete": complete}).model_dump()
     if correctness is not ...:
         row["correctness"] = correctness if status == GREEN else None
-    return json.loads(json.dumps(row, sort_keys=True))  # what load_results gives back
+    return SweepResult.model_validate(json.loads(json.dumps(row, sort_keys=True)))
 
 
-def cell_lines(chooser: str, repaired: set[str] | dict[int, set[str]], seeds: int = 3, **kw) -> list[dict]:
+def cell_lines(chooser: str, repaired: set[str] | dict[int, set[str]], seeds: int = 3, **kw) -> list[SweepResult]:
     """Every scenario × seed of one cell; `repaired` is the green scenarios (per seed when a dict)."""
     out = []
     for seed, scenario in itertools.product(range(seeds), SCENARIOS):

@@ -136,7 +136,7 @@ def test_a_search_is_journaled_with_its_hits_and_note_as_data_and_older_lines_re
     steps = [r for r in read_records(path) if isinstance(r, StepRecord)]
     evidence = steps[0].evidence
     assert evidence is not None and evidence.action.tool == "search" and evidence.action.query == "def "
-    assert not evidence.capped and evidence.hits
+    assert not evidence.capped and evidence.hits and evidence.failing == {} and evidence.targets_ok is None
     assert evidence.note == "find the functions" and evidence.action.note is None and "note" not in evidence.data
     # Each hit is one line of the output, as git grep printed it, and says where that line is.
     assert [f"{h.path}:{h.line}:{h.text}" for h in evidence.hits] == evidence.output.splitlines()
@@ -148,3 +148,32 @@ def test_a_search_is_journaled_with_its_hits_and_note_as_data_and_older_lines_re
     del line["result"]["hits"], line["result"]["capped"]
     line["result"]["data"]["note"] = line["result"].pop("note")
     assert parse_record(line).evidence == evidence
+
+
+class Checker:
+    """Runs the target test, then the full suite, on the unrepaired tree; then stops."""
+
+    name = "checker"
+
+    def choose(self, view):
+        tools = ("run_target_test", "run_full_suite")
+        if len(view.evidence) < len(tools):
+            return {"tool": tools[len(view.evidence)]}
+        return {"tool": "stop", "reason": "checked"}
+
+
+def test_a_test_run_carries_its_failing_tests_and_targets_as_fields_and_older_lines_read_the_same(tmp_path):
+    record = execute_run(resolve("discount-bug"), Checker(), backend="local", runs_dir=tmp_path / "runs",
+                         max_steps=4)
+    path = Path(record.run_dir) / "journal.jsonl"
+    steps = [r.evidence for r in read_records(path) if isinstance(r, StepRecord) and r.evidence is not None]
+    assert [e.tool for e in steps] == ["run_target_test", "run_full_suite"]
+    for evidence in steps:
+        # The bug is not fixed: the targets fail, and each failing test is named with its message.
+        assert evidence.status == "failed" and evidence.targets_ok is False and evidence.failing
+        assert evidence.failing == evidence.data["failing"] and all(evidence.failing.values())
+    # A line as journals wrote it before the fields: the same evidence, read from its data.
+    for step, evidence in enumerate(steps, 1):
+        line = next(x for x in read_journal(path) if x.get("step") == step)
+        del line["result"]["failing"], line["result"]["targets_ok"]
+        assert parse_record(line).evidence == evidence

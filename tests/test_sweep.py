@@ -77,7 +77,7 @@ def test_summary_counts_expected_handoffs_as_correct_and_reports_them_apart():
              _line("h", 0, "handoff_requested", expected="handoff_requested"),
              _line("h", 1, "awaiting_release_confirmation", expected="handoff_requested"),
              {**_line("broken", 0, SCENARIO_ERROR), "detail": "x.scenario.toml: field 'goal': Field required"}]
-    summary = summarize(lines)
+    summary = summarize([SweepResult(**x) for x in lines])
     (cell,) = summary.cells
     assert cell.n == 4 and cell.success_rate == 0.5
     assert (cell.repaired, cell.repair_runs, cell.handoffs_correct, cell.handoff_runs,
@@ -90,7 +90,8 @@ def test_summary_counts_expected_handoffs_as_correct_and_reports_them_apart():
 
 def test_a_chooser_crash_is_its_own_counted_outcome_listed_with_its_detail():
     crash = {**_line("a", 1, "chooser_error"), "detail": "the chooser raised KeyError: 'frames'"}
-    lines = [_line("a", 0, "awaiting_release_confirmation"), crash, _line("b", 0, "handoff_requested")]
+    lines = [SweepResult(**x) for x in (_line("a", 0, "awaiting_release_confirmation"), crash,
+                                         _line("b", 0, "handoff_requested"))]
     summary = summarize(lines)
     (cell,) = summary.cells
     # a failed run in every rate, and counted apart: a bug in the chooser is not a hand-off
@@ -112,12 +113,12 @@ def test_a_torn_last_line_is_cut_off_and_the_next_line_starts_clean(tmp_path):
     writer.close()
     with open(path, "ab") as f:  # what a kill in the middle of a write would leave
         f.write(b'{"scenario": "a", "chooser": "c", "bud')
-    assert [result_key(r) for r in load_results(path)] == [("a", "c", 4, 0), ("a", "c", 4, 1)]
+    assert [r.key for r in load_results(path)] == [("a", "c", 4, 0), ("a", "c", 4, 1)]
     assert path.read_bytes().endswith(b"\n") and len(path.read_text().splitlines()) == 2
     writer = ResultsWriter(path)
     writer.append(SweepResult(**_line("a", 2, "step_budget")))
     writer.close()
-    assert [r["seed"] for r in load_results(path)] == [0, 1, 2]
+    assert [r.seed for r in load_results(path)] == [0, 1, 2]
 
 
 # -------------------------------------------------------------------- selection, seeds

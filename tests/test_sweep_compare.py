@@ -54,7 +54,7 @@ def test_one_scenario_gained_and_one_lost_is_unmeasured_and_both_are_named(tmp_p
 
 def test_cells_and_scenarios_in_one_sweep_only_are_reported_not_compared(tmp_path):
     a = summarize(cell_lines("search", set(SCENARIOS[:3])) + cell_lines("baseline", set(SCENARIOS[:3])))
-    b = summarize([line for line in cell_lines("search", set(SCENARIOS[:3])) if line["scenario"] != SCENARIOS[27]])
+    b = summarize([line for line in cell_lines("search", set(SCENARIOS[:3])) if line.scenario != SCENARIOS[27]])
     comparison = compare_sweeps(a, b)
     assert [(p.chooser, p.budget) for p in comparison.pairs] == [("search", 12)]
     assert comparison.cells_only_in_a == ["all: baseline@12"] and comparison.cells_only_in_b == []
@@ -72,7 +72,7 @@ def test_figures_are_over_the_shared_scenarios_and_the_left_out_ones_are_counted
     over the 10 shared scenarios both are 1.0, b − a is 0, and the 18 others are left out, named."""
     a_lines = cell_lines("search", set(SCENARIOS[:10]))
     before = write(tmp_path, "before", a_lines)
-    after = write(tmp_path, "after", [line for line in a_lines if line["scenario"] in SCENARIOS[:10]])
+    after = write(tmp_path, "after", [line for line in a_lines if line.scenario in SCENARIOS[:10]])
     proc = cli(str(before), str(after), "--json")
     assert proc.returncode == 0, proc.stderr
     (pair,) = json.loads(proc.stdout)["pairs"]

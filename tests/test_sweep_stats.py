@@ -12,7 +12,7 @@ import pytest
 from repair_agent.sweep import statistics as stats
 from repair_agent.sweep.html import render_sweep_html
 from helpers import HANDOFF, SCENARIOS, cell_lines, sweep_line
-from repair_agent.sweep import SweepSummary, render_markdown, summarize, write_summary
+from repair_agent.sweep import RESULTS, SweepSummary, load_results, render_markdown, summarize, write_summary
 
 line = sweep_line
 
@@ -159,10 +159,14 @@ def test_correct_sits_next_to_success_with_plausible_and_unchecked_counted():
     assert "| 1/28 = 0.036 | 0.8929 (0.73–0.96) |" in row and "| 0.7143 (0.53–0.85) |" in row
 
 
-def test_results_without_a_correctness_field_still_summarise():
-    old = [{k: v for k, v in r.items() if k != "correctness"} for r in cell_lines("a", set(SCENARIOS[:21]))]
-    assert all("correctness" not in r for r in old)
-    summary = summarize(old + cell_lines("b", set(SCENARIOS[:21]), correctness=...))
+def test_results_without_a_correctness_field_still_summarise(tmp_path):
+    lines = cell_lines("a", set(SCENARIOS[:21])) + cell_lines("b", set(SCENARIOS[:21]))
+    # results.jsonl as written before `correctness` was recorded, read back as the sweep reads it
+    path = tmp_path / RESULTS
+    path.write_text("".join(json.dumps(r.model_dump(exclude={"correctness"})) + "\n" for r in lines))
+    old = load_results(path)
+    assert len(old) == len(lines) and all(r.correctness is None for r in old)
+    summary = summarize(old)
     for cell in summary.cells:
         assert cell.success_rate == 0.75 and cell.correct_rate is None
         assert "correct_rate" not in cell.intervals and cell.correctness.unrecorded == 63

@@ -302,6 +302,7 @@ class Controller:
                             duration_s=outcome.duration_s, summary=outcome.summary, output=output, hits=outcome.hits,
                             raw_error=outcome.raw_error, diff_sha256=current, fingerprint=fingerprint, capped=capped,
                             result_sha256=result_sha, localization=outcome.localization,
+                            failing=outcome.failing, targets_ok=outcome.targets_ok,
                             data=outcome.journal_data(), note=action.note)
         verdicts = self.loop.verdicts + (((evidence.id, outcome.verdict),) if outcome.verdict is not None else ())
         state = self.state.model_copy(update={"observation": evidence, "diff_sha256": current,

@@ -130,6 +130,8 @@ class SearchHit(BaseModel):
         return tuple(cls(path=m[1], line=int(m[2]), text=m[3]) for line in lines if (m := _GREP_LINE.match(line)))
 
 
+# The tools whose observations carry a test run's result (`failing`, `targets_ok`).
+TEST_TOOLS = ("run_target_test", "run_full_suite")
 _GREP_LINE = re.compile(r"^([^:\n]+):(\d+):(.*)$")
 # How an output said it was cut before observations carried `capped` (the executor's and the controller's words).
 _CAPPED_MARKS = ("\n[output capped: ", "\n[observation capped at ")
@@ -165,6 +167,10 @@ class Observation(BaseModel):
     hits: tuple[SearchHit, ...] = ()
     # Target-test observations: the lines the failing target tests execute, most suspicious first.
     localization: Localization | None = None
+    # Test-run observations (target test, full suite): each test not passing, with why, and whether
+    # the target tests passed (None for other tools).
+    failing: dict[str, str] = {}
+    targets_ok: bool | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -179,6 +185,13 @@ class Observation(BaseModel):
             data = {**data, "capped": capped}
             if data.get("tool") == "search" and "hits" not in data:
                 data["hits"] = SearchHit.of_grep(data["output"], capped)
+        # ... and a test run's result only in `data`, the verdict's fields as journaled.
+        if isinstance(data, dict) and data.get("tool") in TEST_TOOLS and "targets_ok" not in data \
+                and isinstance(data.get("data"), dict):
+            verdict = data["data"]
+            failing = verdict.get("failing")
+            data = {**data, "targets_ok": verdict.get("targets_ok"),
+                    "failing": {str(k): str(v) for k, v in failing.items()} if isinstance(failing, dict) else {}}
         return data
 
 

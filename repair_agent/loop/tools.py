@@ -60,6 +60,8 @@ class ToolOutcome(BaseModel):
     new_diff: str | None = None  # set when the action changed the working tree
     verdict: TestVerdict | ScopeVerdict | None = None
     localization: Localization | None = None  # target test only: a hint for choosers, never part of a verdict
+    failing: dict[str, str] = {}  # test runs only: each test not passing -> why (the verdict's)
+    targets_ok: bool | None = None  # test runs only: whether the target tests passed
 
     def journal_data(self) -> dict[str, Any]:
         """The observation's `data` as journaled: a command's record, or the verdict's fields (a test
@@ -341,6 +343,7 @@ class Executor:
             return ToolOutcome(status="ok" if verdict.ok else ("timeout" if verdict.timed_out else "failed"),
                                source=f"verifier:{self.verifier.backend}", summary=verdict.summary,
                                output=output, duration_s=0.0, verdict=verdict,
+                               failing=dict(verdict.failing), targets_ok=verdict.targets_ok,
                                localization=spectrum[0] if spectrum else None,
                                raw_error=(pytest.stderr.text[-2000:] or None) if pytest else verdict.apply_error,
                                command=CommandData.of(pytest) if pytest else None)

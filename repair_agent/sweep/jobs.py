@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
@@ -168,18 +168,18 @@ def plan_jobs(selection: Selection, choosers: list[str], budgets: list[int], see
     return jobs
 
 
-def load_results(path: Path) -> list[dict]:
+def load_results(path: Path) -> list[SweepResult]:
     """Finished runs. A torn last line (a crash mid-write) is cut off the file, so the next
-    append starts on a clean line; a damaged line elsewhere is skipped (its run runs again)."""
+    append starts on a clean line; a damaged line elsewhere is skipped (its run runs again).
+    Older lines read with the defaults of the fields they predate."""
     read = read_jsonl(Path(path))
     cut_torn_tail(Path(path), read)
     out = []
     for line in read.lines:
         try:
-            result_key(line)
-        except (KeyError, TypeError):
+            out.append(SweepResult.model_validate(line))
+        except ValidationError:
             continue
-        out.append(line)
     return out
 
 

@@ -12,8 +12,8 @@ from verifier.files import atomic_write
 
 from ..untrusted.redaction import redact
 from .executors import run_local, run_ray
-from .jobs import (RESULTS, RETRIED_ON_RESUME, SUMMARY_JSON, SUMMARY_MD, ResultsWriter, SweepJob, SweepResult, load_results,
-                   result_key)
+from .jobs import (RESULTS, RETRIED_ON_RESUME, SUMMARY_JSON, SUMMARY_MD, ResultsWriter, SweepJob, SweepResult,
+                   load_results)
 from .markdown import render_markdown
 from .progress import Progress
 from .records import SweepCostLimit, SweepSummary
@@ -40,10 +40,10 @@ def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, ex
     for stop_file in {j.stop_file for j in jobs if j.stop_file}:  # left by an interrupted sweep
         Path(stop_file).unlink(missing_ok=True)
     # Later lines win: a retried key's new line supersedes its old one.
-    finished = {result_key(r): r for r in load_results(results_path)}
+    finished = {r.key: r for r in load_results(results_path)}
     # Runs the endpoint failed are tried again too: their outcome says nothing about the model.
-    todo = [j for j in jobs if j.key not in finished or finished[j.key]["status"] in RETRIED_ON_RESUME
-            or finished[j.key].get("infrastructure_failure")]
+    todo = [j for j in jobs if j.key not in finished or finished[j.key].status in RETRIED_ON_RESUME
+            or finished[j.key].infrastructure_failure]
     wanted = {j.key for j in jobs}
     workers = max(1, workers or os.cpu_count() or 1)
     progress = Progress(len(jobs), len(jobs) - len(todo), progress_stream)
@@ -53,7 +53,7 @@ def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, ex
     def on_result(job: SweepJob, result: SweepResult) -> None:
         nonlocal ran
         writer.append(result)
-        finished[result.key] = result.model_dump()  # as load_results reads a line back
+        finished[result.key] = result
         ran += 1
         progress.advance(result)
 
@@ -80,12 +80,12 @@ def sweep(jobs: list[SweepJob], out_dir: Path, *, workers: int | None = None, ex
                         interrupted=interrupted, summary=summary)
 
 
-def _cost_limit(finished: dict, wanted: set, max_cost: float) -> SweepCostLimit:
+def _cost_limit(finished: dict[tuple, SweepResult], wanted: set, max_cost: float) -> SweepCostLimit:
     """What the sweep's finished runs cost (an endpoint failure's run, run again, counts once: its
     latest line), and how many of its runs have no result."""
     results = [r for k, r in finished.items() if k in wanted]
-    known = [r["cost"] for r in results if r.get("cost") is not None]
-    unknown = sum(1 for r in results if r.get("cost") is None and r.get("model") and r.get("tokens") is None)
+    known = [r.cost for r in results if r.cost is not None]
+    unknown = sum(1 for r in results if r.cost is None and r.model and r.tokens is None)
     return SweepCostLimit(max_cost=max_cost, spent=round(sum(known), 6), unknown_cost_runs=unknown,
                           not_started=len(wanted) - len(results))
 
@@ -94,10 +94,10 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def write_summary(results: list[dict], out_dir: Path, *, group_by: str = "all",
+def write_summary(results: list[SweepResult], out_dir: Path, *, group_by: str = "all",
                   command: str | None = None, cost_limit: SweepCostLimit | None = None) -> SweepSummary:
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    results = sorted(results, key=result_key)
+    results = sorted(results, key=lambda r: r.key)
     summary = summarize(results, group_by=group_by)
     summary.command, summary.cost_limit = command, cost_limit
     atomic_write(out_dir / SUMMARY_JSON, redact(summary.to_json()))  # read back with SweepSummary.read

@@ -31,6 +31,8 @@ from typing import Any, Callable, Iterable, Literal
 
 from pydantic import BaseModel
 
+from .jobs import SweepResult
+
 Z95 = 1.959963984540054          # the two-sided 95% normal quantile
 ALPHA = 0.05                     # a paired test clears when p < ALPHA
 EPS = 1e-9
@@ -43,33 +45,33 @@ RATE_METRICS = ("success_rate", "correct_rate", "evidence_complete_rate")
 Correctness = Literal["correct", "plausible", "unchecked"]
 
 
-def _success(run: dict) -> float:
-    return float(bool(run.get("correct")))   # results.jsonl's `correct`: status == expected outcome
+def _success(run: SweepResult) -> float:
+    return float(run.correct)   # results.jsonl's `correct`: status == expected outcome
 
 
-def _evidence(run: dict) -> float:
-    return float(bool((run.get("rubric") or {}).get("complete")))
+def _evidence(run: SweepResult) -> float:
+    return float(bool((run.rubric or {}).get("complete")))
 
 
-def is_correct(run: dict) -> bool:
+def is_correct(run: SweepResult) -> bool:
     """Succeeded, and the success holds beyond the visible tests: a green whose held-out checks
     pass, or the expected hand-off (no patch, so nothing to check) on a scenario that wants one."""
-    if not run.get("correct"):
+    if not run.correct:
         return False
-    return run.get("status") != GREEN or run.get("correctness") == "correct"
+    return run.status != GREEN or run.correctness == "correct"
 
 
-def _unrecorded(run: dict) -> bool:
-    return run.get("status") == GREEN and run.get("correctness") not in ("correct", "plausible", "unchecked")
+def _unrecorded(run: SweepResult) -> bool:
+    return run.status == GREEN and run.correctness not in ("correct", "plausible", "unchecked")
 
 
-RUN_VALUE: dict[str, Callable[[dict], float | None]] = {
+RUN_VALUE: dict[str, Callable[[SweepResult], float | None]] = {
     "success_rate": _success,
     "correct_rate": lambda r: None if _unrecorded(r) else float(is_correct(r)),
     "evidence_complete_rate": _evidence,
-    "median_steps": lambda r: r.get("steps"),
-    "median_tokens": lambda r: r.get("tokens"),
-    "median_wall_s": lambda r: r.get("wall_s"),
+    "median_steps": lambda r: r.steps,
+    "median_tokens": lambda r: r.tokens,
+    "median_wall_s": lambda r: r.wall_s,
 }
 
 
@@ -155,11 +157,11 @@ def sign_test(higher: int, lower: int) -> float:
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
 
 
-def per_scenario(runs: Iterable[dict]) -> dict[str, dict[str, float | None]]:
+def per_scenario(runs: Iterable[SweepResult]) -> dict[str, dict[str, float | None]]:
     """scenario -> metric -> value over its seeds: the mean for a rate, the median for a cost."""
-    by_scenario: dict[str, list[dict]] = {}
+    by_scenario: dict[str, list[SweepResult]] = {}
     for run in runs:
-        by_scenario.setdefault(run["scenario"], []).append(run)
+        by_scenario.setdefault(run.scenario, []).append(run)
     out = {}
     for scenario, runs_of in sorted(by_scenario.items()):
         values = {}
@@ -175,13 +177,13 @@ def per_scenario(runs: Iterable[dict]) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def correctness_counts(runs: Iterable[dict]) -> CorrectnessCounts:
+def correctness_counts(runs: Iterable[SweepResult]) -> CorrectnessCounts:
     counts = CorrectnessCounts()
     for run in runs:
-        if run.get("status") != GREEN:
+        if run.status != GREEN:
             continue
         counts.green += 1
-        label = run.get("correctness")   # absent on lines written before it was recorded
+        label = run.correctness   # None on lines written before it was recorded
         if label in ("correct", "plausible", "unchecked"):
             setattr(counts, label, getattr(counts, label) + 1)
         else:
@@ -189,7 +191,7 @@ def correctness_counts(runs: Iterable[dict]) -> CorrectnessCounts:
     return counts
 
 
-def correct_rate(runs: list[dict]) -> float | None:
+def correct_rate(runs: list[SweepResult]) -> float | None:
     """The share of runs that are correct; None when a green run has no correctness record
     (a figure counting it either way would claim what was never checked)."""
     if not runs or correctness_counts(runs).unrecorded:
@@ -197,7 +199,7 @@ def correct_rate(runs: list[dict]) -> float | None:
     return sum(is_correct(r) for r in runs) / len(runs)
 
 
-def cell_statistics(runs: list[dict], rates: dict[str, float | None]) -> CellStatistics:
+def cell_statistics(runs: list[SweepResult], rates: dict[str, float | None]) -> CellStatistics:
     """Resolution, per-rate Wilson intervals over scenarios, correctness counts, per-scenario values.
 
     `rates`: the cell's own figures; a rate that is None (not computable) gets no interval."""

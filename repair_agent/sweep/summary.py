@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from . import statistics as stats
 from ..loop.stops import StopReason
-from .jobs import SCENARIO_ERROR
+from .jobs import SCENARIO_ERROR, SweepResult
 from .records import Cell, ChooserCrash, InfrastructureFailure, RunRow, ScenarioProblem, SweepSummary
 
 CHOOSER_ERROR = StopReason.CHOOSER_ERROR.value
@@ -61,88 +61,87 @@ def _sum_known(values: list) -> float | None:
     return None if not values or any(v is None for v in values) else sum(values)
 
 
-def model_figures(runs: list[dict]) -> dict[str, Any]:
+def model_figures(runs: list[SweepResult]) -> dict[str, Any]:
     """What a model cost in a cell: tokens, money and time per step (None where unknown or unpriced)."""
-    model = next((r["model"] for r in runs if r.get("model")), None)
+    model = next((r.model for r in runs if r.model), None)
     priced = bool(model) and (model.get("price_per_mtok_in") is not None or model.get("price_per_mtok_out") is not None)
-    latencies = [r["median_step_latency_s"] for r in runs if r.get("median_step_latency_s") is not None]
+    latencies = [r.median_step_latency_s for r in runs if r.median_step_latency_s is not None]
     return {"model": model,
-            "prompt_tokens": _sum_known([r.get("prompt_tokens", 0) for r in runs]),
-            "completion_tokens": _sum_known([r.get("completion_tokens", 0) for r in runs]),
-            "cost": _sum_known([r.get("cost") for r in runs]) if priced else None,
+            "prompt_tokens": _sum_known([r.prompt_tokens for r in runs]),
+            "completion_tokens": _sum_known([r.completion_tokens for r in runs]),
+            "cost": _sum_known([r.cost for r in runs]) if priced else None,
             # the median over the cell's runs of each run's median step latency
             "median_step_latency_s": _median(latencies),
-            "requests": sum(r.get("requests") or 0 for r in runs)}
+            "requests": sum(r.requests for r in runs)}
 
 
-def _figures(runs: list[dict]) -> dict[str, float | None]:
+def _figures(runs: list[SweepResult]) -> dict[str, float | None]:
     n = len(runs)
     return {
-        "success_rate": sum(r["correct"] for r in runs) / n if n else None,
+        "success_rate": sum(r.correct for r in runs) / n if n else None,
         "correct_rate": stats.correct_rate(runs),
-        "evidence_complete_rate": sum(bool((r.get("rubric") or {}).get("complete")) for r in runs) / n if n else None,
-        "median_steps": _median([r["steps"] for r in runs]),
-        "median_tokens": _median_known([r.get("tokens") for r in runs]),
-        "median_wall_s": _median([r["wall_s"] for r in runs]),
+        "evidence_complete_rate": sum(bool((r.rubric or {}).get("complete")) for r in runs) / n if n else None,
+        "median_steps": _median([r.steps for r in runs]),
+        "median_tokens": _median_known([r.tokens for r in runs]),
+        "median_wall_s": _median([r.wall_s for r in runs]),
     }
 
 
-def _groups(run: dict, group_by: str) -> list[str]:
+def _groups(run: SweepResult, group_by: str) -> list[str]:
     if group_by == "all":
         return ["all"]
     if group_by == "tag":
-        return list(run.get("tags") or []) or ["(untagged)"]
-    value = run.get({"kind": "kind", "scenario": "scenario", "expected": "expected"}[group_by])
-    return [str(value)]
+        return list(run.tags) or ["(untagged)"]
+    return [{"kind": run.kind, "scenario": run.scenario, "expected": run.expected}[group_by]]
 
 
-def summarize(results: list[dict], group_by: str = "all") -> SweepSummary:
+def summarize(results: list[SweepResult], group_by: str = "all") -> SweepSummary:
     """Per (scenario group, chooser, budget): figures, bands, exits; comparisons between
     neighbouring budgets of one chooser and between choosers at one budget."""
     # An endpoint failure is not the model's repair failure: out of every denominator, listed apart.
-    infrastructure = [r for r in results if r["status"] != SCENARIO_ERROR and r.get("infrastructure_failure")]
-    runnable = [r for r in results if r["status"] != SCENARIO_ERROR and not r.get("infrastructure_failure")]
-    broken = sorted({(r["scenario"], r["detail"]) for r in results if r["status"] == SCENARIO_ERROR})
-    never_started = sorted({(r["scenario"], r["detail"]) for r in runnable
-                            if r["status"] == "dependency_failure" and r["steps"] == 0})
-    cells_runs: dict[tuple[str, str, int], list[dict]] = {}
+    infrastructure = [r for r in results if r.status != SCENARIO_ERROR and r.infrastructure_failure]
+    runnable = [r for r in results if r.status != SCENARIO_ERROR and not r.infrastructure_failure]
+    broken = sorted({(r.scenario, r.detail) for r in results if r.status == SCENARIO_ERROR})
+    never_started = sorted({(r.scenario, r.detail) for r in runnable
+                            if r.status == "dependency_failure" and r.steps == 0})
+    cells_runs: dict[tuple[str, str, int], list[SweepResult]] = {}
     for r in runnable:
         for g in _groups(r, group_by):
-            cells_runs.setdefault((g, r["chooser"], r["budget"]), []).append(r)
+            cells_runs.setdefault((g, r.chooser, r.budget), []).append(r)
     cells = []
     for (group, chooser, budget), runs in sorted(cells_runs.items()):
-        seeds = sorted({r["seed"] for r in runs})
-        per_seed = {s: _figures([r for r in runs if r["seed"] == s]) for s in seeds}
+        seeds = sorted({r.seed for r in runs})
+        per_seed = {s: _figures([r for r in runs if r.seed == s]) for s in seeds}
         figures = _figures(runs)
-        repair = [r for r in runs if r["expected"] == "awaiting_release_confirmation"]
-        handoff = [r for r in runs if r["expected"] == "handoff_requested"]
+        repair = [r for r in runs if r.expected == "awaiting_release_confirmation"]
+        handoff = [r for r in runs if r.expected == "handoff_requested"]
         rubric_items = {}
         for item in ("target_failed_before_patch", "target_passed_on_final_diff", "full_suite_on_final_diff",
                      "scope_check_on_final_diff"):
-            rubric_items[item] = sum(bool((r.get("rubric") or {}).get(item)) for r in runs) / len(runs)
+            rubric_items[item] = sum(bool((r.rubric or {}).get(item)) for r in runs) / len(runs)
         cells.append(Cell(
             scenario_group=group, chooser=chooser, budget=budget, n=len(runs), seeds=seeds,
-            scenarios=len({r["scenario"] for r in runs}),
+            scenarios=len({r.scenario for r in runs}),
             **figures,
             band=band(v["success_rate"] for v in per_seed.values()),
             bands={m: band(v[m] for v in per_seed.values()) for m in METRICS},
             per_seed={str(s): v for s, v in per_seed.items()},
-            repaired=sum(r["status"] == "awaiting_release_confirmation" for r in repair), repair_runs=len(repair),
-            handoffs_correct=sum(r["status"] == "handoff_requested" for r in handoff), handoff_runs=len(handoff),
-            forced_green=sum(r["status"] == "awaiting_release_confirmation" for r in handoff),
+            repaired=sum(r.status == "awaiting_release_confirmation" for r in repair), repair_runs=len(repair),
+            handoffs_correct=sum(r.status == "handoff_requested" for r in handoff), handoff_runs=len(handoff),
+            forced_green=sum(r.status == "awaiting_release_confirmation" for r in handoff),
             evidence=rubric_items,
-            exits=dict(sorted(Counter(r["status"] for r in runs).items())),
+            exits=dict(sorted(Counter(r.status for r in runs).items())),
             **dict(stats.cell_statistics(runs, figures)),
             **model_figures(runs),
-            infrastructure_failures=sum(1 for r in infrastructure if r["chooser"] == chooser
-                                        and r["budget"] == budget and group in _groups(r, group_by)),
-            chooser_errors=sum(r["status"] == CHOOSER_ERROR for r in runs),
+            infrastructure_failures=sum(1 for r in infrastructure if r.chooser == chooser
+                                        and r.budget == budget and group in _groups(r, group_by)),
+            chooser_errors=sum(r.status == CHOOSER_ERROR for r in runs),
         ))
     return SweepSummary(
         group_by=group_by, cells=cells, comparisons=compare_cells(cells),
-        runs=[RunRow.model_validate(r) for r in results],
-        infrastructure_failures=[InfrastructureFailure.model_validate(r) for r in infrastructure],
-        chooser_errors=[ChooserCrash.model_validate(r) for r in runnable if r["status"] == CHOOSER_ERROR],
+        runs=[RunRow.model_validate(r.model_dump()) for r in results],
+        infrastructure_failures=[InfrastructureFailure.model_validate(r.model_dump()) for r in infrastructure],
+        chooser_errors=[ChooserCrash.model_validate(r.model_dump()) for r in runnable if r.status == CHOOSER_ERROR],
         broken=[ScenarioProblem(scenario=s, detail=d) for s, d in broken],
         never_started=[ScenarioProblem(scenario=s, detail=d) for s, d in never_started],
         band_definition=BAND_DEFINITION, success_definition=SUCCESS_DEFINITION, explanation=EXPLANATION,

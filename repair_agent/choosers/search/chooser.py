@@ -221,7 +221,7 @@ class SearchChooser:
             tool = action.tool
             if tool == "run_target_test" and plan.failure is None:
                 plan.failure = parse_failure(ev, view.goal.text, writable)
-                plan.initial_failing = _failing(ev.data)
+                plan.initial_failing = dict(ev.failing)
             elif isinstance(action, Search):
                 plan.searches.append(action.query)
                 for found in ev.hits:
@@ -262,13 +262,13 @@ class SearchChooser:
                     elif passed and plan.awaiting == "target":
                         plan.awaiting = "check"
                 elif tool == "run_full_suite":
-                    targets_ok = (ev.data or {}).get("targets_ok")
+                    targets_ok = ev.targets_ok
                     if passed and targets_ok is not False:
                         plan.awaiting = "check"
                     elif passed:   # the pass-to-pass tests pass, the targets do not: not a repair
                         plan.tried.append((c, "target test still fails")); plan.awaiting = None
                     else:
-                        effect = effect_of(plan.initial_failing, _failing(ev.data))
+                        effect = effect_of(plan.initial_failing, ev.failing)
                         if effect is not None:
                             plan.effects[(c.path, c.line)] = max(effect, plan.effects.get((c.path, c.line), effect))
                         plan.tried.append((c, "full suite fails (the target passes: a trap)" if targets_ok
@@ -305,11 +305,6 @@ class SearchChooser:
 
 
 BROKEN_MARKERS = ("ImportError", "ModuleNotFoundError", "SyntaxError", "NameError", "collection")
-
-
-def _failing(data: dict | None) -> dict[str, str]:
-    failing = (data or {}).get("failing")
-    return {str(k): str(v) for k, v in failing.items()} if isinstance(failing, dict) else {}
 
 
 def effect_of(before: dict[str, str], after: dict[str, str]) -> float | None:
