@@ -76,10 +76,8 @@ def counts(rows: list[tuple[str, dict]]) -> dict[str, tuple[int, int]]:
 
 
 def flat(w: Weights) -> dict[str, float]:
-    """The table as named parameters (`prior:<family>`, `hint:<hint>:<family>`, `<rule>`)."""
-    out = {f"prior:{f.value}": v for f, v in w.prior.items()}
-    out |= {f"hint:{h.value}:{f.value}": v for h, row in w.hint.items() for f, v in row.items()}
-    return out | {r.value: v for r, v in w.rule.items()}
+    """The table as named parameters, a copy the fit may change."""
+    return dict(w.flat)
 
 
 def unflat(params: dict[str, float], like: Weights) -> Weights:

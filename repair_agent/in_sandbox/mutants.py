@@ -151,6 +151,7 @@ class Analysis:
         self.fired = False      # the time limit of a run went off (pytest may have caught it as a failure)
         self.limit = self.m["per_mutant_s"]
         self.sources: Dict[str, str] = {}
+        self.lines: Dict[str, List[str]] = {}   # each source split once, not once per mutant
         self.callables: Dict[str, Tuple[str, ...]] = {}
         self.scopes: Dict[str, List[Scope]] = {}
         self.defs: Dict[str, List[Def]] = {}
@@ -254,12 +255,14 @@ class Analysis:
             with open(os.path.join(self.root, path), encoding="utf-8") as fh:
                 text = fh.read()
             self.sources[path] = text
+            self.lines[path] = text.splitlines(keepends=True)
             self.callables[path] = self.operators.callable_names(dict(enumerate(text.splitlines(), 1)))
             self.scopes[path], self.defs[path] = functions_of(text)
         return self.sources[path]
 
     def mutants(self, path: str, line: int) -> List[Mutant]:
-        text = self.load(path).splitlines(keepends=True)[line - 1]
+        self.load(path)
+        text = self.lines[path][line - 1]
         return line_mutants(text, variables(self.scopes[path], line), self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"])
 
@@ -307,8 +310,7 @@ class Analysis:
             self.stats.setdefault((path, line), [0, 0, 0])
             per_line.append([(path, line, m) for m in muts])
         for path, line, (new_text, what, family) in interleave(per_line):
-            original = self.sources[path]
-            lines_of = original.splitlines(keepends=True)
+            original, lines_of = self.sources[path], self.lines[path]
             mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
             try:   # compiled once: a mutant that does not compile is skipped, one that does goes into swap()
                 code = compile(mutated, os.path.join(self.root, path), "exec")

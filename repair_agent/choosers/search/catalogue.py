@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ...in_sandbox.operators import (ITERABLE_CALLS, NUMERIC_CALLS, line_mutations, neutral_text,
-                                     similar_names)
+from ...in_sandbox.operators import line_mutations, neutral_text
 from .weights import Family
 
-__all__ = ["Candidate", "ITERABLE_CALLS", "NUMERIC_CALLS", "line_mutations", "neutral_text", "similar_names"]
+__all__ = ["Candidate", "line_mutations", "neutral_text"]
 
 
 @dataclass

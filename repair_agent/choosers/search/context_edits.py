@@ -19,7 +19,8 @@ import ast
 import re
 
 from .catalogue import Candidate, neutral_text
-from .source import Function, _stmt_ast
+from ...in_sandbox.statement_edits import statement_ast
+from .source import Function
 
 LOOP_RE = re.compile(r"^(\s*)(?:async\s+)?(for|while)\b.*:\s*(#.*)?$")
 COUNTER_TEST_RE = re.compile(r"(?<![\w.])([a-z_]\w*)\s*(?:==|!=|<=|>=|<|>)\s*-?\d+\b")   # a local, not an attribute
@@ -116,7 +117,7 @@ def sibling_arm_statements(path: str, fn: Function, lines: dict[int, str]) -> li
 def _simple(stmt: str) -> bool:
     """A one-line statement with an effect that is safe to repeat in another arm: an assignment, an
     augmented assignment or a call (not a return, a raise or a block header)."""
-    parsed = _stmt_ast(stmt)
+    parsed = statement_ast(stmt)
     top = parsed[0].body[0] if parsed and isinstance(parsed[0], ast.Module) and len(parsed[0].body) == 1 else None
     return isinstance(top, (ast.AugAssign, ast.Assign)) or (isinstance(top, ast.Expr) and isinstance(top.value, ast.Call))
 
@@ -129,7 +130,7 @@ def _two_way(lines: dict[int, str], a: int, b: int) -> bool:
 
 
 def _assignment(text: str) -> tuple[str, ast.expr] | None:
-    parsed = _stmt_ast(text)
+    parsed = statement_ast(text)
     if parsed is None or not text.strip() or text.rstrip().endswith((":", ",", "(", "[", "{", "\\")):
         return None
     top = parsed[0].body[0] if isinstance(parsed[0], ast.Module) and parsed[0].body else None
@@ -241,7 +242,7 @@ def _raise_like(exc: str, message: str, fn: Function, lines: dict[int, str], for
     replaced), so that an exception taking more than a message is built the way the code builds it."""
     literal = ("f" if formatted else "") + repr(message).replace("'", '"') if '"' not in message else repr(message)
     for n in range(fn.body_line, fn.end_line + 1):
-        parsed = _stmt_ast(lines.get(n, ""))
+        parsed = statement_ast(lines.get(n, ""))
         top = parsed[0].body[0] if parsed and isinstance(parsed[0], ast.Module) and parsed[0].body else None
         if isinstance(top, ast.Raise) and isinstance(top.exc, ast.Call) and ast.unparse(top.exc.func).split(".")[-1] == exc:
             args = [ast.unparse(a) for a in top.exc.args]
@@ -273,7 +274,7 @@ def unused_param_returns(path: str, fn: Function, lines: dict[int, str], unused:
     out = []
     for n in range(fn.body_line, fn.end_line + 1) if unused else ():
         text = lines.get(n, "")
-        parsed = _stmt_ast(text) if text.lstrip().startswith("return") else None
+        parsed = statement_ast(text) if text.lstrip().startswith("return") else None
         node = parsed[0].body[0] if parsed and parsed[0].body else None
         if isinstance(node, ast.Return) and node.value is not None and (empty := neutral_text(node.value)):
             indent = text[:len(text) - len(text.lstrip())]

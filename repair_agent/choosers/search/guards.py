@@ -8,7 +8,8 @@ import re
 
 from .catalogue import Candidate
 from .failure import Failure
-from .source import _MISSING, Function, _call_args, _expected_from_assert, _stmt_ast
+from ...in_sandbox.statement_edits import statement_ast
+from .source import _MISSING, Function, _call_args, _expected_from_assert
 
 
 NEUTRAL_LITERALS = frozenset({"None", "True", "False", "0", "1", "-1", "0.0", "''", '""', "[]", "{}", "()"})
@@ -55,7 +56,7 @@ def tuple_shape(fn: Function | None, lines: dict[int, str]) -> str | None:
     shapes = set()
     keep = set(fn.params)
     for n in range(fn.body_line, fn.end_line + 1):
-        parsed = _stmt_ast(lines.get(n, "")) if (lines.get(n) or "").lstrip().startswith("return") else None
+        parsed = statement_ast(lines.get(n, "")) if (lines.get(n) or "").lstrip().startswith("return") else None
         if parsed is None:
             continue
         node = parsed[0].body[0] if parsed[0].body else None
@@ -72,7 +73,7 @@ def frame_guards(path: str, line_no: int, lines: dict[int, str], fn: Function | 
     """Guards right before the line that raised: `if EXPR is None` / `if not EXPR` for the names,
     attributes and calls it uses, returning a value of the documented type."""
     text = lines.get(line_no, "")
-    parsed = _stmt_ast(text)
+    parsed = statement_ast(text)
     if parsed is None or text.lstrip().startswith(("def ", "elif ", "else", "except", "finally")):
         return []
     tree, _ = parsed
@@ -193,7 +194,7 @@ def _needle(lit: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _literals_in(line: str) -> frozenset[str]:
-    parsed = _stmt_ast(line)
+    parsed = statement_ast(line)
     if parsed is None:
         return frozenset()
     out = set()

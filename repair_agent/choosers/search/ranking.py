@@ -20,7 +20,8 @@ from .spectrum import spectrum_features
 from .weights import Rule, active
 from .values import magnitude_fix, separator_swaps
 from ...in_sandbox.operators import callable_names
-from .source import Function, _code_lines, _numbers_in, _parses, functions_in, scope_names
+from ...in_sandbox.statement_edits import parses
+from .source import Function, _code_lines, _numbers_in, functions_in, scope_names
 
 CLASS_WORDS = {"d": r"\bdigits?\b|\bnumbers?\b", "s": r"\bwhitespace\b|\bspaces?\b", "w": r"\bwords?\b|\bletters?\b",
                "b": r"\bboundary\b"}
@@ -203,17 +204,18 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 text = lines.get(n)
                 if text is None or n not in code_lines:
                     continue
-                ok = _parses(text)
+                ok = parses(text)
                 for kind, what, new in line_mutations(text, goal_numbers, names, callables):
                     new_line = new if new.endswith("\n") else new + "\n"
-                    if new_line == text or (ok and _parses(new_line) is False):
+                    if new_line == text or (ok and parses(new_line) is False):
                         continue
                     c = Candidate(path, n, (new_line,), kind, what)
+                    if c.key in cands:   # the same edit by another operator: the first is kept, unscored twice
+                        continue
                     c.score = score(c, f, goal_words, frame_lines, text, params, fn.def_line if fn else None,
                                     proxies.get(n))
-                    if c.key not in cands:
-                        cands[c.key] = c
-                        by_line.setdefault(n, []).append(c)
+                    cands[c.key] = c
+                    by_line.setdefault(n, []).append(c)
             for c in separator_swaps(path, lines, lo, hi, f):
                 if c.line in code_lines:
                     c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line if fn else None,

@@ -10,7 +10,7 @@ import functools
 from .catalogue import Candidate
 from .failure import Failure
 from .weights import Rule
-from .source import _stmt_ast
+from ...in_sandbox.statement_edits import statement_ast
 
 
 def smell_features(c: Candidate, line_text: str, failure: Failure) -> list[tuple[Rule, float]]:
@@ -31,7 +31,7 @@ def smell_features(c: Candidate, line_text: str, failure: Failure) -> list[tuple
 def redundancies(code: str) -> int:
     """Expressions on the line that compute nothing (`x[:len(x)]`, `a == a`, `n - n`): one is
     almost always a variable written for another."""
-    parsed = _stmt_ast(code)
+    parsed = statement_ast(code)
     if parsed is None:
         return 0
     count = 0
@@ -54,7 +54,7 @@ def redundancies(code: str) -> int:
 def stem_pairs(code: str) -> int:
     """Parallel assignments whose values pair up as their targets do, minus those that break it:
     `hi, hi_key = x, x_key` +1, `hi, hi_key = y, x_key` -1 (targets `t`, `t_key`: values `v`, `v_key`)."""
-    parsed = _stmt_ast(code)
+    parsed = statement_ast(code)
     if parsed is None:
         return 0
     count = 0

@@ -7,15 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...in_sandbox.statement_edits import parses, replace_span, statement_ast, tokens_of
 from .failure import _literal
-
-
-# the line parsers are shared with the operator table (in_sandbox/statement_edits.py)
-_tokens = tokens_of
-_parses = parses
-_stmt_ast = statement_ast
-_replace_span = replace_span
 
 
 @dataclass

@@ -13,7 +13,7 @@ import tokenize
 
 from .catalogue import Candidate
 from .failure import Failure, is_number
-from .source import _tokens
+from ...in_sandbox.statement_edits import tokens_of
 
 MAX_SEPARATOR = 3   # longer differences are words, not separators
 
@@ -44,7 +44,7 @@ def separator_swaps(path: str, lines: dict[int, str], lo: int, hi: int, failure:
         text = lines.get(n)
         if text is None:
             continue
-        for t in _tokens(text):
+        for t in tokens_of(text):
             if t.type != tokenize.STRING or t.start[0] != 1 or t.string[:1] not in "'\"":
                 continue
             try:

@@ -8,6 +8,8 @@ failure's hints, by family; absent pairs weigh 0) and one weight per `Rule` (eve
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import json
 from enum import Enum
 from importlib import resources
@@ -152,6 +154,19 @@ class Rule(_Named):
     SAME_LINE_PENALTY = "same_line_penalty"
 
 
+@lru_cache(maxsize=None)
+def parsed_name(name: str) -> Family | tuple[Hint, Family] | Rule:
+    """What a feature's name points at in the table, read once per name (`dot` runs for every
+    candidate of every ranking); an unknown name is refused (ValueError)."""
+    kind, _, rest = name.partition(":")
+    if kind == "prior":
+        return Family(rest)
+    if kind == "hint":
+        hint, _, family = rest.partition(":")
+        return Hint(hint), Family(family)
+    return Rule(name)
+
+
 class Weights(BaseModel):
     """The table: priors by family, bonuses by hint and family, one weight per rule, and the
     thresholds of the mutation analysis's policy."""
@@ -170,18 +185,24 @@ class Weights(BaseModel):
             raise ValueError(f"weights without a value: {', '.join(missing)}")
         return self
 
+    @property
+    def flat(self) -> dict[str, float]:
+        """The table as named parameters (`prior:<family>`, `hint:<hint>:<family>`, `<rule>`)."""
+        out = {f"prior:{f.value}": v for f, v in self.prior.items()}
+        out |= {f"hint:{h.value}:{f.value}": v for h, row in self.hint.items() for f, v in row.items()}
+        return out | {r.value: v for r, v in self.rule.items()}
+
     def dot(self, features: dict[str, float]) -> float:
         """The score points of a feature vector (`prior:<family>`, `hint:<hint>:<family>`, `<rule>`)."""
         return sum(value * self.weight(name) for name, value in features.items())
 
     def weight(self, name: str) -> float:
-        kind, _, rest = name.partition(":")
-        if kind == "prior":
-            return self.prior[Family(rest)]
-        if kind == "hint":
-            hint, _, family = rest.partition(":")
-            return self.hint.get(Hint(hint), {}).get(Family(family), 0.0)
-        return self.rule[Rule(name)]
+        where = parsed_name(name)
+        if isinstance(where, Family):
+            return self.prior[where]
+        if isinstance(where, tuple):
+            return self.hint.get(where[0], {}).get(where[1], 0.0)
+        return self.rule[where]
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
