@@ -7,4 +7,7 @@ if [ ! -x .venv/bin/repair-agent ] || [ pyproject.toml -nt .venv/.installed ]; t
 fi
 # The test extras' hypothesis must not autoload its pytest plugin into the pytest processes the
 # suite's local checks start from this interpreter (~0.6 s each): see the script's docstring.
-.venv/bin/python scripts/_no_hypothesis_plugin.py
+# Once per install (a marker newer than the install says it is done), not a Python start per command.
+if [ ! .venv/.no-hypothesis-plugin -nt .venv/.installed ]; then
+  .venv/bin/python scripts/_no_hypothesis_plugin.py && touch .venv/.no-hypothesis-plugin
+fi

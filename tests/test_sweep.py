@@ -88,7 +88,7 @@ def test_summary_counts_expected_handoffs_as_correct_and_reports_them_apart():
         {"scenario": "broken", "detail": "x.scenario.toml: field 'goal': Field required"}]
 
 
-def test_a_chooser_crash_is_its_own_counted_outcome_listed_with_its_detail():
+def test_a_chooser_crash_is_its_own_counted_outcome_listed_with_its_detail(tmp_path):
     crash = {**_line("a", 1, "chooser_error"), "detail": "the chooser raised KeyError: 'frames'"}
     lines = [SweepResult(**x) for x in (_line("a", 0, "awaiting_release_confirmation"), crash,
                                          _line("b", 0, "handoff_requested"))]
@@ -102,6 +102,13 @@ def test_a_chooser_crash_is_its_own_counted_outcome_listed_with_its_detail():
     text = render_markdown(summary)
     assert "## Chooser errors (counted as failed runs)" in text and "KeyError: 'frames'" in text
     assert "Chooser errors" not in render_markdown(summarize(lines[:1]))
+    # the sweep's page lists them as its Markdown does
+    from repair_agent.sweep.html import render_sweep_html
+
+    page = render_sweep_html(summary, tmp_path).read_text()
+    assert 'id="chooser-errors"' in page and "KeyError: &#39;frames&#39;" in page
+    (tmp_path / "one").mkdir()
+    assert 'id="chooser-errors"' not in render_sweep_html(summarize(lines[:1]), tmp_path / "one").read_text()
 
 
 # ----------------------------------------------------------------------- results.jsonl

@@ -9,7 +9,7 @@ import os
 import sys
 
 from ..loop.stops import EXIT_CODES
-from .common import USAGE_ERROR, RunsDirAction, add_sandbox_option, err
+from .common import USAGE_ERROR, RunsDirAction, add_sandbox_option, err, reader_gone
 from .containers import cmd_cleanup, cmd_image
 from .importing import register as register_import
 from .models import register as register_models
@@ -199,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err("interrupted; containers of this run were removed")
         return 130
-    except BrokenPipeError:   # a bare print() whose reader went away (`... | head`): quiet, as `cat` is
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:   # a bare print() whose reader went away
+        reader_gone()
         return 141
     finally:
         if args.program:  # about to exit, everything written and every container removed: spare the

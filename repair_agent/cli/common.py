@@ -27,9 +27,14 @@ def say(text: object = "") -> None:
     try:
         print(terminal(text), flush=True)
     except BrokenPipeError:
-        # The reader went away (`repair-agent show RUN | head`): the rest of the output goes nowhere,
-        # and a run keeps going to its end, records and cleanup included, instead of a traceback.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # A run keeps going to its end, records and cleanup included, instead of a traceback.
+        reader_gone()
+
+
+def reader_gone() -> None:
+    """The reader of standard output went away (`repair-agent show RUN | head`): the rest of the
+    output goes nowhere, quietly, as with `cat`."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 class RunsDirAction(argparse.Action):

@@ -1,21 +1,14 @@
 """`repair-agent import swebench|commit`: argument registration and the two commands."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from .common import add_sandbox_option
+from .common import add_sandbox_option, err
 
 if TYPE_CHECKING:
     from ..importers.common import CheckPlace, ImportResult
-
-
-def _err(message: str) -> None:
-    from ..untrusted.visible import terminal
-
-    print(f"repair-agent: {terminal(message)}", file=sys.stderr)
 
 
 def register(sub, common) -> None:
@@ -70,9 +63,9 @@ def _backend(args) -> CheckPlace | None:
     from ..importers.common import CheckPlace
 
     try:
-        return CheckPlace.named(args.sandbox, log=_err)
+        return CheckPlace.named(args.sandbox, log=err)
     except Exception as exc:  # no engine, no socket, the image cannot be built
-        _err(f"imports are validated by the corpus check in Docker and no engine answers or the image cannot be "
+        err(f"imports are validated by the corpus check in Docker and no engine answers or the image cannot be "
              f"built: {type(exc).__name__}: {exc} (--sandbox local checks without containers, NOT isolated)")
         return None
 
@@ -86,7 +79,7 @@ def cmd_import_swebench(args) -> int:
         return 2
     results = import_swebench(Path(args.file), Path(args.repos), out, check=check,
                               writable=tuple(args.writable or ["**"]), max_steps=args.max_steps,
-                              environment=args.environment, hidden_tests=args.hidden_tests, log=_err)
+                              environment=args.environment, hidden_tests=args.hidden_tests, log=err)
     return _finish(args, out, results, source=str(Path(args.file).resolve()), format="swebench")
 
 
@@ -99,6 +92,6 @@ def cmd_import_commit(args) -> int:
         return 2
     result = import_commit(Path(args.repo), args.commit, out, check=check, name=args.name,
                            writable=tuple(args.writable or ["**"]), max_steps=args.max_steps, suite=args.suite,
-                           environment=args.environment, hidden_tests=args.hidden_tests, log=_err)
+                           environment=args.environment, hidden_tests=args.hidden_tests, log=err)
     return _finish(args, out, [result], source=str(Path(args.repo).resolve()), format="commit")
 

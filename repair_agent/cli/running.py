@@ -4,9 +4,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..loop.state import StepProgress
+from typing import TYPE_CHECKING
+
 from ..untrusted.visible import terminal, terminal_json
 from .common import USAGE_ERROR, err, say
+
+if TYPE_CHECKING:   # an annotation only: every command, --help too, would import pydantic for it
+    from ..loop.state import StepProgress
 
 
 def cmd_scenarios(args) -> int:
@@ -225,12 +229,12 @@ def unpriced(chooser, max_cost: float | None) -> str | None:
     """Why --max-cost cannot hold for this chooser: a model without prices could spend without
     limit. A chooser that is no model spends nothing (one whose description cannot be read is
     refused by the run itself, which says why)."""
+    if max_cost is None:
+        return None
     from ..loop.controller import CHOOSER_TIMEOUT_S
     from ..loop.plain import UnusableChooser, read_description
     from ..loop.usage import model_record, priced
 
-    if max_cost is None:
-        return None
     try:
         model = model_record(read_description(chooser, CHOOSER_TIMEOUT_S, None))
     except UnusableChooser:
