@@ -3,8 +3,9 @@ corpora's pristine trees, their pinned packages installed once, one pytest sessi
 the mutants_trace plugin, and the Checker that keeps a mutant only when a few tests fail."""
 from __future__ import annotations
 
+from verifier.spec import glob_match
+
 import ast
-import fnmatch
 import hashlib
 import json
 import os
@@ -100,7 +101,9 @@ def touched_lines(diff: str) -> dict[str, set[int]]:
 
 
 def _matches(rel: str, globs: list[str]) -> bool:
-    return any(fnmatch.fnmatch(rel, g) or (g.endswith("/**") and rel.startswith(g[:-2])) for g in globs)
+    """Read as the verifier reads a scenario's globs (`*` stops at `/`), so a mutant lands only where
+    the scope check lets a fix go."""
+    return glob_match(rel, globs) is not None
 
 
 def source_files(project: Project) -> list[str]:

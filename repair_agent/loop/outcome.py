@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .state import Evidence, State, StopReason
+from .state import TEST_TOOLS, Evidence, State, StopReason
 
 
 class RunOutcome(BaseModel):
@@ -25,5 +25,5 @@ class RunOutcome(BaseModel):
 
     def final_test_evidence(self) -> Evidence | None:
         """The last test verdict on the final diff: what correctness and held-out detail come from."""
-        return next((e for e in reversed(self.evidence) if e.tool in ("run_target_test", "run_full_suite")
+        return next((e for e in reversed(self.evidence) if e.tool in TEST_TOOLS
                      and e.diff_sha256 == self.diff_sha256), None)
