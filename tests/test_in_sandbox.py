@@ -159,8 +159,18 @@ def test_a_statement_may_be_removed_a_return_never_and_a_def_is_not_mutated():
     assert _mutants_of(1) == []
 
 
-def test_the_mutants_of_all_lines_interleave_so_a_time_limit_cuts_every_line_alike():
-    assert mutants.interleave([[1, 2, 3], [4], [5, 6]]) == [1, 4, 5, 2, 6, 3]
+def test_mutants_run_one_of_every_line_first_then_the_lines_the_failing_tests_react_to():
+    stats = {0: [0, 0], 1: [0, 0], 2: [0, 0]}   # line -> [changed, tried]
+    order = mutants.live_first([["a1", "a2", "a3"], ["b1"], ["c1", "c2", "c3"]], lambda i: tuple(stats[i]))
+    first = [next(order) for _ in range(3)]
+    assert first == ["a1", "b1", "c1"]   # a time limit never cuts every edit of the last lines
+    # the failing test reacted to c1 only (its message changed): line c's mutants come next
+    stats.update({0: [0, 1], 1: [0, 1], 2: [1, 1]})
+    assert next(order) == "c2"
+    stats[2] = [1, 2]   # c2 changed nothing: 2/4 is still above a's 1/3
+    assert next(order) == "c3"
+    stats[2] = [1, 3]
+    assert list(order) == ["a2", "a3"]
 
 
 def test_the_functions_of_a_file_and_their_variables():
@@ -177,7 +187,7 @@ def test_code_in_finds_a_nested_function_by_name_and_line():
 
 # -- what makes them runnable in the sandbox ----------------------------------------------------------
 
-MODULES = ("spectrum", "mutants", "operators", "statement_edits")
+MODULES = ("spectrum", "mutants", "operators", "statement_edits", "scope_edits", "guard_edits")
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -234,3 +244,24 @@ def test_the_settings_the_host_sends_are_the_ones_the_analysis_reads():
             and isinstance(n.slice, ast.Constant)}
     assert read <= keys and read >= keys - {"writable"}
     assert 'self.m["writable"]' in text
+
+
+def test_guards_raise_what_the_failing_tests_expected_or_return_the_functions_neutral_value():
+    from repair_agent.in_sandbox import guard_edits as g
+    for message in ("failed: DID NOT RAISE <class 'pkg.errors.ParseError'>", "failed: DID NOT RAISE ParseError",
+                    "AssertionError: ParseError not raised"):
+        assert g.expected_exception(["failed: assert 1 == 2", message]) == "ParseError"
+    assert g.expected_exception(["failed: assert 1 == 2"]) is None
+    lines = ["def f(path, n):\n", "    raise ParseError(path, n,\n", "        'split')\n", "    raise ParseError(path, n, 'x')\n"]
+    assert g.raise_statement("ParseError", lines) == "raise ParseError(path, n, 'x')"   # built as the file builds it
+    assert g.raise_statement("ValueError", lines) == "raise ValueError('invalid input')"
+    assert g.raise_statement("Unheard", lines) is None   # a name the file cannot raise
+    assert g.neutral_returns(["def f(x) -> bool:\n", "    return x\n"]) == ("False", "None")
+    assert g.neutral_returns(["def f(x):\n", "    if x:\n", "        return []\n", "    return x\n"]) == ("[]", "None")
+    ctx = g.GuardContext(None, ("False",))
+    assert [w for _, w, _ in g.guard_edits("    return item.due < today\n", ("item", "today"), ctx)][:2] == [
+        "guard `if item.due is None: return False`", "guard `if not item.due: return False`"]
+    assert g.guard_edits("    else:\n", ("x",), ctx) == [] and g.guard_edits("        'split')\n", ("x",), ctx) == []
+    raising = g.GuardContext("raise KeyError(key)", ())
+    assert g.guard_edits("    table[key] = value\n", ("table", "key", "value"), raising)[0][2] == (
+        "    if key in table:\n        raise KeyError(key)\n    table[key] = value")

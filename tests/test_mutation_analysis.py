@@ -9,6 +9,7 @@ import pytest
 from repair_agent.loop.actions import RunTargetTest
 from repair_agent.choosers.search import Failure, SearchChooser
 from repair_agent.choosers.search.weights import WEIGHTS, Rule
+from repair_agent.choosers.search.mutants import mutant_candidates, mutation_features
 from repair_agent.choosers.search.ranking import rank_candidates
 from repair_agent.hints.localization import localize
 from repair_agent.hints.mutation import MutantFix
@@ -48,9 +49,10 @@ def test_a_mutant_that_turns_the_failing_target_green_is_reported_and_checked(tm
     # `return lo` -> `return hi` fixes the target and breaks none of the three passing tests
     assert [(f.path, f.line, f.text, f.fixed, f.of, f.broken, f.checked) for f in m.fixes if f.clean] == [
         ("src/calc.py", 5, "        return hi", 1, 1, 0, 3)]
-    # every line the failing test ran was mutated; a mutant of `if x < lo` changes nothing it shows
+    # every line the failing test ran was mutated; of the mutants of `if x < lo` only one changes what
+    # it shows: the guard before it that returns early when `lo` is 0 (`if not lo: return None`)
     by_line = {ml.line: ml for ml in m.lines}
-    assert set(by_line) == {2, 4, 5} and by_line[5].fixing == 1 and by_line[2].changed == 0 < by_line[2].tried
+    assert set(by_line) == {2, 4, 5} and by_line[5].fixing == 1 and by_line[2].changed == 1 < by_line[2].tried
     assert m.tried == sum(ml.tried for ml in m.lines)
     assert "src/calc.py:5  lo -> hi  -> return hi  (1/1 failing pass, 0/3 passing broke)" in loc.render()
     # nothing a mutant did reaches the agent's working tree
@@ -225,3 +227,65 @@ def test_a_process_stopped_early_leaves_its_last_snapshot():
     found, note = _mutation_result(f"spectrum\n{MARKER}{snapshot}\n{MARKER}{whole[:20]}", False, 120.0)   # cut off
     assert found is not None and found.tried == 7 and "stopped early" in note
     assert _mutation_result("spectrum only\n", True, 120.0) == (None, "the mutation analysis timed out after 120s")
+
+
+GUARDED = '''\
+class DuplicateKey(Exception):
+    pass
+
+
+def index(pairs):
+    table = {}
+    for key, value in pairs:
+        table[key] = value
+    return table
+
+
+def first_word(text) -> str:
+    words = text.split()
+    return words[0]
+'''
+
+GUARDED_TESTS = '''\
+import pytest
+
+from calc import DuplicateKey, first_word, index
+
+
+def test_a_key_given_twice_is_refused():
+    with pytest.raises(DuplicateKey):
+        index([("a", 1), ("a", 2)])
+
+
+def test_index():
+    assert index([("a", 1), ("b", 2)]) == {"a": 1, "b": 2}
+
+
+def test_no_word():
+    assert first_word("   ") == ""
+
+
+def test_first_word():
+    assert first_word("to be") == "to"
+'''
+
+
+@pytest.mark.parametrize("target, guard", [
+    ("test_a_key_given_twice_is_refused", "        if key in table:\n            raise DuplicateKey('invalid input')\n"),
+    ("test_no_word", "    if not words:\n        return ''\n")])
+def test_a_missing_guard_is_found_by_the_analysis_and_becomes_a_candidate(tmp_path, target, guard):
+    # The attack on a guard is a guard that satisfies the failing test by breaking the others; the
+    # analysis checks every guard against the passing tests, so only the one they agree with is clean.
+    sandbox = calc_sandbox(tmp_path, GUARDED, GUARDED_TESTS)
+    loc = localize(sandbox, (f"tests/test_calc.py::{target}",), ("src/**",), mutate=True)
+    m = loc.mutation
+    assert m is not None and loc.note is None
+    clean = [f for f in m.fixes if f.clean]
+    assert [f.text.split("\n")[:2] for f in clean] == [guard.rstrip("\n").split("\n")], [f.what for f in clean]
+    assert all(f.family == "guard" for f in clean)
+    # the chooser proposes it as it is: the guard's lines, then the line it guards
+    f = Failure(mutant_fixes={(clean[0].path, clean[0].line): [clean[0]]})
+    lines = {i + 1: t for i, t in enumerate(GUARDED.splitlines(keepends=True))}
+    made = mutant_candidates("src/calc.py", lines, f)
+    assert len(made) == 1 and "".join(made[0].new_lines) == guard + lines[clean[0].line]
+    assert (Rule.MUTANT_CLEAN_FIX, 1.0) in mutation_features(made[0], f)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from repair_agent.choosers.search import Failure, functions_in, guard_candidates, line_mutations
 from repair_agent.choosers.search.guards import copies_expected, documented_returns, frame_guards
 from repair_agent.choosers.search.ranking import rank_candidates, scope_names
+from repair_agent.in_sandbox.operators import signatures_of
 
 SOURCE = '''\
 def is_member(name, members):
@@ -897,3 +898,32 @@ def test_a_method_of_another_object_is_never_swapped_for_a_function_of_this_file
     whats = {w for _, w, _ in line_mutations("    return text.strip()\n", (), (), ("str", "stripped"))}
     assert not any(w.startswith("strip()") for w in whats)
     assert "_walk() -> walk()" in {w for _, w, _ in line_mutations("    return self._walk(doc)\n", (), (), ("walk",))}
+
+
+def test_scope_edits_name_what_the_code_around_the_line_holds():
+    sig = signatures_of({1: "def is_open(day, holidays=()):\n", 5: "    def run(self, x,\n", 6: "            y=2):\n"})
+    assert sig == {"is_open": ("day", "holidays"), "run": ("x", "y")}
+
+    def edits(line, names, calls=()):
+        return {what: new for _, what, new in line_mutations(line, (), names, calls, sig)}
+    # same function, more arguments: a parameter of the callee that a variable in scope would fill,
+    # by position when it is the next one, by keyword after that; never one already passed
+    assert edits("    if is_open(current):\n", ("current", "holidays"))["pass holidays to is_open()"] \
+        == "    if is_open(current, holidays):"
+    assert edits("    self.run(a)\n", ("a", "y"))["pass y to run()"] == "    self.run(a, y)"
+    assert edits("    self.run()\n", ("y",))["pass y to run()"] == "    self.run(y=y)"
+    assert not any(w.startswith("pass") for w in edits("    is_open(d, holidays)\n", ("d", "holidays")))
+    assert not any(w.startswith("pass") for w in edits("    is_open(*days)\n", ("days", "holidays")))
+    # a missing call: a value through a variable of the scope the file calls elsewhere, never a function itself
+    made = edits("        inner[k] = default\n", ("func", "default", "k"), ("func",))
+    assert made["default -> func(default)"] == "        inner[k] = func(default)"
+    assert "func -> func(func)" not in made and not any("func(" in w for w in edits("    x = y\n", ("y",)))
+    # `return None` where a variable was meant; only a neutral value is replaced
+    assert edits("    return None\n", ("name", "default"))["return None -> return default"] == "    return default"
+    assert not any(w.startswith("return 1 ->") for w in edits("    return 1\n", ("name",)))
+    # a name's word for its opposite, when the file names the counterpart; attributes that come in pairs
+    assert edits("    yield (left_default, item)\n", ("left_default", "right_default", "item"))[
+        "left_default -> right_default"] == "    yield (right_default, item)"
+    assert "left_x -> right_x" not in edits("    return left_x\n", ("left_x",))
+    assert edits("    return m.start()\n", ("m",))[".start -> .end"] == "    return m.end()"
+    assert ".get -> .set" not in edits("    return d.get(k)\n", ("d", "k"))

@@ -35,8 +35,9 @@ MARKER = "@@ra-mutants@@"
 Scope = Tuple[int, int, List[str]]   # a function's first and last line, the variables it names
 Def = Tuple[str, int, int, int]      # a function's name, first and last line, first line of its decorators
 Mutant = Tuple[str, str, str]        # the mutated line, what changed (e.g. "< -> <="), its operator family
-# operators.analysis_mutations: (line, the variables in scope, the callables of the file) -> (family, what, new line)
-Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...]], List[Tuple[str, str, str]]]
+# operators.analysis_mutations: (line, the variables in scope, the callables of the file, the parameters
+# of its functions) -> (family, what, new line)
+Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str, ...]]], List[Tuple[str, str, str]]]
 MAX_NAMES = 12                       # the variables of a function a variable read may become
 
 
@@ -75,21 +76,39 @@ def variables(scopes: Sequence[Scope], line: int) -> List[str]:
 
 
 def line_mutants(text: str, names: Sequence[str], callables: Sequence[str], mutations: Mutations,
-                 max_per_line: int) -> List[Mutant]:
+                 max_per_line: int, signatures: Optional[Dict[str, Tuple[str, ...]]] = None) -> List[Mutant]:
     """The mutants of one line (`text`, with its end of line; `names`: the variables of its function;
-    `callables`: the functions its file defines or calls) from the operator table (`mutations`:
-    operators.analysis_mutations), in its order, at most `max_per_line`."""
-    return [(new, what, family)
-            for family, what, new in mutations(text, tuple(names[:MAX_NAMES]), tuple(callables))][:max_per_line]
+    `callables`: the functions its file defines or calls; `signatures`: their parameters) from the
+    operator table (`mutations`: operators.analysis_mutations), in its order, at most `max_per_line`."""
+    return [(new, what, family) for family, what, new in mutations(text, tuple(names[:MAX_NAMES]), tuple(callables),
+                                                                   dict(signatures or {}))][:max_per_line]
 
 
-def interleave(per_line: Sequence[Sequence[Any]]) -> List[Any]:
-    """The mutants of every line, first of each line first, then the second of each, and so on: a
-    time limit then cuts the broad edits of every line, never all edits of the lines ranked last."""
-    out: List[Any] = []
-    for k in range(max((len(x) for x in per_line), default=0)):
-        out += [x[k] for x in per_line if k < len(x)]
-    return out
+def live_first(per_line: Sequence[Sequence[Any]], liveness: Callable[[int], Tuple[int, int]]) -> Iterator[Any]:
+    """The mutants of every line: first the first of each line (in the lines' order), so a time limit
+    never cuts all edits of the lines ranked last; then always the next one of the line whose mutants
+    most often changed what a failing test showed, (changed + 1) / (tried + 2), the better-ranked line
+    on a tie. That fraction is mutation-based fault localization's signal (Metallaxis-FL): a line the
+    failing tests are blind to gets its remaining mutants only after the lines they react to.
+    `liveness(i)`: (changed, tried) of line i so far (read at each step: the caller judges in between)."""
+    queues = [list(x) for x in per_line]
+    taken = [0] * len(queues)
+    for i, q in enumerate(queues):
+        if q:
+            taken[i] = 1
+            yield q[0]
+    while True:
+        best, best_key = -1, (-1.0, 0)
+        for i, q in enumerate(queues):
+            if taken[i] < len(q):
+                changed, tried = liveness(i)
+                key = ((changed + 1) / (tried + 2), -i)
+                if key > best_key:
+                    best, best_key = i, key
+        if best < 0:
+            return
+        taken[best] += 1
+        yield queues[best][taken[best] - 1]
 
 
 def live_functions(mod: Any) -> List[Any]:
@@ -153,11 +172,14 @@ class Analysis:
         self.sources: Dict[str, str] = {}
         self.lines: Dict[str, List[str]] = {}   # each source split once, not once per mutant
         self.callables: Dict[str, Tuple[str, ...]] = {}
+        self.signatures: Dict[str, Dict[str, Tuple[str, ...]]] = {}
         self.scopes: Dict[str, List[Scope]] = {}
         self.defs: Dict[str, List[Def]] = {}
         self.module_of: Dict[str, Any] = {}   # path -> (its live module, its functions, the caches they and it hold)
         self.stats: Dict[Tuple[str, int], List[int]] = {}   # (path, line) -> [tried, changed, fixing]
         self.baseline: Dict[str, str] = {}
+        self.guard_contexts: Dict[str, Dict[Tuple[int, int], Any]] = {}   # path -> function span -> GuardContext
+        self.raises: Dict[str, Optional[str]] = {}   # path -> how a guard there raises the expected exception
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0}
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
@@ -256,15 +278,38 @@ class Analysis:
                 text = fh.read()
             self.sources[path] = text
             self.lines[path] = text.splitlines(keepends=True)
-            self.callables[path] = self.operators.callable_names(dict(enumerate(text.splitlines(), 1)))
+            numbered = dict(enumerate(text.splitlines(), 1))
+            self.callables[path] = self.operators.callable_names(numbered)
+            self.signatures[path] = self.operators.signatures_of(numbered)
             self.scopes[path], self.defs[path] = functions_of(text)
         return self.sources[path]
 
     def mutants(self, path: str, line: int) -> List[Mutant]:
         self.load(path)
         text = self.lines[path][line - 1]
-        return line_mutants(text, variables(self.scopes[path], line), self.callables[path], self.operators.analysis_mutations,
-                            self.m["max_per_line"])
+        names = variables(self.scopes[path], line)
+        muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
+                            self.m["max_per_line"], self.signatures[path])
+        guards = self.guards(path, line, text, names)
+        # the guards after the edits of the line's own tokens, before the broad ones (any variable, deletions)
+        at = next((k for k, mut in enumerate(muts) if mut[2] in self.operators.LAST_IN_ANALYSIS), len(muts))
+        return muts[:at] + guards + muts[at:]
+
+    def guards(self, path: str, line: int, text: str, names: Sequence[str]) -> List[Mutant]:
+        """The guards the operator table offers before the line, raising the exception the failing
+        tests expected (read off their failures), or returning the function's neutral value."""
+        inner = [s for s in self.scopes[path] if s[0] < line <= s[1]]
+        if not inner:
+            return []
+        start, end, _ = min(inner, key=lambda s: s[1] - s[0])
+        ops = self.operators
+        if path not in self.raises:
+            exc = ops.expected_exception([self.baseline.get(t, "") for t in self.failing])
+            self.raises[path] = ops.raise_statement(exc, self.lines[path]) if exc else None
+        ctx = ops.function_context(self.lines[path], start, end, self.raises[path],
+                                   self.guard_contexts.setdefault(path, {}))
+        ending = text[len(text.rstrip("\r\n")):] or "\n"
+        return [(new + ending, what, family) for family, what, new in ops.guard_edits(text, tuple(names[:MAX_NAMES]), ctx)]
 
     def judge(self, path: str, line: int, new_text: str, what: str, family: str, got: Dict[str, str],
               check: Callable[[List[str]], Dict[str, str]]) -> None:
@@ -300,7 +345,7 @@ class Analysis:
         out.flush()
 
     def each_mutant(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[Tuple[str, int, str, str, Any, str, str, str]]:
-        per_line = []
+        per_line, keys = [], []
         for path, line in chosen:
             try:
                 self.load(path)
@@ -309,7 +354,12 @@ class Analysis:
                 continue
             self.stats.setdefault((path, line), [0, 0, 0])
             per_line.append([(path, line, m) for m in muts])
-        for path, line, (new_text, what, family) in interleave(per_line):
+            keys.append((path, line))
+
+        def liveness(i: int) -> Tuple[int, int]:
+            tried, changed, _ = self.stats[keys[i]]
+            return changed, tried
+        for path, line, (new_text, what, family) in live_first(per_line, liveness):
             original, lines_of = self.sources[path], self.lines[path]
             mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
             try:   # compiled once: a mutant that does not compile is skipped, one that does goes into swap()

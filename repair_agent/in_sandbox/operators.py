@@ -14,15 +14,21 @@ import re
 import tokenize
 
 try:
+    from .guard_edits import expected_exception, function_context, guard_edits, raise_statement
+    from .scope_edits import scope_edits, signatures_of
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names, neutral_text, replace_span,
                                   similar_names, single_statement_edits, statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_guard_edits import (expected_exception, function_context,  # type: ignore[no-redef]
+                                guard_edits, raise_statement)
+    from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
     from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText,  # type: ignore[no-redef]
                                     callable_names, neutral_text, replace_span, similar_names,
                                     single_statement_edits, statement_ast, tokens_of)
 
-__all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "NUMERIC_CALLS", "Edit", "analysis_mutations", "callable_names",
-           "line_mutations", "neutral_text", "similar_names"]
+__all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "LAST_IN_ANALYSIS", "expected_exception", "function_context",
+           "guard_edits", "raise_statement", "NUMERIC_CALLS", "Edit", "analysis_mutations", "callable_names",
+           "line_mutations", "neutral_text", "signatures_of", "similar_names"]
 
 COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
@@ -51,17 +57,18 @@ NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum",
 
 
 def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (),
-                   callables: tuple[str, ...] = ()) -> list[Edit]:
+                   callables: tuple[str, ...] = (), signatures: dict[str, tuple[str, ...]] | None = None) -> list[Edit]:
     """(kind, what, new line) for one source line: token-level and AST-level mutations, and the same
     inside an f-string's replacement fields (`f"{n - 1}"` -> `f"{n + 1}"`).
     `goal_numbers`: integers the goal names; a constant may be replaced by one of them.
     `names`: the variables in scope (parameters and locals); a variable read may become another.
-    `callables`: the functions the file defines or calls; a call may become one of a similar name."""
-    out = _line_mutations(line, goal_numbers, names, callables)
+    `callables`: the functions the file defines or calls; a call may become one of a similar name.
+    `signatures`: the parameters of the functions the file defines (`signatures_of`)."""
+    out = _line_mutations(line, goal_numbers, names, callables, signatures or {})
     code = line.rstrip("\n")
     for start, end in _fstring_fields(code):
         expr = code[start:end]
-        for kind, what, new in _line_mutations(expr, goal_numbers, names, callables):
+        for kind, what, new in _line_mutations(expr, goal_numbers, names, callables, signatures or {}):
             if "\n" not in new and not set("'\"{}") & (set(new) - set(expr)):
                 out.append((kind, f"{what} in an f-string", code[:start] + new + code[end:]))
     return out
@@ -94,8 +101,8 @@ def _fstring_fields(code: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (),
-                    callables: tuple[str, ...] = ()) -> list[Edit]:
+def _line_mutations(line: str, goal_numbers: tuple[int, ...], names: tuple[str, ...],
+                    callables: tuple[str, ...], signatures: dict[str, tuple[str, ...]]) -> list[Edit]:
     out: list[Edit] = []
     code = line.rstrip("\n")
     if not code.strip() or code.strip().startswith(("#", '"""', "'''")):
@@ -164,6 +171,7 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[
         out += _variable_swaps(code, toks, names)
         out += _call_name_swaps(code, toks, callables)
         out += single_statement_edits(code)
+        out += scope_edits(code, names, callables, signatures)
     return out
 
 
@@ -363,13 +371,15 @@ def _is_callable_like(node: ast.AST) -> bool:
 # a statement removed) last. Families not named here come after these, before `variable`.
 ANALYSIS_ORDER = ("boundary", "comparison", "arithmetic", "boolean", "constant", "slice", "offset", "extreme",
                   "argument", "name", "arguments", "return-value", "swap", "branches", "condition", "normalize",
-                  "regex", "scale", "numeral", "sign", "negate", "percent", "call-name", "goal-constant")
+                  "regex", "scale", "numeral", "sign", "negate", "percent", "call-name", "goal-constant",
+                  "more-arguments", "opposite", "return-variable", "missing-call")
 LAST_IN_ANALYSIS = ("variable", "delete", "statement-removed")
 HEADERS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "try", "except", "finally", "with ",
            "async ", "@", "return", "yield", "raise", "import ", "from ")
 
 
-def analysis_mutations(line: str, names: tuple[str, ...], callables: tuple[str, ...] = ()) -> list[Edit]:
+def analysis_mutations(line: str, names: tuple[str, ...], callables: tuple[str, ...] = (),
+                       signatures: dict[str, tuple[str, ...]] | None = None) -> list[Edit]:
     """(family, what, new line with the line's own ending) for the mutation analysis: every catalogue
     edit of the line (`line_mutations`) but a `def` line's defaults (they are not part of the code
     object the analysis swaps in), in ANALYSIS_ORDER, then the line replaced by `pass` (a probe: a
@@ -379,7 +389,7 @@ def analysis_mutations(line: str, names: tuple[str, ...], callables: tuple[str, 
     stripped = code.strip()
     if not stripped or stripped.startswith(("def ", "async def ", "class ", "@", "#")):
         return []
-    edits = [(family, what, new.rstrip("\r\n") + ending) for family, what, new in line_mutations(line, (), names, callables)
+    edits = [(family, what, new.rstrip("\r\n") + ending) for family, what, new in line_mutations(line, (), names, callables, signatures)
              if family != "default"]
     if not stripped.startswith(HEADERS) and not stripped.endswith((":", "(", "[", "{", ",", "\\")):
         edits.append(("statement-removed", "statement removed", code[:len(code) - len(code.lstrip())] + "pass" + ending))

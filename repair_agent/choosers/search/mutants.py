@@ -19,6 +19,11 @@ def _same(a: str, b: str) -> bool:
     return re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b)
 
 
+def _new_lines(fix_text: str) -> tuple[str, ...]:
+    """A mutant's text as the lines that replace its line (a guard is several: its `if`, its body, the line)."""
+    return tuple(line + "\n" for line in _tidy(fix_text).rstrip("\n").split("\n"))
+
+
 def _clean_count(f: Failure) -> int:
     return sum(x.clean for xs in f.mutant_fixes.values() for x in xs)
 
@@ -35,7 +40,7 @@ def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Cand
             continue
         for fx in fixes:
             if fx.clean and _tidy(fx.text).strip() and not _same(_tidy(fx.text), text):
-                out.append(Candidate(path, n, (_tidy(fx.text).rstrip("\n") + "\n",), "mutant", fx.what))
+                out.append(Candidate(path, n, _new_lines(fx.text), "mutant", fx.what))
     return out
 
 
@@ -45,11 +50,13 @@ def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
     that turned only some failing targets green or was not checked against the passing tests (by
     its share; none for one that broke passing tests), a line where several mutants changed
     nothing; none where the analysis did not reach."""
-    if len(c.new_lines) == 1:
-        fixes = f.mutant_fixes.get((c.path, c.line), ())
-        line = [(Rule.MUTANT_FIX_LINE, 1.0)] if any(fx.clean for fx in fixes) else []
+    fixes = f.mutant_fixes.get((c.path, c.line), ())
+    if fixes:
+        # a line's clean fix speaks for the other one-line edits of it; a guard there is another edit
+        line = [(Rule.MUTANT_FIX_LINE, 1.0)] if len(c.new_lines) == 1 and any(fx.clean for fx in fixes) else []
+        new = "".join(c.new_lines)
         for fx in fixes:
-            if _same(_tidy(fx.text), c.new_lines[0]) or _same(fx.text, c.new_lines[0]):
+            if _same(_tidy(fx.text), new) or _same(fx.text, new):
                 if fx.clean:
                     crowded = _clean_count(f) > active().max_clean
                     return line + [(Rule.MUTANT_CROWDED_FIX if crowded else Rule.MUTANT_CLEAN_FIX, 1.0)]

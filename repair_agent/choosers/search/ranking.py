@@ -19,7 +19,7 @@ from .mutants import mutant_candidates, mutation_features
 from .spectrum import spectrum_features
 from .weights import Rule, active
 from .values import magnitude_fix, separator_swaps
-from ...in_sandbox.operators import callable_names
+from ...in_sandbox.operators import callable_names, signatures_of
 from ...in_sandbox.statement_edits import parses
 from .source import Function, _code_lines, _numbers_in, functions_in, scope_names
 
@@ -191,6 +191,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
         for n, v in _failed_try_bodies(lines, path, f.suspicious).items():
             proxies[n] = max(v, proxies.get(n) or 0.0)
         callables = callable_names(lines)
+        signatures = signatures_of(lines)
         for fn, hit, lo, hi in targets:
             by_line: dict[int, list[Candidate]] = {}
             code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
@@ -205,7 +206,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 if text is None or n not in code_lines:
                     continue
                 ok = parses(text)
-                for kind, what, new in line_mutations(text, goal_numbers, names, callables):
+                for kind, what, new in line_mutations(text, goal_numbers, names, callables, signatures):
                     new_line = new if new.endswith("\n") else new + "\n"
                     if new_line == text or (ok and parses(new_line) is False):
                         continue
@@ -236,7 +237,9 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 for c in unused_param_returns(path, fn, lines, unused):
                     c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line,
                                     proxies.get(c.line))
-                    cands.setdefault(c.key, c)
+                    # the operator table returns any variable for `None`; this one knows the parameter is unused
+                    if c.key not in cands or cands[c.key].score < c.score:
+                        cands[c.key] = c
                 for c in missing_statements(path, fn, lines, f, frame_lines):
                     c.score = score(c, f, goal_words, frame_lines, lines[c.line], params, fn.def_line, ran_in_fn)
                     cands.setdefault(c.key, c)

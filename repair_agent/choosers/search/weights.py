@@ -59,6 +59,11 @@ class Family(_Named):
     SIGN = "sign"
     NEGATE = "negate"
     STATEMENT_REMOVED = "statement-removed"
+    # edits that name something from the code around the line (in_sandbox/scope_edits.py)
+    MORE_ARGUMENTS = "more-arguments"
+    MISSING_CALL = "missing-call"
+    RETURN_VARIABLE = "return-variable"
+    OPPOSITE = "opposite"
     # guards (guards.py), edits from the code around a line (context_edits.py), statements the
     # failure says are missing (missing.py), separators (values.py)
     NONE_GUARD = "none-guard"

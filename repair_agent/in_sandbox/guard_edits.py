@@ -1,0 +1,146 @@
+"""Guards the mutation analysis tries before a suspicious line (stdlib only, Python 3.9 and later, no
+import of the project: shipped into the sandbox with operators.py).
+
+A missing check is the most common multi-line fix (the "missing if" and "missing exception"
+patterns of the bug-fix taxonomies): `if X is None: return False`, `if not items: return []`,
+`if key in table: raise E(...)`. The catalogue cannot know what such a guard should return or
+raise; the analysis can, because it sees the failing tests: when they expected an exception that
+was not raised, the guard raises it (built as the file already builds it); otherwise it returns
+what the function's annotation or its own neutral returns say. Each guard is then run against the
+failing and the passing tests like any other mutant, so only guards the tests agree with survive.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+Edit = Tuple[str, str, str]   # (family, what, the new text: the guard's lines and the line itself)
+
+# pytest.raises (`DID NOT RAISE <class 'm.E'>` before pytest 8, `DID NOT RAISE E` after), unittest's assertRaises
+NOT_RAISED = (re.compile(r"DID NOT RAISE (?:<class ')?([A-Za-z_][\w.]*)"), re.compile(r"\b([A-Z]\w*) not raised"))
+HEADS_WITHOUT_GUARD = ("elif ", "elif(", "else", "except", "finally", "def ", "async def ", "class ", "@", "#",
+                       ")", "]", "}", '"""', "'''")
+MAX_EXPRESSIONS = 4
+
+
+@dataclass(frozen=True)
+class GuardContext:
+    """What a guard of one function may do: raise `raise_stmt` (the failing tests expected an exception),
+    or else return one of `returns` (the neutral values the function's annotation or returns name)."""
+    raise_stmt: Optional[str]
+    returns: Tuple[str, ...]
+
+
+def expected_exception(messages: Sequence[str]) -> Optional[str]:
+    """The exception a failing test expected and did not get (`DID NOT RAISE <class 'm.E'>` -> `E`)."""
+    for message in messages:
+        for pattern in NOT_RAISED:
+            m = pattern.search(message)
+            if m:
+                return m.group(1).split(".")[-1]
+    return None
+
+
+def raise_statement(exc: str, lines: Sequence[str]) -> Optional[str]:
+    """How the file raises `exc` on one line (its own arguments kept: an exception that takes more than a
+    message is built the way the code builds it), or `raise exc("...")` for a builtin or a name the file
+    holds; None when the file could not raise it."""
+    call = re.compile(r"^\s*raise\s+(?:[\w.]+\.)?%s\(" % re.escape(exc))
+    for text in lines:
+        if call.match(text):
+            try:
+                ast.parse(text.strip())
+            except SyntaxError:
+                continue   # over several lines
+            return text.strip()
+    known = isinstance(getattr(builtins, exc, None), type) and issubclass(getattr(builtins, exc), BaseException)
+    if known or any(re.search(r"\b%s\b" % re.escape(exc), t) for t in lines):
+        return "raise %s(%r)" % (exc, "invalid input")
+    return None
+
+
+ANNOTATED = ((re.compile(r"\bbool\b"), "False"), (re.compile(r"\b(?:list|List|Sequence)\b"), "[]"),
+             (re.compile(r"\b(?:int|float)\b"), "0"), (re.compile(r"\bstr\b"), "''"),
+             (re.compile(r"\b(?:dict|Dict|Mapping)\b"), "{}"), (re.compile(r"\b(?:tuple|Tuple)\b"), "()"),
+             (re.compile(r"\b(?:None|Optional)\b"), "None"))
+
+
+def neutral_returns(function_lines: Sequence[str]) -> Tuple[str, ...]:
+    """At most two values a guard of this function returns: the annotation's neutral value, then the
+    neutral values it already returns (`return False` makes `False` one, `return True` too), then None."""
+    header = ""
+    for text in function_lines:
+        header += text
+        if re.search(r"\)\s*(->[^:]*)?:\s*(#.*)?$", text.rstrip()):
+            break
+    out: List[str] = []
+    annotation = re.search(r"->\s*([^:]+):", header)
+    for pattern, value in ANNOTATED:
+        if annotation and pattern.search(annotation.group(1)):
+            out.append(value)
+    for text in function_lines:
+        m = re.match(r"^\s*return\s+(None|True|False|\[\]|\(\)|\{\}|''|\"\"|0)\s*(#.*)?$", text)
+        if m:
+            out.append("False" if m.group(1) == "True" else m.group(1).replace('""', "''"))
+    out.append("None")
+    return tuple(dict.fromkeys(out))[:2]
+
+
+def guard_edits(line: str, names: Sequence[str], ctx: GuardContext) -> List[Edit]:
+    """Guards before `line` (one statement, its own text kept after them): `if X is None:` and
+    `if not X:` for the variables and attributes of variables it reads, and `if K in T:` before a
+    store `T[K] = ...` when the guard raises."""
+    code = line.rstrip("\r\n")
+    stripped = code.strip()
+    if not stripped or stripped.startswith(HEADS_WITHOUT_GUARD):
+        return []
+    tree = None
+    for variant in (stripped, stripped + " pass"):
+        try:
+            tree = ast.parse(variant)
+            break
+        except SyntaxError:
+            continue
+    if tree is None or not tree.body:
+        return []
+    top = tree.body[0]
+    stored = {n.id for n in ast.walk(top) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    called = {id(n.func) for n in ast.walk(top) if isinstance(n, ast.Call)}
+    exprs: List[str] = []
+    scope = set(names) | {"self"}
+    for node in ast.walk(top):
+        text = ""
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names and node.id not in stored:
+            text = node.id
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and id(node) not in called \
+                and isinstance(node.value, ast.Name) and node.value.id in scope:
+            text = "%s.%s" % (node.value.id, node.attr)
+        if text and text not in exprs:
+            exprs.append(text)
+    conditions = [c for x in exprs[:MAX_EXPRESSIONS] for c in ("%s is None" % x, "not %s" % x)]
+    if ctx.raise_stmt is not None and isinstance(top, ast.Assign) and len(top.targets) == 1 \
+            and isinstance(top.targets[0], ast.Subscript):
+        target = top.targets[0]
+        table, key = ast.unparse(target.value), ast.unparse(target.slice)
+        if re.fullmatch(r"[\w.]+", table) and re.fullmatch(r"[\w.]+", key):
+            conditions.insert(0, "%s in %s" % (key, table))
+    bodies = [ctx.raise_stmt] if ctx.raise_stmt is not None else ["return %s" % r for r in ctx.returns]
+    indent = code[:len(code) - len(code.lstrip())]
+    out: List[Edit] = []
+    for cond in conditions:
+        for body in bodies:
+            out.append(("guard", "guard `if %s: %s`" % (cond, body),
+                        "%sif %s:\n%s    %s\n%s" % (indent, cond, indent, body, code)))
+    return out
+
+
+def function_context(lines: Sequence[str], start: int, end: int, raise_stmt: Optional[str],
+                     cache: Dict[Tuple[int, int], GuardContext]) -> GuardContext:
+    """The guard context of the function on lines `start`..`end` (1-based), computed once per function."""
+    key = (start, end)
+    if key not in cache:
+        cache[key] = GuardContext(raise_stmt, neutral_returns(lines[start - 1:end]))
+    return cache[key]
