@@ -252,6 +252,16 @@ def test_guards_raise_what_the_failing_tests_expected_or_return_the_functions_ne
                     "AssertionError: ParseError not raised"):
         assert g.expected_exception(["failed: assert 1 == 2", message]) == "ParseError"
     assert g.expected_exception(["failed: assert 1 == 2"]) is None
+    # another exception escaped: the test's code says which one it expected
+    assert g.expected_in_tests(["    with pytest.raises(errors.ParseError):\n        parse(x)\n"]) == "ParseError"
+    assert g.expected_in_tests(["        self.assertRaises(KeyError, f, 1)\n"]) == "KeyError"
+    assert g.expected_in_tests(["pytest.raises(KeyError)", "pytest.raises(ValueError)"]) is None   # which one?
+    assert g.expected_in_tests(["    try:\n        parse(x)\n    except ParseError as e:\n        return e\n"]) == "ParseError"
+    assert g.expected_in_tests(["    except Exception:\n        pass\n"]) is None
+    # the failures a missing check leaves: an exception where a value was asserted, or none where one was expected
+    assert g.raised_instead(["failed: assert 1 == 2", "failed: TypeError: '<' not supported"])
+    assert g.raised_instead(["failed: Failed: DID NOT RAISE ParseError"])
+    assert not g.raised_instead(["failed: assert [] == [1]", "failed: AssertionError: 3 != 4"])
     lines = ["def f(path, n):\n", "    raise ParseError(path, n,\n", "        'split')\n", "    raise ParseError(path, n, 'x')\n"]
     assert g.raise_statement("ParseError", lines) == "raise ParseError(path, n, 'x')"   # built as the file builds it
     assert g.raise_statement("ValueError", lines) == "raise ValueError('invalid input')"

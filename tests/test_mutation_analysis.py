@@ -15,7 +15,7 @@ from repair_agent.hints.localization import localize
 from repair_agent.hints.mutation import MutantFix
 from repair_agent.loop.plain import read_description
 
-from helpers import CALC, calc_sandbox
+from helpers import CALC, CALC_TESTS, calc_sandbox
 
 # A loop whose `i += 1` mutated to `i -= 1` never ends; the bug is the `+ 1` of the return.
 STEPS = '''\
@@ -244,12 +244,17 @@ def index(pairs):
 def first_word(text) -> str:
     words = text.split()
     return words[0]
+
+
+def head(items):
+    first = items[0]
+    return first
 '''
 
 GUARDED_TESTS = '''\
 import pytest
 
-from calc import DuplicateKey, first_word, index
+from calc import DuplicateKey, first_word, head, index
 
 
 def test_a_key_given_twice_is_refused():
@@ -267,12 +272,26 @@ def test_no_word():
 
 def test_first_word():
     assert first_word("to be") == "to"
+
+
+def head_error(items):
+    with pytest.raises(ValueError):   # an IndexError escapes instead
+        head(items)
+
+
+def test_no_head():
+    head_error([])
+
+
+def test_head():
+    assert head([3]) == 3
 '''
 
 
 @pytest.mark.parametrize("target, guard", [
     ("test_a_key_given_twice_is_refused", "        if key in table:\n            raise DuplicateKey('invalid input')\n"),
-    ("test_no_word", "    if not words:\n        return ''\n")])
+    ("test_no_word", "    if not words:\n        return ''\n"),
+    ("test_no_head", "    if not items:\n        raise ValueError('invalid input')\n")])
 def test_a_missing_guard_is_found_by_the_analysis_and_becomes_a_candidate(tmp_path, target, guard):
     # The attack on a guard is a guard that satisfies the failing test by breaking the others; the
     # analysis checks every guard against the passing tests, so only the one they agree with is clean.
@@ -289,3 +308,25 @@ def test_a_missing_guard_is_found_by_the_analysis_and_becomes_a_candidate(tmp_pa
     made = mutant_candidates("src/calc.py", lines, f)
     assert len(made) == 1 and "".join(made[0].new_lines) == guard + lines[clean[0].line]
     assert (Rule.MUTANT_CLEAN_FIX, 1.0) in mutation_features(made[0], f)
+
+
+def test_a_project_that_imports_from_the_working_tree_itself_is_mutated_in_memory(tmp_path):
+    # Installed in development mode, a project's tests import its modules from the working tree, not
+    # from the copy the analysis runs in: the live functions are still found (once, not once per
+    # mutant: a miss used to rescan every module for each mutant until the time ran out).
+    from repair_agent.sandbox import LocalSandbox, create_workspace
+
+    repo = tmp_path / "pristine"
+    (repo / "src").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pyproject.toml").write_text(f'[tool.pytest.ini_options]\npythonpath = ["{tmp_path / "ws" / "src"}"]\n')
+    (repo / "src/calc.py").write_text(CALC)
+    (repo / "tests/test_calc.py").write_text(CALC_TESTS)
+    base = create_workspace(repo, tmp_path / "ws", for_container=False)
+    (tmp_path / "out").mkdir()
+    sandbox = LocalSandbox(tmp_path / "ws", base, output_dir=tmp_path / "out")
+    loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",), mutate=True)
+    m = loc.mutation
+    assert m is not None and m.cut == 0 and m.tried > 10
+    assert [(f.line, f.text) for f in m.fixes if f.clean] == [(5, "        return hi")]
+    assert (tmp_path / "ws/src/calc.py").read_text() == CALC

@@ -71,6 +71,8 @@ class MutationAnalysis(BaseModel):
     tried: int = 0
     cut: int = 0              # mutants not run: the limit on count or time was reached
     duration_s: float = 0.0
+    collect_s: float = 0.0    # of which: the pytest session's start and collection,
+    baseline_s: float = 0.0   # and the failing targets' first run (the time each mutant may take follows from it)
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:

@@ -44,6 +44,30 @@ def expected_exception(messages: Sequence[str]) -> Optional[str]:
     return None
 
 
+EXPECTS_RAISE = re.compile(r"\b(?:raises|assertRaises|assertRaisesRegex|assertRaisesRegexp)\(\s*([A-Za-z_][\w.]*)\s*[,)]"
+                           r"|\bexcept\s+([A-Za-z_][\w.]*)(?:\s+as\s+\w+)?\s*:")   # a helper that catches it
+TOO_BROAD = frozenset({"Exception", "BaseException"})
+
+
+def expected_in_tests(sources: Sequence[str]) -> Optional[str]:
+    """The one exception the failing tests' code says it expects (`pytest.raises(E)`,
+    `self.assertRaises(E, ...)`, `except E as e: return e`), when another exception escaped instead;
+    None when none or several."""
+    found = {(m.group(1) or m.group(2)).split(".")[-1] for text in sources for m in EXPECTS_RAISE.finditer(text)}
+    found -= TOO_BROAD
+    return found.pop() if len(found) == 1 else None
+
+
+def raised_instead(messages: Sequence[str]) -> bool:
+    """Did a failing test get an exception where it asserted a value, or no exception where it expected
+    one (the failures a missing check leaves), rather than a wrong value?"""
+    for message in messages:
+        text = message[len("failed: "):] if message.startswith("failed: ") else message
+        if expected_exception([text]) or not text.startswith(("assert ", "AssertionError", "Failed", "skipped")):
+            return True
+    return False
+
+
 def raise_statement(exc: str, lines: Sequence[str]) -> Optional[str]:
     """How the file raises `exc` on one line (its own arguments kept: an exception that takes more than a
     message is built the way the code builds it), or `raise exc("...")` for a builtin or a name the file

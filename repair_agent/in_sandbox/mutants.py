@@ -151,6 +151,27 @@ def code_in(code: Any, name: str, first: int) -> Any:
     return None
 
 
+def test_source(item: Any) -> str:
+    """The code of a collected test function and of the functions of its module it calls (a helper
+    `parse_error(text)` that holds the `pytest.raises`); '' when it has none to show."""
+    import inspect
+
+    def source(obj: Any) -> str:
+        try:
+            return inspect.getsource(obj)
+        except (TypeError, OSError, IndentationError):
+            return ""
+    fn = getattr(item, "function", None) or getattr(item, "obj", None)
+    text = source(fn)
+    module = inspect.getmodule(fn) if text else None
+    helpers = []
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\(", text)):
+        obj = getattr(module, name, None)
+        if inspect.isfunction(obj) and obj is not fn and inspect.getmodule(obj) is module:
+            helpers.append(source(obj))
+    return "\n".join([text] + helpers)
+
+
 def _failure(longrepr: Any) -> str:
     crash = getattr(longrepr, "reprcrash", None)
     return "failed: " + (crash.message if crash is not None else str(longrepr)[-300:])[:300]
@@ -175,9 +196,11 @@ class Analysis:
         self.signatures: Dict[str, Dict[str, Tuple[str, ...]]] = {}
         self.scopes: Dict[str, List[Scope]] = {}
         self.defs: Dict[str, List[Def]] = {}
+        self.not_loaded: Dict[str, int] = {}   # path -> how many modules were loaded when it was not among them
         self.module_of: Dict[str, Any] = {}   # path -> (its live module, its functions, the caches they and it hold)
         self.stats: Dict[Tuple[str, int], List[int]] = {}   # (path, line) -> [tried, changed, fixing]
         self.baseline: Dict[str, str] = {}
+        self.test_sources: List[str] = []   # the failing tests' code (what exception they expect)
         self.guard_contexts: Dict[str, Dict[Tuple[int, int], Any]] = {}   # path -> function span -> GuardContext
         self.raises: Dict[str, Optional[str]] = {}   # path -> how a guard there raises the expected exception
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0}
@@ -229,13 +252,19 @@ class Analysis:
         return {t: res.get(t, "failed: did not finish") for t in nodeids}
 
     def live_module(self, path: str) -> Any:
-        """Looked up once per file (realpath over every module is slow), again only if it was reimported."""
+        """Looked up once per file (realpath over every module is slow), again only if it was reimported;
+        not found, again only once more modules are loaded. The module may come from the copy the tests
+        run in or from the working tree itself (a project installed in development mode imports from
+        there): it is the same file either way."""
         found = self.module_of.get(path)
+        if found is None and self.not_loaded.get(path) == len(sys.modules):
+            return None
         if found is None or sys.modules.get(found[0].__name__) is not found[0]:
-            full = os.path.realpath(os.path.join(self.root, path))
+            fulls = {os.path.realpath(os.path.join(r, path)) for r in self.run.roots}
             mod = next((x for x in list(sys.modules.values())
-                        if os.path.realpath(getattr(x, "__file__", None) or "/nonexistent") == full), None)
+                        if os.path.realpath(getattr(x, "__file__", None) or "/nonexistent") in fulls), None)
             if mod is None:
+                self.not_loaded[path] = len(sys.modules)
                 return None
             fns = live_functions(mod)
             caches = [h for x in fns for h in (x, getattr(x, "__self__", None)) if hasattr(h, "cache_clear")]
@@ -291,6 +320,12 @@ class Analysis:
         muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"], self.signatures[path])
         guards = self.guards(path, line, text, names)
+        if self.operators.raised_instead([self.baseline.get(t, "") for t in self.failing]):
+            # an exception where a value was expected, or none where one was: a missing check is as
+            # likely as a wrong token, so the guards alternate with the line's own edits
+            mixed = [m for pair in zip(guards, muts) for m in pair]
+            n = min(len(guards), len(muts))
+            return mixed + guards[n:] + muts[n:]
         # the guards after the edits of the line's own tokens, before the broad ones (any variable, deletions)
         at = next((k for k, mut in enumerate(muts) if mut[2] in self.operators.LAST_IN_ANALYSIS), len(muts))
         return muts[:at] + guards + muts[at:]
@@ -304,7 +339,8 @@ class Analysis:
         start, end, _ = min(inner, key=lambda s: s[1] - s[0])
         ops = self.operators
         if path not in self.raises:
-            exc = ops.expected_exception([self.baseline.get(t, "") for t in self.failing])
+            exc = ops.expected_exception([self.baseline.get(t, "") for t in self.failing]) or \
+                ops.expected_in_tests(self.test_sources)
             self.raises[path] = ops.raise_statement(exc, self.lines[path]) if exc else None
         ctx = ops.function_context(self.lines[path], start, end, self.raises[path],
                                    self.guard_contexts.setdefault(path, {}))
@@ -414,7 +450,10 @@ class Analysis:
                     return {t: res.get(t, "failed: did not finish") for t in nodeids if t in items}
 
                 t0 = time.monotonic()
+                analysis.result["collect_s"] = round(t0 - analysis.started, 3)
                 analysis.baseline.update(run_items(analysis.failing, m["per_mutant_s"] * 5))
+                analysis.result["baseline_s"] = round(time.monotonic() - t0, 3)
+                analysis.test_sources = [test_source(items.get(t)) for t in analysis.failing]
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
                 for path, line, original, mutated, code, new_text, what, family in analysis.each_mutant(chosen):

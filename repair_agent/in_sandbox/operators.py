@@ -14,20 +14,22 @@ import re
 import tokenize
 
 try:
-    from .guard_edits import expected_exception, function_context, guard_edits, raise_statement
+    from .guard_edits import (expected_exception, expected_in_tests, function_context, guard_edits, raise_statement,
+                              raised_instead)
     from .scope_edits import scope_edits, signatures_of
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names, neutral_text, replace_span,
                                   similar_names, single_statement_edits, statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
-    from ra_guard_edits import (expected_exception, function_context,  # type: ignore[no-redef]
-                                guard_edits, raise_statement)
+    from ra_guard_edits import (expected_exception, expected_in_tests,  # type: ignore[no-redef]
+                                function_context, guard_edits, raise_statement, raised_instead)
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
     from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText,  # type: ignore[no-redef]
                                     callable_names, neutral_text, replace_span, similar_names,
                                     single_statement_edits, statement_ast, tokens_of)
 
-__all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "LAST_IN_ANALYSIS", "expected_exception", "function_context",
-           "guard_edits", "raise_statement", "NUMERIC_CALLS", "Edit", "analysis_mutations", "callable_names",
+__all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "LAST_IN_ANALYSIS", "expected_exception", "expected_in_tests",
+           "function_context",
+           "guard_edits", "raise_statement", "raised_instead", "NUMERIC_CALLS", "Edit", "analysis_mutations", "callable_names",
            "line_mutations", "neutral_text", "signatures_of", "similar_names"]
 
 COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
