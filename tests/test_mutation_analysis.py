@@ -330,3 +330,18 @@ def test_a_project_that_imports_from_the_working_tree_itself_is_mutated_in_memor
     assert m is not None and m.cut == 0 and m.tried > 10
     assert [(f.line, f.text) for f in m.fixes if f.clean] == [(5, "        return hi")]
     assert (tmp_path / "ws/src/calc.py").read_text() == CALC
+
+
+def test_guards_before_one_line_count_as_one_clean_fix_when_the_tests_tell_fixes_apart():
+    def guard(cond, line=3):
+        return MutantFix(path="m.py", line=line, text=f"    if {cond}:\n        return None\n    return xs[0]",
+                         what=f"guard `if {cond}: return None`", family="guard", fixed=1, of=1, broken=0, checked=4)
+    lines = {1: "def first(xs):\n", 2: "    '''The first of xs, or None.'''\n", 3: "    return xs[0]\n"}
+    same_line = [guard("xs is None"), guard("not xs"), guard("len(xs) == 0"), guard("xs == []")]
+    f = Failure(mutant_fixes={("m.py", 3): same_line})
+    assert len(mutant_candidates("m.py", lines, f)) == 4   # one fix as far as the tests can tell: not crowded
+    # four clean edits of different kinds are crowded: the tests do not tell them apart
+    other = [MutantFix(path="m.py", line=3, text=f"    return xs[{k}]", what=f"0 -> {k}", family="constant",
+                       fixed=1, of=1, broken=0, checked=4) for k in (1, 2, 3)]
+    f = Failure(mutant_fixes={("m.py", 3): same_line[:1] + other})
+    assert mutant_candidates("m.py", lines, f) == []

@@ -25,7 +25,10 @@ def _new_lines(fix_text: str) -> tuple[str, ...]:
 
 
 def _clean_count(f: Failure) -> int:
-    return sum(x.clean for xs in f.mutant_fixes.values() for x in xs)
+    """Clean fixes, the guards before one line counted once (`if x is None` and `if not x` returning
+    the same value are one fix as far as the tests can tell)."""
+    guarded = {(x.path, x.line) for xs in f.mutant_fixes.values() for x in xs if x.clean and x.family == "guard"}
+    return sum(x.clean and x.family != "guard" for xs in f.mutant_fixes.values() for x in xs) + len(guarded)
 
 
 def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Candidate]:
