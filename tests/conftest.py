@@ -104,7 +104,7 @@ def _no_leaked_containers():
 
 
 # scripts/test runs the suite on two workers (pytest-xdist, `--dist loadfile`): each worker is its
-# own session (its own engine client, leak check and pristine-suite cache), and each test module
+# own session (its own engine client and leak check; the pristine-suite cache is shared), and each test module
 # runs whole on one worker, so a module-scoped fixture (a run, a verifier, a built wheel) is built
 # once, as without workers. The modules with Ctrl-C tests (named test_ctrl_c_*) run together on one
 # worker, one after another: no two Ctrl-C tests ever run at the same time.
@@ -176,7 +176,14 @@ def pytest_xdist_make_scheduler(config, log):
 def baseline_cache(tmp_path_factory):
     """One runs/.cache for the session: the pristine suites' test ids, keyed by tree, image and
     verifier setup (and trusted only whole), so a scenario's pristine suite runs once per session
-    instead of once per test. Tests of the cache itself use their own directories."""
+    instead of once per test. Tests of the cache itself use their own directories.
+
+    Under pytest-xdist the workers share it (in the run's own temporary directory, beside theirs):
+    entries are written whole by a rename, so a worker reads another's entry or none at all."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "baseline-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("baseline-cache")
 
 
