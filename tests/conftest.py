@@ -124,7 +124,7 @@ SLOW_MODULES = {
     "tests/test_corpus.py": 177,
     "tests/test_release.py": 140,
     "tests/test_import_environment.py": 120,
-    "tests/test_sweep.py": 119,   # with test_pool and test_cli_docker: the Ctrl-C unit, 166 s
+    "tests/test_sweep.py": 85,   # with test_pool and test_cli_docker: the Ctrl-C unit, 132 s
     "tests/test_hostile_verifier.py": 97,
     "tests/test_import_swebench.py": 87,
     "tests/test_import_hidden.py": 84,
