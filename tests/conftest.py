@@ -103,8 +103,8 @@ def _no_leaked_containers():
                 f"(now removed): " + "; ".join(names), pytrace=False)
 
 
-# scripts/test runs the suite on two workers (pytest-xdist, `--dist loadfile`): each worker is its
-# own session (its own engine client, leak check and pristine-suite cache), and each test module
+# scripts/test runs the suite on three workers (pytest-xdist, `--dist loadfile`): each worker is its
+# own session (its own engine client and leak check; the pristine-suite cache is shared), and each test module
 # runs whole on one worker, so a module-scoped fixture (a run, a verifier, a built wheel) is built
 # once, as without workers. The modules with Ctrl-C tests (named test_ctrl_c_*) run together on one
 # worker, one after another: no two Ctrl-C tests ever run at the same time.
@@ -113,7 +113,7 @@ INTERRUPT_TESTS = "::test_ctrl_c_"
 # The slowest modules, with their seconds on one worker (measured 2026-12-05 on the 2-core machine
 # under a load of 10-15, so only their order means something; the Ctrl-C modules count as one unit). They are handed out first, the
 # longest first: xdist's own order (most tests first) started these few-test container modules
-# last, and one that starts last keeps the other worker idle until it ends. Every other module
+# last, and one that starts last keeps the other workers idle until it ends. Every other module
 # follows in xdist's order; a stale figure only changes the order (tests/test_suite_rules.py checks
 # that each name is still a module).
 SLOW_MODULES = {
@@ -124,7 +124,7 @@ SLOW_MODULES = {
     "tests/test_corpus.py": 177,
     "tests/test_release.py": 140,
     "tests/test_import_environment.py": 120,
-    "tests/test_sweep.py": 119,   # with test_pool and test_cli_docker: the Ctrl-C unit, 166 s
+    "tests/test_sweep.py": 85,   # with test_pool and test_cli_docker: the Ctrl-C unit, 132 s
     "tests/test_hostile_verifier.py": 97,
     "tests/test_import_swebench.py": 87,
     "tests/test_import_hidden.py": 84,
@@ -176,7 +176,14 @@ def pytest_xdist_make_scheduler(config, log):
 def baseline_cache(tmp_path_factory):
     """One runs/.cache for the session: the pristine suites' test ids, keyed by tree, image and
     verifier setup (and trusted only whole), so a scenario's pristine suite runs once per session
-    instead of once per test. Tests of the cache itself use their own directories."""
+    instead of once per test. Tests of the cache itself use their own directories.
+
+    Under pytest-xdist the workers share it (in the run's own temporary directory, beside theirs):
+    entries are written whole by a rename, so a worker reads another's entry or none at all."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "baseline-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("baseline-cache")
 
 
