@@ -13,8 +13,8 @@ import pytest
 
 from repair_agent.choosers import load_chooser
 from repair_agent.sweep.markdown import render_markdown
-from repair_agent.sweep import (RESULTS, SCENARIO_ERROR, ResultsWriter, SweepResult, band, deterministic_view,
-                                load_results, result_key, select_scenarios, summarize, verdict)
+from repair_agent.sweep import (RESULTS, SCENARIO_ERROR, ResultsWriter, SweepResult, band, load_results,
+                                select_scenarios, summarize, verdict)
 from verifier.isolation import LABEL
 from verifier.rubric import rubric_from_journal
 
@@ -182,8 +182,8 @@ def small_sweep(docker_client, sandbox_image, tmp_path_factory, baseline_cache) 
 def test_a_small_sweep_writes_results_summary_chart_and_a_verifier_side_rubric(docker_client, small_sweep):
     out = small_sweep
     lines = read_lines(out)
-    assert len(lines) == 8 and len({result_key(r) for r in lines}) == 8
-    by_key = {result_key(r): r for r in lines}
+    by_key = {SweepResult.model_validate(r).key: r for r in lines}
+    assert len(lines) == 8 and len(by_key) == 8
     for chooser in ("baseline", SEEDED):
         for seed in (0, 1):
             assert by_key[("discount-bug", chooser, 2, seed)]["status"] == "step_budget"
@@ -324,7 +324,7 @@ def test_the_ray_executor_gives_the_local_executors_results(docker_client, small
     assert on_ray.returncode == 0, on_ray.stderr
 
     def canonical(lines):
-        return sorted((deterministic_view(r) for r in lines), key=result_key)
+        return [r.deterministic() for r in sorted((SweepResult.model_validate(r) for r in lines), key=lambda r: r.key)]
 
     local_lines = canonical(r for r in read_lines(small_sweep) if r["chooser"] == SEEDED and r["budget"] == 8)
     ray_lines = canonical(read_lines(tmp_path / "ray"))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from .executors import run_local, run_ray
 from .jobs import (RESULTS, SCENARIO_ERROR, SUMMARY_JSON, SUMMARY_MD, SWEEP_ERROR, ResultsWriter, Selection,
-                   SweepJob, SweepResult, deterministic_view, load_results, plan_jobs, result_key, select_scenarios)
+                   SweepJob, SweepResult, load_results, plan_jobs, select_scenarios)
 from .markdown import render_markdown
 from .orchestrate import SweepOutcome, sweep, write_summary
 from .records import Cell, SweepSummary
@@ -34,5 +34,5 @@ from .worker import run_job
 
 __all__ = ["Cell", "RESULTS", "SCENARIO_ERROR", "SUMMARY_JSON", "SUMMARY_MD", "SWEEP_ERROR", "ResultsWriter",
            "Selection", "SweepJob", "SweepOutcome", "SweepResult", "SweepSummary", "band", "compare_cells",
-           "deterministic_view", "load_results", "plan_jobs", "render_markdown", "result_key", "run_job", "run_local",
+           "load_results", "plan_jobs", "render_markdown", "run_job", "run_local",
            "run_ray", "select_scenarios", "summarize", "sweep", "verdict", "write_summary"]

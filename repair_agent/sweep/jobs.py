@@ -89,19 +89,14 @@ class SweepResult(BaseModel):
     def key(self) -> tuple[str, str, int, int]:
         return (self.scenario, self.chooser, self.budget, self.seed)
 
+    def deterministic(self) -> dict[str, Any]:
+        """The line without what legitimately differs between two executions of the same job."""
+        return self.model_dump(exclude=set(NONDETERMINISTIC))
+
 
 class Interrupted(BaseModel):
     """What a job returns when its run was cut by Ctrl-C (or the sweep's stop file): no result, the run
     is not finished, and a resumed sweep runs it again."""
-
-
-def result_key(line: dict) -> tuple[str, str, int, int]:
-    return (line["scenario"], line["chooser"], int(line["budget"]), int(line["seed"]))
-
-
-def deterministic_view(line: dict) -> dict:
-    """A results line without what legitimately differs between two executions."""
-    return {k: v for k, v in line.items() if k not in NONDETERMINISTIC}
 
 
 class Selection(BaseModel):
