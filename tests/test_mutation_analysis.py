@@ -12,6 +12,7 @@ from repair_agent.choosers.search.weights import WEIGHTS, Rule
 from repair_agent.choosers.search.mutants import mutant_candidates, mutation_features
 from repair_agent.choosers.search.ranking import rank_candidates
 from repair_agent.hints.localization import localize
+from repair_agent.hints import mutation
 from repair_agent.hints.mutation import MutantFix
 from repair_agent.loop.plain import read_description
 
@@ -345,3 +346,16 @@ def test_guards_before_one_line_count_as_one_clean_fix_when_the_tests_tell_fixes
                        fixed=1, of=1, broken=0, checked=4) for k in (1, 2, 3)]
     f = Failure(mutant_fixes={("m.py", 3): same_line[:1] + other})
     assert mutant_candidates("m.py", lines, f) == []
+
+
+def test_the_analysis_says_where_its_time_went_and_compiles_no_mutant_it_will_not_run(tmp_path, monkeypatch):
+    sandbox = calc_sandbox(tmp_path / "timed")
+    m = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",), mutate=True).mutation
+    assert m is not None and m.cut == 0 and m.compile_s > 0 and m.targets_s > 0 and m.check_s > 0
+    assert m.collect_s + m.baseline_s + m.compile_s + m.targets_s + m.check_s <= m.duration_s + 0.01
+    # no time left: every mutant is counted as not run, and none is compiled (on a large module the
+    # compiles of mutants that were never going to run kept the analysis busy long after its time)
+    monkeypatch.setattr(mutation, "BUDGET_S", 0.0)
+    m = localize(calc_sandbox(tmp_path / "none"), ("tests/test_calc.py::test_clamp_high",), ("src/**",),
+                 mutate=True).mutation
+    assert m is not None and m.tried == 0 and m.cut > 10 and m.compile_s == 0

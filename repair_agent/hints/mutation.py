@@ -73,6 +73,10 @@ class MutationAnalysis(BaseModel):
     duration_s: float = 0.0
     collect_s: float = 0.0    # of which: the pytest session's start and collection,
     baseline_s: float = 0.0   # and the failing targets' first run (the time each mutant may take follows from it)
+    compile_s: float = 0.0    # compiling the mutated modules
+    targets_s: float = 0.0    # running the failing targets on the mutants,
+    timed_out: int = 0        # of which this many mutants ran into their time limit (a loop)
+    check_s: float = 0.0      # running the passing tests on the mutants that fixed every target
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:

@@ -203,7 +203,8 @@ class Analysis:
         self.test_sources: List[str] = []   # the failing tests' code (what exception they expect)
         self.guard_contexts: Dict[str, Dict[Tuple[int, int], Any]] = {}   # path -> function span -> GuardContext
         self.raises: Dict[str, Optional[str]] = {}   # path -> how a guard there raises the expected exception
-        self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0}
+        self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0}
+        self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
         self.stop_at = 0.0
@@ -362,7 +363,9 @@ class Analysis:
             if passed == len(self.failing):
                 st[2] += 1
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
+                    t0 = time.monotonic()
                     others = check(self.passing)
+                    self.spent["check_s"] += time.monotonic() - t0
                     fix["checked"] = len(others)
                     fix["broken"] = sum(v != "passed" for v in others.values())
             result["fixes"].append(fix)
@@ -375,12 +378,13 @@ class Analysis:
         self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2]}
                                 for (p, n), v in self.stats.items()]
         self.result["duration_s"] = round(time.monotonic() - self.started, 3)
+        self.result.update({k: round(v, 3) for k, v in self.spent.items()})
         self.result["finished"] = finished
         out = sys.__stdout__ or sys.stdout   # the real one, also while a test's output is being caught
         out.write("\n" + MARKER + json.dumps(self.result) + "\n")
         out.flush()
 
-    def each_mutant(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[Tuple[str, int, str, str, Any, str, str, str]]:
+    def each_mutant(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[Tuple[str, int, str, str, str, str, str]]:
         per_line, keys = [], []
         for path, line in chosen:
             try:
@@ -397,12 +401,18 @@ class Analysis:
             return changed, tried
         for path, line, (new_text, what, family) in live_first(per_line, liveness):
             original, lines_of = self.sources[path], self.lines[path]
-            mutated = "".join(lines_of[:line - 1] + [new_text] + lines_of[line:])
-            try:   # compiled once: a mutant that does not compile is skipped, one that does goes into swap()
-                code = compile(mutated, os.path.join(self.root, path), "exec")
-            except (SyntaxError, ValueError):
-                continue
-            yield path, line, original, mutated, code, new_text, what, family
+            yield path, line, original, "".join(lines_of[:line - 1] + [new_text] + lines_of[line:]), new_text, what, family
+
+    def compiled(self, path: str, mutated: str) -> Any:
+        """The mutated module compiled (once: it then goes into swap()), None when it does not compile.
+        Only mutants that will run are compiled: on a large module a compile is most of a mutant's cost."""
+        t0 = time.monotonic()
+        try:
+            return compile(mutated, os.path.join(self.root, path), "exec")
+        except (SyntaxError, ValueError):
+            return None
+        finally:
+            self.spent["compile_s"] += time.monotonic() - t0
 
     def out_of_budget(self) -> bool:
         if time.monotonic() - self.printed > self.m["snapshot_s"]:
@@ -456,8 +466,11 @@ class Analysis:
                 analysis.test_sources = [test_source(items.get(t)) for t in analysis.failing]
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
-                for path, line, original, mutated, code, new_text, what, family in analysis.each_mutant(chosen):
+                for path, line, original, mutated, new_text, what, family in analysis.each_mutant(chosen):
                     if analysis.out_of_budget():
+                        continue
+                    code = analysis.compiled(path, mutated)
+                    if code is None:
                         continue
                     try:
                         undo = analysis.swap(path, code, line)
@@ -467,7 +480,11 @@ class Analysis:
                         analysis.deferred.append((path, line, original, mutated, new_text, what, family))
                         continue
                     try:
-                        analysis.judge(path, line, new_text, what, family, run_items(analysis.failing),
+                        t1 = time.monotonic()
+                        got = run_items(analysis.failing)
+                        analysis.spent["targets_s"] += time.monotonic() - t1
+                        analysis.result["timed_out"] += analysis.fired
+                        analysis.judge(path, line, new_text, what, family, got,
                                        lambda ids: run_items(ids, m["per_mutant_s"] * 5))
                     finally:
                         undo()
