@@ -212,7 +212,7 @@ def test_nothing_runs_at_import(name):
         elif isinstance(node, ast.If):
             assert ast.unparse(node.test) == "TYPE_CHECKING"
         elif isinstance(node, ast.Try):   # a sibling's import, by one name or the other
-            assert all(isinstance(n, (ast.ImportFrom, ast.ExceptHandler, ast.Name)) or n is node
+            assert all(isinstance(n, (ast.ImportFrom, ast.Import, ast.ExceptHandler, ast.Name)) or n is node
                        for b in node.body + node.handlers for n in [b] + list(getattr(b, "body", [])))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             value = node.value

@@ -321,7 +321,7 @@ class Analysis:
         muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"], self.signatures[path])
         guards = self.guards(path, line, text, names)
-        if self.operators.raised_instead([self.baseline.get(t, "") for t in self.failing]):
+        if self.operators.guards.raised_instead([self.baseline.get(t, "") for t in self.failing]):
             # an exception where a value was expected, or none where one was: a missing check is as
             # likely as a wrong token, so the guards alternate with the line's own edits
             mixed = [m for pair in zip(guards, muts) for m in pair]
@@ -340,13 +340,13 @@ class Analysis:
         start, end, _ = min(inner, key=lambda s: s[1] - s[0])
         ops = self.operators
         if path not in self.raises:
-            exc = ops.expected_exception([self.baseline.get(t, "") for t in self.failing]) or \
-                ops.expected_in_tests(self.test_sources)
-            self.raises[path] = ops.raise_statement(exc, self.lines[path]) if exc else None
-        ctx = ops.function_context(self.lines[path], start, end, self.raises[path],
+            exc = ops.guards.expected_exception([self.baseline.get(t, "") for t in self.failing]) or \
+                ops.guards.expected_in_tests(self.test_sources)
+            self.raises[path] = ops.guards.raise_statement(exc, self.lines[path]) if exc else None
+        ctx = ops.guards.function_context(self.lines[path], start, end, self.raises[path],
                                    self.guard_contexts.setdefault(path, {}))
         ending = text[len(text.rstrip("\r\n")):] or "\n"
-        return [(new + ending, what, family) for family, what, new in ops.guard_edits(text, tuple(names[:MAX_NAMES]), ctx)]
+        return [(new + ending, what, family) for family, what, new in ops.guards.guard_edits(text, tuple(names[:MAX_NAMES]), ctx)]
 
     def judge(self, path: str, line: int, new_text: str, what: str, family: str, got: Dict[str, str],
               check: Callable[[List[str]], Dict[str, str]]) -> None:

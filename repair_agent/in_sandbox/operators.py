@@ -14,23 +14,18 @@ import re
 import tokenize
 
 try:
-    from .guard_edits import (expected_exception, expected_in_tests, function_context, guard_edits, raise_statement,
-                              raised_instead)
+    from . import guard_edits as guards   # for the mutation analysis, which is handed this module
     from .scope_edits import scope_edits, signatures_of
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names, neutral_text, replace_span,
                                   similar_names, single_statement_edits, statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
-    from ra_guard_edits import (expected_exception, expected_in_tests,  # type: ignore[no-redef]
-                                function_context, guard_edits, raise_statement, raised_instead)
+    import ra_guard_edits as guards  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
-    from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText,  # type: ignore[no-redef]
-                                    callable_names, neutral_text, replace_span, similar_names,
-                                    single_statement_edits, statement_ast, tokens_of)
+    from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names,  # type: ignore[no-redef]
+                                    neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 
-__all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "LAST_IN_ANALYSIS", "expected_exception", "expected_in_tests",
-           "function_context",
-           "guard_edits", "raise_statement", "raised_instead", "NUMERIC_CALLS", "Edit", "analysis_mutations", "callable_names",
-           "line_mutations", "neutral_text", "signatures_of", "similar_names"]
+__all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
+           "callable_names", "guards", "line_mutations", "neutral_text", "signatures_of", "similar_names"]
 
 COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
@@ -55,7 +50,6 @@ ITERABLE_CALLS = frozenset({"zip", "map", "filter", "sorted", "reversed", "list"
                             "enumerate", "dict", "any", "all", "sum", "chain", "concat", "repeat", "cycle", "join",
                             "str", "repr", "print", "isinstance", "getattr", "hasattr", "append", "extend"})
 NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum", "Fraction"}
-
 
 
 def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (),
@@ -338,7 +332,6 @@ def _ast_mutations(code: str) -> list[Edit]:
     return out
 
 
-
 def _formats_text(node: ast.AST) -> bool:
     """`"%s(%s)" % (a, b)`, `"a" + b`, `str(x)`: text, not arithmetic."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "repr", "format"):
@@ -371,10 +364,10 @@ def _is_callable_like(node: ast.AST) -> bool:
 # The order in which the mutation analysis runs a line's edits when its time may run out: the
 # families real one-line fixes take most often first, the broad ones (any variable for any other,
 # a statement removed) last. Families not named here come after these, before `variable`.
-ANALYSIS_ORDER = ("boundary", "comparison", "arithmetic", "boolean", "constant", "slice", "offset", "extreme",
-                  "argument", "name", "arguments", "return-value", "swap", "branches", "condition", "normalize",
-                  "regex", "scale", "numeral", "sign", "negate", "percent", "call-name", "goal-constant",
-                  "more-arguments", "opposite", "return-variable", "missing-call")
+ANALYSIS_ORDER = ("boundary", "comparison", "arithmetic", "boolean", "constant", "slice", "offset", "extreme", "argument",
+                  "name", "arguments", "return-value", "swap", "branches", "condition", "normalize", "regex", "scale",
+                  "numeral", "sign", "negate", "percent", "call-name", "goal-constant", "more-arguments", "opposite",
+                  "return-variable", "missing-call")
 LAST_IN_ANALYSIS = ("variable", "delete", "statement-removed")
 HEADERS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "try", "except", "finally", "with ",
            "async ", "@", "return", "yield", "raise", "import ", "from ")
