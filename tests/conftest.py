@@ -103,7 +103,7 @@ def _no_leaked_containers():
                 f"(now removed): " + "; ".join(names), pytrace=False)
 
 
-# scripts/test runs the suite on three workers (pytest-xdist, `--dist loadfile`): each worker is its
+# scripts/test runs the suite on two workers (pytest-xdist, `--dist loadfile`): each worker is its
 # own session (its own engine client and leak check; the pristine-suite cache is shared), and each test module
 # runs whole on one worker, so a module-scoped fixture (a run, a verifier, a built wheel) is built
 # once, as without workers. The modules with Ctrl-C tests (named test_ctrl_c_*) run together on one
@@ -113,7 +113,7 @@ INTERRUPT_TESTS = "::test_ctrl_c_"
 # The slowest modules, with their seconds on one worker (measured 2026-12-05 on the 2-core machine
 # under a load of 10-15, so only their order means something; the Ctrl-C modules count as one unit). They are handed out first, the
 # longest first: xdist's own order (most tests first) started these few-test container modules
-# last, and one that starts last keeps the other workers idle until it ends. Every other module
+# last, and one that starts last keeps the other worker idle until it ends. Every other module
 # follows in xdist's order; a stale figure only changes the order (tests/test_suite_rules.py checks
 # that each name is still a module).
 SLOW_MODULES = {

@@ -54,7 +54,7 @@ def test_no_test_skips_by_importorskip_or_a_bare_skip_of_a_missing_part():
 
 
 def test_the_modules_the_scheduler_starts_first_exist():
-    """conftest.SLOW_MODULES orders the workers' queue: a renamed module would silently drop out."""
+    """conftest.SLOW_MODULES orders the two workers' queue: a renamed module would silently drop out."""
     tree = ast.parse((TESTS / "conftest.py").read_text())
     (slow,) = [ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
                and any(isinstance(t, ast.Name) and t.id == "SLOW_MODULES" for t in node.targets)]
