@@ -15,7 +15,12 @@ import ast
 import builtins
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
+
+try:
+    from .statement_edits import statement_ast
+except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_statement_edits import statement_ast  # type: ignore[no-redef]
 
 Edit = Tuple[str, str, str]   # (family, what, the new text: the guard's lines and the line itself)
 
@@ -121,16 +126,10 @@ def guard_edits(line: str, names: Sequence[str], ctx: GuardContext) -> List[Edit
     stripped = code.strip()
     if not stripped or stripped.startswith(HEADS_WITHOUT_GUARD):
         return []
-    tree = None
-    for variant in (stripped, stripped + " pass"):
-        try:
-            tree = ast.parse(variant)
-            break
-        except SyntaxError:
-            continue
-    if tree is None or not tree.body:
+    parsed = statement_ast(code)
+    if parsed is None or not isinstance(parsed[0], ast.Module) or not parsed[0].body:
         return []
-    top = tree.body[0]
+    top = parsed[0].body[0]
     stored = {n.id for n in ast.walk(top) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     called = {id(n.func) for n in ast.walk(top) if isinstance(n, ast.Call)}
     exprs: List[str] = []
@@ -160,11 +159,3 @@ def guard_edits(line: str, names: Sequence[str], ctx: GuardContext) -> List[Edit
                         "%sif %s:\n%s    %s\n%s" % (indent, cond, indent, body, code)))
     return out
 
-
-def function_context(lines: Sequence[str], start: int, end: int, raise_stmt: Optional[str],
-                     cache: Dict[Tuple[int, int], GuardContext]) -> GuardContext:
-    """The guard context of the function on lines `start`..`end` (1-based), computed once per function."""
-    key = (start, end)
-    if key not in cache:
-        cache[key] = GuardContext(raise_stmt, neutral_returns(lines[start - 1:end]))
-    return cache[key]

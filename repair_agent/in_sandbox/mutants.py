@@ -200,9 +200,12 @@ class Analysis:
         self.module_of: Dict[str, Any] = {}   # path -> (its live module, its functions, the caches they and it hold)
         self.stats: Dict[Tuple[str, int], List[int]] = {}   # (path, line) -> [tried, changed, fixing]
         self.baseline: Dict[str, str] = {}
-        self.test_sources: List[str] = []   # the failing tests' code (what exception they expect)
-        self.guard_contexts: Dict[str, Dict[Tuple[int, int], Any]] = {}   # path -> function span -> GuardContext
+        # read off the failing targets' first run: the exception they expect, and whether what they got
+        # was an exception where a value was due (or none where one was)
+        self.expects: Optional[str] = None
+        self.raised_instead = False
         self.raises: Dict[str, Optional[str]] = {}   # path -> how a guard there raises the expected exception
+        self.guard_contexts: Dict[Tuple[str, int, int], Any] = {}   # (path, a function's span) -> its GuardContext
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
@@ -321,7 +324,7 @@ class Analysis:
         muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"], self.signatures[path])
         guards = self.guards(path, line, text, names)
-        if self.operators.guards.raised_instead([self.baseline.get(t, "") for t in self.failing]):
+        if self.raised_instead:
             # an exception where a value was expected, or none where one was: a missing check is as
             # likely as a wrong token, so the guards alternate with the line's own edits
             mixed = [m for pair in zip(guards, muts) for m in pair]
@@ -338,15 +341,15 @@ class Analysis:
         if not inner:
             return []
         start, end, _ = min(inner, key=lambda s: s[1] - s[0])
-        ops = self.operators
+        guards = self.operators.guards
         if path not in self.raises:
-            exc = ops.guards.expected_exception([self.baseline.get(t, "") for t in self.failing]) or \
-                ops.guards.expected_in_tests(self.test_sources)
-            self.raises[path] = ops.guards.raise_statement(exc, self.lines[path]) if exc else None
-        ctx = ops.guards.function_context(self.lines[path], start, end, self.raises[path],
-                                   self.guard_contexts.setdefault(path, {}))
+            self.raises[path] = guards.raise_statement(self.expects, self.lines[path]) if self.expects else None
+        ctx = self.guard_contexts.get((path, start, end))
+        if ctx is None:
+            ctx = self.guard_contexts[(path, start, end)] = guards.GuardContext(
+                self.raises[path], guards.neutral_returns(self.lines[path][start - 1:end]))
         ending = text[len(text.rstrip("\r\n")):] or "\n"
-        return [(new + ending, what, family) for family, what, new in ops.guards.guard_edits(text, tuple(names[:MAX_NAMES]), ctx)]
+        return [(new + ending, what, family) for family, what, new in guards.guard_edits(text, tuple(names[:MAX_NAMES]), ctx)]
 
     def judge(self, path: str, line: int, new_text: str, what: str, family: str, got: Dict[str, str],
               check: Callable[[List[str]], Dict[str, str]]) -> None:
@@ -463,7 +466,11 @@ class Analysis:
                 analysis.result["collect_s"] = round(t0 - analysis.started, 3)
                 analysis.baseline.update(run_items(analysis.failing, m["per_mutant_s"] * 5))
                 analysis.result["baseline_s"] = round(time.monotonic() - t0, 3)
-                analysis.test_sources = [test_source(items.get(t)) for t in analysis.failing]
+                messages = [analysis.baseline.get(t, "") for t in analysis.failing]
+                guards = analysis.operators.guards
+                analysis.expects = guards.expected_exception(messages) or guards.expected_in_tests(
+                    [test_source(items.get(t)) for t in analysis.failing])
+                analysis.raised_instead = guards.raised_instead(messages)
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
                 for path, line, original, mutated, new_text, what, family in analysis.each_mutant(chosen):

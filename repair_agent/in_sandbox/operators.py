@@ -60,11 +60,11 @@ def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[s
     `names`: the variables in scope (parameters and locals); a variable read may become another.
     `callables`: the functions the file defines or calls; a call may become one of a similar name.
     `signatures`: the parameters of the functions the file defines (`signatures_of`)."""
-    out = _line_mutations(line, goal_numbers, names, callables, signatures or {})
+    out = _line_mutations(line, goal_numbers, names, callables, signatures)
     code = line.rstrip("\n")
     for start, end in _fstring_fields(code):
         expr = code[start:end]
-        for kind, what, new in _line_mutations(expr, goal_numbers, names, callables, signatures or {}):
+        for kind, what, new in _line_mutations(expr, goal_numbers, names, callables, signatures):
             if "\n" not in new and not set("'\"{}") & (set(new) - set(expr)):
                 out.append((kind, f"{what} in an f-string", code[:start] + new + code[end:]))
     return out
@@ -98,7 +98,7 @@ def _fstring_fields(code: str) -> list[tuple[int, int]]:
 
 
 def _line_mutations(line: str, goal_numbers: tuple[int, ...], names: tuple[str, ...],
-                    callables: tuple[str, ...], signatures: dict[str, tuple[str, ...]]) -> list[Edit]:
+                    callables: tuple[str, ...], signatures: dict[str, tuple[str, ...]] | None) -> list[Edit]:
     out: list[Edit] = []
     code = line.rstrip("\n")
     if not code.strip() or code.strip().startswith(("#", '"""', "'''")):
@@ -167,7 +167,7 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...], names: tuple[str, 
         out += _variable_swaps(code, toks, names)
         out += _call_name_swaps(code, toks, callables)
         out += single_statement_edits(code)
-        out += scope_edits(code, names, callables, signatures)
+        out += scope_edits(code, names, callables, signatures or {})
     return out
 
 
