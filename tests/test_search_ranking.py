@@ -218,6 +218,18 @@ def test_a_window_that_starts_inside_a_docstring_mutates_no_prose():
     assert _code_lines(opened, 1, 5, known_start=False) == {1, 5}
 
 
+def test_code_that_names_a_triple_quote_is_still_code():
+    """A whole file is read by the tokenizer: `'\"\"\"'` in code opens no string, and a string over
+    several lines that a statement assigns leaves that statement's line code."""
+    from repair_agent.choosers.search.source import _code_lines
+
+    source = ['def unquote(text):\n', '    """Drop a docstring\'s quotes."""\n', "    if text.startswith('\"\"\"'):\n",
+              '        return text[3:]\n', '    return text[1:]\n', '\n', 'HELP = """one\n', 'two"""\n',
+              'def after():\n', '    return 1\n']
+    lines = {i + 1: t for i, t in enumerate(source)}
+    assert _code_lines(lines, 1, 10, known_start=True) == {1, 3, 4, 5, 6, 7, 9, 10}
+
+
 def _edits(line: str) -> dict[str, str]:
     return {what: new.rstrip("\n") for _, what, new in line_mutations(line)}
 
@@ -521,7 +533,7 @@ def test_ranking_rules_from_the_failures_values():
     none = Failure(exception="AttributeError", hints={"none"})
     at_frame, no_frame = (Candidate("m.py", 1, (line,), "none-guard", "guard") for _ in range(2))
     assert score(at_frame, none, set(), {("m.py", 1)}, line) > score(no_frame, none, set(), set(), line)
-    assert "none_reached_test" in no_frame.features and "none_reached_test" not in at_frame.features
+    assert "hint:none:none-guard" in at_frame.features and "hint:none:none-guard" not in no_frame.features
     # a callee refused a value out of its stated bounds: a clamp computed it
     from repair_agent.choosers.search.failure import parse_failure
     bounded = parse_failure(_target_observation(

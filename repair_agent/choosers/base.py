@@ -85,6 +85,7 @@ class Chooser(Protocol):
         ...
 
 
+@runtime_checkable
 class DeadlineAware(Protocol):
     """Optional: a chooser that retries inside its step is told before each choose() by when it must
     return, so that its own account of the attempts, not a bare timeout, ends the step."""

@@ -123,13 +123,11 @@ def cmd_check(args) -> int:
     import docker
     import requests
 
-    from ..sandbox.backends import backend_named
+    from ..importers.common import CheckPlace
     from ..sandbox.image import ImageBuildError
 
-    backend = backend_named(args.sandbox)
     try:
-        client = backend.engine()
-        kwargs = {"backend": backend, "client": client, "image": backend.image(client, None, log=err)}
+        place = CheckPlace.named(args.sandbox, log=err)
     except (docker.errors.DockerException, requests.exceptions.RequestException, ImageBuildError) as exc:
         err(f"the check runs the verifier in Docker and no engine answers or the image cannot be built: {exc}"
              " (--sandbox local checks without containers, NOT isolated)")
@@ -144,7 +142,7 @@ def cmd_check(args) -> int:
 
     with tempfile.TemporaryDirectory(prefix="repair-agent-check-") as state:
         checks = check_corpus(selection.scenarios, Path(state), workers=args.workers, on_result=progress,
-                              log=err, **kwargs)
+                              log=err, **place.corpus_check())
     checks += [broken_manifest(stem, error) for stem, error in selection.broken.items()]
     if args.json:
         print(terminal_json([c.model_dump(mode="json") for c in checks]))

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from verifier import ScopeVerdict, TestVerdict, Verifier, check_scope, diff_sha256, unsatisfied
 
 from ..loop.actions import CHECK_TOOLS, Action, ApplyPatch, InvalidAction, ReplaceInFile, parse_action
-from ..choosers.base import Chooser, ChooserDescription, ChooserStep
+from ..choosers.base import Chooser, ChooserDescription, ChooserStep, DeadlineAware
 from ..loop.controller import CHOOSER_TIMEOUT_S, Controller
 from ..loop.loop_state import LoopState
 from ..loop.journal import (GrantRecord, Journal, JournalRecord, ResumeRecord, Reverified, SetupRecord, StartRecord, StepRecord, StopRecord,
@@ -446,9 +446,8 @@ class _Reoffer:
         return self._inner.describe()  # the run described the inner chooser at setup
 
     def set_deadline(self, deadline: float) -> None:
-        inner = getattr(self._inner, "set_deadline", None)  # optional: choosers.base.DeadlineAware
-        if callable(inner):
-            inner(deadline)
+        if isinstance(self._inner, DeadlineAware):  # optional
+            self._inner.set_deadline(deadline)
 
     def choose(self, view: View) -> Any:
         if self._proposal is not None:

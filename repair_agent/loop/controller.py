@@ -12,7 +12,7 @@ from verifier import EngineFailure, Verifier, VerifierCompromised, check_scope, 
 
 from .actions import (REREAD_WINDOW, REREADABLE_TOOLS, TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile,
                       ReplaceInFile, Search, Stop, parse_action, tool_schemas)
-from ..choosers.base import Chooser
+from ..choosers.base import Chooser, DeadlineAware
 from .loop_state import LoopState, Opening
 from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWriteError, StartRecord, StepRecord,
                       StopRecord)
@@ -150,9 +150,8 @@ class Controller:
         deadline = asked + max(0.0, limit - min(1.0, limit * 0.05))
 
         def ask() -> ChooserReply:
-            set_deadline = getattr(chooser, "set_deadline", None)  # optional: choosers.base.DeadlineAware
-            if callable(set_deadline):
-                set_deadline(deadline)
+            if isinstance(chooser, DeadlineAware):  # optional
+                chooser.set_deadline(deadline)
             return consult(chooser, view, progress)
         try:
             reply = call_with_timeout(ask, limit)

@@ -10,8 +10,8 @@ from verifier.scope import recount_hunks
 
 @runtime_checkable
 class Sandbox(Protocol):
-    kind: str        # its backend's name: where an observation came from ("sandbox:KIND")
-    isolated: bool
+    kind: str        # its backend's name: where an observation came from ("sandbox:KIND"); what it isolates
+                     # is the backend's to say (backends.Backend.isolated)
     python: str      # the interpreter a program run in it uses
     workspace: Path  # host path of the workspace (kept in the run directory for review)
     base_commit: str  # the workspace's one commit: the pristine tree every diff is taken against

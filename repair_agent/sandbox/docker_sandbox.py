@@ -17,7 +17,6 @@ SANDBOX_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
 
 class DockerSandbox(GitToolsMixin):
     kind = "docker"
-    isolated = True
     python = "python3"
 
     def __init__(self, client, image: str, workspace: Path, base_commit: str, *, run_id: str,

@@ -12,7 +12,6 @@ from .base import GitToolsMixin, SandboxError
 
 class LocalSandbox(GitToolsMixin):
     kind = "local"
-    isolated = False
     python = sys.executable
 
     def __init__(self, workspace: Path, base_commit: str, *, output_dir: Path, limits: Limits | None = None):

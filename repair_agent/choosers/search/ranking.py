@@ -21,7 +21,7 @@ from .weights import Rule, active
 from .values import magnitude_fix, separator_swaps
 from ...in_sandbox.operators import callable_names, signatures_of
 from ...in_sandbox.statement_edits import parses
-from .source import Function, _code_lines, _numbers_in, functions_in, scope_names
+from .source import Function, _code_lines, _numbers_in, functions_in, scope_names, string_lines
 
 CLASS_WORDS = {"d": r"\bdigits?\b|\bnumbers?\b", "s": r"\bwhitespace\b|\bspaces?\b", "w": r"\bwords?\b|\bletters?\b",
                "b": r"\bboundary\b"}
@@ -54,6 +54,9 @@ def features(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: 
     kind = c.kind.value
     add(f"prior:{kind}")
     for h in sorted(failure.hints):
+        if h == "none" and c.kind == "none-guard" and not frame_lines:
+            continue   # None reached the test's own code: the function returned it, no guard inside it
+            # raised; an early `return None`-like guard is the symptom, not the cure
         add(f"hint:{h}:{kind}")
     # Run by the failing tests, and the sharper the fewer passing tests run it (the spectrum is
     # sharper about the function than about the line: the line that shows a wrong value is often not
@@ -68,9 +71,6 @@ def features(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: 
     if c.kind in ("offset", "argument", "percent", "negate") and failure.have_values and not (
             is_number(failure.got) or is_number(failure.expected)) and "number" not in failure.hints:   # '3.0.0' vs '4.0.0' is about a number
         add(Rule.NUMBER_EDIT_NON_NUMBERS)   # one more, one less, a hundredth: edits of numbers, and the values are not numbers
-    if c.kind == "none-guard" and "none" in failure.hints and not frame_lines:
-        add(Rule.NONE_REACHED_TEST)   # None reached the test's own code: the function returned it, no guard
-        # inside it raised; an early `return None`-like guard is the symptom, not the cure
     if c.what in ("< -> !=", "> -> !="):
         add(Rule.ORDER_TO_INEQUALITY)   # an order test that should be an inequality: rarer than a boundary or a flipped order
     if c.kind == "regex" and (m := re.match(r"range (\[(\w)-(\w)\]) -> \[(\w)-(\w)\]", c.what)):
@@ -192,9 +192,10 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
             proxies[n] = max(v, proxies.get(n) or 0.0)
         callables = callable_names(lines)
         signatures = signatures_of(lines)
+        strings = string_lines(lines)
         for fn, hit, lo, hi in targets:
             by_line: dict[int, list[Candidate]] = {}
-            code_lines = _code_lines(lines, lo, hi, known_start=fn is not None)
+            code_lines = _code_lines(lines, lo, hi, known_start=fn is not None, strings=strings)
             params = tuple(fn.params) if fn else ()
             # a window without its `def` (a long docstring above): its lines stand for the function,
             # and the names it assigns (loop variables, locals) are in scope

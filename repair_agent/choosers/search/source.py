@@ -3,7 +3,9 @@ failing assertion passes to and expects from a function."""
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,9 +105,40 @@ def functions_in(start: int, lines: list[str]) -> list[Function]:
     return found
 
 
-def _code_lines(lines: dict[int, str], lo: int, hi: int, known_start: bool) -> set[int]:
-    """Line numbers in [lo, hi] that are code, not inside a triple-quoted string. From a `def` line
-    the string state is known; from an arbitrary window start it is assumed to be code."""
+TRIPLE_QUOTED = re.compile(r'[rRbBuUfF]{0,2}("""|\'\'\')')
+
+
+def string_lines(lines: dict[int, str]) -> set[int] | None:
+    """The lines of a whole file (lines 1..n) that a string over several lines holds (all of it when
+    the string opens its line, a docstring; else the lines after the one it opens on), and one-line
+    docstrings. None when
+    `lines` is not a whole file the tokenizer reads."""
+    if not lines or len(lines) != max(lines) or min(lines) != 1:
+        return None
+    text = "".join(t if t.endswith("\n") else t + "\n" for _, t in sorted(lines.items()))
+    out: set[int] = set()
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(text).readline):
+            opens_line = t.type == tokenize.STRING and not t.line[:t.start[1]].strip()
+            if t.type == tokenize.STRING and t.end[0] > t.start[0]:
+                out.update(range(t.start[0] + (0 if opens_line else 1), t.end[0] + 1))
+            elif opens_line and TRIPLE_QUOTED.match(t.string):   # a one-line docstring
+                out.add(t.start[0])
+    except (tokenize.TokenError, SyntaxError):   # IndentationError is a SyntaxError
+        return None
+    return out
+
+
+def _code_lines(lines: dict[int, str], lo: int, hi: int, known_start: bool,
+                strings: set[int] | None = None) -> set[int]:
+    """Line numbers in [lo, hi] that are code, not inside a triple-quoted string. `strings`: the
+    whole file's string lines (`string_lines`; read here when not given), exact. Without a whole file,
+    triple quotes are counted from `lo`: from a `def` line the string state is known; from an
+    arbitrary window start it is assumed to be code."""
+    strings = strings if strings is not None else string_lines(lines)
+    if strings is not None:
+        return {n for n in range(lo, hi + 1) if n in lines and n not in strings
+                and not lines[n].strip().startswith(">>>")}
     out, in_string, quote = set(), False, ""
     if not known_start:
         # A window may start inside a docstring: when its first triple quote stands alone on its line

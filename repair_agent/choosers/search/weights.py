@@ -118,7 +118,6 @@ class Rule(_Named):
     # the values and the failure (ranking.score)
     DIVISION_BY_VALUE_TYPES = "division_by_value_types"
     NUMBER_EDIT_NON_NUMBERS = "number_edit_non_numbers"
-    NONE_REACHED_TEST = "none_reached_test"          # value: the none hint's own weight for the guard, undone
     ORDER_TO_INEQUALITY = "order_to_inequality"
     REGEX_WIDENS_QUOTED_RANGE = "regex_widens_quoted_range"
     REGEX_RANGE_UNPOINTED = "regex_range_unpointed"
