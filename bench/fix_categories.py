@@ -88,11 +88,12 @@ def parse_pair(old: str, new: str) -> tuple[ast.AST | None, ast.AST | None]:
 
 
 def same_code(a: str, b: str) -> bool:
-    """The same statement: equal ASTs, or equal text without whitespace."""
-    if re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b):
-        return True
+    """The same statement: equal ASTs, or, for fragments that do not parse, the same tokens (the text
+    inside a string literal counts, whitespace between tokens does not)."""
     ta, tb = parse_pair(a, b)
-    return ta is not None and tb is not None and ast.dump(ta) == ast.dump(tb)
+    if ta is not None and tb is not None:
+        return ast.dump(ta) == ast.dump(tb)
+    return _tokens(a) == _tokens(b) and bool(_tokens(a))
 
 
 def _diffs(a: Any, b: Any, ancestors: tuple) -> list[tuple[Any, Any, tuple, str]]:
@@ -226,7 +227,8 @@ def category(old: str, new: str) -> str:
         return "token-level: " + _token_category(old, new)
     diffs = _diffs(ta, tb, ())
     if not diffs:
-        return "same AST (formatting)"
+        return "changed indentation (moved into or out of a block)" if old[:len(old) - len(old.lstrip())] != \
+            new[:len(new) - len(new.lstrip())] else "same AST (formatting)"
     if len(diffs) == 1:
         return _one(*diffs[0])
     if len(diffs) == 2 and all(isinstance(d[0], ast.AST) for d in diffs) and _eq(diffs[0][0], diffs[1][1]) \

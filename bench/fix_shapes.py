@@ -26,10 +26,12 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib
+import io
 import re
 import subprocess
 import sys
 import tempfile
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -93,7 +95,7 @@ def is_test(path: str) -> bool:
 
 def shape(fix: Fix) -> tuple[str, Any]:
     """("one-line", (path, old line number, old, new)), ("add", (path, line number before which, added
-    lines)), or ("other", None)."""
+    lines)), ("moves one line", None) or ("other", None)."""
     removed, added = [], []
     for fp in fix.files:
         if is_test(fp.path):
@@ -110,6 +112,8 @@ def shape(fix: Fix) -> tuple[str, Any]:
                         added.append((fp.path, n, text, k, lines))
                 else:
                     n += 1
+    if len(removed) == 1 and len(added) == 1 and removed[0][2] == added[0][2]:
+        return "moves one line", None   # the same statement elsewhere: a statement moved, no edit of one
     if len(removed) == 1 and len(added) == 1 and removed[0][0] == added[0][0]:
         return "one-line", (removed[0][0], removed[0][1], removed[0][2], added[0][2])
     if not removed and 1 <= len(added) <= 2 and len({a[0] for a in added}) == 1:
@@ -135,19 +139,36 @@ def file_lines(fix: Fix, path: str) -> dict[int, str]:
     return out
 
 
+_FILES: dict[int, tuple[dict[int, str], list, tuple[str, ...], dict[str, tuple[str, ...]]]] = {}
+
+
 def context(lines: dict[int, str], n: int) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, tuple[str, ...]]]:
     """What the chooser hands line_mutations for line `n` (ranking.scored_candidates): the variables of
     the innermost function around it (or of the window, when its `def` is not in view), the callables
     and the signatures of the lines known."""
-    ops = OPS["now"]
-    lo = hi = n
-    while lo - 1 in lines:
-        lo -= 1
-    while hi + 1 in lines:
-        hi += 1
-    fns = [fn for fn in functions_in(lo, [lines[i] for i in range(lo, hi + 1)]) if fn.def_line <= n <= fn.end_line]
-    scope = min(fns, key=lambda fn: fn.end_line - fn.def_line) if fns else Function(lo, "", [], lo, "", hi)
-    return scope_names(scope, lines), ops.callable_names(lines), ops.signatures_of(lines)
+    if id(lines) not in _FILES or _FILES[id(lines)][0] is not lines:
+        ops = OPS["now"]
+        fns = []
+        for lo in sorted(lines):
+            if lo - 1 not in lines:   # each window of known lines on its own, as the chooser reads them
+                hi = lo
+                while hi + 1 in lines:
+                    hi += 1
+                fns += [(lo, hi, fn) for fn in functions_in(lo, [lines[i] for i in range(lo, hi + 1)])]
+        _FILES.clear()
+        _FILES[id(lines)] = (lines, fns, ops.callable_names(lines), ops.signatures_of(lines))
+    _, fns, callables, signatures = _FILES[id(lines)]
+    around = [fn for _, _, fn in fns if fn.def_line <= n <= fn.end_line]
+    if around:
+        scope = min(around, key=lambda fn: fn.end_line - fn.def_line)
+    else:
+        lo = hi = n
+        while lo - 1 in lines:
+            lo -= 1
+        while hi + 1 in lines:
+            hi += 1
+        scope = Function(lo, "", [], lo, "", hi)
+    return scope_names(scope, lines), callables, signatures
 
 
 OPS: dict[str, Any] = {}
@@ -171,9 +192,28 @@ def load_ops(rev: str | None) -> Any:
     return importlib.import_module(pkg + ".operators")
 
 
+def string_lines(text: str | None) -> set[int]:
+    """The lines inside a string literal over several lines (a docstring, a verbose pattern), by the
+    tokenizer (a scan for triple quotes loses count where code mentions them, as black does)."""
+    out: set[int] = set()
+    if text is None:
+        return out
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(text).readline):
+            if t.type == tokenize.STRING and t.end[0] > t.start[0]:
+                out.update(range(t.start[0] + 1, t.end[0] + 1))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return out
+
+
+def indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip())]
+
+
 def made(ops: Any, old: str, new: str, goal: tuple[int, ...], ctx: tuple) -> tuple[bool, int]:
     edits = ops.line_mutations(old + "\n", goal, *ctx)
-    return any(same_code(e[2], new) for e in edits), len(edits)
+    return any(same_code(e[2], new) and indent(e[2]) == indent(new) for e in edits), len(edits)
 
 
 def guard_made(ops: Any, fix: Fix, path: str, n: int, added: list[str]) -> bool | None:
@@ -311,9 +351,9 @@ def measure(fixes: list[Fix], labels: list[str], private: bool, show: int) -> li
         if kind == "one-line":
             path, n, old, new = what
             lines = file_lines(fix, path)
-            if same_code(old, new) or (fix.old_text.get(path) is not None
-                                       and n not in _code_lines(lines, min(lines), max(lines), known_start=True)):
-                counts["one-line: no code change (comment, docstring)"] += 1
+            if (same_code(old, new) and indent(old) == indent(new)) or n in string_lines(fix.old_text.get(path)):
+                same = same_code(old, new) and indent(old) == indent(new)
+                counts["one-line: same code" if same else "one-line: inside a string over several lines"] += 1
                 counts[kind] -= 1
                 continue
             counts["pre-fix file read" if fix.old_text.get(path) is not None else "hunk context only"] += 1
@@ -355,7 +395,7 @@ def measure(fixes: list[Fix], labels: list[str], private: bool, show: int) -> li
     out = [f"  fixes {len(fixes)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
     out.append("  edits per line: " + ", ".join(f"{label} {sum(c) / max(1, len(c)):.1f} over {len(c)} lines"
                                                  for label, c in cost.items()))
-    if cats:
+    if cats and not private:   # a held-out corpus: its totals only, not even the shapes of its fixes
         out.append(f"  one-line fixes not made ({labels[-1]}), by category:")
         for cat, k in cats.most_common():
             out.append(f"    {k:4d}  {cat}")
