@@ -49,6 +49,8 @@ TINY_RUNS: dict[str, TinyRun] = {
     "bench_scope.py": TinyRun(("--against", "HEAD", "--calls", "4", "--rounds", "1"), r"added per scope check"),
     "bench_sweep.py": TinyRun(("--runs", "1", "--pairs", "1", "--skip-subprocess", "--no-warm-up"),
                               r"speed-up 1 -> 2 workers", docker=True),
+    # The home corpus only (no BugsInPy, no clones offline): what the table makes of its reference fixes.
+    "fix_shapes.py": TinyRun(("--corpora", "home"), r"fix shapes measured: home \d+"),
     "gate_corpus.py": TinyRun(("--corpus", "home", "--repeat", "1"), r"all: 0 of \d+ reference fixes with findings"),
     "prompt_size.py": TinyRun(("--sandbox", "local"), r"largest proposal"),
 }
@@ -59,6 +61,7 @@ RUN_ELSEWHERE: dict[str, str] = {
     "search_replay.py": "test_an_observation_replays_the_search_chooser",
     "fit_search.py": "test_an_observation_replays_the_search_chooser",     # fits on the same observation
     "search_without_mutation.py": "bench_mutation.py",                     # its pairs' second chooser
+    "fix_categories.py": "fix_shapes.py",                                  # its classifier of fix shapes
     "mutants.py": "tests/test_mutants.py",                                 # the importer's command line
     "imperfect_model.py": "test_the_imperfect_model_serves_a_reply",
     "import_corpus.py": "test_import_corpus_imports_one_commit",

@@ -1,10 +1,9 @@
 """The one table of one-line edits: every edit the search chooser's catalogue proposes, the mutation
 analysis runs in the sandbox and the mutant generator inverts comes from `line_mutations` here.
 
-Shipped into the sandbox with the mutation analysis (in_sandbox/mutants.py), so: the standard
-library only, Python 3.9 and later, no import of the project (statement_edits.py, its sibling, is
-imported as a package module on the host and as the module `ra_statement_edits` the loader made in
-the sandbox), nothing runs at import.
+Shipped into the sandbox with the mutation analysis (in_sandbox/mutants.py), so: the standard library
+only, Python 3.9 and later, no import of the project (its siblings are package modules on the host,
+`ra_<name>` modules in the sandbox), nothing runs at import.
 """
 from __future__ import annotations
 
@@ -15,11 +14,13 @@ import tokenize
 
 try:
     from . import guard_edits as guards   # for the mutation analysis, which is handed this module
+    from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names, neutral_text, replace_span,
                                   similar_names, single_statement_edits, statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     import ra_guard_edits as guards  # type: ignore[no-redef]
+    from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
     from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names,  # type: ignore[no-redef]
                                     neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
@@ -54,8 +55,8 @@ NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum",
 
 def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (),
                    callables: tuple[str, ...] = (), signatures: dict[str, tuple[str, ...]] | None = None) -> list[Edit]:
-    """(kind, what, new line) for one source line: token-level and AST-level mutations, and the same
-    inside an f-string's replacement fields (`f"{n - 1}"` -> `f"{n + 1}"`).
+    """(kind, what, new line) for one source line: token-level and AST-level mutations, and the same inside
+    an f-string's replacement fields (`f"{n - 1}"` -> `f"{n + 1}"`).
     `goal_numbers`: integers the goal names; a constant may be replaced by one of them.
     `names`: the variables in scope (parameters and locals); a variable read may become another.
     `callables`: the functions the file defines or calls; a call may become one of a similar name.
@@ -168,6 +169,7 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...], names: tuple[str, 
         out += _call_name_swaps(code, toks, callables)
         out += single_statement_edits(code)
         out += scope_edits(code, names, callables, signatures or {})
+        out += condition_edits(code, names)
     return out
 
 
@@ -347,8 +349,7 @@ def _constructs(node: ast.AST) -> bool:
     return name == "cls" or name[:1].isupper()
 
 
-# Names that by convention hold a collection, a text or a function, never a count (Python's own
-# documentation names parameters so: `iterable`, `seq`, `pred`...).
+# Names that by convention hold a collection, a text or a function, never a count (`iterable`, `seq`, `pred`...).
 NOT_A_NUMBER = re.compile(r"^(?:iterables?|it|seq|sequence|items|string|text|data|obj|func|pred|predicate|key|"
                           r"callback|mapping|values|args|kwargs|self|cls|[a-z]+_(?:list|dict|set|iter|func|str))$")
 
@@ -361,9 +362,8 @@ def _is_callable_like(node: ast.AST) -> bool:
         "str", "int", "float", "bool", "len", "list", "dict", "tuple", "set", "repr"))
 
 
-# The order in which the mutation analysis runs a line's edits when its time may run out: the
-# families real one-line fixes take most often first, the broad ones (any variable for any other,
-# a statement removed) last. Families not named here come after these, before `variable`.
+# The order the mutation analysis runs a line's edits in (its time may run out): the families real one-line
+# fixes take most often first, the broad ones last; the families not named here come before `variable`.
 ANALYSIS_ORDER = ("boundary", "comparison", "arithmetic", "boolean", "constant", "slice", "offset", "extreme", "argument",
                   "name", "arguments", "return-value", "swap", "branches", "condition", "normalize", "regex", "scale",
                   "numeral", "sign", "negate", "percent", "call-name", "goal-constant", "more-arguments", "opposite",

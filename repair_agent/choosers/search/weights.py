@@ -64,6 +64,10 @@ class Family(_Named):
     MISSING_CALL = "missing-call"
     RETURN_VARIABLE = "return-variable"
     OPPOSITE = "opposite"
+    # conditions, handlers and loops (in_sandbox/condition_edits.py)
+    CONDITION_GUARD = "condition-guard"
+    EXCEPTION_TYPE = "exception-type"
+    ITERABLE_CALL = "iterable-call"
     # guards (guards.py), edits from the code around a line (context_edits.py), statements the
     # failure says are missing (missing.py), separators (values.py)
     NONE_GUARD = "none-guard"
