@@ -273,5 +273,11 @@ def test_guards_raise_what_the_failing_tests_expected_or_return_the_functions_ne
         "guard `if item.due is None: return False`", "guard `if not item.due: return False`"]
     assert g.guard_edits("    else:\n", ("x",), ctx) == [] and g.guard_edits("        'split')\n", ("x",), ctx) == []
     raising = g.GuardContext("raise KeyError(key)", ())
+    # range checks, only where the guard raises: on the numbers the line reads, bounded by its own integers
+    minute = "    offset = int(tzm) + int(tzh) * 60\n"
+    checks = [w for _, w, _ in g.guard_edits(minute, ("tzm", "tzh"), raising) if "<" in w or ">" in w]
+    assert "guard `if int(tzm) >= 60: raise KeyError(key)`" in checks and "guard `if int(tzh) < 0: raise KeyError(key)`" in checks
+    assert not any("if tzm " in w for w in checks)   # the text itself is no number: its int() is
+    assert not [w for _, w, _ in g.guard_edits(minute, ("tzm", "tzh"), ctx) if "<" in w or ">" in w]
     assert g.guard_edits("    table[key] = value\n", ("table", "key", "value"), raising)[0][2] == (
         "    if key in table:\n        raise KeyError(key)\n    table[key] = value")

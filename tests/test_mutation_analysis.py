@@ -250,12 +250,21 @@ def first_word(text) -> str:
 def head(items):
     first = items[0]
     return first
+
+
+def minutes(text):
+    hours, mins = text.split(":")
+    return int(mins) + int(hours) * 60
+
+
+def repeat(text, times):
+    return text * times
 '''
 
 GUARDED_TESTS = '''\
 import pytest
 
-from calc import DuplicateKey, first_word, head, index
+from calc import DuplicateKey, first_word, head, index, minutes, repeat
 
 
 def test_a_key_given_twice_is_refused():
@@ -286,13 +295,33 @@ def test_no_head():
 
 def test_head():
     assert head([3]) == 3
+
+
+def test_sixty_minutes_is_no_minute():
+    with pytest.raises(ValueError):
+        minutes("1:60")
+
+
+def test_minutes():
+    assert minutes("1:30") == 90 and minutes("0:59") == 59
+
+
+def test_negative_times_are_refused():
+    with pytest.raises(ValueError):
+        repeat("a", -1)
+
+
+def test_repeat():
+    assert repeat("ab", 2) == "abab" and repeat("a", 0) == ""
 '''
 
 
 @pytest.mark.parametrize("target, guard", [
     ("test_a_key_given_twice_is_refused", "        if key in table:\n            raise DuplicateKey('invalid input')\n"),
     ("test_no_word", "    if not words:\n        return ''\n"),
-    ("test_no_head", "    if not items:\n        raise ValueError('invalid input')\n")])
+    ("test_no_head", "    if not items:\n        raise ValueError('invalid input')\n"),
+    ("test_sixty_minutes_is_no_minute", "    if int(mins) >= 60:\n        raise ValueError('invalid input')\n"),
+    ("test_negative_times_are_refused", "    if times < 0:\n        raise ValueError('invalid input')\n")])
 def test_a_missing_guard_is_found_by_the_analysis_and_becomes_a_candidate(tmp_path, target, guard):
     # The attack on a guard is a guard that satisfies the failing test by breaking the others; the
     # analysis checks every guard against the passing tests, so only the one they agree with is clean.
