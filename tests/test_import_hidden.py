@@ -121,11 +121,11 @@ def test_a_run_fixes_what_it_cannot_see_and_never_observes_the_hidden_source(imp
     assert HIDDEN_SOURCE in shown
 
 
-def test_the_cli_runs_and_releases_a_hidden_task(imports, tmp_path):
+def test_the_cli_runs_and_releases_a_hidden_task(imports, tmp_path, baseline_cache):
     """`run` (its early sandbox builds the workspace) and `release --confirm` (re-verified on the tree
     with the hidden tests; the release clone is the chooser's tree + the verified diff)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), "REPAIR_AGENT_RELEASER": "hidden-tester"}
-    runs = tmp_path / "runs"
+    runs = runs_dir_with_cache(tmp_path / "runs", baseline_cache)  # the hidden tree's pristine suite ran once
 
     def cli(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "repair_agent", "--runs-dir", str(runs), *args], cwd=ROOT,

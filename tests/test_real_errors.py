@@ -14,7 +14,7 @@ from pathlib import Path
 import git
 import pytest
 
-from helpers import LOOP, committed_tree
+from helpers import committed_tree
 from rangekit_project import build_rangekit
 
 pytestmark = pytest.mark.docker
@@ -56,14 +56,31 @@ def test_settle_positive():
 def test_label():
     assert label(7) == "#7"
 '''
+# The hang waits between decrements (as a call stuck on I/O does) instead of spinning: the per-test
+# limit cuts it all the same, and its 5 s, in every check that runs it, are not 5 s of a busy core.
+LOOP = '''\
+import time
+
+
+def settle(balance):
+    while balance != 0:      # the bug: a negative balance never reaches 0
+        balance -= 1
+        time.sleep(0.05)
+    return "settled"
+
+
+def label(x):
+    return f"#{x}"
+'''
 LOOP_FIX = '''\
 --- a/src/looper/__init__.py
 +++ b/src/looper/__init__.py
-@@ -1,5 +1,5 @@
+@@ -4,6 +4,6 @@
  def settle(balance):
 -    while balance != 0:      # the bug: a negative balance never reaches 0
 +    while balance > 0:       # the bug: a negative balance never reaches 0
          balance -= 1
+         time.sleep(0.05)
      return "settled"
  
 '''

@@ -25,6 +25,8 @@ from repair_agent.lifecycle.run import execute_run
 from repair_agent.scenarios.scenario import resolve
 from repair_agent.loop.state import StopReason, state_hash
 
+from helpers import runs_dir_with_cache
+
 ROOT = Path(__file__).resolve().parents[1]
 REPO = ROOT / "sandbox_repos/discount_shop"
 TEST_PRICING = "tests/test_pricing.py"
@@ -330,12 +332,13 @@ def _containers_of(client, pid: int) -> list:
 
 
 @pytest.mark.docker
-def test_sigkill_after_each_step_then_resume_ends_like_an_uninterrupted_run(docker_client, sandbox_image, tmp_path):
+def test_sigkill_after_each_step_then_resume_ends_like_an_uninterrupted_run(docker_client, sandbox_image, tmp_path,
+                                                                           baseline_cache):
     """The run is SIGKILLed right after step 1's journal line, and each resume right after the
     next step's line, down to the last step; one more resume then ends the run exactly as an
     uninterrupted run ends. Every step is a kill point, and every resume starts from a killed
     session (the first from a fresh run's, the others from a resumed one's)."""
-    runs = str(tmp_path / "runs")
+    runs = str(runs_dir_with_cache(tmp_path / "runs", baseline_cache))
     fresh = _cli("run", "discount-bug", "--json", "--runs-dir", runs)
     assert fresh.returncode == 0, fresh.stderr
     expected = json.loads(fresh.stdout)

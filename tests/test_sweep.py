@@ -276,7 +276,8 @@ def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docke
     if executor == "ray":
         import_required("ray")
     out = sweep_dir(tmp_path / "sweep", baseline_cache)
-    args = ["sweep", "--scenarios", "discount-bug", "--budgets", "8", "--seeds", "4", "--workers", "2",
+    # Three seeds on two workers: when the first run ends, the second is mid-run and the third starts.
+    args = ["sweep", "--scenarios", "discount-bug", "--budgets", "8", "--seeds", "3", "--workers", "2",
             "--executor", executor, "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     proc = subprocess.Popen([sys.executable, "-m", "repair_agent", *args], stdout=subprocess.PIPE,
@@ -299,7 +300,7 @@ def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docke
     text = results.read_text()
     assert text.endswith("\n")
     first = [json.loads(line) for line in text.splitlines()]
-    assert 1 <= len(first) < 4
+    assert 1 <= len(first) < 3
     assert all(r["status"] == "awaiting_release_confirmation" for r in first)  # no interrupted run counted
     # Runs were cut mid-way (their run dirs exist without a results line) and cleaned up anyway.
     assert len(list((out / "runs").glob("2*"))) > len(first)
@@ -307,9 +308,9 @@ def test_ctrl_c_leaves_no_container_and_no_torn_line_and_the_sweep_resumes(docke
     resumed = cli(*args, "--json")
     assert resumed.returncode == 0, resumed.stderr
     outcome = json.loads(resumed.stdout)
-    assert outcome["skipped"] == len(first) and outcome["ran"] == 4 - len(first)
+    assert outcome["skipped"] == len(first) and outcome["ran"] == 3 - len(first)
     lines = read_lines(out)
-    assert sorted(r["seed"] for r in lines) == list(range(4))
+    assert sorted(r["seed"] for r in lines) == list(range(3))
     assert all(r["status"] == "awaiting_release_confirmation" for r in lines)
     assert lines[:len(first)] == first  # finished lines are kept as they were
     assert containers_under(docker_client, tmp_path) == []

@@ -84,8 +84,11 @@ def check_scenario(scenario: Scenario, state_dir: Path, *, backend: Backend | st
 
     with contextlib.ExitStack() as verifiers:  # each closed at the end: no pooled container outlives the check
         def verifier(spec, name: str) -> Verifier:
+            # A pool of one: its checks come one after another, so a second container made ahead
+            # would only be removed unused at the end (a third more containers for nothing).
             return verifiers.enter_context(Verifier(spec, scenario.repo, Path(state_dir) / name, backend=checks_on,
-                                                    client=client, image=image, **scenario.verifier_inputs()))
+                                                    client=client, image=image, pool_size=1,
+                                                    **scenario.verifier_inputs()))
 
         if scenario.environment is not None:
             from ..sandbox.environment import EnvironmentBuildError
