@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import re
 import tokenize
 from typing import Any
@@ -258,12 +259,8 @@ def _tokens(line: str) -> list[str]:
 
 def _token_category(old: str, new: str) -> str:
     a, b = _tokens(old), _tokens(new)
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    j = 0
-    while j < min(len(a), len(b)) - i and a[-1 - j] == b[-1 - j]:
-        j += 1
+    i = len(os.path.commonprefix([a, b]))   # the tokens both share at the start, then at the end
+    j = len(os.path.commonprefix([a[i:][::-1], b[i:][::-1]]))
     ma, mb = a[i:len(a) - j], b[i:len(b) - j]
     if len(ma) == 1 and len(mb) == 1:
         x, y = ma[0], mb[0]
