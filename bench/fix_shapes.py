@@ -26,15 +26,15 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib
-import io
 import re
 import subprocess
 import sys
 import tempfile
-import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
+
+from unidiff import PatchSet, UnidiffParseError
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -42,10 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fix_categories import category, same_code  # noqa: E402
 
-from repair_agent.choosers.search.source import Function, _code_lines, _numbers_in, functions_in, scope_names  # noqa: E402
+from repair_agent.choosers.search.source import (Function, _code_lines, _numbers_in, functions_in,  # noqa: E402
+                                                  scope_names, string_lines)
 
 COMMENT_OR_BLANK = re.compile(r"^\s*(#.*)?$")
-HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
 @dataclass
@@ -65,26 +65,14 @@ class Fix:
 
 
 def parse_diff(text: str) -> list[FilePatch]:
-    out: list[FilePatch] = []
-    cur: FilePatch | None = None
-    hunk: list[tuple[str, str]] | None = None
-    for raw in text.splitlines():
-        if raw.startswith("--- "):
-            hunk = None
-            continue
-        if raw.startswith("+++ "):
-            path = raw[4:].split("\t")[0].strip()
-            cur = FilePatch(path[2:] if path.startswith("b/") else path)
-            out.append(cur)
-            continue
-        m = HUNK.match(raw)
-        if m and cur is not None:
-            hunk = []
-            cur.hunks.append((int(m.group(1)), hunk))
-            continue
-        if hunk is not None and raw[:1] in (" ", "-", "+", ""):
-            hunk.append((raw[:1] or " ", raw[1:]))
-    return out
+    """The patch's files and hunks (unidiff); none when it does not parse."""
+    try:
+        patch = PatchSet(text)
+    except UnidiffParseError:
+        return []
+    return [FilePatch(pf.path, [(h.source_start, [(line.line_type, line.value.rstrip("\n")) for line in h
+                                                  if line.line_type in (" ", "-", "+")]) for h in pf])
+            for pf in patch]
 
 
 def is_test(path: str) -> bool:
@@ -192,19 +180,12 @@ def load_ops(rev: str | None) -> Any:
     return importlib.import_module(pkg + ".operators")
 
 
-def string_lines(text: str | None) -> set[int]:
-    """The lines inside a string literal over several lines (a docstring, a verbose pattern), by the
-    tokenizer (a scan for triple quotes loses count where code mentions them, as black does)."""
-    out: set[int] = set()
+def strings_of(text: str | None) -> set[int]:
+    """The lines of the pre-fix file inside a string literal (source.string_lines, by the tokenizer: a
+    scan for triple quotes loses count where code mentions them, as black does)."""
     if text is None:
-        return out
-    try:
-        for t in tokenize.generate_tokens(io.StringIO(text).readline):
-            if t.type == tokenize.STRING and t.end[0] > t.start[0]:
-                out.update(range(t.start[0] + 1, t.end[0] + 1))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass
-    return out
+        return set()
+    return string_lines({n: line for n, line in enumerate(text.splitlines(keepends=True), 1)}) or set()
 
 
 def indent(line: str) -> str:
@@ -351,9 +332,9 @@ def measure(fixes: list[Fix], labels: list[str], private: bool, show: int) -> li
         if kind == "one-line":
             path, n, old, new = what
             lines = file_lines(fix, path)
-            if (same_code(old, new) and indent(old) == indent(new)) or n in string_lines(fix.old_text.get(path)):
+            if (same_code(old, new) and indent(old) == indent(new)) or n in strings_of(fix.old_text.get(path)):
                 same = same_code(old, new) and indent(old) == indent(new)
-                counts["one-line: same code" if same else "one-line: inside a string over several lines"] += 1
+                counts["one-line: same code" if same else "one-line: inside a string (a docstring, a text over several lines)"] += 1
                 counts[kind] -= 1
                 continue
             counts["pre-fix file read" if fix.old_text.get(path) is not None else "hunk context only"] += 1
@@ -385,7 +366,7 @@ def measure(fixes: list[Fix], labels: list[str], private: bool, show: int) -> li
             if is_test(fp.path) or (fix.corpus in ("bugsinpy", "mined") and kind != "one-line"):
                 continue
             lines = file_lines(fix, fp.path)
-            numbers = _code_lines(lines, min(lines), max(lines), known_start=True) if lines else set()
+            numbers = _code_lines(lines, min(lines), max(lines), known_start=True, strings=string_lines(lines)) if lines else set()
             todo = [what[1]] if fix.corpus in ("bugsinpy", "mined") else sorted(numbers)
             for n in todo:
                 if n in lines and lines[n].strip() and not lines[n].strip().startswith("#"):

@@ -221,13 +221,14 @@ def test_a_window_that_starts_inside_a_docstring_mutates_no_prose():
 def test_code_that_names_a_triple_quote_is_still_code():
     """A whole file is read by the tokenizer: `'\"\"\"'` in code opens no string, and a string over
     several lines that a statement assigns leaves that statement's line code."""
-    from repair_agent.choosers.search.source import _code_lines
+    from repair_agent.choosers.search.source import _code_lines, string_lines
 
     source = ['def unquote(text):\n', '    """Drop a docstring\'s quotes."""\n', "    if text.startswith('\"\"\"'):\n",
               '        return text[3:]\n', '    return text[1:]\n', '\n', 'HELP = """one\n', 'two"""\n',
               'def after():\n', '    return 1\n']
     lines = {i + 1: t for i, t in enumerate(source)}
-    assert _code_lines(lines, 1, 10, known_start=True) == {1, 3, 4, 5, 6, 7, 9, 10}
+    assert _code_lines(lines, 1, 10, known_start=True, strings=string_lines(lines)) == {1, 3, 4, 5, 6, 7, 9, 10}
+    assert 4 not in _code_lines(lines, 1, 10, known_start=True)   # counting quotes loses the count there
 
 
 def _edits(line: str) -> dict[str, str]:

@@ -122,13 +122,12 @@ NUMBER_OF = ("int", "float", "len")
 MAX_BOUNDS = 2
 
 
-def bound_conditions(top: ast.AST, names: Sequence[str], stored: set) -> List[str]:
+def bound_conditions(top: ast.AST, variables: Sequence[str]) -> List[str]:
     """A range check a raising guard makes on the numbers the line reads (input validation, the most
     common raising guard): `E < 0`, `E <= 0`, and `E >= K` for an integer K of the line (a limit,
-    a radix: `m + h * 60` bounds `m` by 60). E: a variable of the scope, or int()/float()/len() of
-    one (then not the variable itself, which is text or a collection)."""
+    a radix: `m + h * 60` bounds `m` by 60). E: one of `variables` (the scope's the line reads), or
+    int()/float()/len() of one (then not the variable itself, which is text or a collection)."""
     converted: List[str] = []
-    plain: List[str] = []
     wrapped = set()
     for node in ast.walk(top):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in NUMBER_OF \
@@ -137,10 +136,7 @@ def bound_conditions(top: ast.AST, names: Sequence[str], stored: set) -> List[st
             wrapped.add(ast.unparse(node.args[0]))
             if text not in converted:
                 converted.append(text)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names \
-                and node.id not in stored and node.id not in plain:
-            plain.append(node.id)
-    exprs = (converted + [x for x in plain if x not in wrapped])[:MAX_EXPRESSIONS]
+    exprs = (converted + [x for x in variables if x not in wrapped])[:MAX_EXPRESSIONS]
     bounds = sorted({n.value for n in ast.walk(top) if isinstance(n, ast.Constant) and type(n.value) is int
                      and n.value >= 2})[:MAX_BOUNDS]
     return [c for x in exprs for c in ["%s < 0" % x, "%s <= 0" % x] + ["%s >= %d" % (x, k) for k in bounds]]
@@ -179,7 +175,7 @@ def guard_edits(line: str, names: Sequence[str], ctx: GuardContext) -> List[Edit
         if re.fullmatch(r"[\w.]+", table) and re.fullmatch(r"[\w.]+", key):
             conditions.insert(0, "%s in %s" % (key, table))
     if ctx.raise_stmt is not None:
-        conditions += bound_conditions(top, names, stored)
+        conditions += bound_conditions(top, [x for x in exprs if "." not in x])
     bodies = [ctx.raise_stmt] if ctx.raise_stmt is not None else ["return %s" % r for r in ctx.returns]
     indent = code[:len(code) - len(code.lstrip())]
     out: List[Edit] = []

@@ -111,8 +111,7 @@ TRIPLE_QUOTED = re.compile(r'[rRbBuUfF]{0,2}("""|\'\'\')')
 def string_lines(lines: dict[int, str]) -> set[int] | None:
     """The lines of a whole file (lines 1..n) that a string over several lines holds (all of it when
     the string opens its line, a docstring; else the lines after the one it opens on), and one-line
-    docstrings. None when
-    `lines` is not a whole file the tokenizer reads."""
+    docstrings. None when `lines` is not a whole file the tokenizer reads."""
     if not lines or len(lines) != max(lines) or min(lines) != 1:
         return None
     text = "".join(t if t.endswith("\n") else t + "\n" for _, t in sorted(lines.items()))
@@ -132,10 +131,9 @@ def string_lines(lines: dict[int, str]) -> set[int] | None:
 def _code_lines(lines: dict[int, str], lo: int, hi: int, known_start: bool,
                 strings: set[int] | None = None) -> set[int]:
     """Line numbers in [lo, hi] that are code, not inside a triple-quoted string. `strings`: the
-    whole file's string lines (`string_lines`; read here when not given), exact. Without a whole file,
+    whole file's string lines (`string_lines`, read once per file by the caller), exact. Without them,
     triple quotes are counted from `lo`: from a `def` line the string state is known; from an
     arbitrary window start it is assumed to be code."""
-    strings = strings if strings is not None else string_lines(lines)
     if strings is not None:
         return {n for n in range(lo, hi + 1) if n in lines and n not in strings
                 and not lines[n].strip().startswith(">>>")}
