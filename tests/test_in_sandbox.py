@@ -266,6 +266,15 @@ def test_guards_raise_what_the_failing_tests_expected_or_return_the_functions_ne
     assert g.raise_statement("ParseError", lines) == "raise ParseError(path, n, 'x')"   # built as the file builds it
     assert g.raise_statement("ValueError", lines) == "raise ValueError('invalid input')"
     assert g.raise_statement("Unheard", lines) is None   # a name the file cannot raise
+    # the message the tests ask for, when it is plain text: the guard's exception carries it
+    assert g.expected_message(['    with pytest.raises(ValueError, match="timezone minute"):\n']) == "timezone minute"
+    assert g.expected_message(["        self.assertRaisesRegex(KeyError, r'dup \\(key\\)', f)\n"]) == "dup (key)"
+    assert g.expected_message(['pytest.raises(ValueError, match=r"^bad .*")']) is None   # a real pattern
+    assert g.expected_message(['match="one"', 'match="two"']) is None and g.expected_message(["pytest.raises(E)"]) is None
+    said = ["    raise ValueError('Datetime not a date')\n"]
+    assert g.raise_statement("ValueError", said, "timezone minute") == "raise ValueError('timezone minute')"
+    # built with more than a message: as the file builds it
+    assert g.raise_statement("ParseError", lines, "bad") == "raise ParseError(path, n, 'x')"
     assert g.neutral_returns(["def f(x) -> bool:\n", "    return x\n"]) == ("False", "None")
     assert g.neutral_returns(["def f(x):\n", "    if x:\n", "        return []\n", "    return x\n"]) == ("[]", "None")
     ctx = g.GuardContext(None, ("False",))

@@ -340,6 +340,46 @@ def test_a_missing_guard_is_found_by_the_analysis_and_becomes_a_candidate(tmp_pa
     assert (Rule.MUTANT_CLEAN_FIX, 1.0) in mutation_features(made[0], f)
 
 
+def test_guards_whose_condition_held_just_where_the_tests_need_it_run_first(tmp_path, monkeypatch):
+    # One traced run evaluates every guard's condition at its line before any guard runs: `int(mins) >= 60`
+    # holds in the failing test and in no passing one, so with one mutant allowed it is the one run (the
+    # first edit of each line would run first otherwise); a guard whose condition never held where the
+    # failing test ran its line cannot change it, and is not run at all.
+    monkeypatch.setattr(mutation, "MAX_MUTANTS", 1)
+    sandbox = calc_sandbox(tmp_path, GUARDED, GUARDED_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_sixty_minutes_is_no_minute",), ("src/**",), mutate=True).mutation
+    assert m is not None and m.tried == 1 and m.guards_first == 1 and m.guards_dropped > 0 and m.conditions_s > 0
+    assert [f.what for f in m.fixes if f.clean] == ["guard `if int(mins) >= 60: raise ValueError('invalid input')`"]
+
+
+def test_the_condition_trace_records_where_a_condition_held_and_never_consumes_an_iterator():
+    import os
+    import sys
+
+    from repair_agent.in_sandbox.mutants import ConditionTrace
+
+    def lookup(key, table):
+        return key in table
+
+    line = lookup.__code__.co_firstlineno + 1
+    here = os.path.realpath(lookup.__code__.co_filename)
+    keys = [("f.py", line, cond) for cond in ("key in table", "key > 2", "key.missing")]
+    traced = ConditionTrace({here: {line: [(k, compile(k[2], "<guard>", "eval")) for k in keys]}})
+    stream = iter([1, 2])
+    for test, args in (("t1", (3, [3])), ("t2", (1, [3])), ("t3", (1, stream))):
+        traced.test = test
+        previous = sys.gettrace()
+        sys.settrace(traced.call)
+        try:
+            lookup(*args)
+        finally:
+            sys.settrace(previous)
+    assert traced.reached[("f.py", line)] == {"t1", "t2", "t3"}
+    assert traced.held[keys[0]] == {"t1", "t3"}   # an iterator: unknown, so held
+    assert list(stream) == [2]                    # consumed by `lookup` alone, not by the trace
+    assert traced.held[keys[1]] == {"t1"} and traced.held[keys[2]] == {"t1", "t2", "t3"}   # raising counts as held
+
+
 def test_a_project_that_imports_from_the_working_tree_itself_is_mutated_in_memory(tmp_path):
     # Installed in development mode, a project's tests import its modules from the working tree, not
     # from the copy the analysis runs in: the live functions are still found (once, not once per

@@ -77,6 +77,9 @@ class MutationAnalysis(BaseModel):
     targets_s: float = 0.0    # running the failing targets on the mutants,
     timed_out: int = 0        # of which this many mutants ran into their time limit (a loop)
     check_s: float = 0.0      # running the passing tests on the mutants that fixed every target
+    conditions_s: float = 0.0   # the traced run that evaluates the guards' conditions at their lines
+    guards_first: int = 0     # guards whose condition held in every failing target and no passing test: run first
+    guards_dropped: int = 0   # guards whose condition never held where the failing targets ran their line: not run
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:

@@ -63,6 +63,26 @@ def expected_in_tests(sources: Sequence[str]) -> Optional[str]:
     return found.pop() if len(found) == 1 else None
 
 
+# `pytest.raises(E, match="...")`, `assertRaisesRegex(E, "...")`: the text the exception's message must hold
+EXPECTS_MESSAGE = re.compile(r"""\bmatch\s*=\s*r?(['"])(.+?)\1|\bassertRaisesRegexp?\(\s*[\w.]+\s*,\s*r?(['"])(.+?)\3""")
+REGEX_SYNTAX = re.compile(r"[.^$*+?{}\[\]|()]")
+
+
+def expected_message(sources: Sequence[str]) -> Optional[str]:
+    """The message the failing tests' code asks the expected exception to match, when they ask for one
+    and it is plain text (`match="timezone minute"`; escaped punctuation `\\.` read as itself); None
+    when none, several, or a real pattern."""
+    found = set()
+    for text in sources:
+        for m in EXPECTS_MESSAGE.finditer(text):
+            pattern = m.group(2) if m.group(2) is not None else m.group(4)
+            literal = re.sub(r"\\(\W)", "", pattern)
+            if REGEX_SYNTAX.search(literal) or "\\" in literal:
+                return None
+            found.add(re.sub(r"\\(\W)", r"\1", pattern))
+    return found.pop() if len(found) == 1 else None
+
+
 def raised_instead(messages: Sequence[str]) -> bool:
     """Did a failing test get an exception where it asserted a value, or no exception where it expected
     one (the failures a missing check leaves), rather than a wrong value?"""
@@ -73,11 +93,22 @@ def raised_instead(messages: Sequence[str]) -> bool:
     return False
 
 
-def raise_statement(exc: str, lines: Sequence[str]) -> Optional[str]:
+def raise_statement(exc: str, lines: Sequence[str], message: Optional[str] = None) -> Optional[str]:
     """How the file raises `exc` on one line (its own arguments kept: an exception that takes more than a
     message is built the way the code builds it), or `raise exc("...")` for a builtin or a name the file
-    holds; None when the file could not raise it."""
+    holds; None when the file could not raise it. With the `message` the tests ask for (expected_message),
+    `raise exc(message)` when the file raises `exc` with a message alone, or it is a builtin or a name the
+    file holds."""
     call = re.compile(r"^\s*raise\s+(?:[\w.]+\.)?%s\(" % re.escape(exc))
+    if message is not None:
+        alone = re.compile(r"^\s*raise\s+((?:[\w.]+\.)?%s)\(\s*[rbuf]?(['\"]).*\2\s*\)\s*(#.*)?$" % re.escape(exc))
+        for text in lines:
+            m = alone.match(text.rstrip("\r\n"))
+            if m:
+                return "raise %s(%r)" % (m.group(1), message)
+        known = isinstance(getattr(builtins, exc, None), type) and issubclass(getattr(builtins, exc), BaseException)
+        if known or any(re.search(r"\bclass\s+%s\b" % re.escape(exc), t) for t in lines):
+            return "raise %s(%r)" % (exc, message)
     for text in lines:
         if call.match(text):
             try:
@@ -142,10 +173,10 @@ def bound_conditions(top: ast.AST, variables: Sequence[str]) -> List[str]:
     return [c for x in exprs for c in ["%s < 0" % x, "%s <= 0" % x] + ["%s >= %d" % (x, k) for k in bounds]]
 
 
-def guard_edits(line: str, names: Sequence[str], ctx: GuardContext) -> List[Edit]:
-    """Guards before `line` (one statement, its own text kept after them): `if X is None:` and
-    `if not X:` for the variables and attributes of variables it reads; when the guard raises, also
-    `if K in T:` before a store `T[K] = ...` and range checks (`bound_conditions`)."""
+def guard_conditions(line: str, names: Sequence[str], ctx: GuardContext) -> List[str]:
+    """The conditions of the guards before `line` (one statement): `X is None` and `not X` for the
+    variables and attributes of variables it reads; when the guard raises, also `K in T` before a store
+    `T[K] = ...` and range checks (`bound_conditions`)."""
     code = line.rstrip("\r\n")
     stripped = code.strip()
     if not stripped or stripped.startswith(HEADS_WITHOUT_GUARD):
@@ -176,12 +207,22 @@ def guard_edits(line: str, names: Sequence[str], ctx: GuardContext) -> List[Edit
             conditions.insert(0, "%s in %s" % (key, table))
     if ctx.raise_stmt is not None:
         conditions += bound_conditions(top, [x for x in exprs if "." not in x])
-    bodies = [ctx.raise_stmt] if ctx.raise_stmt is not None else ["return %s" % r for r in ctx.returns]
-    indent = code[:len(code) - len(code.lstrip())]
-    out: List[Edit] = []
-    for cond in conditions:
-        for body in bodies:
-            out.append(("guard", "guard `if %s: %s`" % (cond, body),
-                        "%sif %s:\n%s    %s\n%s" % (indent, cond, indent, body, code)))
-    return out
+    return conditions
 
+
+def guard_bodies(ctx: GuardContext) -> List[str]:
+    """What a guard does when its condition holds: raise what the tests expected, or return a neutral value."""
+    return [ctx.raise_stmt] if ctx.raise_stmt is not None else ["return %s" % r for r in ctx.returns]
+
+
+def guard_edit(line: str, condition: str, body: str) -> Edit:
+    """`if condition: body` before `line` (its own text kept after the guard, at its indentation)."""
+    code = line.rstrip("\r\n")
+    indent = code[:len(code) - len(code.lstrip())]
+    return ("guard", "guard `if %s: %s`" % (condition, body),
+            "%sif %s:\n%s    %s\n%s" % (indent, condition, indent, body, code))
+
+
+def guard_edits(line: str, names: Sequence[str], ctx: GuardContext) -> List[Edit]:
+    """Every guard before `line`: each of its `guard_conditions` with each of the `guard_bodies`."""
+    return [guard_edit(line, cond, body) for cond in guard_conditions(line, names, ctx) for body in guard_bodies(ctx)]

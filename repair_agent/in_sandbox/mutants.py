@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import itertools
 import json
 import os
 import re
@@ -203,11 +204,14 @@ class Analysis:
         # read off the failing targets' first run: the exception they expect, and whether what they got
         # was an exception where a value was due (or none where one was)
         self.expects: Optional[str] = None
+        self.message: Optional[str] = None   # the text the tests ask its message to hold (`match=`)
         self.raised_instead = False
         self.raises: Dict[str, Optional[str]] = {}   # path -> how a guard there raises the expected exception
         self.guard_contexts: Dict[Tuple[str, int, int], Any] = {}   # (path, a function's span) -> its GuardContext
-        self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0}
-        self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0}   # where the time went, so far
+        self.condition_of: Dict[Tuple[str, int, str], str] = {}   # (path, line, a guard's what) -> its condition
+        self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0,
+                                       "guards_first": 0, "guards_dropped": 0}
+        self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
         self.stop_at = 0.0
@@ -343,13 +347,19 @@ class Analysis:
         start, end, _ = min(inner, key=lambda s: s[1] - s[0])
         guards = self.operators.guards
         if path not in self.raises:
-            self.raises[path] = guards.raise_statement(self.expects, self.lines[path]) if self.expects else None
+            self.raises[path] = guards.raise_statement(self.expects, self.lines[path], self.message) if self.expects else None
         ctx = self.guard_contexts.get((path, start, end))
         if ctx is None:
             ctx = self.guard_contexts[(path, start, end)] = guards.GuardContext(
                 self.raises[path], guards.neutral_returns(self.lines[path][start - 1:end]))
         ending = text[len(text.rstrip("\r\n")):] or "\n"
-        return [(new + ending, what, family) for family, what, new in guards.guard_edits(text, tuple(names[:MAX_NAMES]), ctx)]
+        out: List[Mutant] = []
+        for cond in guards.guard_conditions(text, tuple(names[:MAX_NAMES]), ctx):
+            for body in guards.guard_bodies(ctx):
+                family, what, new = guards.guard_edit(text, cond, body)
+                self.condition_of[(path, line, what)] = cond
+                out.append((new + ending, what, family))
+        return out
 
     def judge(self, path: str, line: int, new_text: str, what: str, family: str, got: Dict[str, str],
               check: Callable[[List[str]], Dict[str, str]]) -> None:
@@ -387,7 +397,10 @@ class Analysis:
         out.write("\n" + MARKER + json.dumps(self.result) + "\n")
         out.flush()
 
-    def each_mutant(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[Tuple[str, int, str, str, str, str, str]]:
+    def each_mutant(self, chosen: Sequence[Tuple[str, int]],
+                    trace: Optional[Callable[["ConditionTrace"], None]] = None) -> Iterator[Tuple[str, int, str, str, str, str, str]]:
+        """Every mutant of the chosen lines, in live_first's order, after the guards whose condition
+        held exactly where the tests need it (`trace` runs the tests under a ConditionTrace)."""
         per_line, keys = [], []
         for path, line in chosen:
             try:
@@ -398,13 +411,53 @@ class Analysis:
             self.stats.setdefault((path, line), [0, 0, 0])
             per_line.append([(path, line, m) for m in muts])
             keys.append((path, line))
+        first: List[Tuple[str, int, Mutant]] = []
+        if trace is not None and self.condition_of:
+            first, per_line = self.by_conditions(per_line, trace)
 
         def liveness(i: int) -> Tuple[int, int]:
             tried, changed, _ = self.stats[keys[i]]
             return changed, tried
-        for path, line, (new_text, what, family) in live_first(per_line, liveness):
+        for path, line, (new_text, what, family) in itertools.chain(first, live_first(per_line, liveness)):
             original, lines_of = self.sources[path], self.lines[path]
             yield path, line, original, "".join(lines_of[:line - 1] + [new_text] + lines_of[line:]), new_text, what, family
+
+    def by_conditions(self, per_line: List[List[Tuple[str, int, Mutant]]], trace: Callable[["ConditionTrace"], None]
+                      ) -> Tuple[List[Tuple[str, int, Mutant]], List[List[Tuple[str, int, Mutant]]]]:
+        """The guards to run first, and every line's other mutants. A guard changes what a test does only
+        where its condition holds at its line, so the conditions are evaluated there in one traced run of
+        the tests, before any guard runs (an angelic condition, as in SemFix and Nopol). First: the guards
+        whose condition held in every failing target and in no passing test. Dropped: those whose
+        condition never held where the failing targets reached their line (they cannot change them)."""
+        t0 = time.monotonic()
+        at: Dict[str, Dict[int, List[Tuple[Tuple[str, int, str], Any]]]] = {}
+        for path, line, cond in sorted({(p, n, c) for (p, n, _), c in self.condition_of.items()}):
+            try:
+                code = compile(cond, "<guard>", "eval")
+            except SyntaxError:
+                continue
+            for root in self.run.roots:
+                at.setdefault(os.path.realpath(os.path.join(root, path)), {}).setdefault(line, []).append(((path, line, cond), code))
+        traced = ConditionTrace(at)
+        trace(traced)
+        self.spent["conditions_s"] += time.monotonic() - t0
+        failing = set(self.failing)
+        first: List[Tuple[str, int, Mutant]] = []
+        rest: List[List[Tuple[str, int, Mutant]]] = []
+        for muts in per_line:
+            kept = []
+            for path, line, mut in muts:
+                guard = self.condition_of.get((path, line, mut[1])) if mut[2] == "guard" else None
+                held = traced.held.get((path, line, guard), set()) if guard is not None else set()
+                if guard is not None and failing and held >= failing and "" not in held:
+                    first.append((path, line, mut))
+                elif guard is not None and traced.reached.get((path, line)) and not held & failing:
+                    self.result["guards_dropped"] += 1
+                else:
+                    kept.append((path, line, mut))
+            rest.append(kept)
+        self.result["guards_first"] = len(first)
+        return first, rest
 
     def compiled(self, path: str, mutated: str) -> Any:
         """The mutated module compiled (once: it then goes into swap()), None when it does not compile.
@@ -468,12 +521,24 @@ class Analysis:
                 analysis.result["baseline_s"] = round(time.monotonic() - t0, 3)
                 messages = [analysis.baseline.get(t, "") for t in analysis.failing]
                 guards = analysis.operators.guards
-                analysis.expects = guards.expected_exception(messages) or guards.expected_in_tests(
-                    [test_source(items.get(t)) for t in analysis.failing])
+                sources = [test_source(items.get(t)) for t in analysis.failing]
+                analysis.expects = guards.expected_exception(messages) or guards.expected_in_tests(sources)
+                analysis.message = guards.expected_message(sources)
                 analysis.raised_instead = guards.raised_instead(messages)
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
-                for path, line, original, mutated, new_text, what, family in analysis.each_mutant(chosen):
+                def trace(traced: ConditionTrace) -> None:
+                    # each failing target alone (the conditions must hold in every one), the passing tests together
+                    for test in analysis.failing + [""]:
+                        traced.test = test
+                        previous = sys.gettrace()
+                        sys.settrace(traced.call)
+                        try:
+                            run_items([test] if test else analysis.passing, m["per_mutant_s"] * 5)
+                        finally:
+                            sys.settrace(previous)
+
+                for path, line, original, mutated, new_text, what, family in analysis.each_mutant(chosen, trace):
                     if analysis.out_of_budget():
                         continue
                     code = analysis.compiled(path, mutated)
@@ -522,6 +587,47 @@ class Analysis:
                 with open(os.path.join(self.root, path), "w", encoding="utf-8") as fh:
                     fh.write(original)
         return self.result
+
+
+class ConditionTrace:
+    """A tracer (sys.settrace) that evaluates guard conditions at their lines while tests run: `at`
+    maps a file's real path to its lines and each line's (key, compiled condition). `held[key]`: the
+    tests (`test`, set by the caller; '' for the passing ones) in which the condition held, or raised,
+    at least once; `reached[(path, line)]`: the tests that ran the line."""
+
+    def __init__(self, at: Dict[str, Dict[int, List[Tuple[Tuple[str, int, str], Any]]]]) -> None:
+        self.at = at
+        self.files: Dict[str, Optional[Dict[int, List[Tuple[Tuple[str, int, str], Any]]]]] = {}
+        self.held: Dict[Tuple[str, int, str], Set[str]] = {}
+        self.reached: Dict[Tuple[str, int], Set[str]] = {}
+        self.test = ""
+
+    def call(self, frame: Any, event: str, arg: Any) -> Any:
+        name = frame.f_code.co_filename
+        if name not in self.files:
+            self.files[name] = None if name.startswith("<") else self.at.get(os.path.realpath(name))
+        lines = self.files[name]
+        if lines is None:
+            return None
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line" and frame.f_lineno in lines:
+                self.visit(frame, lines[frame.f_lineno])
+            return local
+        return local
+
+    def visit(self, frame: Any, conditions: List[Tuple[Tuple[str, int, str], Any]]) -> None:
+        for key, code in conditions:
+            self.reached.setdefault(key[:2], set()).add(self.test)
+            try:
+                # `K in T` on an iterator would consume it: unknown, so counted as holding everywhere
+                table = key[2].rpartition(" in ")[2] if " in " in key[2] else None
+                held = (table is not None and hasattr(eval(table, frame.f_globals, frame.f_locals), "__next__")) \
+                    or bool(eval(code, frame.f_globals, frame.f_locals))
+            except Exception:
+                held = True   # evaluating it raises: so would the guard, which changes what the test does
+            if held:
+                self.held.setdefault(key, set()).add(self.test)
 
 
 def main(run: SpectrumRun, ochiai: Callable[..., Any], operators: Any) -> None:
