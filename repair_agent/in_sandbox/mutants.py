@@ -528,13 +528,19 @@ class Analysis:
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
                 def trace(traced: ConditionTrace) -> None:
-                    # each failing target alone (the conditions must hold in every one), the passing tests together
-                    for test in analysis.failing + [""]:
-                        traced.test = test
+                    # each failing target alone (the conditions must hold in every one), then together the
+                    # passing tests that ran a guarded line in the spectrum's run (the others cannot tell),
+                    # in at most a twentieth of the analysis's time
+                    guarded = {(p, n) for p, n, _ in analysis.condition_of}
+                    passing = [t for t in analysis.passing if guarded & analysis.run.hits.get(t, set())]
+                    runs = [([t], t, m["per_mutant_s"] * 5) for t in analysis.failing]
+                    runs += [(passing, "", max(0.25, 0.05 * m["budget_s"]))] if passing else []
+                    for tests, label, limit in runs:
+                        traced.test = label
                         previous = sys.gettrace()
                         sys.settrace(traced.call)
                         try:
-                            run_items([test] if test else analysis.passing, m["per_mutant_s"] * 5)
+                            run_items(tests, limit)
                         finally:
                             sys.settrace(previous)
 
