@@ -273,6 +273,9 @@ def test_guards_raise_what_the_failing_tests_expected_or_return_the_functions_ne
     assert g.expected_message(['match="one"', 'match="two"']) is None and g.expected_message(["pytest.raises(E)"]) is None
     said = ["    raise ValueError('Datetime not a date')\n"]
     assert g.raise_statement("ValueError", said, "timezone minute") == "raise ValueError('timezone minute')"
+    # a message the file already raises: its check is there, a new guard would only copy it
+    said.append("        raise ValueError('bad timezone minute')\n")
+    assert g.raise_statement("ValueError", said, "timezone minute") == "raise ValueError('Datetime not a date')"
     # built with more than a message: as the file builds it
     assert g.raise_statement("ParseError", lines, "bad") == "raise ParseError(path, n, 'x')"
     assert g.neutral_returns(["def f(x) -> bool:\n", "    return x\n"]) == ("False", "None")

@@ -98,9 +98,10 @@ def raise_statement(exc: str, lines: Sequence[str], message: Optional[str] = Non
     message is built the way the code builds it), or `raise exc("...")` for a builtin or a name the file
     holds; None when the file could not raise it. With the `message` the tests ask for (expected_message),
     `raise exc(message)` when the file raises `exc` with a message alone, or it is a builtin or a name the
-    file holds."""
+    file holds; not when the file already says the message (its raise is there: the fault is more likely
+    in the condition before it than in a missing guard)."""
     call = re.compile(r"^\s*raise\s+(?:[\w.]+\.)?%s\(" % re.escape(exc))
-    if message is not None:
+    if message is not None and not any(message in text for text in lines):
         alone = re.compile(r"^\s*raise\s+((?:[\w.]+\.)?%s)\(\s*[rbuf]?(['\"]).*\2\s*\)\s*(#.*)?$" % re.escape(exc))
         for text in lines:
             m = alone.match(text.rstrip("\r\n"))
