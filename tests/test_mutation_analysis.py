@@ -364,7 +364,9 @@ def test_the_condition_trace_records_where_a_condition_held_and_never_consumes_a
     line = lookup.__code__.co_firstlineno + 1
     here = os.path.realpath(lookup.__code__.co_filename)
     keys = [("f.py", line, cond) for cond in ("key in table", "key > 2", "key.missing")]
-    traced = ConditionTrace({here: {line: [(k, compile(k[2], "<guard>", "eval")) for k in keys]}})
+    table = compile("table", "<guard>", "eval")
+    traced = ConditionTrace({here: {line: [(k, compile(k[2], "<guard>", "eval"), table if " in " in k[2] else None)
+                                           for k in keys]}})
     stream = iter([1, 2])
     for test, args in (("t1", (3, [3])), ("t2", (1, [3])), ("t3", (1, stream))):
         traced.test = test

@@ -97,18 +97,18 @@ def raise_statement(exc: str, lines: Sequence[str], message: Optional[str] = Non
     """How the file raises `exc` on one line (its own arguments kept: an exception that takes more than a
     message is built the way the code builds it), or `raise exc("...")` for a builtin or a name the file
     holds; None when the file could not raise it. With the `message` the tests ask for (expected_message),
-    `raise exc(message)` when the file raises `exc` with a message alone, or it is a builtin or a name the
-    file holds; not when the file already says the message (its raise is there: the fault is more likely
+    `raise exc(message)` when the file raises `exc` with a message alone, or it is a builtin or a class the
+    file defines; not when the file already says the message (its raise is there: the fault is more likely
     in the condition before it than in a missing guard)."""
     call = re.compile(r"^\s*raise\s+(?:[\w.]+\.)?%s\(" % re.escape(exc))
+    builtin = isinstance(getattr(builtins, exc, None), type) and issubclass(getattr(builtins, exc), BaseException)
     if message is not None and not any(message in text for text in lines):
         alone = re.compile(r"^\s*raise\s+((?:[\w.]+\.)?%s)\(\s*[rbuf]?(['\"]).*\2\s*\)\s*(#.*)?$" % re.escape(exc))
         for text in lines:
             m = alone.match(text.rstrip("\r\n"))
             if m:
                 return "raise %s(%r)" % (m.group(1), message)
-        known = isinstance(getattr(builtins, exc, None), type) and issubclass(getattr(builtins, exc), BaseException)
-        if known or any(re.search(r"\bclass\s+%s\b" % re.escape(exc), t) for t in lines):
+        if builtin or any(re.search(r"\bclass\s+%s\b" % re.escape(exc), t) for t in lines):
             return "raise %s(%r)" % (exc, message)
     for text in lines:
         if call.match(text):
@@ -117,8 +117,7 @@ def raise_statement(exc: str, lines: Sequence[str], message: Optional[str] = Non
             except SyntaxError:
                 continue   # over several lines
             return text.strip()
-    known = isinstance(getattr(builtins, exc, None), type) and issubclass(getattr(builtins, exc), BaseException)
-    if known or any(re.search(r"\b%s\b" % re.escape(exc), t) for t in lines):
+    if builtin or any(re.search(r"\b%s\b" % re.escape(exc), t) for t in lines):
         return "raise %s(%r)" % (exc, "invalid input")
     return None
 

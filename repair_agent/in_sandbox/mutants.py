@@ -430,14 +430,20 @@ class Analysis:
         whose condition held in every failing target and in no passing test. Dropped: those whose
         condition never held where the failing targets reached their line (they cannot change them)."""
         t0 = time.monotonic()
-        at: Dict[str, Dict[int, List[Tuple[Tuple[str, int, str], Any]]]] = {}
+        at: Dict[str, Dict[int, List[Condition]]] = {}
         for path, line, cond in sorted({(p, n, c) for (p, n, _), c in self.condition_of.items()}):
             try:
-                code = compile(cond, "<guard>", "eval")
+                tree = ast.parse(cond, mode="eval")
+                code = compile(tree, "<guard>", "eval")
+                # the container of `K in T`, compiled too: evaluating the test on an iterator would consume it
+                body = tree.body
+                table = (compile(ast.Expression(body.comparators[0]), "<guard>", "eval")
+                         if isinstance(body, ast.Compare) and isinstance(body.ops[0], ast.In) else None)
             except SyntaxError:
                 continue
             for root in self.run.roots:
-                at.setdefault(os.path.realpath(os.path.join(root, path)), {}).setdefault(line, []).append(((path, line, cond), code))
+                at.setdefault(os.path.realpath(os.path.join(root, path)), {}).setdefault(line, []).append(
+                    ((path, line, cond), code, table))
         traced = ConditionTrace(at)
         trace(traced)
         self.spent["conditions_s"] += time.monotonic() - t0
@@ -595,15 +601,19 @@ class Analysis:
         return self.result
 
 
+# (path, line, condition), the condition compiled, the container of a `K in T` condition compiled (or None)
+Condition = Tuple[Tuple[str, int, str], Any, Any]
+
+
 class ConditionTrace:
     """A tracer (sys.settrace) that evaluates guard conditions at their lines while tests run: `at`
-    maps a file's real path to its lines and each line's (key, compiled condition). `held[key]`: the
-    tests (`test`, set by the caller; '' for the passing ones) in which the condition held, or raised,
-    at least once; `reached[(path, line)]`: the tests that ran the line."""
+    maps a file's real path to its lines and each line's Conditions. `held[key]`: the tests (`test`,
+    set by the caller; '' for the passing ones) in which the condition held, or raised, at least once;
+    `reached[(path, line)]`: the tests that ran the line."""
 
-    def __init__(self, at: Dict[str, Dict[int, List[Tuple[Tuple[str, int, str], Any]]]]) -> None:
+    def __init__(self, at: Dict[str, Dict[int, List[Condition]]]) -> None:
         self.at = at
-        self.files: Dict[str, Optional[Dict[int, List[Tuple[Tuple[str, int, str], Any]]]]] = {}
+        self.files: Dict[str, Optional[Dict[int, List[Condition]]]] = {}
         self.held: Dict[Tuple[str, int, str], Set[str]] = {}
         self.reached: Dict[Tuple[str, int], Set[str]] = {}
         self.test = ""
@@ -622,12 +632,11 @@ class ConditionTrace:
             return local
         return local
 
-    def visit(self, frame: Any, conditions: List[Tuple[Tuple[str, int, str], Any]]) -> None:
-        for key, code in conditions:
-            self.reached.setdefault(key[:2], set()).add(self.test)
+    def visit(self, frame: Any, conditions: List[Condition]) -> None:
+        self.reached.setdefault(conditions[0][0][:2], set()).add(self.test)   # one line's conditions
+        for key, code, table in conditions:
             try:
                 # `K in T` on an iterator would consume it: unknown, so counted as holding everywhere
-                table = key[2].rpartition(" in ")[2] if " in " in key[2] else None
                 held = (table is not None and hasattr(eval(table, frame.f_globals, frame.f_locals), "__next__")) \
                     or bool(eval(code, frame.f_globals, frame.f_locals))
             except Exception:
