@@ -94,22 +94,28 @@ def test_the_trap_is_a_trap(tmp_path):
     assert not held.ok and {"friday_to_monday", "same_business_day_is_zero"} <= failed, failed
 
 
-def _one_of_each_kind() -> list:
-    """The first scenario (by name) of every kind, and every hand-off scenario."""
+def _one_of_each_repository() -> list:
+    """The first scenario (by name) of every repository, and every hand-off scenario: every project
+    the corpus is written in, and the check's second path (the fix outside the scope, verified with
+    the scope widened)."""
     chosen: dict[str, object] = {}
     for s in sorted(SCENARIOS.values(), key=lambda s: s.name):
-        if s.kind not in chosen or s.expected == "handoff_requested":
-            chosen.setdefault(s.kind if s.expected != "handoff_requested" else s.name, s)
+        key = s.name if s.expected == "handoff_requested" else (s.source_repo or s.repo).name
+        chosen.setdefault(key, s)
     return list(chosen.values())
 
 
-# Every suite run checks one scenario of each kind (and every hand-off) in the real image, about a
-# third of the corpus; `pytest -m slow_corpus tests/test_corpus.py` checks all of them.
+# Every suite run checks one scenario of each repository and every hand-off in the real image (the
+# verifier's paths; each check costs its containers); `pytest -m slow_corpus tests/test_corpus.py`
+# and `repair-agent check` check all of them, and every sweep of the corpus runs all of them.
 @pytest.mark.docker
 @pytest.mark.corpus
-@pytest.mark.parametrize("which", ["kinds", pytest.param("all", marks=pytest.mark.slow_corpus)])
+@pytest.mark.parametrize("which", ["repositories", pytest.param("all", marks=pytest.mark.slow_corpus)])
 def test_corpus_check_docker(tmp_path, docker_client, sandbox_image, which):
     """The property in the real sandbox image (Debian's pytest 7.2, Python 3.11), as runs see it."""
-    scenarios = _one_of_each_kind() if which == "kinds" else list(SCENARIOS.values())
-    assert which == "all" or len({s.kind for s in scenarios}) == len({s.kind for s in SCENARIOS.values()})
+    scenarios = _one_of_each_repository() if which == "repositories" else list(SCENARIOS.values())
+    repos = {(s.source_repo or s.repo).name for s in SCENARIOS.values()}
+    assert which == "all" or {(s.source_repo or s.repo).name for s in scenarios} == repos
+    assert which == "all" or {s.name for s in scenarios} >= {s.name for s in SCENARIOS.values()
+                                                             if s.expected == "handoff_requested"}
     _check_all(tmp_path, scenarios, backend="docker", client=docker_client, image=sandbox_image)
