@@ -356,17 +356,15 @@ def test_the_condition_trace_records_where_a_condition_held_and_never_consumes_a
     import os
     import sys
 
-    from repair_agent.in_sandbox.mutants import ConditionTrace
+    from repair_agent.in_sandbox.mutants import ConditionTrace, compile_condition
 
     def lookup(key, table):
         return key in table
 
     line = lookup.__code__.co_firstlineno + 1
     here = os.path.realpath(lookup.__code__.co_filename)
-    keys = [("f.py", line, cond) for cond in ("key in table", "key > 2", "key.missing")]
-    table = compile("table", "<guard>", "eval")
-    traced = ConditionTrace({here: {line: [(k, compile(k[2], "<guard>", "eval"), table if " in " in k[2] else None)
-                                           for k in keys]}})
+    keys = [("f.py", line, cond) for cond in ("key in table", "key > 2", "key.missing", "key not in table")]
+    traced = ConditionTrace({here: {line: [(k, *compile_condition(k[2])) for k in keys]}})
     stream = iter([1, 2])
     for test, args in (("t1", (3, [3])), ("t2", (1, [3])), ("t3", (1, stream))):
         traced.test = test
@@ -377,7 +375,7 @@ def test_the_condition_trace_records_where_a_condition_held_and_never_consumes_a
         finally:
             sys.settrace(previous)
     assert traced.reached[("f.py", line)] == {"t1", "t2", "t3"}
-    assert traced.held[keys[0]] == {"t1", "t3"}   # an iterator: unknown, so held
+    assert traced.held[keys[0]] == {"t1", "t3"} and traced.held[keys[3]] == {"t2", "t3"}   # an iterator: unknown, so held
     assert list(stream) == [2]                    # consumed by `lookup` alone, not by the trace
     assert traced.held[keys[1]] == {"t1"} and traced.held[keys[2]] == {"t1", "t2", "t3"}   # raising counts as held
 

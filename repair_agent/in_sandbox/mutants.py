@@ -433,12 +433,7 @@ class Analysis:
         at: Dict[str, Dict[int, List[Condition]]] = {}
         for path, line, cond in sorted({(p, n, c) for (p, n, _), c in self.condition_of.items()}):
             try:
-                tree = ast.parse(cond, mode="eval")
-                code = compile(tree, "<guard>", "eval")
-                # the container of `K in T`, compiled too: evaluating the test on an iterator would consume it
-                body = tree.body
-                table = (compile(ast.Expression(body.comparators[0]), "<guard>", "eval")
-                         if isinstance(body, ast.Compare) and isinstance(body.ops[0], ast.In) else None)
+                code, table = compile_condition(cond)
             except SyntaxError:
                 continue
             for root in self.run.roots:
@@ -601,8 +596,22 @@ class Analysis:
         return self.result
 
 
-# (path, line, condition), the condition compiled, the container of a `K in T` condition compiled (or None)
+# (path, line, condition), then compile_condition's two codes
 Condition = Tuple[Tuple[str, int, str], Any, Any]
+
+
+def compile_condition(cond: str) -> Tuple[Any, Any]:
+    """The condition compiled, and its containers (`T` of `K in T`, `K not in T`) compiled as one tuple,
+    or None: testing membership in an iterator would consume it. Raises SyntaxError."""
+    tree = ast.parse(cond, mode="eval")
+    body = tree.body
+    containers = [right for op, right in zip(body.ops, body.comparators)
+                  if isinstance(op, (ast.In, ast.NotIn))] if isinstance(body, ast.Compare) else []
+    table = None
+    if containers:
+        both = ast.copy_location(ast.Tuple(elts=containers, ctx=ast.Load()), containers[0])
+        table = compile(ast.Expression(both), "<guard>", "eval")
+    return compile(tree, "<guard>", "eval"), table
 
 
 class ConditionTrace:
@@ -637,7 +646,7 @@ class ConditionTrace:
         for key, code, table in conditions:
             try:
                 # `K in T` on an iterator would consume it: unknown, so counted as holding everywhere
-                held = (table is not None and hasattr(eval(table, frame.f_globals, frame.f_locals), "__next__")) \
+                held = (table is not None and any(hasattr(t, "__next__") for t in eval(table, frame.f_globals, frame.f_locals))) \
                     or bool(eval(code, frame.f_globals, frame.f_locals))
             except Exception:
                 held = True   # evaluating it raises: so would the guard, which changes what the test does
