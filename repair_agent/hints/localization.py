@@ -48,7 +48,7 @@ MARKER = spectrum.MARKER
 # on a copy of the working tree) and, when a chooser asks for it, in_sandbox/mutants.py after it.
 SPECTRUM_PROGRAM = in_sandbox.program(("spectrum",), "spectrum.main(sys.argv[1])")
 MUTATION_PROGRAM = in_sandbox.program(("spectrum", "statement_edits", "condition_edits", "scope_edits", "guard_edits",
-                                      "operators", "mutants"),
+                                      "transform_edits", "operators", "mutants"),
                                      "mutants.main(spectrum.main(sys.argv[1]), spectrum.ochiai, operators)")
 
 
@@ -116,7 +116,7 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
         args["mutation"] = mutation.mutation_args([glob_regex(w).pattern for w in writable], timeout_s * 0.85)
         program = MUTATION_PROGRAM
     try:
-        res = sandbox.run([python, "-B", "-c", program, json.dumps(args)], timeout_s=timeout_s,
+        res = sandbox.run([python, "-B", "-c", in_sandbox.packed(program), json.dumps(args)], timeout_s=timeout_s,
                           output_cap=8 * 1024 * 1024)
     except Exception as exc:  # the hint is lost, the step is not
         return Localization(note=f"not run: {type(exc).__name__}: {str(exc)[:200]}",

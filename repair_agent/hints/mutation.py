@@ -46,6 +46,7 @@ class MutantFix(BaseModel):
     of: int                   # failing target tests
     broken: int | None = None   # passing tests it broke, when checked (only mutants that fix every target)
     checked: int = 0          # passing tests it was checked against
+    reached: int | None = None   # a guard or a transform: when the failing targets first ran its line (0: first)
 
     @property
     def clean(self) -> bool:
@@ -80,6 +81,7 @@ class MutationAnalysis(BaseModel):
     conditions_s: float = 0.0   # the traced run that evaluates the guards' conditions at their lines
     guards_first: int = 0     # guards whose condition held in every failing target and no passing test: run first
     guards_dropped: int = 0   # guards whose condition never held where the failing targets ran their line: not run
+    transforms_dropped: int = 0   # transforms of a variable that held no text where the failing targets ran the line
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:

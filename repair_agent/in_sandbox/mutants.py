@@ -173,6 +173,31 @@ def test_source(item: Any) -> str:
     return "\n".join([text] + helpers)
 
 
+QUOTED = re.compile(r"'([^'\n]{1,40})'|\"([^\"\n]{1,40})\"")
+
+
+def example_texts(items: Sequence[Any], sources: Sequence[str], messages: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """What the failing tests hold as text: their parameters and what their failure messages quote;
+    and the code whose literals are their examples: their own and their class's (a test that loops
+    over a table of examples)."""
+    import inspect
+
+    texts: List[str] = []
+    code = list(sources)
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {}) or {}
+        texts += [v for v in params.values() if isinstance(v, str)]
+        cls = getattr(item, "cls", None)
+        if cls is not None:
+            try:
+                code.append(inspect.getsource(cls))
+            except (TypeError, OSError, IndentationError):
+                pass
+    for message in messages:
+        texts += [a or b for a, b in QUOTED.findall(message)]
+    return texts, code
+
+
 def _failure(longrepr: Any) -> str:
     crash = getattr(longrepr, "reprcrash", None)
     return "failed: " + (crash.message if crash is not None else str(longrepr)[-300:])[:300]
@@ -208,9 +233,14 @@ class Analysis:
         self.raised_instead = False
         self.raises: Dict[str, Optional[str]] = {}   # path -> how a guard there raises the expected exception
         self.guard_contexts: Dict[Tuple[str, int, int], Any] = {}   # (path, a function's span) -> its GuardContext
-        self.condition_of: Dict[Tuple[str, int, str], str] = {}   # (path, line, a guard's what) -> its condition
+        self.condition_of: Dict[Tuple[str, int, str], str] = {}   # (path, line, a guard's or a transform's what) -> its condition
+        self.guarded: Set[Tuple[str, int]] = set()   # the lines with a guard before them
+        self.first_reads: Dict[str, Dict[int, List[str]]] = {}   # path -> statement line -> variables it reads first
+        self.markers: Dict[str, List[str]] = {}   # path -> its short text constants (a transform may drop one)
+        self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
+        self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0,
-                                       "guards_first": 0, "guards_dropped": 0}
+                                       "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
@@ -319,6 +349,8 @@ class Analysis:
             self.callables[path] = self.operators.callable_names(numbered)
             self.signatures[path] = self.operators.signatures_of(numbered)
             self.scopes[path], self.defs[path] = functions_of(text)
+            self.first_reads[path] = self.operators.transforms.first_reads(text)
+            self.markers[path] = self.operators.transforms.module_markers(text)
         return self.sources[path]
 
     def mutants(self, path: str, line: int) -> List[Mutant]:
@@ -327,7 +359,7 @@ class Analysis:
         names = variables(self.scopes[path], line)
         muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"], self.signatures[path])
-        guards = self.guards(path, line, text, names)
+        guards = self.guards(path, line, text, names) + self.transforms(path, line, text)
         if self.raised_instead:
             # an exception where a value was expected, or none where one was: a missing check is as
             # likely as a wrong token, so the guards alternate with the line's own edits
@@ -358,6 +390,24 @@ class Analysis:
             for body in guards.guard_bodies(ctx):
                 family, what, new = guards.guard_edit(text, cond, body)
                 self.condition_of[(path, line, what)] = cond
+                self.guarded.add((path, line))
+                out.append((new + ending, what, family))
+        return out
+
+    def transforms(self, path: str, line: int, text: str) -> List[Mutant]:
+        """A text variable transformed before the statement that first reads it (in_sandbox/transform_edits.py):
+        normalized, or changed as the failing tests' examples or the module's markers show. Each is
+        tried only where its variable held a text when the failing targets ran the line (its condition)."""
+        names = [n for n in self.first_reads[path].get(line, ()) if n not in ("self", "cls")]
+        if not names:
+            return []
+        edits = self.operators.transforms
+        calls = list(dict.fromkeys(list(edits.PLAIN) + self.example_calls + edits.constant_transforms(self.markers[path])))
+        ending = text[len(text.rstrip("\r\n")):] or "\n"
+        out: List[Mutant] = []
+        for name in names:
+            for family, what, new in edits.transform_edits(text, [name], calls):
+                self.condition_of[(path, line, what)] = "isinstance(%s, str)" % name
                 out.append((new + ending, what, family))
         return out
 
@@ -372,7 +422,8 @@ class Analysis:
         st[1] += any(got.get(t) != self.baseline.get(t) for t in self.failing)
         if passed:
             fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what, "family": family,
-                   "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0}
+                   "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0,
+                   "reached": self.reach_order.get((path, line)) if family in ("guard", "transform") else None}
             if passed == len(self.failing):
                 st[2] += 1
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
@@ -391,7 +442,7 @@ class Analysis:
         self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2]}
                                 for (p, n), v in self.stats.items()]
         self.result["duration_s"] = round(time.monotonic() - self.started, 3)
-        self.result.update({k: round(v, 3) for k, v in self.spent.items()})
+        self.result.update({k: round(v, 6) for k, v in self.spent.items()})   # a check of a few tiny tests takes under a millisecond
         self.result["finished"] = finished
         out = sys.__stdout__ or sys.stdout   # the real one, also while a test's output is being caught
         out.write("\n" + MARKER + json.dumps(self.result) + "\n")
@@ -441,6 +492,7 @@ class Analysis:
                     ((path, line, cond), code, table))
         traced = ConditionTrace(at)
         trace(traced)
+        self.reach_order = traced.order
         self.spent["conditions_s"] += time.monotonic() - t0
         failing = set(self.failing)
         first: List[Tuple[str, int, Mutant]] = []
@@ -448,12 +500,12 @@ class Analysis:
         for muts in per_line:
             kept = []
             for path, line, mut in muts:
-                guard = self.condition_of.get((path, line, mut[1])) if mut[2] == "guard" else None
+                guard = self.condition_of.get((path, line, mut[1])) if mut[2] in ("guard", "transform") else None
                 held = traced.held.get((path, line, guard), set()) if guard is not None else set()
-                if guard is not None and failing and held >= failing and "" not in held:
+                if mut[2] == "guard" and failing and held >= failing and "" not in held:
                     first.append((path, line, mut))
                 elif guard is not None and traced.reached.get((path, line)) and not held & failing:
-                    self.result["guards_dropped"] += 1
+                    self.result["guards_dropped" if mut[2] == "guard" else "transforms_dropped"] += 1
                 else:
                     kept.append((path, line, mut))
             rest.append(kept)
@@ -526,14 +578,16 @@ class Analysis:
                 analysis.expects = guards.expected_exception(messages) or guards.expected_in_tests(sources)
                 analysis.message = guards.expected_message(sources)
                 analysis.raised_instead = guards.raised_instead(messages)
+                texts, code = example_texts([items.get(t) for t in analysis.failing], sources, messages)
+                edits = analysis.operators.transforms
+                analysis.example_calls = edits.example_transforms(texts + edits.literals_in(code))
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
                 def trace(traced: ConditionTrace) -> None:
                     # each failing target alone (the conditions must hold in every one), then together the
                     # passing tests that ran a guarded line in the spectrum's run (the others cannot tell),
                     # in at most a twentieth of the analysis's time
-                    guarded = {(p, n) for p, n, _ in analysis.condition_of}
-                    passing = [t for t in analysis.passing if guarded & analysis.run.hits.get(t, set())]
+                    passing = [t for t in analysis.passing if analysis.guarded & analysis.run.hits.get(t, set())]
                     runs = [([t], t, m["per_mutant_s"] * 5) for t in analysis.failing]
                     runs += [(passing, "", max(0.25, 0.05 * m["budget_s"]))] if passing else []
                     for tests, label, limit in runs:
@@ -625,6 +679,7 @@ class ConditionTrace:
         self.files: Dict[str, Optional[Dict[int, List[Condition]]]] = {}
         self.held: Dict[Tuple[str, int, str], Set[str]] = {}
         self.reached: Dict[Tuple[str, int], Set[str]] = {}
+        self.order: Dict[Tuple[str, int], int] = {}   # (path, line) -> when a failing test first ran it (0: first)
         self.test = ""
 
     def call(self, frame: Any, event: str, arg: Any) -> Any:
@@ -642,7 +697,10 @@ class ConditionTrace:
         return local
 
     def visit(self, frame: Any, conditions: List[Condition]) -> None:
-        self.reached.setdefault(conditions[0][0][:2], set()).add(self.test)   # one line's conditions
+        at = conditions[0][0][:2]   # one line's conditions
+        self.reached.setdefault(at, set()).add(self.test)
+        if self.test and at not in self.order:
+            self.order[at] = len(self.order)
         for key, code, table in conditions:
             try:
                 # `K in T` on an iterator would consume it: unknown, so counted as holding everywhere

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from ...hints.mutation import MutantFix
 from .catalogue import Candidate
 from .failure import Failure
 from .weights import Rule, active
@@ -26,9 +27,31 @@ def _new_lines(fix_text: str) -> tuple[str, ...]:
 
 def _clean_count(f: Failure) -> int:
     """Clean fixes, the guards before one line counted once (`if x is None` and `if not x` returning
-    the same value are one fix as far as the tests can tell)."""
-    guarded = {(x.path, x.line) for xs in f.mutant_fixes.values() for x in xs if x.clean and x.family == "guard"}
-    return sum(x.clean and x.family != "guard" for xs in f.mutant_fixes.values() for x in xs) + len(guarded)
+    the same value are one fix as far as the tests can tell), and one inserted statement counted once
+    wherever it went (`word = word.removesuffix('_id')` before one line or the next)."""
+    groups: set[tuple[str, ...]] = set()
+    single = 0
+    for xs in f.mutant_fixes.values():
+        for x in xs:
+            if not x.clean:
+                continue
+            if x.family == "guard":
+                groups.add(("guard", x.path, str(x.line)))
+            elif x.family == "transform":
+                groups.add(("transform", x.path, x.text.split("\n", 1)[0].strip()))
+            else:
+                single += 1
+    return single + len(groups)
+
+
+def _first_transform(fx: MutantFix, f: Failure) -> bool:
+    """Is `fx` the clean inserted transform whose line the failing tests ran first? The input is best
+    normalized where it enters (`data = data.removeprefix(BOM)` before parsing, not each line after)."""
+    if fx.family != "transform" or fx.reached is None:
+        return False
+    reached = [x.reached for xs in f.mutant_fixes.values() for x in xs
+               if x.clean and x.family == "transform" and x.reached is not None]
+    return fx.reached == min(reached)
 
 
 def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Candidate]:
@@ -62,7 +85,8 @@ def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
             if _same(_tidy(fx.text), new) or _same(fx.text, new):
                 if fx.clean:
                     crowded = _clean_count(f) > active().max_clean
-                    return line + [(Rule.MUTANT_CROWDED_FIX if crowded else Rule.MUTANT_CLEAN_FIX, 1.0)]
+                    return line + [(Rule.MUTANT_CROWDED_FIX if crowded else Rule.MUTANT_CLEAN_FIX, 1.0)] + (
+                        [(Rule.MUTANT_FIRST_TRANSFORM, 1.0)] if _first_transform(fx, f) else [])
                 return line + ([] if fx.broken else [(Rule.MUTANT_PARTIAL_FIX, fx.fixed / max(1, fx.of))])
         if line:
             return line

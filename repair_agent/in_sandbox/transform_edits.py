@@ -1,0 +1,191 @@
+"""Statements the mutation analysis tries before a variable's first use: `v = v.removesuffix('_id')`,
+`build = build.replace('+', '.')`, `data = data.removeprefix(UTF8_BOM)` (stdlib only, Python 3.9 and
+later, no import of the project: shipped into the sandbox with operators.py).
+
+A forgotten normalization of an input is a common multi-line fix (BugsInPy adds `x = x.astype(...)`,
+`text = text.translate(...)`, `result = result.replace("'", "")`), and no one-token edit makes it.
+What the missing call must do is rarely guessable from the code alone, but the failing tests often
+show it: their examples hold an input and the text it should become (`'0.1.0+2+3+4'` beside
+`'0.1.0+2.3.4'`: a `+` becomes a `.`), and a module may define the marker the input must lose (a
+byte-order mark). `example_transforms` reads such pairs, `constant_transforms` such markers; each
+transform is then tried, like any mutant, before each statement that reads a variable first since
+it was last assigned, and only those the failing and the passing tests agree with survive.
+"""
+from __future__ import annotations
+
+import ast
+import textwrap
+from typing import Dict, Iterable, List, Sequence, Tuple
+
+Edit = Tuple[str, str, str]   # (family, what, the new text: the inserted statement and the line itself)
+
+PLAIN = (".strip()", ".lower()")   # the normalizations that need no argument
+MAX_LITERAL = 40        # longer texts are not examples of one small change
+MAX_LITERALS = 300      # the literals compared pairwise (cheap: string operations only)
+MAX_AFFIX = 4           # a prefix or suffix dropped: at most this long (`_id`, `\ufeff`)
+MAX_FROM_EXAMPLES = 6   # the transforms most pairs of examples agree with
+MAX_CONSTANT = 3        # a module constant a transform may drop: a marker this short (a BOM, a separator)
+MAX_CONSTANTS = 3
+
+
+def literals_in(sources: Iterable[str]) -> List[str]:
+    """The text literals of test code (a test function, its class: the examples it loops over), in order."""
+    out: List[str] = []
+    for text in sources:
+        try:
+            tree = ast.parse(textwrap.dedent(text))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        out += [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return out
+
+
+def example_transforms(literals: Sequence[str]) -> List[str]:
+    """Call suffixes that turn one literal into another, most supported first: a short suffix or prefix
+    dropped (`'employee_id'` and `'Employee'`: `.removesuffix('_id')`, case aside), one character
+    replaced by another wherever the two differ (`'0.1.0+2+3+4'` and `'0.1.0+2.3.4'`:
+    `.replace('+', '.')`), one character removed throughout (`.replace('-', '')`)."""
+    lits = list(dict.fromkeys(s for s in literals if 0 < len(s) <= MAX_LITERAL))[:MAX_LITERALS]
+    votes: Dict[str, int] = {}
+    for a in lits:
+        al = a.lower()
+        for b in lits:
+            if a == b:
+                continue
+            bl = b.lower()
+            extra = len(a) - len(b)
+            if 0 < extra <= MAX_AFFIX and bl:
+                if al.startswith(bl):
+                    _vote(votes, ".removesuffix(%r)" % a[len(b):])
+                if al.endswith(bl):
+                    _vote(votes, ".removeprefix(%r)" % a[:extra])
+                dropped = {ch for ch in a if ch not in b}
+                if len(dropped) == 1:
+                    ch = dropped.pop()
+                    if a.replace(ch, "") == b:
+                        _vote(votes, ".replace(%r, '')" % ch)
+            elif extra == 0:
+                changed = {(x, y) for x, y in zip(a, b) if x != y}
+                if 0 < len(changed) <= 2 and len({x for x, _ in changed}) == len(changed) \
+                        and not any(x.isalnum() or y.isalnum() for x, y in changed):
+                    for x, y in sorted(changed):   # punctuation for punctuation: a separator, not a value
+                        _vote(votes, ".replace(%r, %r)" % (x, y))
+    return [t for t, _ in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_FROM_EXAMPLES]]
+
+
+def _vote(votes: Dict[str, int], call: str) -> None:
+    votes[call] = votes.get(call, 0) + 1
+
+
+def module_markers(source: str) -> List[str]:
+    """The names of the module's short text constants (`UTF8_BOM = "\\ufeff"`, `SEP: Final = "/"`)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    out = []
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+            node.target if isinstance(node, ast.AnnAssign) else None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id.isupper() and isinstance(value, ast.Constant) \
+                and isinstance(value.value, str) and 0 < len(value.value) <= MAX_CONSTANT:
+            out.append(target.id)
+    return out[:MAX_CONSTANTS]
+
+
+def constant_transforms(markers: Sequence[str]) -> List[str]:
+    return [f".{method}({name})" for name in markers for method in ("removeprefix", "removesuffix")]
+
+
+def first_reads(source: str) -> Dict[int, List[str]]:
+    """For each statement (by its first line) of each function of `source`: the variables it is the
+    first to read (a parameter, or a local once assigned), in the order it names them. A transform of
+    such a variable belongs right before that statement: where the input enters, not after the
+    function has worked on it (`word = word.removesuffix('_id')` before the first line that reads
+    `word`; after `word = word.replace('_', ' ')` it would need another suffix)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    out: Dict[int, List[str]] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for line, names in _function_first_reads(fn).items():
+                out.setdefault(line, []).extend(n for n in names if n not in out[line])
+    return out
+
+
+NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+BODIES = ("body", "orelse", "finalbody", "handlers")
+
+
+def _function_first_reads(fn: ast.AST) -> Dict[int, List[str]]:
+    args = fn.args   # type: ignore[attr-defined]
+    params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    statements = sorted(_statements(fn.body), key=lambda s: (s.lineno, s.col_offset))   # type: ignore[attr-defined]
+    assigned = set(params) | {n.id for s in statements for n in _own_names(s) if isinstance(n.ctx, ast.Store)}
+    read = {p: False for p in params}   # a variable absent here has no value yet
+    out: Dict[int, List[str]] = {}
+    for stmt in statements:
+        names = _own_names(stmt)
+        firsts = []
+        for n in names:
+            if isinstance(n.ctx, ast.Load) and n.id in assigned and read.get(n.id) is False and n.id not in firsts:
+                firsts.append(n.id)
+        for n in names:
+            if isinstance(n.ctx, ast.Load) and n.id in read:
+                read[n.id] = True
+        for n in names:
+            if isinstance(n.ctx, ast.Store):
+                read.setdefault(n.id, False)   # a variable is transformed where it is first read, once
+        if firsts:
+            out[stmt.lineno] = firsts
+    return out
+
+
+def _statements(body: Sequence[ast.stmt]) -> Iterable[ast.stmt]:
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, NESTED):
+            continue
+        for field in BODIES:
+            for child in getattr(stmt, field, ()) or ():
+                yield from _statements(child.body if isinstance(child, ast.ExceptHandler) else [child])
+
+
+def _own_names(stmt: ast.stmt) -> List[ast.Name]:
+    """The names a statement itself reads and writes (a compound statement: its header only), in order."""
+    if isinstance(stmt, NESTED):
+        return []
+    parts = [v for k, v in ast.iter_fields(stmt) if k not in BODIES]
+    found: List[ast.Name] = []
+    for part in parts:
+        for node in (part if isinstance(part, list) else [part]):
+            if isinstance(node, ast.AST):
+                found += [n for n in _walk_outside_nested(node) if isinstance(n, ast.Name)]
+    # reads before writes on one line (`word = word.strip()` reads `word`, then assigns it)
+    return sorted(found, key=lambda n: (isinstance(n.ctx, ast.Store), n.lineno, n.col_offset))
+
+
+def _walk_outside_nested(node: ast.AST) -> Iterable[ast.AST]:
+    yield node
+    if isinstance(node, NESTED):
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _walk_outside_nested(child)
+
+
+def transform_edit(line: str, name: str, call: str) -> Edit:
+    """`name = name<call>` before `line`, at its indentation (its own text kept after it)."""
+    code = line.rstrip("\r\n")
+    indent = code[:len(code) - len(code.lstrip())]
+    stmt = f"{name} = {name}{call}"
+    return ("transform", f"insert `{stmt}`", f"{indent}{stmt}\n{code}")
+
+
+def transform_edits(line: str, names: Sequence[str], calls: Sequence[str]) -> List[Edit]:
+    """Every transform of each of `names` (the variables `line` reads first) before `line`."""
+    if line.lstrip().startswith(("elif ", "elif(", "else", "except", "finally", "@", "def ", "async def ", "class ")):
+        return []
+    return [transform_edit(line, name, call) for name in names for call in calls]

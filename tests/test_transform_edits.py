@@ -1,0 +1,150 @@
+"""Inserted transforms (`v = v.removesuffix('_id')`): where they go, what the failing tests' examples
+and the module's markers make of them, and what the mutation analysis and the search chooser do with
+them, on real pytest runs of small repositories in the local sandbox."""
+from __future__ import annotations
+
+from repair_agent.choosers.search import Failure
+from repair_agent.choosers.search.mutants import mutant_candidates, mutation_features
+from repair_agent.choosers.search.weights import Rule
+from repair_agent.hints.localization import localize
+from repair_agent.hints.mutation import MutantFix
+from repair_agent.in_sandbox import transform_edits as T
+
+from helpers import calc_sandbox
+
+
+def test_examples_show_a_dropped_suffix_or_prefix_and_a_replaced_separator():
+    assert T.example_transforms(["employee_id", "Employee"]) == [".removesuffix('_id')"]
+    assert T.example_transforms(["v1.0", "1.0"]) == [".removeprefix('v')", ".replace('v', '')"]
+    # the pairs agree on `+` -> `.`: most supported first
+    got = T.example_transforms(["0.1.0+2+3+4", "0.1.0+2.3.4", "1+2", "1.2", "3+4+5", "3.4.5"])
+    assert got[:2] == [".replace('+', '.')", ".replace('.', '+')"]
+    assert T.example_transforms(["a-b-c", "abc"]) == [".replace('-', '')"]
+    # letters or digits changed: a value, not a separator; too long a tail: not a small change
+    assert T.example_transforms(["abc", "abd", "12", "13"]) == []
+    assert T.example_transforms(["employee_identity", "employee"]) == []
+
+
+def test_literals_come_from_test_code_and_a_class_of_examples():
+    code = '''
+class CoerceCase:
+    examples = {"1.0+2.3": ("1.0+2+3",)}
+
+    def test_it(self):
+        assert f("x") == "y"
+'''
+    assert sorted(T.literals_in([code, "def broken(:"])) == ["1.0+2+3", "1.0+2.3", "x", "y"]
+
+
+def test_a_variable_is_transformed_before_its_first_read_only():
+    source = '''\
+UTF8_BOM = "\\ufeff"
+LONG_TEXT = "not a marker"
+
+
+def humanize(word, sep=" "):
+    """Docstring naming word."""
+    word = word.replace("_", sep)
+    word = word.strip()
+    for part in word.split():
+        print(part)
+    return word
+
+
+def coerce(rest):
+    if rest:
+        build = rest
+    else:
+        build = ""
+    if build:
+        return build
+'''
+    reads = T.first_reads(source)
+    assert reads[7] == ["word", "sep"]   # the docstring names `word` but reads nothing
+    assert 8 not in reads                # after its reassignment `word` is not transformed again
+    assert 9 not in reads                # `for part in word.split()` reads `word` again
+    assert reads[10] == ["part"]
+    assert reads[19] == ["build"]        # assigned in both branches, read after them
+    assert T.module_markers(source) == ["UTF8_BOM"]
+    assert T.constant_transforms(["UTF8_BOM"]) == [".removeprefix(UTF8_BOM)", ".removesuffix(UTF8_BOM)"]
+    edits = T.transform_edits("    word = word.replace('_', sep)\n", ["word"], [".strip()"])
+    assert edits == [("transform", "insert `word = word.strip()`",
+                      "    word = word.strip()\n    word = word.replace('_', sep)")]
+    assert T.transform_edits("    else:\n", ["x"], [".strip()"]) == []
+
+
+NORMALIZED = '''\
+UTF8_BOM = "\\ufeff"
+
+
+def parse(data):
+    rows = []
+    for line in data.splitlines():
+        rows.append(line.split("="))
+    return rows
+
+
+def slug(word):
+    word = word.lower()
+    return word.replace(" ", "-")
+'''
+
+NORMALIZED_TESTS = '''\
+import pytest
+
+from calc import parse, slug
+
+
+def test_bom():
+    assert parse("\\ufeffa=1") == [["a", "1"]]
+
+
+def test_plain():
+    assert parse("a=1\\nb=2") == [["a", "1"], ["b", "2"]]
+
+
+def test_bom_inside_a_value_is_kept():
+    assert parse("a=\\ufeff") == [["a", "\\ufeff"]]
+
+
+@pytest.mark.parametrize("given, expected", [("post_id", "post"), ("my post", "my-post")])
+def test_slug(given, expected):
+    assert slug(given) == expected
+'''
+
+
+def test_the_analysis_inserts_the_transform_the_tests_agree_with_where_the_input_enters(tmp_path):
+    # The attack on an inserted transform is one that turns the failing test green by changing more
+    # than it must: `line.removeprefix(...)` on every line would eat a marker inside a value too. The
+    # passing tests say which is clean; among clean ones the chooser prefers the first the tests reach.
+    sandbox = calc_sandbox(tmp_path / "bom", NORMALIZED, NORMALIZED_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_bom",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    clean = [f for f in m.fixes if f.clean and f.family == "transform"]
+    assert "    data = data.removeprefix(UTF8_BOM)" in [f.text.split("\n")[0] for f in clean]
+    assert m.transforms_dropped > 0   # `rows` is a list where the test runs its line: no text transform
+    # the parameter's transform runs before the loop's: it is the one the chooser puts first
+    lines = {i + 1: t for i, t in enumerate(NORMALIZED.splitlines(keepends=True))}
+    f = Failure(mutant_fixes={(x.path, x.line): [y for y in clean if y.line == x.line] for x in clean})
+    first = [c for c in mutant_candidates("src/calc.py", lines, f)
+             if (Rule.MUTANT_FIRST_TRANSFORM, 1.0) in mutation_features(c, f)]
+    assert [c.new_lines[0] for c in first] == ["    data = data.removeprefix(UTF8_BOM)\n"]
+
+    # a parametrized test's own examples show what the missing call does
+    sandbox = calc_sandbox(tmp_path / "slug", NORMALIZED, NORMALIZED_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_slug[post_id-post]",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    assert "    word = word.removesuffix('_id')" in [f.text.split("\n")[0] for f in m.fixes if f.clean]
+
+
+def test_one_transform_before_several_lines_counts_once_among_clean_fixes():
+    def fix(line, text, family="transform"):
+        return MutantFix(path="m.py", line=line, text=f"    {text}\n    x = x + 1", what=f"insert `{text}`",
+                         family=family, fixed=1, of=1, broken=0, checked=3, reached=line)
+    lines = {n: "    x = x + 1\n" for n in range(1, 8)}
+    same = [fix(n, "w = w.strip()") for n in (2, 3, 4, 5)]
+    f = Failure(mutant_fixes={("m.py", x.line): [x] for x in same})
+    assert len(mutant_candidates("m.py", lines, f)) == 4   # one fix as far as the tests can tell
+    other = [fix(n, f"w = w.removesuffix('{n}')") for n in (2, 3, 4, 5)]
+    f = Failure(mutant_fixes={("m.py", x.line): [x] for x in other})
+    assert mutant_candidates("m.py", lines, f) == []       # four different ones: crowded
