@@ -232,6 +232,18 @@ def test_the_programs_load_the_modules_and_call_their_mains_only():
     assert repr(in_sandbox.source("mutants")) not in localization.SPECTRUM_PROGRAM
 
 
+def test_the_programs_fit_in_one_argument_and_run_as_they_are(tmp_path):
+    import subprocess
+    import sys
+
+    # the kernel refuses an argument over 128 KiB (MAX_ARG_STRLEN); the mutation analysis's modules
+    # together have outgrown it, so the sandbox is handed them compressed
+    assert len(in_sandbox.packed(localization.MUTATION_PROGRAM).encode()) < 128 * 1024
+    text = in_sandbox.packed("import sys\nprint('ran', sys.argv[1:], __name__)\n")
+    out = subprocess.run([sys.executable, "-B", "-c", text, "{}"], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout == "ran ['{}'] __main__\n"
+
+
 def test_the_host_reads_the_markers_the_programs_print():
     assert localization.MARKER == spectrum.MARKER == "@@ra-spectrum@@"
     assert mutation.MARKER == mutants.MARKER == "@@ra-mutants@@"
