@@ -237,6 +237,7 @@ class Analysis:
         self.guarded: Set[Tuple[str, int]] = set()   # the lines with a guard before them
         self.first_reads: Dict[str, Dict[int, List[str]]] = {}   # path -> statement line -> variables it reads first
         self.markers: Dict[str, List[str]] = {}   # path -> its short text constants (a transform may drop one)
+        self.else_sites: Dict[str, Dict[int, Tuple[int, str, List[str]]]] = {}   # path -> last line of an if body -> (if line, indent, arms)
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
         self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0,
@@ -351,6 +352,7 @@ class Analysis:
             self.scopes[path], self.defs[path] = functions_of(text)
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
+            self.else_sites[path] = {end: (at, indent, arms) for at, end, indent, arms in self.operators.branches.else_sites(text)}
         return self.sources[path]
 
     def mutants(self, path: str, line: int) -> List[Mutant]:
@@ -359,7 +361,7 @@ class Analysis:
         names = variables(self.scopes[path], line)
         muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"], self.signatures[path])
-        guards = self.guards(path, line, text, names) + self.transforms(path, line, text)
+        guards = self.guards(path, line, text, names) + self.transforms(path, line, text) + self.branches(path, line, text)
         if self.raised_instead:
             # an exception where a value was expected, or none where one was: a missing check is as
             # likely as a wrong token, so the guards alternate with the line's own edits
@@ -410,6 +412,13 @@ class Analysis:
                 self.condition_of[(path, line, what)] = "isinstance(%s, str)" % name
                 out.append((new + ending, what, family))
         return out
+
+    def branches(self, path: str, line: int, text: str) -> List[Mutant]:
+        """The `else` arms after the `if` body that ends at the line (in_sandbox/branch_edits.py)."""
+        ending = text[len(text.rstrip("\r\n")):] or "\n"
+        _, indent, arms = self.else_sites[path].get(line, (0, "", []))
+        edits = [self.operators.branches.else_edit(text, indent, arm) for arm in arms]
+        return [(new + ending, what, family) for family, what, new in edits]
 
     def judge(self, path: str, line: int, new_text: str, what: str, family: str, got: Dict[str, str],
               check: Callable[[List[str]], Dict[str, str]]) -> None:
@@ -462,6 +471,13 @@ class Analysis:
             self.stats.setdefault((path, line), [0, 0, 0])
             per_line.append([(path, line, m) for m in muts])
             keys.append((path, line))
+            # an `if` that ran and whose body did not (the case the failing tests need has no arm):
+            # the `else` arms after its body, as a line of their own
+            for end, (at, _, _) in self.else_sites[path].items():
+                if at == line and (path, end) not in chosen and (path, end) not in keys:
+                    self.stats.setdefault((path, end), [0, 0, 0])
+                    per_line.append([(path, end, m) for m in self.branches(path, end, self.lines[path][end - 1])])
+                    keys.append((path, end))
         first: List[Tuple[str, int, Mutant]] = []
         if trace is not None and self.condition_of:
             first, per_line = self.by_conditions(per_line, trace)

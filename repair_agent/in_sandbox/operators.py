@@ -13,19 +13,19 @@ import re
 import tokenize
 
 try:
-    from . import guard_edits as guards, transform_edits as transforms   # for the mutation analysis, handed this module
+    from . import branch_edits as branches, guard_edits as guards, transform_edits as transforms   # for the mutation analysis
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names, neutral_text, replace_span,
                                   similar_names, single_statement_edits, statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
-    import ra_guard_edits as guards, ra_transform_edits as transforms  # type: ignore[no-redef]
+    import ra_branch_edits as branches, ra_guard_edits as guards, ra_transform_edits as transforms  # type: ignore[no-redef]
     from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
     from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names,  # type: ignore[no-redef]
                                     neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 
-__all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
+__all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
            "callable_names", "guards", "line_mutations", "neutral_text", "signatures_of", "similar_names", "transforms"]
 
 COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),

@@ -27,7 +27,8 @@ def _new_lines(fix_text: str) -> tuple[str, ...]:
 
 def _clean_count(f: Failure) -> int:
     """Clean fixes, the guards before one line counted once (`if x is None` and `if not x` returning
-    the same value are one fix as far as the tests can tell), and one inserted statement counted once
+    the same value are one fix as far as the tests can tell), so the `else` arms after one line, and
+    one inserted statement counted once
     wherever it went (`word = word.removesuffix('_id')` before one line or the next)."""
     groups: set[tuple[str, ...]] = set()
     single = 0
@@ -35,8 +36,8 @@ def _clean_count(f: Failure) -> int:
         for x in xs:
             if not x.clean:
                 continue
-            if x.family == "guard":
-                groups.add(("guard", x.path, str(x.line)))
+            if x.family in ("guard", "else-branch"):
+                groups.add((x.family, x.path, str(x.line)))
             elif x.family == "transform":
                 groups.add(("transform", x.path, x.text.split("\n", 1)[0].strip()))
             else:
@@ -44,14 +45,19 @@ def _clean_count(f: Failure) -> int:
     return single + len(groups)
 
 
-def _first_transform(fx: MutantFix, f: Failure) -> bool:
-    """Is `fx` the clean inserted transform whose line the failing tests ran first? The input is best
-    normalized where it enters (`data = data.removeprefix(BOM)` before parsing, not each line after)."""
-    if fx.family != "transform" or fx.reached is None:
-        return False
-    reached = [x.reached for xs in f.mutant_fixes.values() for x in xs
-               if x.clean and x.family == "transform" and x.reached is not None]
-    return fx.reached == min(reached)
+def _preferred_insert(fx: MutantFix, f: Failure) -> bool:
+    """Is `fx` the clean inserted statement to try before the others of its kind? A transform: the one
+    whose line the failing tests ran first (the input is best normalized where it enters:
+    `data = data.removeprefix(BOM)` before parsing, not on each line after). An `else` arm: the first
+    the analysis ran at its line (its replacement shares most words with the name it replaces:
+    `left_match` -> `left_default`, not `right_default`)."""
+    if fx.family == "transform" and fx.reached is not None:
+        reached = [x.reached for xs in f.mutant_fixes.values() for x in xs
+                   if x.clean and x.family == "transform" and x.reached is not None]
+        return fx.reached == min(reached)
+    if fx.family == "else-branch":
+        return fx == next(x for x in f.mutant_fixes.get((fx.path, fx.line), ()) if x.clean and x.family == fx.family)
+    return False
 
 
 def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Candidate]:
@@ -86,7 +92,7 @@ def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
                 if fx.clean:
                     crowded = _clean_count(f) > active().max_clean
                     return line + [(Rule.MUTANT_CROWDED_FIX if crowded else Rule.MUTANT_CLEAN_FIX, 1.0)] + (
-                        [(Rule.MUTANT_FIRST_TRANSFORM, 1.0)] if _first_transform(fx, f) else [])
+                        [(Rule.MUTANT_PREFERRED_INSERT, 1.0)] if _preferred_insert(fx, f) else [])
                 return line + ([] if fx.broken else [(Rule.MUTANT_PARTIAL_FIX, fx.fixed / max(1, fx.of))])
         if line:
             return line

@@ -1,6 +1,7 @@
-"""Inserted transforms (`v = v.removesuffix('_id')`): where they go, what the failing tests' examples
-and the module's markers make of them, and what the mutation analysis and the search chooser do with
-them, on real pytest runs of small repositories in the local sandbox."""
+"""Statements the mutation analysis inserts: transforms (`v = v.removesuffix('_id')`) and `else` arms:
+where they go, what the failing tests' examples and the module's markers make of transforms, and
+what the analysis and the search chooser do with them, on real pytest runs of small repositories in
+the local sandbox."""
 from __future__ import annotations
 
 from repair_agent.choosers.search import Failure
@@ -8,7 +9,7 @@ from repair_agent.choosers.search.mutants import mutant_candidates, mutation_fea
 from repair_agent.choosers.search.weights import Rule
 from repair_agent.hints.localization import localize
 from repair_agent.hints.mutation import MutantFix
-from repair_agent.in_sandbox import transform_edits as T
+from repair_agent.in_sandbox import branch_edits as B, transform_edits as T
 
 from helpers import calc_sandbox
 
@@ -127,7 +128,7 @@ def test_the_analysis_inserts_the_transform_the_tests_agree_with_where_the_input
     lines = {i + 1: t for i, t in enumerate(NORMALIZED.splitlines(keepends=True))}
     f = Failure(mutant_fixes={(x.path, x.line): [y for y in clean if y.line == x.line] for x in clean})
     first = [c for c in mutant_candidates("src/calc.py", lines, f)
-             if (Rule.MUTANT_FIRST_TRANSFORM, 1.0) in mutation_features(c, f)]
+             if (Rule.MUTANT_PREFERRED_INSERT, 1.0) in mutation_features(c, f)]
     assert [c.new_lines[0] for c in first] == ["    data = data.removeprefix(UTF8_BOM)\n"]
 
     # a parametrized test's own examples show what the missing call does
@@ -148,3 +149,71 @@ def test_one_transform_before_several_lines_counts_once_among_clean_fixes():
     other = [fix(n, f"w = w.removesuffix('{n}')") for n in (2, 3, 4, 5)]
     f = Failure(mutant_fixes={("m.py", x.line): [x] for x in other})
     assert mutant_candidates("m.py", lines, f) == []       # four different ones: crowded
+
+
+JOIN = '''\
+def join(left, right, left_default=None, right_default=None):
+    index = {}
+    for item in left:
+        index.setdefault(item, []).append(item)
+    for item in right:
+        if item in index:
+            for left_match in index[item]:
+                yield (left_match, item)
+
+
+def first(items, default=None):
+    for item in items:
+        if item:
+            return item
+    return default
+'''
+
+JOIN_TESTS = '''\
+from calc import join, first
+
+
+def test_inner():
+    assert list(join([1, 2], [2])) == [(2, 2)]
+
+
+def test_unmatched_right():
+    assert list(join([1], [3], left_default="-", right_default="+")) == [("-", 3)]
+
+
+def test_first():
+    assert first([0, 5]) == 5
+'''
+
+
+def test_an_else_arm_repeats_the_if_body_with_a_name_from_before_the_if():
+    sites = B.else_sites(JOIN)
+    # the `if` at line 6, whose body ends at line 8: its `yield` with the loop's `left_match` replaced,
+    # the names sharing a word with it first
+    assert [(at, end, indent) for at, end, indent, _ in sites] == [(6, 8, "        ")]
+    arms = sites[0][3]
+    assert arms[:2] == ["yield (left, item)", "yield (left_default, item)"] and "yield (right_default, item)" in arms
+    # (`if item: return item` binds nothing in its body: no arm)
+    edit = B.else_edit("                yield (left_match, item)\n", "        ", "yield (left_default, item)")
+    assert edit == ("else-branch", "add `else: yield (left_default, item)`",
+                    "                yield (left_match, item)\n        else:\n            yield (left_default, item)")
+
+
+def test_the_analysis_finds_the_missing_else_and_the_chooser_prefers_the_closest_name(tmp_path):
+    # The attack on an added arm is one that makes the failing test green with any value: here both
+    # defaults are strings, so only the one the test expects passes; where two pass, the arm whose
+    # name shares a word with the replaced one is tried first.
+    sandbox = calc_sandbox(tmp_path, JOIN, JOIN_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_unmatched_right",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    clean = [f for f in m.fixes if f.clean]
+    assert [f.what for f in clean] == ["add `else: yield (left_default, item)`"]
+    assert [f.line for f in clean] == [8]   # after the body the failing test never ran (its `if` did)
+    both = [MutantFix(path="src/calc.py", line=8, text=f"x\n        else:\n            yield ({n}, item)",
+                      what=f"add `else: yield ({n}, item)`", family="else-branch", fixed=1, of=1, broken=0, checked=2)
+            for n in ("left_default", "right_default")]
+    f = Failure(mutant_fixes={("src/calc.py", 8): both})
+    lines = {i + 1: t for i, t in enumerate(JOIN.splitlines(keepends=True))}
+    made = mutant_candidates("src/calc.py", lines, f)
+    preferred = [c.new_lines[-1] for c in made if (Rule.MUTANT_PREFERRED_INSERT, 1.0) in mutation_features(c, f)]
+    assert preferred == ["            yield (left_default, item)\n"]
