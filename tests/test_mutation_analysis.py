@@ -428,3 +428,59 @@ def test_the_analysis_says_where_its_time_went_and_compiles_no_mutant_it_will_no
     m = localize(calc_sandbox(tmp_path / "none"), ("tests/test_calc.py::test_clamp_high",), ("src/**",),
                  mutate=True).mutation
     assert m is not None and m.tried == 0 and m.cut > 10 and m.compile_s == 0
+
+
+SCALED = '''\
+def scale(x, factor):
+    return x * factor
+
+
+def price(qty):
+    return scale(qty, 3)
+'''
+
+SCALED_TESTS = '''\
+from calc import price, scale
+
+
+def test_price():
+    assert price(2) == 4
+
+
+def test_scale_grows():
+    assert scale(2, 5) >= 4
+'''
+
+
+def test_a_clean_fix_that_changes_what_the_passing_tests_do_comes_after_one_that_does_not(tmp_path):
+    # The attack is an overfitting fix: `x * x` in scale() turns price(2) into 4 and keeps
+    # `scale(2, 5) >= 4` true, while changing what scale returns there (10 -> 4). Both are clean; the
+    # analysis records what each changes in the passing tests' returns, and the chooser tries the
+    # one that changes nothing first.
+    m = localize(calc_sandbox(tmp_path, SCALED, SCALED_TESTS), ("tests/test_calc.py::test_price",), ("src/**",),
+                 mutate=True).mutation
+    assert m is not None
+    clean = {f.what: f for f in m.fixes if f.clean}
+    assert clean["3 -> 2"].passing_changed == 0 and clean["factor -> x"].passing_changed == 1
+    f = Failure(mutant_fixes={("src/calc.py", fx.line): [fx] for fx in clean.values()})
+    lines = {i + 1: t for i, t in enumerate(SCALED.splitlines(keepends=True))}
+    ranked = rank_candidates(f, {"src/calc.py": lines}, [], "price(2) should be 4", seed=0)
+    assert ranked[0].new_lines == ("    return scale(qty, 2)\n",)
+    assert [(Rule.MUTANT_LEAST_CHANGE, 1.0) in mutation_features(c, f) for c in ranked[:2]] == [True, False]
+    # the tests do not tell them apart at all: no fix is preferred
+    same = Failure(mutant_fixes={k: [v[0].model_copy(update={"passing_changed": 0})] for k, v in f.mutant_fixes.items()})
+    assert not any((Rule.MUTANT_LEAST_CHANGE, 1.0) in mutation_features(c, same) for c in ranked)
+
+
+def test_the_passing_tests_behaviour_is_a_multiset_of_deterministic_fingerprints():
+    from repair_agent.in_sandbox import behaviour
+
+    class Thing:
+        pass
+    assert behaviour.fingerprint({"b": 1, "a": [1, 2.5, None]}) == "dict('a':list(1,2.5,None),'b':1)"
+    assert behaviour.fingerprint(Thing()) == "Thing" and behaviour.fingerprint(list(range(50))) == "list[50]"
+    assert behaviour.fingerprint({3, 1, 2}) == behaviour.fingerprint({2, 3, 1})
+    before = {("f", "1"): 2, ("g", "'a'"): 1}
+    assert behaviour.changed(before, dict(before)) == 0
+    assert behaviour.changed(before, {("f", "1"): 2, ("g", "'b'"): 1}) == 1    # one value changed
+    assert behaviour.changed(before, {("g", "'a'"): 1, ("f", "1"): 3}) == 1    # one call more
