@@ -16,13 +16,6 @@ from typing import Any, Callable, Dict, Sequence, Tuple
 
 MAX_ITEMS = 20      # a container longer than this is fingerprinted by its type and length
 MAX_TEXT = 200      # the first characters of a text or a number's repr
-MAX_KEYS = 20000    # distinct (function, value) pairs kept; the rest are counted together
-# The profiler slows every call of the process, and suites that call much (generators over long
-# ranges) run many times slower under it: only when the original code's passing tests ran within
-# this, recorded, are fixes compared, and then only the first MAX_RECORDED checked fixes (the clean
-# ones the chooser weighs are few: past three it sees only their lines).
-MAX_RECORD_S = 1.0
-MAX_RECORDED = 8
 
 
 def fingerprint(value: Any, depth: int = 0) -> str:
@@ -67,8 +60,6 @@ class Returns:
             ok = self.files[name] = not name.startswith("<") and self.wanted(os.path.realpath(name))
         if ok:
             key = (code.co_name, fingerprint(arg))   # not its line: a fix that inserts lines moves the functions after it
-            if key not in self.seen and len(self.seen) >= MAX_KEYS:
-                key = ("", "more")
             self.seen[key] = self.seen.get(key, 0) + 1
 
 

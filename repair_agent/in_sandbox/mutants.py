@@ -211,7 +211,6 @@ class Analysis:
         self.operators = operators   # in_sandbox/operators.py, the one table of edits
         self.behaviour = behaviour   # in_sandbox/behaviour.py: what a fix changes in the passing tests
         self.original_returns: Optional[Dict[Tuple[str, str], int]] = None   # behaviour.recorded on the original
-        self.recorded = 0   # checked fixes whose passing tests' returns were recorded
         self.root = run.root
         self.m: Dict[str, Any] = run.args["mutation"]
         self.writable = [re.compile(p) for p in self.m["writable"]]   # the writable scope, as relative paths
@@ -440,8 +439,7 @@ class Analysis:
                 st[2] += 1
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
                     t0 = time.monotonic()
-                    if self.original_returns is not None and self.recorded < self.behaviour.MAX_RECORDED:
-                        self.recorded += 1
+                    if self.original_returns is not None:
                         others, returns = self.behaviour.recorded(check, self.passing, self.in_scope)
                         fix["passing_changed"] = self.behaviour.changed(self.original_returns, returns)
                     else:
@@ -611,13 +609,10 @@ class Analysis:
                 analysis.message = guards.expected_message(sources)
                 analysis.raised_instead = guards.raised_instead(messages)
                 if analysis.passing and analysis.behaviour is not None:
-                    # what the original code returns in the passing tests, to compare each checked fix with;
-                    # none when, recorded, they do not all pass within the recording's time limit
+                    # what the original code returns in the passing tests, to compare each checked fix with
                     t1 = time.monotonic()
-                    outcomes, returns = analysis.behaviour.recorded(
-                        lambda ids: run_items(ids, analysis.behaviour.MAX_RECORD_S), analysis.passing, analysis.in_scope)
-                    if not analysis.fired and all(v == "passed" for v in outcomes.values()):
-                        analysis.original_returns = returns
+                    analysis.original_returns = analysis.behaviour.recorded(
+                        lambda ids: run_items(ids, m["per_mutant_s"] * 5), analysis.passing, analysis.in_scope)[1]
                     analysis.spent["check_s"] += time.monotonic() - t1
                 texts, code = example_texts([items.get(t) for t in analysis.failing], sources, messages)
                 edits = analysis.operators.transforms
