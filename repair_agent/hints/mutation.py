@@ -47,7 +47,6 @@ class MutantFix(BaseModel):
     broken: int | None = None   # passing tests it broke, when checked (only mutants that fix every target)
     checked: int = 0          # passing tests it was checked against
     reached: int | None = None   # a guard or a transform: when the failing targets first ran its line (0: first)
-    passing_changed: int | None = None   # checked: returns in the passing tests that differ from the original code's
 
     @property
     def clean(self) -> bool:

@@ -206,14 +206,11 @@ def _failure(longrepr: Any) -> str:
 class Analysis:
     """One mutation analysis on the tree the spectrum's tests ran in."""
 
-    def __init__(self, run: SpectrumRun, operators: Any, behaviour: Any = None) -> None:
+    def __init__(self, run: SpectrumRun, operators: Any) -> None:
         self.run = run
         self.operators = operators   # in_sandbox/operators.py, the one table of edits
-        self.behaviour = behaviour   # in_sandbox/behaviour.py: what a fix changes in the passing tests
-        self.original_returns: Optional[Dict[Tuple[str, str], int]] = None   # behaviour.recorded on the original
         self.root = run.root
         self.m: Dict[str, Any] = run.args["mutation"]
-        self.writable = [re.compile(p) for p in self.m["writable"]]   # the writable scope, as relative paths
         self.failing = sorted(t for t, o in run.outcomes.items() if o == "failed" and run.is_target(t))
         # the spectrum's passing tests (at most its max_others), the targets aside
         self.passing = sorted(t for t, o in run.outcomes.items() if o == "passed" and not run.is_target(t))
@@ -252,7 +249,8 @@ class Analysis:
         self.printed = 0.0      # when the result was last printed
 
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
-        scored = ochiai(self.run.hits, self.failing, self.passing, lambda path: any(w.match(path) for w in self.writable))
+        writable = [re.compile(p) for p in self.m["writable"]]
+        scored = ochiai(self.run.hits, self.failing, self.passing, lambda path: any(w.match(path) for w in writable))
         return choose_lines(scored, self.m["share"], self.m["max_lines"])
 
     def on_alarm(self, signum: int, frame: Any) -> None:
@@ -439,25 +437,13 @@ class Analysis:
                 st[2] += 1
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
                     t0 = time.monotonic()
-                    if self.original_returns is not None:
-                        others, returns = self.behaviour.recorded(check, self.passing, self.in_scope)
-                        fix["passing_changed"] = self.behaviour.changed(self.original_returns, returns)
-                    else:
-                        others = check(self.passing)
+                    others = check(self.passing)
                     self.spent["check_s"] += time.monotonic() - t0
                     fix["checked"] = len(others)
                     fix["broken"] = sum(v != "passed" for v in others.values())
             result["fixes"].append(fix)
         if time.monotonic() - self.printed > self.m["snapshot_s"]:
             self.print_result(finished=False)
-
-    def in_scope(self, real_path: str) -> bool:
-        """Is this file (a real path) the repository's own code inside the writable scope?"""
-        for root in self.run.roots:
-            if real_path.startswith(root):
-                rel = real_path[len(root):].replace(os.sep, "/")
-                return any(w.match(rel) for w in self.writable)
-        return False
 
     def print_result(self, finished: bool) -> None:
         """The result so far (`finished`: the whole of it) on one line after MARKER."""
@@ -608,12 +594,6 @@ class Analysis:
                 analysis.expects = guards.expected_exception(messages) or guards.expected_in_tests(sources)
                 analysis.message = guards.expected_message(sources)
                 analysis.raised_instead = guards.raised_instead(messages)
-                if analysis.passing and analysis.behaviour is not None:
-                    # what the original code returns in the passing tests, to compare each checked fix with
-                    t1 = time.monotonic()
-                    analysis.original_returns = analysis.behaviour.recorded(
-                        lambda ids: run_items(ids, m["per_mutant_s"] * 5), analysis.passing, analysis.in_scope)[1]
-                    analysis.spent["check_s"] += time.monotonic() - t1
                 texts, code = example_texts([items.get(t) for t in analysis.failing], sources, messages)
                 edits = analysis.operators.transforms
                 analysis.example_calls = edits.example_transforms(texts + edits.literals_in(code))
@@ -748,11 +728,11 @@ class ConditionTrace:
                 self.held.setdefault(key, set()).add(self.test)
 
 
-def main(run: SpectrumRun, ochiai: Callable[..., Any], operators: Any, behaviour: Any = None) -> None:
+def main(run: SpectrumRun, ochiai: Callable[..., Any], operators: Any) -> None:
     """The mutation analysis after the spectrum's `run`; `ochiai`: spectrum.ochiai, `operators`: the
     module in_sandbox/operators.py (passed in: this module imports nothing of the project). Prints
     its result line."""
-    analysis = Analysis(run, operators, behaviour)
+    analysis = Analysis(run, operators)
     chosen = analysis.chosen(ochiai)
     signal.signal(signal.SIGALRM, analysis.on_alarm)
     analysis.analyse(chosen)

@@ -60,14 +60,6 @@ def _preferred_insert(fx: MutantFix, f: Failure) -> bool:
     return False
 
 
-def _least_change(fx: MutantFix, f: Failure) -> bool:
-    """Of the clean fixes, does `fx` change least what the passing tests do beyond what they assert
-    (the values the code returns there: in_sandbox/behaviour.py)? Only when they differ in it: a
-    correct fix tends to leave the passing tests' behaviour alone, an overfitting one to change it."""
-    changes = [x.passing_changed for xs in f.mutant_fixes.values() for x in xs if x.clean and x.passing_changed is not None]
-    return fx.passing_changed is not None and len(set(changes)) > 1 and fx.passing_changed == min(changes)
-
-
 def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Candidate]:
     """The mutants that made every failing target pass and broke no passing test, on lines read, as
     candidates of their own (most are catalogue edits too; the rest are not), unless too many were."""
@@ -100,8 +92,7 @@ def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
                 if fx.clean:
                     crowded = _clean_count(f) > active().max_clean
                     return line + [(Rule.MUTANT_CROWDED_FIX if crowded else Rule.MUTANT_CLEAN_FIX, 1.0)] + (
-                        [(Rule.MUTANT_PREFERRED_INSERT, 1.0)] if _preferred_insert(fx, f) else []) + (
-                        [(Rule.MUTANT_LEAST_CHANGE, 1.0)] if _least_change(fx, f) else [])
+                        [(Rule.MUTANT_PREFERRED_INSERT, 1.0)] if _preferred_insert(fx, f) else [])
                 return line + ([] if fx.broken else [(Rule.MUTANT_PARTIAL_FIX, fx.fixed / max(1, fx.of))])
         if line:
             return line

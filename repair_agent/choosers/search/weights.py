@@ -120,7 +120,6 @@ class Rule(_Named):
     MUTANT_PARTIAL_FIX = "mutant_partial_fix"        # value: the share of failing targets it turned green
     MUTANT_INERT_LINE = "mutant_inert_line"          # several mutants changed nothing there
     MUTANT_PREFERRED_INSERT = "mutant_preferred_insert"  # the clean inserted statement to try first (see mutants.py)
-    MUTANT_LEAST_CHANGE = "mutant_least_change"      # the clean fix that changes least what the passing tests do
     # the values and the failure (ranking.score)
     DIVISION_BY_VALUE_TYPES = "division_by_value_types"
     NUMBER_EDIT_NON_NUMBERS = "number_edit_non_numbers"
