@@ -940,3 +940,22 @@ def test_scope_edits_name_what_the_code_around_the_line_holds():
     assert "left_x -> right_x" not in edits("    return left_x\n", ("left_x",))
     assert edits("    return m.start()\n", ("m",))[".start -> .end"] == "    return m.end()"
     assert ".get -> .set" not in edits("    return d.get(k)\n", ("d", "k"))
+
+
+def test_an_attribute_read_may_become_another_attribute_of_the_object():
+    from repair_agent.in_sandbox.operators import attribute_names, line_mutations
+
+    lines = {1: "        self.path = path\n", 2: "        self.sections = {}\n",
+             3: "        return self._start > self._step\n", 4: "        self._stop = self.run()\n"}
+    attrs = attribute_names(lines)
+    assert attrs == ("path", "sections", "_start", "_step", "_stop")   # `self.run()` is a method
+    edits = {what: new for _, what, new in line_mutations("            value = self.path[section][name]\n",
+                                                          attributes=attrs)}
+    assert edits["self.path -> self.sections"] == "            value = self.sections[section][name]"
+    edits = {what for _, what, _ in line_mutations(lines[3], attributes=attrs)}
+    assert "self._step -> self._stop" in edits
+    # never the target of an assignment; with many attributes, only the look-alikes
+    assert not any(w.startswith("self.path ->") for _, w, _ in line_mutations(lines[1], attributes=attrs))
+    many = attrs + tuple(f"other{k}" for k in range(10))
+    edits = {what for _, what, _ in line_mutations(lines[3], attributes=many)}
+    assert "self._step -> self._stop" in edits and "self._step -> self.other3" not in edits

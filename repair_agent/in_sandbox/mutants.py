@@ -38,7 +38,8 @@ Def = Tuple[str, int, int, int]      # a function's name, first and last line, f
 Mutant = Tuple[str, str, str]        # the mutated line, what changed (e.g. "< -> <="), its operator family
 # operators.analysis_mutations: (line, the variables in scope, the callables of the file, the parameters
 # of its functions) -> (family, what, new line)
-Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str, ...]]], List[Tuple[str, str, str]]]
+Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str, ...]], Tuple[str, ...]],
+                     List[Tuple[str, str, str]]]
 MAX_NAMES = 12                       # the variables of a function a variable read may become
 
 
@@ -77,12 +78,13 @@ def variables(scopes: Sequence[Scope], line: int) -> List[str]:
 
 
 def line_mutants(text: str, names: Sequence[str], callables: Sequence[str], mutations: Mutations,
-                 max_per_line: int, signatures: Optional[Dict[str, Tuple[str, ...]]] = None) -> List[Mutant]:
+                 max_per_line: int, signatures: Optional[Dict[str, Tuple[str, ...]]] = None,
+                 attributes: Sequence[str] = ()) -> List[Mutant]:
     """The mutants of one line (`text`, with its end of line; `names`: the variables of its function;
     `callables`: the functions its file defines or calls; `signatures`: their parameters) from the
     operator table (`mutations`: operators.analysis_mutations), in its order, at most `max_per_line`."""
     return [(new, what, family) for family, what, new in mutations(text, tuple(names[:MAX_NAMES]), tuple(callables),
-                                                                   dict(signatures or {}))][:max_per_line]
+                                                                   dict(signatures or {}), tuple(attributes))][:max_per_line]
 
 
 def live_first(per_line: Sequence[Sequence[Any]], liveness: Callable[[int], Tuple[int, int]]) -> Iterator[Any]:
@@ -220,6 +222,7 @@ class Analysis:
         self.lines: Dict[str, List[str]] = {}   # each source split once, not once per mutant
         self.callables: Dict[str, Tuple[str, ...]] = {}
         self.signatures: Dict[str, Dict[str, Tuple[str, ...]]] = {}
+        self.attributes: Dict[str, Tuple[str, ...]] = {}   # path -> the attributes of `self` its code uses
         self.scopes: Dict[str, List[Scope]] = {}
         self.defs: Dict[str, List[Def]] = {}
         self.not_loaded: Dict[str, int] = {}   # path -> how many modules were loaded when it was not among them
@@ -349,6 +352,7 @@ class Analysis:
             numbered = dict(enumerate(text.splitlines(), 1))
             self.callables[path] = self.operators.callable_names(numbered)
             self.signatures[path] = self.operators.signatures_of(numbered)
+            self.attributes[path] = self.operators.attribute_names(numbered)
             self.scopes[path], self.defs[path] = functions_of(text)
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
@@ -360,7 +364,7 @@ class Analysis:
         text = self.lines[path][line - 1]
         names = variables(self.scopes[path], line)
         muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
-                            self.m["max_per_line"], self.signatures[path])
+                            self.m["max_per_line"], self.signatures[path], self.attributes[path])
         guards = self.guards(path, line, text, names) + self.transforms(path, line, text) + self.branches(path, line, text)
         if self.raised_instead:
             # an exception where a value was expected, or none where one was: a missing check is as

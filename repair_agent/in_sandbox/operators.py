@@ -16,17 +16,17 @@ try:
     from . import branch_edits as branches, guard_edits as guards, transform_edits as transforms   # for the mutation analysis
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of
-    from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names, neutral_text, replace_span,
-                                  similar_names, single_statement_edits, statement_ast, tokens_of)
+    from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps, callable_names,
+                                  neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     import ra_branch_edits as branches, ra_guard_edits as guards, ra_transform_edits as transforms  # type: ignore[no-redef]
     from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
-    from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, callable_names,  # type: ignore[no-redef]
-                                    neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
+    from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps,  # type: ignore
+                                    callable_names, neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 
 __all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
-           "callable_names", "guards", "line_mutations", "neutral_text", "signatures_of", "similar_names", "transforms"]
+           "attribute_names", "callable_names", "guards", "line_mutations", "neutral_text", "signatures_of", "similar_names", "transforms"]
 
 COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
@@ -53,15 +53,15 @@ ITERABLE_CALLS = frozenset({"zip", "map", "filter", "sorted", "reversed", "list"
 NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum", "Fraction"}
 
 
-def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (),
-                   callables: tuple[str, ...] = (), signatures: dict[str, tuple[str, ...]] | None = None) -> list[Edit]:
+def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (), callables: tuple[str, ...] = (),
+                   signatures: dict[str, tuple[str, ...]] | None = None, attributes: tuple[str, ...] = ()) -> list[Edit]:
     """(kind, what, new line) for one source line: token-level and AST-level mutations, and the same inside
     an f-string's replacement fields (`f"{n - 1}"` -> `f"{n + 1}"`).
-    `goal_numbers`: integers the goal names; a constant may be replaced by one of them.
-    `names`: the variables in scope (parameters and locals); a variable read may become another.
-    `callables`: the functions the file defines or calls; a call may become one of a similar name.
-    `signatures`: the parameters of the functions the file defines (`signatures_of`)."""
-    out = _line_mutations(line, goal_numbers, names, callables, signatures)
+    `goal_numbers`: integers the goal names; a constant may be replaced by one of them. `names`: the
+    variables in scope (parameters and locals); a variable read may become another.
+    `callables`: the functions the file defines or calls; a call may become one of a similar name. `signatures`:
+    their parameters (`signatures_of`). `attributes`: those of `self` (`attribute_names`): a read may become another."""
+    out = _line_mutations(line, goal_numbers, names, callables, signatures) + attribute_swaps(line.rstrip("\n"), attributes)
     code = line.rstrip("\n")
     for start, end in _fstring_fields(code):
         expr = code[start:end]
@@ -374,7 +374,7 @@ HEADERS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "try", "e
 
 
 def analysis_mutations(line: str, names: tuple[str, ...], callables: tuple[str, ...] = (),
-                       signatures: dict[str, tuple[str, ...]] | None = None) -> list[Edit]:
+                       signatures: dict[str, tuple[str, ...]] | None = None, attributes: tuple[str, ...] = ()) -> list[Edit]:
     """(family, what, new line with the line's own ending) for the mutation analysis: every catalogue
     edit of the line (`line_mutations`) but a `def` line's defaults (they are not part of the code
     object the analysis swaps in), in ANALYSIS_ORDER, then the line replaced by `pass` (a probe: a
@@ -384,7 +384,7 @@ def analysis_mutations(line: str, names: tuple[str, ...], callables: tuple[str, 
     stripped = code.strip()
     if not stripped or stripped.startswith(("def ", "async def ", "class ", "@", "#")):
         return []
-    edits = [(family, what, new.rstrip("\r\n") + ending) for family, what, new in line_mutations(line, (), names, callables, signatures)
+    edits = [(family, what, new.rstrip("\r\n") + ending) for family, what, new in line_mutations(line, (), names, callables, signatures, attributes)
              if family != "default"]
     if not stripped.startswith(HEADERS) and not stripped.endswith((":", "(", "[", "{", ",", "\\")):
         edits.append(("statement-removed", "statement removed", code[:len(code) - len(code.lstrip())] + "pass" + ending))

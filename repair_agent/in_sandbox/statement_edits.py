@@ -111,6 +111,38 @@ def callable_names(lines: dict[int, str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for x in found if not keyword.iskeyword(x)))
 
 
+ATTRIBUTE_READ = re.compile(r"\bself\.([A-Za-z_]\w*)\b(?!\s*\()")
+MAX_ALL_ATTRIBUTES = 8   # a class with more: only the attributes whose names look alike are swapped
+
+
+def attribute_names(lines: dict[int, str]) -> tuple[str, ...]:
+    """The attributes of `self` the lines read or set (not its methods: `self.f(` is a call), in order."""
+    return tuple(dict.fromkeys(a for n in sorted(lines) for a in ATTRIBUTE_READ.findall(lines[n])))
+
+
+def attribute_swaps(code: str, attributes: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """`self.a` read where another attribute of the object was meant (`self._step` -> `self._stop`,
+    `self.path[section]` -> `self.sections[section]`): every other attribute when the class has few,
+    else those of a similar name or sharing a word. Never the target of an assignment."""
+    out = []
+    stripped = code.lstrip()
+    target = re.match(r"self\.(\w+)\s*(?::[^=]+)?=(?!=)", stripped)
+    for m in ATTRIBUTE_READ.finditer(code):
+        name = m.group(1)
+        if name not in attributes or (target and m.start() == len(code) - len(stripped)):
+            continue
+        others = [a for a in attributes if a != name] if len(attributes) <= MAX_ALL_ATTRIBUTES else (
+            similar_names(name, attributes) + [a for a in attributes if a != name and _shares_word(a, name)])
+        for other in dict.fromkeys(others):
+            out.append(("field", f"self.{name} -> self.{other}", code[:m.start(1)] + other + code[m.end(1):]))
+    return out
+
+
+def _shares_word(a: str, b: str) -> bool:
+    return bool(set(a.strip("_").split("_")) & set(b.strip("_").split("_")) - {""}) or (
+        len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1)
+
+
 def similar_names(name: str, pool: tuple[str, ...]) -> list[str]:
     """Names in `pool` one could write for `name` by a slip: one extends the other by a letter or two
     (`concat`/`concatv`, `sort`/`sorted`), or they differ only in leading underscores."""

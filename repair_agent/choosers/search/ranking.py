@@ -19,7 +19,7 @@ from .mutants import mutant_candidates, mutation_features
 from .spectrum import spectrum_features
 from .weights import Rule, active
 from .values import magnitude_fix, separator_swaps
-from ...in_sandbox.operators import callable_names, signatures_of
+from ...in_sandbox.operators import attribute_names, callable_names, signatures_of
 from ...in_sandbox.statement_edits import parses
 from .source import Function, _code_lines, _numbers_in, functions_in, scope_names, string_lines
 
@@ -191,6 +191,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
         for n, v in _failed_try_bodies(lines, path, f.suspicious).items():
             proxies[n] = max(v, proxies.get(n) or 0.0)
         callables = callable_names(lines)
+        attributes = attribute_names(lines)
         signatures = signatures_of(lines)
         strings = string_lines(lines)
         for fn, hit, lo, hi in targets:
@@ -207,7 +208,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 if text is None or n not in code_lines:
                     continue
                 ok = parses(text)
-                for kind, what, new in line_mutations(text, goal_numbers, names, callables, signatures):
+                for kind, what, new in line_mutations(text, goal_numbers, names, callables, signatures, attributes):
                     new_line = new if new.endswith("\n") else new + "\n"
                     if new_line == text or (ok and parses(new_line) is False):
                         continue

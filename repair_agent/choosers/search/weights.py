@@ -42,6 +42,7 @@ class Family(_Named):
     NAME = "name"
     DEFAULT = "default"
     VARIABLE = "variable"
+    FIELD = "field"
     OFFSET = "offset"
     ARGUMENT = "argument"
     PERCENT = "percent"
