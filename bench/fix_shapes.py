@@ -130,10 +130,10 @@ def file_lines(fix: Fix, path: str) -> dict[int, str]:
 _FILES: dict[int, tuple[dict[int, str], list, tuple[str, ...], dict[str, tuple[str, ...]]]] = {}
 
 
-def context(lines: dict[int, str], n: int) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, tuple[str, ...]]]:
+def context(lines: dict[int, str], n: int) -> tuple:
     """What the chooser hands line_mutations for line `n` (ranking.scored_candidates): the variables of
-    the innermost function around it (or of the window, when its `def` is not in view), the callables
-    and the signatures of the lines known."""
+    the innermost function around it (or of the window, when its `def` is not in view), the callables,
+    the signatures and the attributes of `self` of the lines known."""
     if id(lines) not in _FILES or _FILES[id(lines)][0] is not lines:
         ops = OPS["now"]
         fns = []
@@ -144,8 +144,8 @@ def context(lines: dict[int, str], n: int) -> tuple[tuple[str, ...], tuple[str, 
                     hi += 1
                 fns += [(lo, hi, fn) for fn in functions_in(lo, [lines[i] for i in range(lo, hi + 1)])]
         _FILES.clear()
-        _FILES[id(lines)] = (lines, fns, ops.callable_names(lines), ops.signatures_of(lines))
-    _, fns, callables, signatures = _FILES[id(lines)]
+        _FILES[id(lines)] = (lines, fns, ops.callable_names(lines), ops.signatures_of(lines), ops.attribute_names(lines))
+    _, fns, callables, signatures, attributes = _FILES[id(lines)]
     around = [fn for _, _, fn in fns if fn.def_line <= n <= fn.end_line]
     if around:
         scope = min(around, key=lambda fn: fn.end_line - fn.def_line)
@@ -156,7 +156,15 @@ def context(lines: dict[int, str], n: int) -> tuple[tuple[str, ...], tuple[str, 
         while hi + 1 in lines:
             hi += 1
         scope = Function(lo, "", [], lo, "", hi)
-    return scope_names(scope, lines), callables, signatures
+    return scope_names(scope, lines), callables, signatures, attributes
+
+
+def mutations(ops: Any, line: str, goal: tuple[int, ...], ctx: tuple) -> list:
+    """`ops.line_mutations` with the context its revision takes (attributes came later)."""
+    try:
+        return ops.line_mutations(line, goal, *ctx)
+    except TypeError:
+        return ops.line_mutations(line, goal, *ctx[:3])
 
 
 OPS: dict[str, Any] = {}
@@ -193,7 +201,7 @@ def indent(line: str) -> str:
 
 
 def made(ops: Any, old: str, new: str, goal: tuple[int, ...], ctx: tuple) -> tuple[bool, int]:
-    edits = ops.line_mutations(old + "\n", goal, *ctx)
+    edits = mutations(ops, old + "\n", goal, ctx)
     return any(same_code(e[2], new) and indent(e[2]) == indent(new) for e in edits), len(edits)
 
 
@@ -372,7 +380,7 @@ def measure(fixes: list[Fix], labels: list[str], private: bool, show: int) -> li
                 if n in lines and lines[n].strip() and not lines[n].strip().startswith("#"):
                     ctx = context(lines, n)
                     for label in labels:
-                        cost[label].append(len(OPS[label].line_mutations(lines[n], fix.goal_numbers, *ctx)))
+                        cost[label].append(len(mutations(OPS[label], lines[n], fix.goal_numbers, ctx)))
     out = [f"  fixes {len(fixes)}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
     out.append("  edits per line: " + ", ".join(f"{label} {sum(c) / max(1, len(c)):.1f} over {len(c)} lines"
                                                  for label, c in cost.items()))
