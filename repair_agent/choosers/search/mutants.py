@@ -26,10 +26,10 @@ def _new_lines(fix_text: str) -> tuple[str, ...]:
 
 
 def _clean_count(f: Failure) -> int:
-    """Clean fixes, the guards before one line counted once (`if x is None` and `if not x` returning
-    the same value are one fix as far as the tests can tell), so the `else` arms after one line, and
-    one inserted statement counted once
-    wherever it went (`word = word.removesuffix('_id')` before one line or the next)."""
+    """Clean fixes, as far as the tests can tell them apart: the guards before one line count once
+    (`if x is None` and `if not x` returning the same value), so do the `else` arms after one line,
+    and one inserted statement counts once wherever it went (`word = word.removesuffix('_id')`
+    before one line or the next)."""
     groups: set[tuple[str, ...]] = set()
     single = 0
     for xs in f.mutant_fixes.values():
