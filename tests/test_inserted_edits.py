@@ -217,3 +217,38 @@ def test_the_analysis_finds_the_missing_else_and_the_chooser_prefers_the_closest
     made = mutant_candidates("src/calc.py", lines, f)
     preferred = [c.new_lines[-1] for c in made if (Rule.MUTANT_PREFERRED_INSERT, 1.0) in mutation_features(c, f)]
     assert preferred == ["            yield (left_default, item)\n"]
+
+
+NESTED = '''\
+def label(pairs, fallback):
+    out = []
+    for key, value in pairs:
+        if key:
+            name = key.upper()
+            if value:
+                tag = name
+                out.append(tag)
+    return out
+'''
+
+NESTED_TESTS = '''\
+from calc import label
+
+
+def test_named():
+    assert label([("a", 1)], "?") == ["A"]
+
+
+def test_unnamed_gets_the_fallback():
+    assert label([("", 1)], "?") == ["?"]
+'''
+
+
+def test_an_if_nested_last_in_another_leaves_the_outer_if_its_arms(tmp_path):
+    # both bodies end on the same line; the arm the test needs belongs to the outer `if`
+    sites = B.else_sites(NESTED)
+    assert sorted((at, end) for at, end, _, _ in sites) == [(4, 8), (6, 8)]
+    m = localize(calc_sandbox(tmp_path, NESTED, NESTED_TESTS), ("tests/test_calc.py::test_unnamed_gets_the_fallback",),
+                 ("src/**",), mutate=True).mutation
+    assert m is not None
+    assert "        else:\n            out.append(fallback)" in [f.text.split("\n", 1)[1] for f in m.fixes if f.clean]

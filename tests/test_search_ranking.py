@@ -959,3 +959,6 @@ def test_an_attribute_read_may_become_another_attribute_of_the_object():
     many = attrs + tuple(f"other{k}" for k in range(10))
     edits = {what for _, what, _ in line_mutations(lines[3], attributes=many)}
     assert "self._step -> self._stop" in edits and "self._step -> self.other3" not in edits
+    # the line's tokens, not its characters: a comment or a string that names an attribute is no read
+    assert not any(w.startswith("self.path") for _, w, _ in line_mutations(
+        "        log('self.path missing')  # self.path is set in __init__\n", attributes=attrs))

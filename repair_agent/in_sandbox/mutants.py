@@ -200,6 +200,11 @@ def example_texts(items: Sequence[Any], sources: Sequence[str], messages: Sequen
     return texts, code
 
 
+def line_ending(text: str) -> str:
+    """The line's own end of line (a mutant keeps it), `\\n` when it has none."""
+    return text[len(text.rstrip("\r\n")):] or "\n"
+
+
 def _failure(longrepr: Any) -> str:
     crash = getattr(longrepr, "reprcrash", None)
     return "failed: " + (crash.message if crash is not None else str(longrepr)[-300:])[:300]
@@ -240,7 +245,7 @@ class Analysis:
         self.guarded: Set[Tuple[str, int]] = set()   # the lines with a guard before them
         self.first_reads: Dict[str, Dict[int, List[str]]] = {}   # path -> statement line -> variables it reads first
         self.markers: Dict[str, List[str]] = {}   # path -> its short text constants (a transform may drop one)
-        self.else_sites: Dict[str, Dict[int, Tuple[int, str, List[str]]]] = {}   # path -> last line of an if body -> (if line, indent, arms)
+        self.else_sites: Dict[str, List[Tuple[int, int, str, List[str]]]] = {}   # path -> branch_edits.else_sites
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
         self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0,
@@ -356,7 +361,7 @@ class Analysis:
             self.scopes[path], self.defs[path] = functions_of(text)
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
-            self.else_sites[path] = {end: (at, indent, arms) for at, end, indent, arms in self.operators.branches.else_sites(text)}
+            self.else_sites[path] = self.operators.branches.else_sites(text)
         return self.sources[path]
 
     def mutants(self, path: str, line: int) -> List[Mutant]:
@@ -390,7 +395,7 @@ class Analysis:
         if ctx is None:
             ctx = self.guard_contexts[(path, start, end)] = guards.GuardContext(
                 self.raises[path], guards.neutral_returns(self.lines[path][start - 1:end]))
-        ending = text[len(text.rstrip("\r\n")):] or "\n"
+        ending = line_ending(text)
         out: List[Mutant] = []
         for cond in guards.guard_conditions(text, tuple(names[:MAX_NAMES]), ctx):
             for body in guards.guard_bodies(ctx):
@@ -409,7 +414,7 @@ class Analysis:
             return []
         edits = self.operators.transforms
         calls = list(dict.fromkeys(list(edits.PLAIN) + self.example_calls + edits.constant_transforms(self.markers[path])))
-        ending = text[len(text.rstrip("\r\n")):] or "\n"
+        ending = line_ending(text)
         out: List[Mutant] = []
         for name in names:
             for family, what, new in edits.transform_edits(text, [name], calls):
@@ -418,11 +423,11 @@ class Analysis:
         return out
 
     def branches(self, path: str, line: int, text: str) -> List[Mutant]:
-        """The `else` arms after the `if` body that ends at the line (in_sandbox/branch_edits.py)."""
-        ending = text[len(text.rstrip("\r\n")):] or "\n"
-        _, indent, arms = self.else_sites[path].get(line, (0, "", []))
-        edits = [self.operators.branches.else_edit(text, indent, arm) for arm in arms]
-        return [(new + ending, what, family) for family, what, new in edits]
+        """The `else` arms after each `if` body that ends at the line (in_sandbox/branch_edits.py; an `if`
+        nested last in another ends where it does)."""
+        edits = [self.operators.branches.else_edit(text, indent, arm)
+                 for _, end, indent, arms in self.else_sites[path] if end == line for arm in arms]
+        return [(new + line_ending(text), what, family) for family, what, new in edits]
 
     def judge(self, path: str, line: int, new_text: str, what: str, family: str, got: Dict[str, str],
               check: Callable[[List[str]], Dict[str, str]]) -> None:
@@ -477,7 +482,7 @@ class Analysis:
             keys.append((path, line))
             # an `if` that ran and whose body did not (the case the failing tests need has no arm):
             # the `else` arms after its body, as a line of their own
-            for end, (at, _, _) in self.else_sites[path].items():
+            for at, end, _, _ in self.else_sites[path]:
                 if at == line and (path, end) not in chosen and (path, end) not in keys:
                     self.stats.setdefault((path, end), [0, 0, 0])
                     per_line.append([(path, end, m) for m in self.branches(path, end, self.lines[path][end - 1])])

@@ -123,18 +123,21 @@ def attribute_names(lines: dict[int, str]) -> tuple[str, ...]:
 def attribute_swaps(code: str, attributes: tuple[str, ...]) -> list[tuple[str, str, str]]:
     """`self.a` read where another attribute of the object was meant (`self._step` -> `self._stop`,
     `self.path[section]` -> `self.sections[section]`): every other attribute when the class has few,
-    else those of a similar name or sharing a word. Never the target of an assignment."""
+    else those of a similar name or sharing a word. Never the target of an assignment, a method
+    call, or text inside a string or a comment (the line's tokens are read, not its characters)."""
     out = []
-    stripped = code.lstrip()
-    target = re.match(r"self\.(\w+)\s*(?::[^=]+)?=(?!=)", stripped)
-    for m in ATTRIBUTE_READ.finditer(code):
-        name = m.group(1)
-        if name not in attributes or (target and m.start() == len(code) - len(stripped)):
+    toks = [t for t in tokens_of(code + "\n") if t.type in (tokenize.NAME, tokenize.OP)]
+    for k in range(len(toks) - 2):
+        base, dot, attr = toks[k], toks[k + 1], toks[k + 2]
+        after = toks[k + 3].string if k + 3 < len(toks) else ""
+        if base.string != "self" or dot.string != "." or attr.string not in attributes or attr.start[0] != 1 \
+                or (k and toks[k - 1].string == ".") or after == "(" or (k == 0 and after in ("=", ":")):
             continue
+        name = attr.string
         others = [a for a in attributes if a != name] if len(attributes) <= MAX_ALL_ATTRIBUTES else (
             similar_names(name, attributes) + [a for a in attributes if a != name and _shares_word(a, name)])
         for other in dict.fromkeys(others):
-            out.append(("field", f"self.{name} -> self.{other}", code[:m.start(1)] + other + code[m.end(1):]))
+            out.append(("field", f"self.{name} -> self.{other}", replace_span(code, attr.start[1], attr.end[1], other)))
     return out
 
 
