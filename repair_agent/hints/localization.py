@@ -47,7 +47,7 @@ MARKER = spectrum.MARKER
 # What the sandbox runs as `python -B -c PROGRAM ARGS_JSON`: in_sandbox/spectrum.py (the traced run,
 # on a copy of the working tree) and, when a chooser asks for it, in_sandbox/mutants.py after it.
 SPECTRUM_PROGRAM = in_sandbox.program(("spectrum",), "spectrum.main(sys.argv[1])")
-MUTATION_PROGRAM = in_sandbox.program(("spectrum", "statement_edits", "condition_edits", "scope_edits", "guard_edits",
+MUTATION_PROGRAM = in_sandbox.program(("spectrum", "statement_edits", "swaps", "condition_edits", "scope_edits", "guard_edits",
                                       "transform_edits", "branch_edits", "operators", "mutants"),
                                      "mutants.main(spectrum.main(sys.argv[1]), spectrum.ochiai, operators)")
 

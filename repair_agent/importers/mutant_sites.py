@@ -7,6 +7,8 @@ import difflib
 import random
 from dataclasses import dataclass, field
 
+from ..in_sandbox.swaps import FUNCTION_SLIPS, METHOD_SLIPS
+
 # Kinds and their weights. Identifier and call mistakes dominate real one-line bugs, then
 # operators, literals and missing code; the two `missing-*` kinds (and a dropped conjunct,
 # whose fix re-adds code too) are the ones whose fix adds a line.
@@ -25,19 +27,6 @@ ARITH = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "//"), ast.Fl
          ast.Div: ("/", "*"), ast.Mod: ("%", "//"), ast.BitAnd: ("&", "|"), ast.BitOr: ("|", "&")}
 AUG = {ast.Add: ("+=", "-="), ast.Sub: ("-=", "+="), ast.Mult: ("*=", "+="), ast.BitOr: ("|=", "&="),
        ast.BitAnd: ("&=", "|=")}
-BUILTIN_PAIRS = {"min": "max", "max": "min", "any": "all", "all": "any", "str": "repr", "repr": "str",
-                 "sorted": "reversed", "reversed": "sorted", "list": "tuple", "tuple": "list",
-                 "isinstance": "issubclass", "hasattr": "callable", "int": "float", "float": "int",
-                 "zip": "enumerate", "enumerate": "zip", "filter": "map", "map": "filter"}
-METHOD_PAIRS = {"lower": "upper", "upper": "lower", "startswith": "endswith", "endswith": "startswith",
-                "lstrip": "rstrip", "rstrip": "lstrip", "strip": "rstrip", "find": "rfind", "rfind": "find",
-                "index": "rindex", "rindex": "index", "split": "rsplit", "rsplit": "split",
-                "append": "extend", "extend": "append", "keys": "values", "values": "keys",
-                "items": "values", "get": "pop", "pop": "get", "add": "discard", "update": "setdefault",
-                "match": "search", "search": "match", "fullmatch": "match", "sub": "subn",
-                "isdigit": "isalpha", "isalpha": "isdigit", "isupper": "islower", "islower": "isupper",
-                "title": "capitalize", "capitalize": "title", "join": "split", "replace": "split",
-                "insert": "append", "remove": "discard", "copy": "items", "group": "groups"}
 STRING_SWAP = {"-": "_", "_": "-", " ": "", "": " ", ".": ",", ",": ".", ":": ";", ";": ":", "/": "\\",
                "\\": "/", "\n": " ", "=": ":", "(": "[", ")": "]", "[": "(", "]": ")"}
 
@@ -233,12 +222,12 @@ class SiteFinder:
         if isinstance(func, ast.Name):
             similar = [f for f in self.module_functions if f != func.id
                        and difflib.SequenceMatcher(None, f, func.id).ratio() >= 0.7]
-            pick = BUILTIN_PAIRS.get(func.id) or (rng.choice(sorted(similar)) if similar else None)
+            pick = FUNCTION_SLIPS.get(func.id) or (rng.choice(sorted(similar)) if similar else None)
             if pick:
                 self._edit("wrong-function", func.lineno, func.col_offset, func.end_col_offset, pick.encode(), fn,  # type: ignore[arg-type]
                            f"{func.id}() -> {pick}()")
         elif isinstance(func, ast.Attribute) and _one_line(func):
-            pick = METHOD_PAIRS.get(func.attr)
+            pick = METHOD_SLIPS.get(func.attr)
             if pick is None and isinstance(func.value, ast.Name) and func.value.id == "self":
                 similar = [a for a in self_attrs if a != func.attr
                            and difflib.SequenceMatcher(None, a, func.attr).ratio() >= 0.7]

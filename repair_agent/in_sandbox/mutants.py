@@ -47,10 +47,18 @@ class MutantTimeout(BaseException):
     pass
 
 
-def choose_lines(scored: Sequence[Tuple[str, int, float, int, int]], share: float, max_lines: int) -> List[Tuple[str, int]]:
-    """The lines to mutate of spectrum.ochiai's ranking: at least `share` of the best score, at most `max_lines`."""
+def choose_lines(scored: Sequence[Tuple[str, int, float, int, int]], share: float, max_lines: int,
+                 crash: Sequence[Tuple[str, int]] = ()) -> List[Tuple[str, int]]:
+    """The lines to mutate of spectrum.ochiai's ranking: at least `share` of the best score, at most
+    `max_lines`. The failing targets' traceback lines (`crash`) go first among equal scores and are never
+    cut by `max_lines`: when one test alone runs a long stretch of code, every line of it ties."""
     best = scored[0][2] if scored else 0.0
-    return [(s[0], s[1]) for s in scored if s[2] >= share * best][:max_lines]
+    crashed = set(crash)
+    eligible = sorted((s for s in scored if s[2] >= share * best), key=lambda s: (-s[2], (s[0], s[1]) not in crashed))
+    first = [(s[0], s[1]) for s in eligible if (s[0], s[1]) in crashed][:max_lines]
+    rest = [(s[0], s[1]) for s in eligible if (s[0], s[1]) not in crashed][:max_lines - len(first)]
+    kept = set(first + rest)
+    return [(s[0], s[1]) for s in eligible if (s[0], s[1]) in kept]
 
 
 def functions_of(text: str) -> Tuple[List[Scope], List[Def]]:
@@ -259,7 +267,7 @@ class Analysis:
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
         writable = [re.compile(p) for p in self.m["writable"]]
         scored = ochiai(self.run.hits, self.failing, self.passing, lambda path: any(w.match(path) for w in writable))
-        return choose_lines(scored, self.m["share"], self.m["max_lines"])
+        return choose_lines(scored, self.m["share"], self.m["max_lines"], self.run.crash)
 
     def on_alarm(self, signum: int, frame: Any) -> None:
         self.fired = True   # pytest may catch it as the test's failure: the loops look at this too

@@ -16,41 +16,22 @@ try:
     from . import branch_edits as branches, guard_edits as guards, transform_edits as transforms   # for the mutation analysis
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of
+    from .swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS, NAME_SWAPS,
+                        NUMERIC_CALLS, call_slip_fixes)
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps, callable_names,
                                   neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     import ra_branch_edits as branches, ra_guard_edits as guards, ra_transform_edits as transforms  # type: ignore[no-redef]
     from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
+    from ra_swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS,  # type: ignore
+                          NAME_SWAPS, NUMERIC_CALLS, call_slip_fixes)
     from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps,  # type: ignore
                                     callable_names, neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 
 __all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
            "attribute_names", "callable_names", "guards", "line_mutations", "neutral_text", "signatures_of", "similar_names", "transforms"]
 
-COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
-                 "==": ("!=",), "!=": ("==",)}
-BOUNDARY_SWAPS = {("<", "<="), ("<=", "<"), (">", ">="), (">=", ">")}
-ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/", "%"), "%": ("//",),
-               # augmented assignments: the operator, or a plain assignment instead of an accumulation
-               "+=": ("-=", "*=", "="), "-=": ("+=", "="), "*=": ("/=", "+=", "="), "/=": ("*=", "//="),
-               "//=": ("/=",), "%=": ("//=",)}
-NAME_SWAPS = {"and": ("or",), "or": ("and",), "True": ("False",), "False": ("True",), "min": ("max",),
-              "max": ("min",), "any": ("all",), "all": ("any",), "lower": ("upper",), "upper": ("lower",),
-              "lstrip": ("strip",), "rstrip": ("strip",), "strip": ("rstrip", "lstrip"),
-              "startswith": ("endswith",), "endswith": ("startswith",), "floor": ("ceil",), "ceil": ("floor",),
-              "append": ("extend",), "extend": ("append",), "isinstance": ("issubclass",), "issubclass": ("isinstance",),
-              "find": ("rfind",), "rfind": ("find",), "index": ("rindex",), "rindex": ("index",),
-              "split": ("rsplit",), "rsplit": ("split",),
-              # attributes only (`heapq.nlargest`, `pattern.match`): the same names as variables are not these
-              "nlargest": ("nsmallest",), "nsmallest": ("nlargest",), "search": ("match",), "match": ("search",)}
-ATTRIBUTE_ONLY = frozenset({"nlargest", "nsmallest", "search", "match", "find", "rfind", "index", "rindex",
-                            "split", "rsplit"})
-# Calls whose arguments are iterables or arbitrary objects, never counts: no argument offsets there.
-ITERABLE_CALLS = frozenset({"zip", "map", "filter", "sorted", "reversed", "list", "tuple", "set", "frozenset", "iter",
-                            "enumerate", "dict", "any", "all", "sum", "chain", "concat", "repeat", "cycle", "join",
-                            "str", "repr", "print", "isinstance", "getattr", "hasattr", "append", "extend"})
-NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum", "Fraction"}
 
 
 def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (), callables: tuple[str, ...] = (),
@@ -167,6 +148,8 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...], names: tuple[str, 
         out += _ast_mutations(code)
         out += _variable_swaps(code, toks, names)
         out += _call_name_swaps(code, toks, callables)
+        made = {new for _, _, new in out}
+        out += [e for e in call_slip_fixes(code, toks) if e[2] not in made]
         out += single_statement_edits(code)
         out += scope_edits(code, names, callables, signatures or {})
         out += condition_edits(code, names)

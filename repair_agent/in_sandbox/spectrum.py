@@ -109,6 +109,18 @@ def repo_path(filename: str, roots: Sequence[str]) -> Optional[str]:
     return None
 
 
+def crash_frames(tb: Any, roots: Sequence[str]) -> List[Line]:
+    """The lines of the repository's own code on a traceback, innermost first: where an exception
+    was raised or passed through (`key1 = key(seqs)` calling a test's `lambda x: -x`)."""
+    frames = []
+    while tb is not None:
+        path = repo_path(tb.tb_frame.f_code.co_filename, roots)
+        if path:
+            frames.append((path, tb.tb_lineno))
+        tb = tb.tb_next
+    return frames[::-1]
+
+
 def make_tracer(roots: Sequence[str], current: List[Any]) -> Callable[..., Any]:
     """A `sys.settrace` function adding (path, line) of every line of the repository's own code
     that runs to the set `current[0]`. Closures, not methods: the local tracer runs for every line."""
@@ -153,6 +165,7 @@ class SpectrumRun:
     outcomes: dict[str, str] = field(default_factory=dict)   # test id -> "passed" or "failed"
     hits: dict[str, Set[Line]] = field(default_factory=dict)  # test id -> lines of the repository it ran
     cut: List[str] = field(default_factory=list)              # tests not run: out of time
+    crash: List[Line] = field(default_factory=list)           # the repository's frames of the failing targets' tracebacks
 
     def is_target(self, nodeid: str) -> bool:
         return is_target(nodeid, self.args["targets"])
@@ -189,6 +202,12 @@ def _plugins(run: SpectrumRun, tracer: Callable[..., Any], current: List[Any]) -
             finally:
                 sys.settrace(None)
                 current[0] = None
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+            if call.excinfo is not None and run.is_target(item.nodeid):
+                run.crash += [f for f in crash_frames(call.excinfo.tb, run.roots) if f not in run.crash]
+            yield
 
         def pytest_runtest_logreport(self, report: Any) -> None:
             if report.failed:

@@ -1,0 +1,80 @@
+"""The token swaps of the one table of one-line edits (operators.py): comparison, arithmetic and
+name swaps, and the slips between a call's function and a sibling the mutant generator makes
+(`chr(int(x))` written `chr(float(x))`, `.startswith` written `.endswith`), whose inverses the
+analysis and the catalogue try.
+
+Shipped into the sandbox with the mutation analysis: the standard library only, Python 3.9 and
+later, no import of the project, nothing runs at import.
+"""
+from __future__ import annotations
+
+import tokenize
+from typing import Dict, List, Mapping, Sequence, Tuple
+
+try:
+    from .statement_edits import Edit, replace_span
+except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_statement_edits import Edit, replace_span  # type: ignore[no-redef]
+
+COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
+                 "==": ("!=",), "!=": ("==",)}
+BOUNDARY_SWAPS = {("<", "<="), ("<=", "<"), (">", ">="), (">=", ">")}
+ARITH_SWAPS = {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("//", "*"), "//": ("/", "%"), "%": ("//",),
+               # augmented assignments: the operator, or a plain assignment instead of an accumulation
+               "+=": ("-=", "*=", "="), "-=": ("+=", "="), "*=": ("/=", "+=", "="), "/=": ("*=", "//="),
+               "//=": ("/=",), "%=": ("//=",)}
+NAME_SWAPS = {"and": ("or",), "or": ("and",), "True": ("False",), "False": ("True",), "min": ("max",),
+              "max": ("min",), "any": ("all",), "all": ("any",), "lower": ("upper",), "upper": ("lower",),
+              "lstrip": ("strip",), "rstrip": ("strip",), "strip": ("rstrip", "lstrip"),
+              "startswith": ("endswith",), "endswith": ("startswith",), "floor": ("ceil",), "ceil": ("floor",),
+              "append": ("extend",), "extend": ("append",), "isinstance": ("issubclass",), "issubclass": ("isinstance",),
+              "find": ("rfind",), "rfind": ("find",), "index": ("rindex",), "rindex": ("index",),
+              "split": ("rsplit",), "rsplit": ("split",),
+              # attributes only (`heapq.nlargest`, `pattern.match`): the same names as variables are not these
+              "nlargest": ("nsmallest",), "nsmallest": ("nlargest",), "search": ("match",), "match": ("search",)}
+ATTRIBUTE_ONLY = frozenset({"nlargest", "nsmallest", "search", "match", "find", "rfind", "index", "rindex",
+                            "split", "rsplit"})
+# Calls whose arguments are iterables or arbitrary objects, never counts: no argument offsets there.
+ITERABLE_CALLS = frozenset({"zip", "map", "filter", "sorted", "reversed", "list", "tuple", "set", "frozenset", "iter",
+                            "enumerate", "dict", "any", "all", "sum", "chain", "concat", "repeat", "cycle", "join",
+                            "str", "repr", "print", "isinstance", "getattr", "hasattr", "append", "extend"})
+NUMERIC_CALLS = {"round", "int", "float", "abs", "Decimal", "min", "max", "sum", "Fraction"}
+
+# A called builtin or method, and the sibling a slip puts in its place (the generator's direction).
+FUNCTION_SLIPS = {"min": "max", "max": "min", "any": "all", "all": "any", "str": "repr", "repr": "str",
+                  "sorted": "reversed", "reversed": "sorted", "list": "tuple", "tuple": "list",
+                  "isinstance": "issubclass", "hasattr": "callable", "int": "float", "float": "int",
+                  "zip": "enumerate", "enumerate": "zip", "filter": "map", "map": "filter"}
+METHOD_SLIPS = {"lower": "upper", "upper": "lower", "startswith": "endswith", "endswith": "startswith",
+                "lstrip": "rstrip", "rstrip": "lstrip", "strip": "rstrip", "find": "rfind", "rfind": "find",
+                "index": "rindex", "rindex": "index", "split": "rsplit", "rsplit": "split",
+                "append": "extend", "extend": "append", "keys": "values", "values": "keys",
+                "items": "values", "get": "pop", "pop": "get", "add": "discard", "update": "setdefault",
+                "match": "search", "search": "match", "fullmatch": "match", "sub": "subn",
+                "isdigit": "isalpha", "isalpha": "isdigit", "isupper": "islower", "islower": "isupper",
+                "title": "capitalize", "capitalize": "title", "join": "split", "replace": "split",
+                "insert": "append", "remove": "discard", "copy": "items", "group": "groups"}
+
+
+def undoing(slips: Mapping[str, str]) -> Dict[str, Tuple[str, ...]]:
+    """What each slipped name may have been: the inverse of `slips` (`float` -> `int`, `subn` -> `sub`)."""
+    out: Dict[str, List[str]] = {}
+    for right, wrong in slips.items():
+        out.setdefault(wrong, []).append(right)
+    return {wrong: tuple(sorted(rights)) for wrong, rights in out.items()}
+
+
+def call_slip_fixes(code: str, toks: Sequence[tokenize.TokenInfo]) -> List[Edit]:
+    """A called builtin (`float(...)`, not `x.float(...)`) or method (`.subn(...)`) replaced by what a slip
+    may have replaced, when the name swaps do not already make that edit."""
+    out: List[Edit] = []
+    functions, methods = undoing(FUNCTION_SLIPS), undoing(METHOD_SLIPS)
+    for k, t in enumerate(toks[:-1]):
+        if t.type != tokenize.NAME or toks[k + 1].string != "(" or t.start[0] != 1:
+            continue
+        after_dot = k > 0 and toks[k - 1].string == "."
+        fixes = (methods if after_dot else functions).get(t.string, ())
+        for new in fixes:
+            if new not in NAME_SWAPS.get(t.string, ()):
+                out.append(("call-name", f"{t.string}() -> {new}()", replace_span(code, t.start[1], t.end[1], new)))
+    return out
