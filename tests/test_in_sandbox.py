@@ -180,6 +180,17 @@ def test_the_functions_of_a_file_and_their_variables():
     assert mutants.functions_of("def (:\n") == ([], [])
 
 
+def test_in_a_long_function_the_variables_bound_nearest_above_a_line_come_first():
+    # only the first MAX_NAMES become swaps: `nodes > levels` must be able to become `level > levels`
+    src = "def walk(tree, levels):\n" + "".join(f"    v{n} = {n}\n" for n in range(20)) + (
+        "    for group in tree:\n        level, nodes = group\n        if nodes > levels:\n"
+        "            done = True\n")
+    scopes, _ = mutants.functions_of(src)
+    names = mutants.variables(scopes, 24)   # the `if`
+    assert names[:5] == ["tree", "levels", "level", "nodes", "group"]
+    assert names[-1] == "done" and names.index("v19") < names.index("v0")
+
+
 def test_code_in_finds_a_nested_function_by_name_and_line():
     code = compile("def f():\n    def g():\n        return 1\n    return g\n", "m.py", "exec")
     assert mutants.code_in(code, "g", 2).co_name == "g" and mutants.code_in(code, "g", 3) is None

@@ -428,3 +428,58 @@ def test_the_analysis_says_where_its_time_went_and_compiles_no_mutant_it_will_no
     m = localize(calc_sandbox(tmp_path / "none"), ("tests/test_calc.py::test_clamp_high",), ("src/**",),
                  mutate=True).mutation
     assert m is not None and m.tried == 0 and m.cut > 10 and m.compile_s == 0
+
+
+# -- the traceback's lines, and the slips between sibling calls ---------------------------------------
+
+# One test alone runs 50 lines before the wrong one: every line ties in the spectrum, and the line a
+# key function crashed on comes last in reading order, past the analysis's 40 lines.
+LONG_STRETCH = "def keyed(items, key):\n    total = 0\n" + "".join(f"    total += {n}\n" for n in range(50)) + '''\
+    out = []
+    for item in items:
+        out.append(key(items))
+    return out
+
+
+def to_number(text):
+    return float(text)
+'''
+
+LONG_STRETCH_TESTS = '''\
+from calc import keyed, to_number
+
+
+def test_keyed():
+    assert keyed([1, 2], lambda x: -x) == [-1, -2]
+
+
+def test_number():
+    assert to_number("7") == 7
+
+
+def test_number_text():
+    assert str(to_number("7")) == "7"
+'''
+
+
+def test_the_line_a_failing_target_crashed_on_is_mutated_even_past_the_tied_lines(tmp_path):
+    sandbox = calc_sandbox(tmp_path / "crash", LONG_STRETCH, LONG_STRETCH_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_keyed",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    crash = LONG_STRETCH.splitlines().index("        out.append(key(items))") + 1
+    assert ("src/calc.py", crash) in [(x.path, x.line) for x in m.lines]
+    assert len(m.lines) == mutation.MAX_LINES   # the tie is cut: the crash line displaced another
+    assert "        out.append(key(item))" in [f.text for f in m.fixes if f.clean]
+
+
+def test_a_builtin_or_method_call_may_be_the_sibling_a_slip_replaced(tmp_path):
+    # `float(text)` where `int(text)` was meant: the generator's slip, undone
+    sandbox = calc_sandbox(tmp_path / "slip", LONG_STRETCH, LONG_STRETCH_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_number_text",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    assert [f.text for f in m.fixes if f.clean] == ["    return int(text)"]
+    from repair_agent.in_sandbox.operators import line_mutations
+    whats = {w for _, w, _ in line_mutations("    m = PATTERN.subn(r'x', fix, text.title())  # float(x)\n")}
+    assert {"subn() -> sub()", "title() -> capitalize()"} <= whats
+    assert not any("float" in w for w in whats)                   # a comment is not code
+    assert "int() -> float()" not in {w for _, w, _ in line_mutations("    n = obj.int(x)\n")}   # a method named int

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 MARKER = "@@ra-mutants@@"
 
-Scope = Tuple[int, int, List[str]]   # a function's first and last line, the variables it names
+# a function's first and last line, its parameters, and its other variables with the lines binding them
+Scope = Tuple[int, int, List[str], Dict[str, List[int]]]
 Def = Tuple[str, int, int, int]      # a function's name, first and last line, first line of its decorators
 Mutant = Tuple[str, str, str]        # the mutated line, what changed (e.g. "< -> <="), its operator family
 # operators.analysis_mutations: (line, the variables in scope, the callables of the file, the parameters
@@ -68,10 +69,13 @@ def functions_of(text: str) -> Tuple[List[Scope], List[Def]]:
     try:
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
-                names += [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+                params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+                bound: Dict[str, List[int]] = {}
+                for n in ast.walk(node):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in params:
+                        bound.setdefault(n.id, []).append(n.lineno)
                 end = node.end_lineno or node.lineno
-                spans.append((node.lineno, end, list(dict.fromkeys(names))))
+                spans.append((node.lineno, end, list(dict.fromkeys(params)), bound))
                 first = min([d.lineno for d in node.decorator_list] + [node.lineno])
                 outer.append((node.name, node.lineno, end, first))
     except SyntaxError:
@@ -80,9 +84,17 @@ def functions_of(text: str) -> Tuple[List[Scope], List[Def]]:
 
 
 def variables(scopes: Sequence[Scope], line: int) -> List[str]:
-    """The variables of the innermost function around `line`."""
+    """The variables of the innermost function around `line`: its parameters, then the others bound
+    nearest above `line` first (`level, nodes = group` just before `if nodes > levels`), then those bound
+    only after it. Only the first MAX_NAMES become swaps, so in a long function the nearby ones count."""
     inner = [s for s in scopes if s[0] <= line <= s[1]]
-    return min(inner, key=lambda s: s[1] - s[0])[2] if inner else []
+    if not inner:
+        return []
+    _, _, params, bound = min(inner, key=lambda s: s[1] - s[0])
+    def distance(name: str) -> Tuple[int, int]:
+        above = [n for n in bound[name] if n <= line]
+        return (0, line - max(above)) if above else (1, min(bound[name]))
+    return params + sorted(bound, key=distance)
 
 
 def line_mutants(text: str, names: Sequence[str], callables: Sequence[str], mutations: Mutations,
@@ -395,7 +407,7 @@ class Analysis:
         inner = [s for s in self.scopes[path] if s[0] < line <= s[1]]
         if not inner:
             return []
-        start, end, _ = min(inner, key=lambda s: s[1] - s[0])
+        start, end = min(inner, key=lambda s: s[1] - s[0])[:2]
         guards = self.operators.guards
         if path not in self.raises:
             self.raises[path] = guards.raise_statement(self.expects, self.lines[path], self.message) if self.expects else None
