@@ -65,6 +65,7 @@ RUN_ELSEWHERE: dict[str, str] = {
     "mutants.py": "tests/test_mutants.py",                                 # the importer's command line
     "imperfect_model.py": "test_the_imperfect_model_serves_a_reply",
     "import_corpus.py": "test_import_corpus_imports_one_commit",
+    "rate_generated.py": "test_a_generated_set_is_rated_by_its_answer_key",
 }
 
 
@@ -179,3 +180,37 @@ def test_the_listing_names_real_flags():
         for flag in (a for a in run.args if a.startswith("--")):
             assert f'"{flag}"' in text, (name, flag)
 
+
+
+FIX = """--- a/m.py
++++ b/m.py
+@@ -1,3 +1,3 @@
+ def f(x):
+-    return float(x)
++    return int(x)
+ 
+"""
+
+
+def test_a_generated_set_is_rated_by_its_answer_key(tmp_path):
+    from repair_agent.sweep.jobs import SweepResult
+
+    (tmp_path / "gen/bugs").mkdir(parents=True)
+    sweep = tmp_path / "sweep"
+    lines = []
+    # the same change cut into another hunk and indented otherwise is exact; another green fix is not
+    for name, status, diff in [("exact", "awaiting_release_confirmation", FIX.replace("@@ -1,3 +1,3 @@", "@@ -1,2 +1,2 @@")
+                                .replace(" \n", "").replace("    return int", "  return int")),
+                               ("other", "awaiting_release_confirmation", FIX.replace("int(x)", "round(x)")),
+                               ("lost", "handoff_requested", None)]:
+        (tmp_path / "gen/bugs" / f"{name}.fix.diff").write_text(FIX)
+        run = sweep / "runs" / name
+        run.mkdir(parents=True)
+        if diff is not None:
+            (run / "candidate.diff").write_text(diff)
+        lines.append(SweepResult(scenario=name, chooser="search", budget=12, seed=0, status=status,
+                                 run_dir=str(run)).model_dump_json())
+    (sweep / "results.jsonl").write_text("\n".join(lines) + "\n")
+    out = run_script("rate_generated.py", "--sets", str(tmp_path / "gen"), "--sweeps", str(sweep))
+    assert out.returncode == 0, out.stderr
+    assert f"{sweep}: exact 1, other 1, not green 1 of 3" in out.stdout
