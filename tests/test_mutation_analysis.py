@@ -483,3 +483,36 @@ def test_a_builtin_or_method_call_may_be_the_sibling_a_slip_replaced(tmp_path):
     assert {"subn() -> sub()", "title() -> capitalize()"} <= whats
     assert not any("float" in w for w in whats)                   # a comment is not code
     assert "int() -> float()" not in {w for _, w, _ in line_mutations("    n = obj.int(x)\n")}   # a method named int
+
+
+SLOW_TESTS = '''\
+import time
+
+from calc import keyed
+
+
+def test_keyed():
+    time.sleep(0.02)
+    assert keyed([1, 2], lambda x: -x) == [-1, -2]
+
+
+def test_keyed_words():
+    time.sleep(0.02)
+    assert keyed(["a"], str.upper) == ["A"]
+'''
+
+
+def test_short_of_time_a_mutant_stops_at_a_target_that_fails_as_before(tmp_path, monkeypatch):
+    # Two slow failing targets and some 300 mutants cannot all run both targets in 4 s: once the pace
+    # says so, a mutant whose first target fails as before does not run the second.
+    monkeypatch.setattr("repair_agent.hints.mutation.BUDGET_S", 4.0)
+    sandbox = calc_sandbox(tmp_path, LONG_STRETCH, SLOW_TESTS)
+    targets = ("tests/test_calc.py::test_keyed", "tests/test_calc.py::test_keyed_words")
+    m = localize(sandbox, targets, ("src/**",), mutate=True).mutation
+    assert m is not None and m.cut > 0 and m.stopped_early > 0
+    assert ("        out.append(key(item))", 2, 2) in [(f.text, f.fixed, f.of) for f in m.fixes]
+    # with time to spare every target runs on every mutant
+    monkeypatch.setattr("repair_agent.hints.mutation.BUDGET_S", 30.0)
+    sandbox = calc_sandbox(tmp_path / "quick", LONG_STRETCH, SLOW_TESTS.replace("time.sleep(0.02)", "pass"))
+    m = localize(sandbox, targets, ("src/**",), mutate=True).mutation
+    assert m is not None and m.cut == 0 and m.stopped_early == 0

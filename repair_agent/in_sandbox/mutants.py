@@ -268,12 +268,13 @@ class Analysis:
         self.else_sites: Dict[str, List[Tuple[int, int, str, List[str]]]] = {}   # path -> branch_edits.else_sites
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
         self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
-        self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0,
+        self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
                                        "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
         self.stop_at = 0.0
+        self.queued = 0         # mutants each_mutant will yield in all
         self.printed = 0.0      # when the result was last printed
 
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
@@ -511,6 +512,8 @@ class Analysis:
         if trace is not None and self.condition_of:
             first, per_line = self.by_conditions(per_line, trace)
 
+        self.queued = len(first) + sum(len(q) for q in per_line)
+
         def liveness(i: int) -> Tuple[int, int]:
             tried, changed, _ = self.stats[keys[i]]
             return changed, tried
@@ -568,6 +571,15 @@ class Analysis:
         finally:
             self.spent["compile_s"] += time.monotonic() - t0
 
+    def short_of_time(self) -> bool:
+        """Would the mutants left, at the pace so far, outrun the time limit? Then a mutant's run stops at
+        the first failing target that fails as before (it cannot fix them all), so more mutants run."""
+        done = self.result["tried"]
+        if done < 10:
+            return False
+        pace = (self.spent["targets_s"] + self.spent["compile_s"] + self.spent["check_s"]) / done   # a mutant's own cost
+        return pace * (self.queued - done) > self.stop_at - time.monotonic()
+
     def out_of_budget(self) -> bool:
         if time.monotonic() - self.printed > self.m["snapshot_s"]:
             self.print_result(finished=False)
@@ -589,8 +601,10 @@ class Analysis:
                 from _pytest.runner import runtestprotocol
                 items = {i.nodeid: i for i in session.items}
 
-                def run_items(nodeids: Sequence[str], limit_s: Optional[float] = None) -> Dict[str, str]:
-                    # one time limit for the whole run: once a mutant loops, the targets after it are not run
+                def run_items(nodeids: Sequence[str], limit_s: Optional[float] = None,
+                              until_unchanged: bool = False) -> Dict[str, str]:
+                    # one time limit for the whole run: once a mutant loops, the targets after it are not run;
+                    # `until_unchanged`: nor after a target that fails as before (taken as unchanged)
                     res: Dict[str, str] = {}
                     analysis.fired = False
                     signal.setitimer(signal.ITIMER_REAL, limit_s or analysis.limit)
@@ -607,6 +621,10 @@ class Analysis:
                             else:
                                 res[t] = ("passed" if any(r.when == "call" and r.passed for r in reports)
                                           else "failed: skipped")
+                            if until_unchanged and res[t] == analysis.baseline.get(t) and t != nodeids[-1]:
+                                analysis.result["stopped_early"] += 1
+                                res.update({u: analysis.baseline[u] for u in nodeids if u not in res and u in analysis.baseline})
+                                break
                     except MutantTimeout:
                         pass
                     finally:
@@ -659,7 +677,7 @@ class Analysis:
                         continue
                     try:
                         t1 = time.monotonic()
-                        got = run_items(analysis.failing)
+                        got = run_items(analysis.failing, until_unchanged=analysis.short_of_time())
                         analysis.spent["targets_s"] += time.monotonic() - t1
                         analysis.result["timed_out"] += analysis.fired
                         analysis.judge(path, line, new_text, what, family, got,
