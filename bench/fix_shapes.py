@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib
+import inspect
 import re
 import subprocess
 import sys
@@ -160,11 +161,10 @@ def context(lines: dict[int, str], n: int) -> tuple:
 
 
 def mutations(ops: Any, line: str, goal: tuple[int, ...], ctx: tuple) -> list:
-    """`ops.line_mutations` with the context its revision takes (attributes came later)."""
-    try:
-        return ops.line_mutations(line, goal, *ctx)
-    except TypeError:
-        return ops.line_mutations(line, goal, *ctx[:3])
+    """`ops.line_mutations` with the context its revision takes (attributes came later). Read off its
+    signature: a TypeError raised inside it is a bug to see, not a sign of an older revision."""
+    takes_attributes = "attributes" in inspect.signature(ops.line_mutations).parameters
+    return ops.line_mutations(line, goal, *(ctx if takes_attributes else ctx[:3]))
 
 
 OPS: dict[str, Any] = {}

@@ -44,8 +44,7 @@ def changed_lines(diff_text: str) -> tuple[list[str], list[str]]:
 def rating(result: SweepResult, sets: list[Path]) -> str:
     if result.status != GREEN:
         return "not green"
-    fix = next((s / "bugs" / f"{result.scenario}.fix.diff" for s in sets
-                if (s / "bugs" / f"{result.scenario}.fix.diff").is_file()), None)
+    fix = next((f for f in (s / "bugs" / f"{result.scenario}.fix.diff" for s in sets) if f.is_file()), None)
     candidate = Path(result.run_dir or "") / "candidate.diff"
     if fix is None or not candidate.is_file():
         raise SystemExit(f"{result.scenario}: no fix diff in --sets or no candidate.diff in its run")

@@ -482,6 +482,8 @@ def test_a_builtin_or_method_call_may_be_the_sibling_a_slip_replaced(tmp_path):
     whats = {w for _, w, _ in line_mutations("    m = PATTERN.subn(r'x', fix, text.title())  # float(x)\n")}
     assert {"subn() -> sub()", "title() -> capitalize()"} <= whats
     assert not any("float" in w for w in whats)                   # a comment is not code
+    # `min` -> `max` is a name swap and a slip: one edit
+    assert [new for _, _, new in line_mutations("    return min(xs)\n")].count("    return max(xs)") == 1
     assert "int() -> float()" not in {w for _, w, _ in line_mutations("    n = obj.int(x)\n")}   # a method named int
 
 

@@ -8,6 +8,7 @@ later, no import of the project, nothing runs at import.
 """
 from __future__ import annotations
 
+import functools
 import tokenize
 from typing import Dict, List, Mapping, Sequence, Tuple
 
@@ -64,17 +65,22 @@ def undoing(slips: Mapping[str, str]) -> Dict[str, Tuple[str, ...]]:
     return {wrong: tuple(sorted(rights)) for wrong, rights in out.items()}
 
 
+@functools.lru_cache(maxsize=None)
+def slip_fixes() -> Tuple[Dict[str, Tuple[str, ...]], Dict[str, Tuple[str, ...]]]:
+    """The inverses of FUNCTION_SLIPS and METHOD_SLIPS, built once (every line asks for them)."""
+    return undoing(FUNCTION_SLIPS), undoing(METHOD_SLIPS)
+
+
 def call_slip_fixes(code: str, toks: Sequence[tokenize.TokenInfo]) -> List[Edit]:
     """A called builtin (`float(...)`, not `x.float(...)`) or method (`.subn(...)`) replaced by what a slip
-    may have replaced, when the name swaps do not already make that edit."""
+    may have replaced. Some are name swaps too (`min` -> `max`): the caller keeps one edit per text."""
     out: List[Edit] = []
-    functions, methods = undoing(FUNCTION_SLIPS), undoing(METHOD_SLIPS)
+    functions, methods = slip_fixes()
     for k, t in enumerate(toks[:-1]):
         if t.type != tokenize.NAME or toks[k + 1].string != "(" or t.start[0] != 1:
             continue
         after_dot = k > 0 and toks[k - 1].string == "."
         fixes = (methods if after_dot else functions).get(t.string, ())
         for new in fixes:
-            if new not in NAME_SWAPS.get(t.string, ()):
-                out.append(("call-name", f"{t.string}() -> {new}()", replace_span(code, t.start[1], t.end[1], new)))
+            out.append(("call-name", f"{t.string}() -> {new}()", replace_span(code, t.start[1], t.end[1], new)))
     return out
