@@ -518,3 +518,32 @@ def test_short_of_time_a_mutant_stops_at_a_target_that_fails_as_before(tmp_path,
     sandbox = calc_sandbox(tmp_path / "quick", LONG_STRETCH, SLOW_TESTS.replace("time.sleep(0.02)", "pass"))
     m = localize(sandbox, targets, ("src/**",), mutate=True).mutation
     assert m is not None and m.cut == 0 and m.stopped_early == 0
+
+
+def test_an_edit_the_analysis_ran_and_a_target_still_failed_on_is_tried_last(tmp_path):
+    from repair_agent.choosers.search import parse_failure
+    from repair_agent.in_sandbox.mutants import edit_key
+    from repair_agent.loop.state import Evidence
+
+    sandbox = calc_sandbox(tmp_path)
+    loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",), mutate=True)
+    by_line = {ml.line: ml for ml in loc.mutation.lines}
+    # `return lo` -> `return x` leaves clamp(9, 0, 5) at 9; `return hi` is the fix, never refuted
+    assert edit_key("        return x\n") in by_line[5].refuted
+    assert edit_key("        return hi") not in by_line[5].refuted and by_line[5].fixing == 1
+    assert len(by_line[5].refuted) == by_line[5].tried - by_line[5].fixing
+    ev = Evidence(id="E1", step=1, tool="run_target_test", status="failed", source="sandbox",
+                  started_at="2026-01-01T00:00:00+00:00", duration_s=0.1, summary="target fails",
+                  output="E       assert 0 == 5\n", diff_sha256="0" * 64, fingerprint="f", result_sha256="r",
+                  action='{"tool": "run_target_test"}', localization=loc)
+    told = parse_failure(ev, "clamp caps at hi", ("src/**",))
+    lines = {i + 1: t for i, t in enumerate(CALC.splitlines(keepends=True))}
+    ranked = rank_candidates(told, {"src/calc.py": lines}, [], "clamp caps at hi", seed=0)
+    refuted = [edit_key("".join(c.new_lines)) in told.refuted.get((c.path, c.line), ()) for c in ranked]
+    # every edit the analysis ran without a fix comes after every edit it did not run (or that fixed)
+    assert any(refuted) and refuted == sorted(refuted)
+    assert ranked[0].new_lines == ("        return hi\n",)
+    # a line where no mutant changed anything tells nothing: its mutants may not have taken effect
+    quiet = loc.mutation.model_copy(update={"lines": tuple(ml.model_copy(update={"changed": 0}) for ml in loc.mutation.lines)})
+    assert parse_failure(ev.model_copy(update={"localization": loc.model_copy(update={"mutation": quiet})}),
+                         "clamp caps at hi", ("src/**",)).refuted == {}

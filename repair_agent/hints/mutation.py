@@ -62,6 +62,7 @@ class MutatedLine(BaseModel):
     tried: int       # mutants run
     changed: int     # mutants that changed what a failing target test showed (its message, or a pass)
     fixing: int      # mutants that made every failing target pass
+    refuted: tuple[str, ...] = ()   # in_sandbox.mutants.edit_key of each mutant a failing target still failed on
 
 
 class MutationAnalysis(BaseModel):

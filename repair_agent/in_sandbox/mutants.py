@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import io
 import itertools
 import json
@@ -41,11 +42,18 @@ Mutant = Tuple[str, str, str]        # the mutated line, what changed (e.g. "< -
 # of its functions) -> (family, what, new line)
 Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str, ...]], Tuple[str, ...]],
                      List[Tuple[str, str, str]]]
+UNFINISHED = "failed: did not finish"   # a target the time limit stopped (or never reached)
 MAX_NAMES = 12                       # the variables of a function a variable read may become
 
 
 class MutantTimeout(BaseException):
     pass
+
+
+def edit_key(text: str) -> str:
+    """A short name for an edit's new text, whitespace aside: the analysis lists the mutants of a line that
+    left a failing target failing by it, and the chooser skips a candidate of the same text."""
+    return hashlib.sha1(re.sub(r"\s+", "", text).encode("utf-8")).hexdigest()[:10]
 
 
 def choose_lines(scored: Sequence[Tuple[str, int, float, int, int]], share: float, max_lines: int,
@@ -268,6 +276,7 @@ class Analysis:
         self.not_loaded: Dict[str, int] = {}   # path -> how many modules were loaded when it was not among them
         self.module_of: Dict[str, Any] = {}   # path -> (its live module, its functions, the caches they and it hold)
         self.stats: Dict[Tuple[str, int], List[int]] = {}   # (path, line) -> [tried, changed, fixing]
+        self.refuted: Dict[Tuple[str, int], List[str]] = {}   # (path, line) -> edit_key of mutants some target failed on
         self.baseline: Dict[str, str] = {}
         # read off the failing targets' first run: the exception they expect, and whether what they got
         # was an exception where a value was due (or none where one was)
@@ -332,7 +341,7 @@ class Analysis:
             pass
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        return {t: res.get(t, "failed: did not finish") for t in nodeids}
+        return {t: res.get(t, UNFINISHED) for t in nodeids}
 
     def live_module(self, path: str) -> Any:
         """Looked up once per file (realpath over every module is slow), again only if it was reimported;
@@ -474,6 +483,9 @@ class Analysis:
         result["tried"] += 1
         passed = sum(v == "passed" for v in got.values())
         st[1] += any(got.get(t) != self.baseline.get(t) for t in self.failing)
+        # a target that ran to its end and failed: this edit alone is no fix (one cut by its time limit may be)
+        if not self.fired and any(got.get(t, "passed") not in ("passed", UNFINISHED) for t in self.failing):
+            self.refuted.setdefault((path, line), []).append(edit_key(new_text))
         if passed:
             fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what, "family": family,
                    "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0,
@@ -493,8 +505,8 @@ class Analysis:
     def print_result(self, finished: bool) -> None:
         """The result so far (`finished`: the whole of it) on one line after MARKER."""
         self.printed = time.monotonic()
-        self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2]}
-                                for (p, n), v in self.stats.items()]
+        self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2],
+                                 "refuted": self.refuted.get((p, n), [])} for (p, n), v in self.stats.items()]
         self.result["duration_s"] = round(time.monotonic() - self.started, 3)
         self.result.update({k: round(v, 6) for k, v in self.spent.items()})   # a check of a few tiny tests takes under a millisecond
         self.result["finished"] = finished
@@ -644,7 +656,7 @@ class Analysis:
                         pass
                     finally:
                         signal.setitimer(signal.ITIMER_REAL, 0)
-                    return {t: res.get(t, "failed: did not finish") for t in nodeids if t in items}
+                    return {t: res.get(t, UNFINISHED) for t in nodeids if t in items}
 
                 t0 = time.monotonic()
                 analysis.result["collect_s"] = round(t0 - analysis.started, 3)

@@ -46,6 +46,8 @@ class Failure:
     # pass, and (tried, changed) per mutated line.
     mutant_fixes: dict[tuple[str, int], list[MutantFix]] = field(default_factory=dict)
     mutated: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    # ... and the edit_key of each mutant there a failing target still failed on (where mutants took effect)
+    refuted: dict[tuple[str, int], frozenset[str]] = field(default_factory=dict)
     # Values the failing tests expect (source text of literals): a candidate never writes one into the code.
     expected_literals: set[str] = field(default_factory=set)
     # Every exception message the failing tests show (`E   ValueError: ...` lines), not only the first.
@@ -174,6 +176,8 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
             rel = _writable(ml.path, writable)
             if rel:
                 f.mutated[(rel, ml.line)] = (ml.tried, ml.changed)
+                if ml.changed and ml.refuted:   # mutants took effect there: the ones that fixed nothing are known
+                    f.refuted[(rel, ml.line)] = frozenset(ml.refuted)
     f.expected_literals = _expected_literals(f)
     return f
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from ...hints.mutation import MutantFix
+from ...in_sandbox.mutants import edit_key
 from .catalogue import Candidate
 from .failure import Failure
 from .weights import Rule, active
@@ -81,7 +82,11 @@ def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
     were clean, only their line stands out: a crowded fix), any edit of a clean fix's line, an edit
     that turned only some failing targets green or was not checked against the passing tests (by
     its share; none for one that broke passing tests), a line where several mutants changed
-    nothing; none where the analysis did not reach."""
+    nothing; none where the analysis did not reach. An edit the analysis ran and a failing target still
+    failed on is refuted: trying it would spend two steps to learn what is known."""
+    refuted = f.refuted.get((c.path, c.line))
+    if refuted and edit_key("".join(c.new_lines)) in refuted:
+        return [(Rule.MUTANT_REFUTED, 1.0)]
     fixes = f.mutant_fixes.get((c.path, c.line), ())
     if fixes:
         # a line's clean fix speaks for the other one-line edits of it; a guard there is another edit

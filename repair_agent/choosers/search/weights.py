@@ -120,6 +120,7 @@ class Rule(_Named):
     MUTANT_FIX_LINE = "mutant_fix_line"              # any edit of a line with a clean mutant
     MUTANT_PARTIAL_FIX = "mutant_partial_fix"        # value: the share of failing targets it turned green
     MUTANT_INERT_LINE = "mutant_inert_line"          # several mutants changed nothing there
+    MUTANT_REFUTED = "mutant_refuted"                # the analysis ran this very edit: a failing target still failed
     MUTANT_PREFERRED_INSERT = "mutant_preferred_insert"  # the clean inserted statement to try first (see mutants.py)
     # the values and the failure (ranking.score)
     DIVISION_BY_VALUE_TYPES = "division_by_value_types"
