@@ -27,10 +27,13 @@ def test_python_and_base_image_exclude_each_other():
             EnvironmentSection.model_validate(bad)
 
 
-@pytest.mark.parametrize("python", ["3.9", "3.13"])
-def test_a_scenario_runs_in_another_python(python, tmp_path, docker_client, sandbox_image):
+PYTHONS = ("3.9", "3.13")
+
+
+def _scenario(root: Path, python: str) -> Path:
+    """The word-count scenario for `python` under root/scenarios; returns its manifest."""
     # src/ on the path by a conftest.py: bullseye's pytest 6.0 has no `pythonpath` setting.
-    repo = tmp_path / "scenarios" / "wordy"
+    repo = root / "scenarios" / "wordy"
     (repo / "src/wordy").mkdir(parents=True)
     (repo / "tests").mkdir()
     (repo / "conftest.py").write_text("import os, sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'src'))\n")
@@ -43,12 +46,36 @@ def test_a_scenario_runs_in_another_python(python, tmp_path, docker_client, sand
         f"import sys\n\n\ndef test_interpreter():\n    assert sys.version_info[:2] == ({major}, {minor})\n")
     manifest = repo.parent / "word-count.scenario.toml"
     manifest.write_text(USER_MANIFEST + f'[environment]\npython = "{python}"\n')
-    env = {**os.environ, "REPAIR_AGENT_CACHE_DIR": str(tmp_path / "cache")}
-    image = subprocess.run([sys.executable, "-m", "repair_agent", "image", "--scenario", "word-count",
-                            "--scenarios-dir", str(manifest.parent)], cwd=ROOT, capture_output=True, text=True,
-                           timeout=900, env=env)
-    assert image.returncode == 0, image.stderr[-2000:]
-    tag = image.stdout.strip()
+    return manifest
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory, sandbox_image):
+    """`repair-agent image` for each Python, all at once (each build waits mostly on the Debian mirror):
+    python -> (its scenario's manifest, the command's environment, its exit code, stdout, stderr)."""
+    started = {}
+    for python in PYTHONS:
+        root = tmp_path_factory.mktemp(f"python{python}")
+        manifest = _scenario(root, python)
+        env = {**os.environ, "REPAIR_AGENT_CACHE_DIR": str(root / "cache")}
+        started[python] = (manifest, env, subprocess.Popen(
+            [sys.executable, "-m", "repair_agent", "image", "--scenario", "word-count", "--scenarios-dir",
+             str(manifest.parent)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    built = {}
+    for python, (manifest, env, proc) in started.items():
+        try:
+            out, err = proc.communicate(timeout=900)
+        finally:
+            proc.kill()
+        built[python] = (manifest, env, proc.returncode, out, err)
+    return built
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_a_scenario_runs_in_another_python(python, images, tmp_path, docker_client):
+    manifest, env, code, out, err = images[python]
+    assert code == 0, err[-2000:]
+    tag = out.strip()
     said = docker_client.containers.run(tag, ["python3", "-c", "import sys, pytest, pytest_timeout; "
                                               "print('%d.%d' % sys.version_info[:2])"], remove=True)
     assert said.decode().strip() == python
