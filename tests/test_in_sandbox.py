@@ -189,15 +189,6 @@ def test_in_a_long_function_the_variables_bound_nearest_above_a_line_come_first(
     names = mutants.variables(scopes, 24)   # the `if`
     assert names[:5] == ["tree", "levels", "level", "nodes", "group"]
     assert names[-1] == "done" and names.index("v19") < names.index("v0")
-    # the names of the lines around come before the others: `conv[wrap]` among lines of `conv[group]`
-    src = ("def build(spec):\n    group = 1\n    conv = {}\n" + "".join(f"    w{n} = {n}\n" for n in range(20))
-           + "    wrap = 2\n    conv[group] = int\n    conv[wrap] = float\n    conv[group + 1] = str\n")
-    lines = src.splitlines(keepends=True)
-    scopes, _ = mutants.functions_of(src)
-    assert mutants.nearby_names(lines, 26)[:3] == ["conv", "wrap", "float"]
-    names = mutants.variables(scopes, 26, mutants.nearby_names(lines, 26))
-    assert names[:4] == ["spec", "conv", "wrap", "group"]
-    assert names.index("group") < mutants.MAX_NAMES < mutants.variables(scopes, 26).index("group")
 
 
 def test_code_in_finds_a_nested_function_by_name_and_line():

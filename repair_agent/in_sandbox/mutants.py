@@ -91,33 +91,18 @@ def functions_of(text: str) -> Tuple[List[Scope], List[Def]]:
     return spans, outer
 
 
-def variables(scopes: Sequence[Scope], line: int, nearby: Sequence[str] = ()) -> List[str]:
-    """The variables of the innermost function around `line`: its parameters, then those `nearby` names
-    (the names of the lines around it: `conv[wrap]` among lines of `conv[group]`), then the others bound
-    nearest above `line` first (`level, nodes = group` before `if nodes > levels`), then those bound
+def variables(scopes: Sequence[Scope], line: int) -> List[str]:
+    """The variables of the innermost function around `line`: its parameters, then the others bound
+    nearest above `line` first (`level, nodes = group` just before `if nodes > levels`), then those bound
     only after it. Only the first MAX_NAMES become swaps, so in a long function the nearby ones count."""
     inner = [s for s in scopes if s[0] <= line <= s[1]]
     if not inner:
         return []
     _, _, params, bound = min(inner, key=lambda s: s[1] - s[0])
-    near = {name: k for k, name in enumerate(nearby)}
-
     def distance(name: str) -> Tuple[int, int]:
-        if name in near:
-            return (0, near[name])
         above = [n for n in bound[name] if n <= line]
-        return (1, line - max(above)) if above else (2, min(bound[name]))
+        return (0, line - max(above)) if above else (1, min(bound[name]))
     return params + sorted(bound, key=distance)
-
-
-NEARBY = 4   # lines each side whose names a variable read may become first
-NAME = re.compile(r"[A-Za-z_]\w*")
-
-
-def nearby_names(lines: Sequence[str], line: int) -> List[str]:
-    """The names on the lines around `line` (1-based) and on it, nearest lines first."""
-    order = sorted(range(max(1, line - NEARBY), min(len(lines), line + NEARBY) + 1), key=lambda n: (abs(n - line), n))
-    return list(dict.fromkeys(name for n in order for name in NAME.findall(lines[n - 1].split("#", 1)[0])))
 
 
 def line_mutants(text: str, names: Sequence[str], callables: Sequence[str], mutations: Mutations,
@@ -412,7 +397,7 @@ class Analysis:
     def mutants(self, path: str, line: int) -> List[Mutant]:
         self.load(path)
         text = self.lines[path][line - 1]
-        names = variables(self.scopes[path], line, nearby_names(self.lines[path], line))
+        names = variables(self.scopes[path], line)
         muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"], self.signatures[path], self.attributes[path])
         guards = self.guards(path, line, text, names) + self.transforms(path, line, text) + self.branches(path, line, text)
