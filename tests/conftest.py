@@ -103,7 +103,7 @@ def _no_leaked_containers():
                 f"(now removed): " + "; ".join(names), pytrace=False)
 
 
-# scripts/test runs the suite on two workers (pytest-xdist, `--dist loadfile`): each worker is its
+# scripts/test runs the suite on three workers (pytest-xdist, `--dist loadfile`): each worker is its
 # own session (its own engine client and leak check; the pristine-suite cache is shared), and each test module
 # runs whole on one worker, so a module-scoped fixture (a run, a verifier, a built wheel) is built
 # once, as without workers. The modules with Ctrl-C tests (named test_ctrl_c_*) run together on one
