@@ -51,8 +51,8 @@ class MutantTimeout(BaseException):
 
 
 def edit_key(text: str) -> str:
-    """A short name for an edit's new text, whitespace aside: the analysis lists the mutants of a line that
-    left a failing target failing by it, and the chooser skips a candidate of the same text."""
+    """A short name for an edit's new text, whitespace aside: the analysis lists by it the mutants of a line
+    after which a failing target still failed, and the search chooser tries a candidate of the same text last."""
     return hashlib.sha1(re.sub(r"\s+", "", text).encode("utf-8")).hexdigest()[:10]
 
 
