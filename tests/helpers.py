@@ -292,6 +292,15 @@ def test_mean_one():
 '''
 
 
+def target_observation(output: str, localization=None):
+    """The Evidence of a failed run_target_test whose output is `output` (and, given, its localization)."""
+    from repair_agent.loop.state import Evidence
+    return Evidence(id="E1", step=1, tool="run_target_test", status="failed", source="sandbox",
+                    started_at="2026-01-01T00:00:00+00:00", duration_s=0.1, summary="target fails", output=output,
+                    diff_sha256="0" * 64, fingerprint="f", result_sha256="r", action='{"tool": "run_target_test"}',
+                    localization=localization)
+
+
 def calc_sandbox(tmp_path: Path, source: str = CALC, tests: str = CALC_TESTS):
     """`source` as src/calc.py and `tests` as tests/test_calc.py, committed, in a LocalSandbox."""
     from repair_agent.sandbox import LocalSandbox, create_workspace

@@ -62,12 +62,13 @@ def images(tmp_path_factory, sandbox_image):
             [sys.executable, "-m", "repair_agent", "image", "--scenario", "word-count", "--scenarios-dir",
              str(manifest.parent)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
     built = {}
-    for python, (manifest, env, proc) in started.items():
-        try:
+    try:
+        for python, (manifest, env, proc) in started.items():
             out, err = proc.communicate(timeout=900)
-        finally:
+            built[python] = (manifest, env, proc.returncode, out, err)
+    finally:
+        for _, _, proc in started.values():   # a build that timed out takes none of the others with it
             proc.kill()
-        built[python] = (manifest, env, proc.returncode, out, err)
     return built
 
 

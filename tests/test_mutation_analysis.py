@@ -16,7 +16,7 @@ from repair_agent.hints import mutation
 from repair_agent.hints.mutation import MutantFix
 from repair_agent.loop.plain import read_description
 
-from helpers import CALC, CALC_TESTS, calc_sandbox
+from helpers import CALC, CALC_TESTS, calc_sandbox, target_observation
 
 # A loop whose `i += 1` mutated to `i -= 1` never ends; the bug is the `+ 1` of the return.
 STEPS = '''\
@@ -523,7 +523,6 @@ def test_short_of_time_a_mutant_stops_at_a_target_that_fails_as_before(tmp_path,
 def test_an_edit_the_analysis_ran_and_a_target_still_failed_on_is_tried_last(tmp_path):
     from repair_agent.choosers.search import parse_failure
     from repair_agent.in_sandbox.mutants import edit_key
-    from repair_agent.loop.state import Evidence
 
     sandbox = calc_sandbox(tmp_path)
     loc = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",), mutate=True)
@@ -532,10 +531,7 @@ def test_an_edit_the_analysis_ran_and_a_target_still_failed_on_is_tried_last(tmp
     assert edit_key("        return x\n") in by_line[5].refuted
     assert edit_key("        return hi") not in by_line[5].refuted and by_line[5].fixing == 1
     assert len(by_line[5].refuted) == by_line[5].tried - by_line[5].fixing
-    ev = Evidence(id="E1", step=1, tool="run_target_test", status="failed", source="sandbox",
-                  started_at="2026-01-01T00:00:00+00:00", duration_s=0.1, summary="target fails",
-                  output="E       assert 0 == 5\n", diff_sha256="0" * 64, fingerprint="f", result_sha256="r",
-                  action='{"tool": "run_target_test"}', localization=loc)
+    ev = target_observation("E       assert 0 == 5\n", loc)
     told = parse_failure(ev, "clamp caps at hi", ("src/**",))
     lines = {i + 1: t for i, t in enumerate(CALC.splitlines(keepends=True))}
     ranked = rank_candidates(told, {"src/calc.py": lines}, [], "clamp caps at hi", seed=0)

@@ -6,6 +6,8 @@ from repair_agent.choosers.search.guards import copies_expected, documented_retu
 from repair_agent.choosers.search.ranking import rank_candidates, scope_names
 from repair_agent.in_sandbox.operators import signatures_of
 
+from helpers import target_observation
+
 SOURCE = '''\
 def is_member(name, members):
     """Whether ``name`` is one of ``members`` (a bool)."""
@@ -274,20 +276,13 @@ def test_module_constants_used_by_a_suspect_function_are_mutated():
     assert best_on_pattern >= max(c.score for c in cands if c.line == 6) - 3   # it inherits the user's suspicion
 
 
-def _target_observation(output: str):
-    from repair_agent.loop.state import Evidence
-    return Evidence(id="E1", step=1, tool="run_target_test", status="failed", source="sandbox",
-                    started_at="2026-01-01T00:00:00+00:00", duration_s=0.1, summary="target fails", output=output,
-                    diff_sha256="0" * 64, fingerprint="f", result_sha256="r", action='{"tool": "run_target_test"}')
-
-
 def test_colour_codes_and_unittest_messages_are_read_as_values():
     from repair_agent.choosers.search import parse_failure
     output = ("--- pytest output (failures) ---\n"
               "    def test_join(self):\n"
               ">       self.assertEqual(join_words(['a', 'b']), 'a b')\n"
               "\x1b[1m\x1b[31mE       AssertionError: 'a,b' != 'a b'\x1b[0m\n")
-    f = parse_failure(_target_observation(output), "join words", ("pkg/**",))
+    f = parse_failure(target_observation(output), "join words", ("pkg/**",))
     assert f.have_values and (f.got, f.expected) == ("a,b", "a b")
     assert "separators" in f.hints and "boundary" not in f.hints   # only punctuation differs, not a length
     assert "join_words" in f.callees
@@ -298,7 +293,7 @@ def test_a_recased_input_in_the_failing_assertion_hints_at_case_handling():
     output = ("--- pytest output (failures) ---\n"
               ">       assert lookup(word.title()) == 'x'\n"
               "E       AssertionError: assert 'y' == 'x'\n")
-    assert "case" in parse_failure(_target_observation(output), "lookup", ("pkg/**",)).hints
+    assert "case" in parse_failure(target_observation(output), "lookup", ("pkg/**",)).hints
 
 
 def test_ranking_rules_for_scales_bases_tables_and_failed_try_bodies():
@@ -467,7 +462,7 @@ def test_a_test_expecting_an_exception_gets_a_raising_guard_bounded_by_the_goals
     lines = _lines(TZ)
     fn = functions_in(1, list(lines.values()))[0]
     goal = "tz_offset('+01:60') returns 60 instead of raising ValueError: minutes out of 0..59 are accepted."
-    f = parse_failure(_target_observation("--- pytest output (failures) ---\nE       Failed: DID NOT RAISE "
+    f = parse_failure(target_observation("--- pytest output (failures) ---\nE       Failed: DID NOT RAISE "
                                           "<class 'ValueError'>\n"), goal, ("pkg/**",))
     assert f.not_raised == "ValueError"
     guards = raising_guards("m.py", fn, lines, f.not_raised, goal, {4})
@@ -476,7 +471,7 @@ def test_a_test_expecting_an_exception_gets_a_raising_guard_bounded_by_the_goals
         ("    if not 0 <= int(tzh) <= 59:\n", '        raise ValueError("tzh must be in 0..59")\n')]
     assert raising_guards("m.py", fn, lines, f.not_raised, "minutes over 59 are accepted", {4}) == []   # no range
     assert raising_guards("m.py", fn, lines, "", goal, {4}) == []   # no exception expected
-    assert "ValueError" == parse_failure(_target_observation("E   AssertionError: ValueError not raised by f\n"),
+    assert "ValueError" == parse_failure(target_observation("E   AssertionError: ValueError not raised by f\n"),
                                          "", ("pkg/**",)).not_raised
 
 
@@ -537,14 +532,14 @@ def test_ranking_rules_from_the_failures_values():
     assert "hint:none:none-guard" in at_frame.features and "hint:none:none-guard" not in no_frame.features
     # a callee refused a value out of its stated bounds: a clamp computed it
     from repair_agent.choosers.search.failure import parse_failure
-    bounded = parse_failure(_target_observation(
+    bounded = parse_failure(target_observation(
         "E   ValueError: Indices for islice() must be None or an integer: 0 <= x <= sys.maxsize.\n"), "tail", ("m/**",))
     assert "range" in bounded.hints
     clamp = "    return islice(it, min(0, size - n), None)\n"
     assert score(Candidate("m.py", 1, (clamp,), "extreme", "min -> max"), bounded, set(), set(), clamp) > \
         score(Candidate("m.py", 1, (clamp,), "arithmetic", "- -> +"), bounded, set(), set(), clamp)
     # unittest's sequence messages give the values
-    lists = parse_failure(_target_observation("E   AssertionError: Lists differ: ['A', 'B'] != ['B']\n"), "", ("m/**",))
+    lists = parse_failure(target_observation("E   AssertionError: Lists differ: ['A', 'B'] != ['B']\n"), "", ("m/**",))
     assert lists.have_values and (lists.got, lists.expected) == (["A", "B"], ["B"])
 
 
@@ -816,14 +811,14 @@ def test_a_function_returning_nothing_in_the_wrong_form_gets_the_form_the_test_e
     output = ("--- pytest output (failures) ---\n"
               ">       self.assertIsNone(spec.select([]))\n"
               "E       AssertionError: [] is not None\n")
-    f = parse_failure(_target_observation(output), "select returns [] when nothing matches", ("pkg/**",))
+    f = parse_failure(target_observation(output), "select returns [] when nothing matches", ("pkg/**",))
     assert f.have_values and (f.got, f.expected) == ([], None)
     src = ("def select(self, versions):\n    options = list(versions)\n    if options:\n"
            "        return max(options)\n    return []\n")
     f.suspicious, f.suspicious_complete = {("m.py", 5): 1.0, ("m.py", 2): 0.8, ("m.py", 3): 0.8}, True
     assert _top(f, src)[0].new_lines == ("    return None\n",)
     # assertTrue / assertFalse name their values too
-    t = parse_failure(_target_observation("--- pytest output (failures) ---\nE       AssertionError: True is not false\n"),
+    t = parse_failure(target_observation("--- pytest output (failures) ---\nE       AssertionError: True is not false\n"),
                       "", ("pkg/**",))
     assert (t.got, t.expected, t.have_values) == (True, False, True)
 
