@@ -7,11 +7,14 @@ wheel can never disagree about which files they use.
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # In a wheel: copied here at build time. In a checkout this directory does not exist.
@@ -67,3 +70,15 @@ def build_once(target: Path, build: Callable[[Path], None]) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+@contextmanager
+def machine_lock(name: str) -> Iterator[None]:
+    """Held by one process on this machine at a time (flock, freed when the holder dies): what the
+    Docker Engine or apt keeps is machine-wide, so two builders of one image (the suite's workers,
+    two sweeps) must take turns, whatever cache directory each one uses."""
+    locks = Path(tempfile.gettempdir()) / f"repair-agent-{os.getuid()}-locks"
+    locks.mkdir(mode=0o700, exist_ok=True)
+    with (locks / (re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".lock")).open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -22,7 +22,6 @@ images are one naming scheme; split, each part would import the others' constant
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import hashlib
 import json
 import os
@@ -42,6 +41,7 @@ from verifier.isolation import absolute_mount
 from verifier.junit import last_exception
 from verifier.trees import copy_tree, sha256_file
 
+from ..resources import machine_lock
 from .declared import BUILD_FILES as BUILD_FILES, install_digest
 from .in_build import import_check
 
@@ -178,10 +178,7 @@ def ensure_environment_image(client, env: EnvironmentSection, tree: Path, name: 
     if _present(client, tag):
         return tag
     # One build per key at a time, across threads and processes (scenarios often share one).
-    locks = cache_dir() / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with (locks / f"{key[:16]}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with machine_lock(f"environment-{key[:16]}"):
         if not _present(client, tag):
             _build(client, env, tree, name, base, key, tag, log)
     return tag

@@ -25,7 +25,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from ..resources import data_path
+from ..resources import data_path, machine_lock
 
 if TYPE_CHECKING:  # pragma: no cover
     from docker import DockerClient
@@ -113,12 +113,20 @@ def ensure_sandbox_image(
     if _normalize(requested) not in refs and fallback in refs:
         return fallback
 
-    base = _resolve_base(client, requested, local_base, log, suite)
-    tag = _sandbox_tag(dockerfile, base)
-    if tag in refs:  # only possible when we fell back after all
+    # One builder per image at a time: the others wait, then find its image (without the lock, the
+    # suite's workers on a fresh machine each ran debootstrap at once, and raced on apt's lock).
+    with machine_lock(f"image-{wanted}"):
+        refs = _local_refs(client)
+        if wanted in refs:
+            return wanted
+        if _normalize(requested) not in refs and fallback in refs:
+            return fallback
+        base = _resolve_base(client, requested, local_base, log, suite)
+        tag = _sandbox_tag(dockerfile, base)
+        if tag in refs:  # only possible when we fell back after all
+            return tag
+        _build_sandbox(client, dockerfile, base, tag, log)
         return tag
-    _build_sandbox(client, dockerfile, base, tag, log)
-    return tag
 
 
 # --------------------------------------------------------------------------- tags
@@ -259,14 +267,20 @@ def _ensure_debootstrap(log: Log) -> str:
             "no registry reachable and debootstrap is not installed; install debootstrap "
             f"(and run as root) or set {BASE_IMAGE_ENV} to an image that is available locally"
         )
-    cmd = ["apt-get", "install", "-y", "--no-install-recommends", "debootstrap"]
+    # apt waits for a lock another apt holds (a person's upgrade) instead of failing at once.
+    wait = ["-o", "DPkg::Lock::Timeout=300"]
+    cmd = ["apt-get", *wait, "install", "-y", "--no-install-recommends", "debootstrap"]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    log("debootstrap not found; running: " + " ".join(cmd))
-    if subprocess.run(cmd, env=env, capture_output=True, text=True).returncode != 0:
-        # Usually stale/missing package lists; refresh only when needed.
-        log("install failed; running apt-get update and retrying")
-        _run(["apt-get", "update"], what="apt-get update", env=env)
-        _run(cmd, what="apt-get install debootstrap", env=env)
+    with machine_lock("apt-install-debootstrap"):
+        found = _which("debootstrap")  # another builder may have installed it meanwhile
+        if found:
+            return found
+        log("debootstrap not found; running: " + " ".join(cmd))
+        if subprocess.run(cmd, env=env, capture_output=True, text=True).returncode != 0:
+            # Usually stale/missing package lists; refresh only when needed.
+            log("install failed; running apt-get update and retrying")
+            _run(["apt-get", *wait, "update"], what="apt-get update", env=env)
+            _run(cmd, what="apt-get install debootstrap", env=env)
     found = _which("debootstrap")
     if not found:
         raise ImageBuildError("debootstrap was installed but is not on PATH")
