@@ -414,7 +414,11 @@ def test_guards_before_one_line_count_as_one_clean_fix_when_the_tests_tell_fixes
     other = [MutantFix(path="m.py", line=3, text=f"    return xs[{k}]", what=f"0 -> {k}", family="constant",
                        fixed=1, of=1, broken=0, checked=4) for k in (1, 2, 3)]
     f = Failure(mutant_fixes={("m.py", 3): same_line[:1] + other})
-    assert mutant_candidates("m.py", lines, f) == []
+    crowded = mutant_candidates("m.py", lines, f)
+    # each is still tried (a guard is no catalogue edit: it would be tried nowhere else), none stands out
+    assert len(crowded) == 4
+    assert all((Rule.MUTANT_CROWDED_FIX, 1.0) in mutation_features(c, f) for c in crowded)
+    assert not any(rule is Rule.MUTANT_CLEAN_FIX for c in crowded for rule, _ in mutation_features(c, f))
 
 
 def test_the_analysis_says_where_its_time_went_and_compiles_no_mutant_it_will_not_run(tmp_path, monkeypatch):

@@ -565,6 +565,25 @@ def test_after_two_tries_on_a_line_a_nearly_as_good_edit_elsewhere_comes_first()
     assert order(tied + [other], 0)[-1].what == other.what   # equal scores never hold each other back
 
 
+def test_taking_a_candidate_out_of_its_tier_never_reorders_the_others():
+    # A demoted candidate (a refuted edit) leaves its tier: the ties after it must keep their order,
+    # or a demotion moves the right edit behind others by chance.
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.ranking import order
+
+    tied = []
+    for n in range(12):
+        c = Candidate("m.py", 1 + n % 3, (f"x = {n}\n",), "constant", f"0 -> {n}")
+        c.score = 5.0
+        tied.append(c)
+    for seed in range(6):
+        full = [c.what for c in order(tied, seed)]
+        for gone in range(len(tied)):
+            rest = [c.what for c in order(tied[:gone] + tied[gone + 1:], seed)]
+            assert rest == [w for w in full if w != tied[gone].what], (seed, gone)
+    assert len({tuple(c.what for c in order(tied, seed)) for seed in range(6)}) > 1   # the seed still decides
+
+
 def test_a_read_never_repeats_known_lines_and_follows_a_chain_of_suspicious_lines():
     from repair_agent.loop.actions import ReadFile
     from repair_agent.choosers.search.chooser import Plan, _cluster, _read_suspects

@@ -63,10 +63,10 @@ def _preferred_insert(fx: MutantFix, f: Failure) -> bool:
 
 def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Candidate]:
     """The mutants that made every failing target pass and broke no passing test, on lines read, as
-    candidates of their own (most are catalogue edits too; the rest are not), unless too many were."""
+    candidates of their own (most are catalogue edits too; the rest, guards and inserted statements,
+    are not). When many were clean, none stands out (mutation_features), but each is still tried:
+    otherwise only the catalogue's clean edits would be."""
     out: list[Candidate] = []
-    if _clean_count(f) > active().max_clean:
-        return out
     for (p, n), fixes in f.mutant_fixes.items():
         text = lines.get(n)
         if p != path or text is None:

@@ -2,7 +2,7 @@
 closeness to a frame; the seed orders only candidates of equal score."""
 from __future__ import annotations
 
-import random
+import hashlib
 import re
 from dataclasses import replace
 
@@ -270,7 +270,6 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
     seed-dependent order."""
     cands = [replace(c, score=c.score + (effects or {}).get((c.path, c.line), 0.0)) for c in cands]
     ordered = sorted(cands, key=lambda c: (c.path, c.line, c.kind, c.key))
-    rng = random.Random(seed)
     # Tries on one line fail together: once its two best scores have failed, the line itself is less
     # likely the fault, so each edit of the same line below them waits a point more per better score
     # (equal scores are never held back by each other; the seed orders them).
@@ -282,12 +281,13 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
         better = len({v for v in line_scores[(c.path, c.line)] if v > c.score})   # distinct better scores there
         placed = replace(c, score=c.score - active().rule[Rule.SAME_LINE_PENALTY] * max(0, better - 1))   # its score in the order
         tiers.setdefault(int(placed.score), []).append(placed)
-    out = []
-    for tier in sorted(tiers, reverse=True):
-        group = sorted(tiers[tier], key=lambda c: (c.path, c.line, c.kind, c.key))
-        rng.shuffle(group)
-        out += group
-    return out
+    # Within a tier, each candidate's place comes from the seed and the candidate alone: adding or
+    # demoting another candidate never reorders the rest (one shuffled sequence did).
+    return [c for tier in sorted(tiers, reverse=True) for c in sorted(tiers[tier], key=lambda c: _tie_rank(seed, c))]
+
+
+def _tie_rank(seed: int, c: Candidate) -> bytes:
+    return hashlib.sha256(f"{seed}\0{c.kind.value}\0{c.key}".encode()).digest()
 
 
 
