@@ -142,6 +142,77 @@ SLOW_MODULES = {
 }
 
 
+# Modules that need no engine, the longest first (seconds on one worker, a rough guide). On an engine
+# without the sandbox image (a fresh machine) the workers run these while this process builds the
+# images (about a minute each); the slow container modules above would only wait for them. A module
+# listed here that asks for the engine is a collection error (pytest_collection_modifyitems).
+ENGINE_FREE_MODULES = {
+    "tests/test_gate_fuzz.py": 90,
+    "tests/test_mutation_analysis.py": 45,
+    "tests/test_gate.py": 40,
+    "tests/test_search_ranking.py": 25,
+    "tests/test_inserted_edits.py": 25,
+    "tests/test_in_sandbox.py": 20,
+    "tests/test_diff_differential.py": 20,
+    "tests/test_controller.py": 20,
+    "tests/test_model_chooser.py": 20,
+    "tests/test_real_project_habits.py": 15,
+    "tests/test_condition_edits.py": 15,
+    "tests/test_judge.py": 10,
+    "tests/test_scope.py": 10,
+    "tests/test_generated.py": 10,
+}
+# The images the suite's container tests use: the default sandbox, and the other Pythons'
+# (tests/test_environment_python.py).
+SUITE_IMAGES = (None, "3.9", "3.13")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if module in ENGINE_FREE_MODULES and (item.get_closest_marker("docker") is not None or {
+                "docker_client", "sandbox_image"} & set(item.fixturenames)):
+            raise pytest.UsageError(f"{item.nodeid} needs the Docker Engine, but its module is in "
+                                    "conftest.ENGINE_FREE_MODULES: take it out of the list")
+
+
+class _ImageBuilds:
+    """The images a run of the slow container modules uses, built in the background in this (the
+    xdist controller's) process: a build that is already there takes one listing of the engine."""
+
+    def __init__(self, pythons: tuple[str | None, ...]) -> None:
+        import threading
+
+        self.pythons = pythons
+        self.sandbox_ready = threading.Event()
+        self.thread = threading.Thread(target=self._build, name="suite-images", daemon=True)
+        self.thread.start()
+
+    def _build(self) -> None:
+        try:
+            import docker
+
+            from repair_agent.sandbox.image import ensure_sandbox_image
+
+            client = docker.from_env()
+            client.ping()
+            for python in self.pythons:
+                ensure_sandbox_image(client, python=python)
+                self.sandbox_ready.set()
+        except Exception:  # no engine, or a failed build: each test's own fixture says why
+            pass
+        finally:
+            self.sandbox_ready.set()
+
+
+_builds: list[_ImageBuilds] = []
+
+
+def pytest_sessionfinish(session):
+    for builds in _builds:   # never leave a debootstrap running behind the suite
+        builds.thread.join()
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: absent without it
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadfile":
@@ -160,6 +231,11 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _assign_work_unit(self, node) -> None:
             if not getattr(self, "slow_first", False):  # once, on the first unit handed out
+                # the images, when the slow container modules are in this run (the whole suite)
+                units = set(self.workqueue)
+                if units & set(SLOW_MODULES):
+                    _builds.append(_ImageBuilds(SUITE_IMAGES if "tests/test_environment_python.py" in units
+                                                else SUITE_IMAGES[:1]))
                 def seconds(unit: str) -> float:
                     modules = self.interrupt_modules if unit == "interrupts" else {unit}
                     return sum(SLOW_MODULES.get(m, 0) for m in modules or ())
@@ -167,6 +243,10 @@ def pytest_xdist_make_scheduler(config, log):
                 for unit in sorted((u for u in self.workqueue if seconds(u)), key=seconds):
                     self.workqueue.move_to_end(unit, last=False)
                 self.slow_first = True
+            if _builds and not _builds[0].sandbox_ready.is_set():   # no container test could start yet
+                free = [u for u in self.workqueue if u in ENGINE_FREE_MODULES]
+                if free:
+                    self.workqueue.move_to_end(max(free, key=ENGINE_FREE_MODULES.__getitem__), last=False)
             super()._assign_work_unit(node)
 
     return ModulesAndInterrupts(config, log)

@@ -54,9 +54,11 @@ def test_no_test_skips_by_importorskip_or_a_bare_skip_of_a_missing_part():
 
 
 def test_the_modules_the_scheduler_starts_first_exist():
-    """conftest.SLOW_MODULES orders the two workers' queue: a renamed module would silently drop out."""
+    """conftest.SLOW_MODULES orders the workers' queue, and ENGINE_FREE_MODULES is what they run while
+    the images build: a renamed module would silently drop out."""
     tree = ast.parse((TESTS / "conftest.py").read_text())
-    (slow,) = [ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == "SLOW_MODULES" for t in node.targets)]
     root = TESTS.parent
-    assert slow and all((root / name).is_file() for name in slow), [n for n in slow if not (root / n).is_file()]
+    for name in ("SLOW_MODULES", "ENGINE_FREE_MODULES"):
+        (listed,) = [ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                     and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
+        assert listed and all((root / m).is_file() for m in listed), (name, [m for m in listed if not (root / m).is_file()])
