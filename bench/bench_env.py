@@ -1,12 +1,13 @@
 """What a scenario environment costs: its first build, and what it adds to a warm run.
 
     .venv/bin/python bench/bench_env.py [--repeat 3] [--skip-first-build] [--no-warm-up] [--samples 10]
+                                        [--scenario inflection-dasherize]
 
 1. First build: the environment image of a real-project scenario with a runtime dependency
    (python-slugify needs text-unidecode) is removed and built again, timed end to end (pip from
    its wheel, the package from the index, the commit); then the cached lookup is timed.
-2. Warm run: the same scenario (inflection-dasherize, no dependencies) run with the baseline
-   chooser on the plain sandbox image and on an environment layered on it (one variable: the
+2. Warm run: the same scenario (inflection-dasherize, no dependencies; `--scenario` names another,
+   by name or manifest path: the suite's smoke run uses a small one) run with the baseline chooser on the plain sandbox image and on an environment layered on it (one variable: the
    image differs, the work does not), in interleaved pairs after one warm-up run each (images
    built, baselines cached). The environment's share is the median of the pairs' ratios minus
    one; the target is <= 5%. On a shared machine that ratio is mostly noise, so the bench also
@@ -32,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from repair_agent.choosers import BaselineChooser  # noqa: E402
 from repair_agent.lifecycle.run import execute_run  # noqa: E402
 from repair_agent.sandbox.environment import EnvironmentSection, scenario_image  # noqa: E402
-from repair_agent.scenarios.scenario import load_manifest  # noqa: E402
+from repair_agent.scenarios.scenario import Scenario, load_manifest, resolve  # noqa: E402
 
 REAL = ROOT / "sandbox_repos" / "real"
 
@@ -91,8 +92,7 @@ def containers_started(run_dir: str, pool_spares: int = 2) -> int:
     return 1 + 1 + tests + pool_spares
 
 
-def warm_runs(client, repeat: int, warm_up: bool = True) -> tuple[list[float], list[float], int]:
-    plain = load_manifest(REAL / "inflection-dasherize.scenario.toml")
+def warm_runs(client, plain: Scenario, repeat: int, warm_up: bool = True) -> tuple[list[float], list[float], int]:
     layered = plain.model_copy(update={"environment": EnvironmentSection(env={"RA_BENCH_ENVIRONMENT": "1"})})
     walls: dict[str, list[float]] = {"plain": [], "environment": []}
     counted: list[int] = []
@@ -122,19 +122,21 @@ def main() -> int:
     parser.add_argument("--skip-first-build", action="store_true")
     parser.add_argument("--no-warm-up", action="store_true", help="no warm-up runs first (a smoke run: cold figures)")
     parser.add_argument("--samples", type=int, default=10, help="image lookups timed (container starts: a third)")
+    parser.add_argument("--scenario", default=str(REAL / "inflection-dasherize.scenario.toml"),
+                        help="the warm runs' scenario, by name or manifest path (default: inflection-dasherize)")
     args = parser.parse_args()
     client = docker.from_env()
     if not args.skip_first_build:
         print("first build of python-slugify's environment (text-unidecode from the index):")
         build_s, lookup_s, tag = first_build(client)
         print(f"first build: {build_s:.1f}s ({tag}); cached lookup afterwards: {lookup_s * 1000:.0f} ms")
-    print(f"warm runs of inflection-dasherize, plain sandbox image vs. an environment on it ({args.repeat} pairs):")
-    plain, layered, containers = warm_runs(client, args.repeat, warm_up=not args.no_warm_up)
+    scenario = resolve(args.scenario)
+    print(f"warm runs of {scenario.name}, plain sandbox image vs. an environment on it ({args.repeat} pairs):")
+    plain, layered, containers = warm_runs(client, scenario, args.repeat, warm_up=not args.no_warm_up)
     p, e = statistics.median(plain), statistics.median(layered)
     share = statistics.median(b / a for a, b in zip(plain, layered)) - 1
     print(f"warm run: plain {p:.2f}s, with environment {e:.2f}s (medians); median paired ratio: the "
           f"environment adds {share:+.1%} ({'within' if share <= 0.05 else 'OVER'} the 5% target; noisy)")
-    scenario = load_manifest(REAL / "inflection-dasherize.scenario.toml")
     lookup, start_delta, image = components(
         client, scenario.model_copy(update={"environment": EnvironmentSection(env={"RA_BENCH_ENVIRONMENT": "1"})}),
         args.samples)

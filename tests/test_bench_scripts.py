@@ -35,9 +35,10 @@ class TinyRun:
 
 
 TINY_RUNS: dict[str, TinyRun] = {
-    # One run on each image, no warm-up, one sample of each cost (the first build is left out: it
-    # removes and rebuilds a real project's environment image).
-    "bench_env.py": TinyRun(("--repeat", "1", "--skip-first-build", "--no-warm-up", "--samples", "1"),
+    # One run of the small built-in scenario on each image, no warm-up, one sample of each cost (the
+    # first build is left out: it removes and rebuilds a real project's environment image).
+    "bench_env.py": TinyRun(("--repeat", "1", "--skip-first-build", "--no-warm-up", "--samples", "1",
+                             "--scenario", "discount-bug"),
                             r"what the environment itself costs", docker=True),
     "bench_html.py": TinyRun(("--repeat", "1", "--sandbox", "local"), r"median run [\d.]+s; report.html cold"),
     "bench_mutation.py": TinyRun(("--repeat", "1", "--no-warm-up", "--sandbox", "local"),

@@ -36,13 +36,14 @@ class BaseAction(BaseModel):
     def _plain_text(cls, value: Any) -> Any:
         # Every text field ends up in an argv, a file or a JSON line: a NUL byte or a lone
         # surrogate cannot be passed on faithfully, so it is the proposal's fault, said as such.
-        if isinstance(value, str):
-            if "\x00" in value:
-                raise ValueError("contains a NUL character")
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError("is not valid Unicode text (lone surrogate)") from None
+        for text in (value if isinstance(value, tuple) else (value,)):   # try_patches holds several
+            if isinstance(text, str):
+                if "\x00" in text:
+                    raise ValueError("contains a NUL character")
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError("is not valid Unicode text (lone surrogate)") from None
         return value
 
     def without_note(self) -> Self:
@@ -100,6 +101,19 @@ class RunFullSuite(BaseAction):
     tool: Literal["run_full_suite"] = "run_full_suite"
 
 
+MAX_TRIES_PER_STEP = 4
+
+
+class TryPatches(BaseAction):
+    """Ask the protected verifier to run the whole suite on each of up to four candidate diffs, without
+    applying any: one step for several tries. Each diff is whole, against the repository as given (not
+    on top of the current diff). The working tree does not change: apply the one that passed with
+    apply_patch, then run the full suite and check_diff on it as usual."""
+    tool: Literal["try_patches"] = "try_patches"
+    diffs: tuple[Annotated[str, Field(min_length=1, max_length=200_000)], ...] = Field(
+        min_length=1, max_length=MAX_TRIES_PER_STEP)
+
+
 class CheckDiff(BaseAction):
     """Ask the protected verifier to check the current diff's scope."""
     tool: Literal["check_diff"] = "check_diff"
@@ -112,10 +126,10 @@ class Stop(BaseAction):
     summary: str | None = Field(None, max_length=8000)
 
 
-Action = Annotated[Union[Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetTest, RunFullSuite, CheckDiff,
-                         Stop], Field(discriminator="tool")]
+Action = Annotated[Union[Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetTest, RunFullSuite, TryPatches,
+                         CheckDiff, Stop], Field(discriminator="tool")]
 ACTION_TYPES: tuple[type[BaseAction], ...] = (Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetTest, RunFullSuite,
-                                           CheckDiff, Stop)
+                                           TryPatches, CheckDiff, Stop)
 TOOL_NAMES = tuple(t.model_fields["tool"].default for t in ACTION_TYPES)
 _adapter: TypeAdapter = TypeAdapter(Action)
 CHECK_TOOLS = ("run_target_test", "run_full_suite", "check_diff")  # served by the verifier

@@ -11,7 +11,7 @@ from typing import Any, Callable, TypeVar
 from verifier import EngineFailure, Verifier, VerifierCompromised, check_scope, diff_sha256, unsatisfied
 
 from .actions import (REREAD_WINDOW, REREADABLE_TOOLS, TOOL_NAMES, ApplyPatch, InvalidAction, ReadFile,
-                      ReplaceInFile, Search, Stop, parse_action, tool_schemas)
+                      ReplaceInFile, Search, Stop, TryPatches, parse_action, tool_schemas)
 from ..choosers.base import Chooser, DeadlineAware
 from .loop_state import LoopState, Opening
 from .journal import (Decision, Journal, JournaledView, JournalRecord, JournalWriteError, StartRecord, StepRecord,
@@ -232,6 +232,12 @@ class Controller:
             return Edit(diff, self._authorize_diff(diff)) if diff is not None else Edit(observation=observation)
         if isinstance(action, ApplyPatch):
             return Edit(observation=self._authorize_diff(action.diff))
+        if isinstance(action, TryPatches):   # each candidate as if it were applied: none runs unless all may
+            for n, diff in enumerate(action.diffs, 1):
+                if (malformed := self._authorize_diff(diff)) is not None:
+                    return Edit(observation=malformed.model_copy(update={
+                        "summary": f"candidate {n}: {malformed.summary}; no candidate was run",
+                        "raw_error": f"candidate {n}: {malformed.raw_error}\nNo candidate was run."}))
         return Edit()
 
     def _authorize_diff(self, diff: str) -> ToolOutcome | None:
@@ -301,7 +307,7 @@ class Controller:
                             duration_s=outcome.duration_s, summary=outcome.summary, output=output, hits=outcome.hits,
                             raw_error=outcome.raw_error, diff_sha256=current, fingerprint=fingerprint, capped=capped,
                             result_sha256=result_sha, localization=outcome.localization,
-                            failing=outcome.failing, targets_ok=outcome.targets_ok,
+                            failing=outcome.failing, targets_ok=outcome.targets_ok, tries=outcome.tries,
                             data=outcome.journal_data(), note=action.note)
         verdicts = self.loop.verdicts + (((evidence.id, outcome.verdict),) if outcome.verdict is not None else ())
         state = self.state.model_copy(update={"observation": evidence, "diff_sha256": current,

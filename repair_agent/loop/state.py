@@ -130,6 +130,21 @@ class SearchHit(BaseModel):
         return tuple(cls(path=m[1], line=int(m[2]), text=m[3]) for line in lines if (m := _GREP_LINE.match(line)))
 
 
+class TryResult(BaseModel):
+    """One candidate of a try_patches step: what the verifier's full-suite check said of that diff
+    (as a run_full_suite observation would, and no more: never the held-out probe's word)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    diff_sha256: str              # the candidate's whole diff
+    ok: bool                      # the whole suite passed, the target tests included
+    targets_ok: bool              # the target tests passed
+    timed_out: bool = False
+    summary: str = ""
+    failing: dict[str, str] = {}  # each test not passing -> why
+    problems: tuple[str, ...] = ()
+
+
 # The tools whose observations carry a test run's result (`failing`, `targets_ok`).
 TEST_TOOLS = ("run_target_test", "run_full_suite")
 _GREP_LINE = re.compile(r"^([^:\n]+):(\d+):(.*)$")
@@ -171,6 +186,8 @@ class Observation(BaseModel):
     # the target tests passed (None for other tools).
     failing: dict[str, str] = {}
     targets_ok: bool | None = None
+    # try_patches observations: each candidate's result, in the order the action gave them.
+    tries: tuple[TryResult, ...] = ()
 
     @model_validator(mode="before")
     @classmethod

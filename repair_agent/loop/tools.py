@@ -16,10 +16,11 @@ from verifier import ScopeVerdict, TestVerdict, Verifier, diff_sha256
 from verifier.isolation import CommandResult
 from verifier.scope import recount_hunks
 
-from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, BaseAction)
+from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, TryPatches,
+                      BaseAction)
 from ..hints.localization import Localization, localize
 from ..sandbox import Sandbox
-from .state import SearchHit
+from .state import SearchHit, TryResult
 
 
 class CommandData(BaseModel):
@@ -62,6 +63,7 @@ class ToolOutcome(BaseModel):
     localization: Localization | None = None  # target test only: a hint for choosers, never part of a verdict
     failing: dict[str, str] = {}  # test runs only: each test not passing -> why (the verdict's)
     targets_ok: bool | None = None  # test runs only: whether the target tests passed
+    tries: tuple[TryResult, ...] = ()  # try_patches only: each candidate's result
 
     def journal_data(self) -> dict[str, Any]:
         """The observation's `data` as journaled: a command's record, or the verdict's fields (a test
@@ -73,6 +75,8 @@ class ToolOutcome(BaseModel):
                     "pytest": command}
         if isinstance(self.verdict, ScopeVerdict):
             return self.verdict.model_dump(mode="json")
+        if self.tries:
+            return {"tries": [t.model_dump(mode="json") for t in self.tries]}
         data = command or {}
         return {**data, "applied_diff": self.applied_diff} if self.applied_diff is not None else data
 
@@ -347,6 +351,8 @@ class Executor:
                                localization=spectrum[0] if spectrum else None,
                                raw_error=(pytest.stderr.text[-2000:] or None) if pytest else verdict.apply_error,
                                command=CommandData.of(pytest) if pytest else None)
+        if isinstance(action, TryPatches):
+            return self._try_patches(action.diffs)
         if isinstance(action, CheckDiff):
             verdict = self.verifier.check_scope(current_diff)
             lines = [f"{f.kind} {f.path} (+{f.added} -{f.removed})" for f in verdict.files]
@@ -356,6 +362,26 @@ class Executor:
             return ToolOutcome(status="ok" if verdict.ok else "failed", source="verifier:scope", summary=summary,
                                output="\n".join(lines), duration_s=0.0, verdict=verdict)
         raise TypeError(f"no tool for {type(action).__name__}")
+
+    def _try_patches(self, diffs: tuple[str, ...]) -> ToolOutcome:
+        """The verifier's full-suite check of each diff, one after another; the working tree is not
+        touched. What a chooser learns of each is what run_full_suite would show it, without pytest's
+        output; the verdicts decide no condition (the diff a condition is about is the current one)."""
+        tries, lines = [], []
+        for n, diff in enumerate(diffs, 1):
+            verdict = self.verifier.run_tests(diff, "full_suite")
+            tries.append(TryResult(diff_sha256=diff_sha256(diff), ok=verdict.ok, targets_ok=verdict.targets_ok,
+                                   timed_out=verdict.timed_out, summary=verdict.summary,
+                                   failing=dict(verdict.failing), problems=tuple(verdict.problems)))
+            word = "PASSED" if verdict.ok else "TIMED OUT" if verdict.timed_out else "failed"
+            lines.append(f"candidate {n} (diff {diff_sha256(diff)[:12]}): {word}: {verdict.summary}")
+            lines += [f"  {test}: {why[:300]}" for test, why in list(verdict.failing.items())[:10]]
+            lines += [f"  {problem[:300]}" for problem in verdict.problems[:3]]
+        passed = [n for n, t in enumerate(tries, 1) if t.ok]
+        summary = (f"{len(passed)} of {len(tries)} candidate(s) pass the full suite"
+                   + (f": candidate {', '.join(map(str, passed))}" if passed else ""))
+        return ToolOutcome(status="ok" if passed else "failed", source=f"verifier:{self.verifier.backend}",
+                           summary=summary, output="\n".join(lines), duration_s=0.0, tries=tuple(tries))
 
     def _from_command(self, res: CommandResult, status: str, summary: str) -> ToolOutcome:
         output = res.stdout.text

@@ -6,7 +6,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from ...loop.actions import ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search, Stop
+from ...loop.actions import (MAX_TRIES_PER_STEP, ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search,
+                             Stop, TryPatches)
 from ...loop.state import View
 from ..base import ChooserDescription, ChooserStep
 from .catalogue import Candidate
@@ -88,6 +89,7 @@ class Plan:
     initial_failing: dict[str, str] = field(default_factory=dict)   # test -> message, before any patch
     applied: Candidate | None = None
     awaiting: str | None = None         # "target" | "full" | "check": the next check for `applied`
+    passed: list[Candidate] = field(default_factory=list)   # a try_patches step passed them: apply first
 
     def fingerprint(self, goal_text: str) -> str:
         """Everything the candidates' scores are computed from (what was parsed, read and found)."""
@@ -155,11 +157,20 @@ class SearchChooser:
         if view.steps_left < STEPS_FOR_A_RIGHT_CANDIDATE:
             return self._handoff(plan, candidates, f"{view.steps_left} step(s) left: not enough to try and check "
                                  "another candidate")
+        passed = [c for c in plan.passed if c.key in {u.key for u in untried}]
+        if passed:   # the verifier already passed it in a batch: apply it, then check it as usual
+            return ApplyPatch(diff=render_patch(plan.known, plan.applied, passed[0]))
         gap = unanchored_end(plan.known, plan.eof, plan.applied, untried[0])
         if gap is not None and f"{gap[0]}:{gap[1]}" not in plan.reads \
                 and view.steps_left > STEPS_FOR_A_RIGHT_CANDIDATE:
             # the edit is on the last line read: a hunk without a line after it would not apply
             return ReadFile(path=gap[0], start_line=gap[1], end_line=gap[1] + ANCHOR_READ - 1)
+        # Once the best candidate has failed, the next ones are tried several to a step (try_patches):
+        # two steps a try would leave a budget of 12 about four tries in all.
+        if plan.tried and view.steps_left > STEPS_FOR_A_RIGHT_CANDIDATE:
+            batch = [c for c in untried if unanchored_end(plan.known, plan.eof, None, c) is None][:MAX_TRIES_PER_STEP]
+            if len(batch) > 1:
+                return TryPatches(diffs=tuple(render_patch(plan.known, None, c) for c in batch))
         return ApplyPatch(diff=render_patch(plan.known, plan.applied, untried[0]))
 
     # -- localization --------------------------------------------------------------------------
@@ -246,13 +257,26 @@ class SearchChooser:
                         del plan.known[action.path]
             elif isinstance(action, ApplyPatch):
                 # Which candidate this was: recompute the ranking as it stood before this step.
-                cand = self._candidate_for(action.diff, plan, view)
+                cand = self._candidate_for(action.diff, plan, view, plan.applied)
                 if ev.status == "ok" and cand is not None:
                     # Straight to the full suite: it decides the target tests too, so a wrong candidate
                     # costs two steps and a right one three (a separate target run would add one).
                     plan.applied, plan.awaiting = cand, "full"
                 elif cand is not None:
                     plan.tried.append((cand, "patch did not apply"))
+            elif isinstance(action, TryPatches):
+                for diff, result in zip(action.diffs, ev.tries):
+                    cand = self._candidate_for(diff, plan, view, None)
+                    if cand is None:
+                        continue
+                    if result.ok and result.targets_ok:
+                        plan.passed.append(cand)
+                        continue
+                    effect = effect_of(plan.initial_failing, result.failing)
+                    if effect is not None:
+                        plan.effects[(cand.path, cand.line)] = max(effect, plan.effects.get((cand.path, cand.line), effect))
+                    plan.tried.append((cand, "full suite fails (the target passes: a trap)" if result.targets_ok
+                                       else "target test still fails"))
             elif tool in ("run_target_test", "run_full_suite", "check_diff") and plan.applied is not None:
                 c = plan.applied
                 passed = ev.status == "ok"
@@ -279,11 +303,13 @@ class SearchChooser:
                         plan.tried.append((c, "diff out of scope")); plan.awaiting = None
         return plan
 
-    def _candidate_for(self, diff: str, plan: Plan, view: View) -> Candidate | None:
-        key = (plan.fingerprint(view.goal.text), plan.applied.key if plan.applied else None, diff)
+    def _candidate_for(self, diff: str, plan: Plan, view: View, base: Candidate | None) -> Candidate | None:
+        """The candidate whose patch is `diff`, rendered on the tree holding `base` (None: the tree as
+        given, as try_patches diffs are)."""
+        key = (plan.fingerprint(view.goal.text), base.key if base else None, diff)
         if key not in self._patches:
             self._patches[key] = next((c for c in self._ranked(plan, view)
-                                       if render_patch(plan.known, plan.applied, c) == diff), None)
+                                       if render_patch(plan.known, base, c) == diff), None)
         return self._patches[key]
 
     # -- handing over --------------------------------------------------------------------------
