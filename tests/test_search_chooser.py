@@ -355,7 +355,7 @@ def test_a_trap_is_reverted_and_the_next_candidate_tried(runs_dir):
     breaks other behaviour the suite covers: the next candidate's patch takes it out again. (The
     held-out checks also cover it, but they are never shown to a chooser.)"""
     rec = execute_run(resolve("stockroom-business-days-trap"), SearchChooser(0), backend="local",
-                      runs_dir=runs_dir, max_steps=12)
+                      runs_dir=runs_dir, max_steps=8)   # one batch, then one candidate alone
     s = steps(rec)
     tools = [x["proposal"]["tool"] for x in s]
     # after a patch the chooser runs the full suite at once: the trap turns the target green and fails there
@@ -380,20 +380,23 @@ def test_replaying_a_view_ranks_once_however_many_patches_it_holds(unfixable, mo
 
     rec = unfixable
     s = steps(rec)
+    tools = [x["proposal"]["tool"] for x in s]
     # the candidates tried, one a step (apply_patch) and several a step (try_patches)
-    patches = sum(x["proposal"]["tool"] == "apply_patch" for x in s)
+    patches = tools.count("apply_patch")
     batched = sum(len(x["proposal"]["diffs"]) for x in s if x["proposal"]["tool"] == "try_patches")
     assert patches >= 1 and batched >= 2 and patches + batched >= 3
     calls = []
     real = chooser_module.scored_candidates
     monkeypatch.setattr(chooser_module, "scored_candidates", lambda *a, **k: calls.append(1) or real(*a, **k))
     chooser = SearchChooser(0)
-    last = shown_view(rec, len(s))
-    stop = chooser.choose(last).proposal
-    # every past patch identified, and the same hand-off as in the run, from one scoring (what the
+    # the view right after the last try: it holds every patch, and nothing learned since
+    k = max(i for i, t in enumerate(tools) if t in ("apply_patch", "try_patches")) + 2
+    view = shown_view(rec, k)
+    proposal = chooser.choose(view).proposal
+    # every past patch identified, and the same proposal as in the run, from one scoring (what the
     # failed tries showed only reorders it)
-    assert stop.model_dump() == s[-1]["proposal"] and len(calls) == 1
-    chooser.choose(last)
+    assert proposal.model_dump() == s[k - 1]["proposal"] and len(calls) == 1
+    chooser.choose(view)
     assert len(calls) == 1   # and none again for the same evidence
 
 

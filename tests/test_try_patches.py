@@ -16,13 +16,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _edit(old: str, new: str, path: Path = PRICING, rel: str = PRICING_REL) -> str:
-    before = path.read_text().splitlines(keepends=True)
-    after = [line.replace(old, new) for line in before]
+    text = path.read_text()
+    before, after = text.splitlines(keepends=True), text.replace(old, new).splitlines(keepends=True)
     assert after != before
     return "".join(difflib.unified_diff(before, after, f"a/{rel}", f"b/{rel}"))
 
 
 WRONG = _edit("price * (1 - discount)", "price * (1 - discount / 10)")
+# A candidate that hangs on one input (ten percent), as a wrong loop condition does.
+HANGS = _edit("    discounted = price * (1 - discount)\n",
+              "    while discount == 10 and price:\n        pass\n    discounted = price * (1 - discount / 100)\n")
 
 
 def _steps(rec) -> list[dict]:
@@ -78,3 +81,13 @@ def test_more_candidates_than_a_step_may_hold_is_an_invalid_action_kept_raw(runs
     rec = local_run(Scripted(proposal), runs_dir)
     assert rec.status is StopReason.INVALID_ACTION and "at most 4" in rec.detail
     assert _steps(rec)[0]["proposal"] == proposal
+
+
+def test_a_candidate_that_hangs_is_cut_at_a_limit_fitted_to_the_suite_not_the_specs(runs_dir):
+    # The spec's per-test limit is 30 s in a check; the pristine suite's slowest test takes milliseconds.
+    rec = local_run(Scripted({"tool": "try_patches", "diffs": [HANGS, fix_diff()]}, {"tool": "stop"}), runs_dir)
+    step = _steps(rec)[0]
+    hung, right = step["result"]["tries"]
+    assert not hung["ok"] and any("Timeout" in why or "timeout" in why for why in hung["failing"].values()), hung
+    assert right["ok"]
+    assert step["result"]["duration_s"] < 25, step["result"]["duration_s"]

@@ -53,6 +53,9 @@ CHECK_CODE = tuple(Path(__file__).with_name(n) for n in ("probe.py", "checkenv.p
                                                           "judge.py"))
 PRISTINE_LABEL = "org.repair-agent.pristine-sha256"
 IMPORT_ROOTS_LABEL = "org.repair-agent.import-roots"  # set by repair_agent's environment builds
+# A screening check's per-test limit (run_tests(screen=True)): this many times the pristine suite's
+# slowest test, never under SCREEN_FLOOR_S (a loaded machine's start-up is not a hang).
+SCREEN_FACTOR, SCREEN_FLOOR_S = 5.0, 3.0
 T = TypeVar("T")
 
 
@@ -307,7 +310,11 @@ class Verifier:
         return review(diff, self.pristine, self.spec, granted=self.granted if granted is None else granted,
                       index=self._gate_index)
 
-    def run_tests(self, diff: str, kind: Kind) -> TestVerdict:
+    def run_tests(self, diff: str, kind: Kind, *, screen: bool = False) -> TestVerdict:
+        """One check of `diff`. `screen`: a chooser's screening of one of several candidates, whose
+        verdict decides nothing: no held-out probe runs, and each test may take SCREEN_FACTOR times
+        the pristine suite's slowest test (at least SCREEN_FLOOR_S, at most the spec's limit), so a
+        candidate that hangs costs seconds, not the spec's limit per test it hangs."""
         assert self.snapshot and self.baseline, "prepare() first"
         started = time.monotonic()
         scope = check_scope(diff, self.spec, require_change=False, granted=self.granted)
@@ -328,15 +335,15 @@ class Verifier:
                 return TestVerdict(**base, ok=False, targets_ok=False, refused=needed,
                                    problems=[f"refused to run code that needs a grant: {needed[:5]}"],
                                    duration_s=round(time.monotonic() - started, 4))
-        out = self._execute(diff, kind)
-        verdict = self._judge(kind, out, base)
+        out = self._execute(diff, kind, screen=screen)
+        verdict = self._judge(kind, out, base, screen)
         verdict.duration_s = round(time.monotonic() - started, 4)
         return verdict
 
-    def _judge(self, kind: Kind, out: "CheckOutcome", base: dict) -> TestVerdict:
+    def _judge(self, kind: Kind, out: "CheckOutcome", base: dict, screen: bool = False) -> TestVerdict:
         behaviour = None
         integrity = list(out.canary_problems)
-        if self.heldout is not None:
+        if self.heldout is not None and not screen:   # a screening check runs no probe
             bl = self._baseline
             if not out.runs:  # the probe never ran (the diff did not apply, the suite ran out of time)
                 why = "not run: " + (out.problem or ("the suite ran out of time" if out.facts and out.facts.timed_out
@@ -371,14 +378,22 @@ class Verifier:
                            canaries=out.canaries, behaviour=behaviour, behaviour_file=behaviour_file,
                            correctness=correctness, pytest=result)
 
+    def _screen_per_test_s(self) -> float:
+        limit = self.spec.check_per_test_timeout_s
+        slowest = self._baseline.slowest_test_s
+        if not limit or slowest is None:
+            return limit
+        return min(limit, max(SCREEN_FLOOR_S, SCREEN_FACTOR * slowest))
+
     # -- the mechanics of one verification ---------------------------------------------------
-    def _execute(self, diff: str, kind: Kind, baseline: bool = False) -> "CheckOutcome":
-        """Build the candidate tree, run pytest (and then the held-out probe) on it."""
+    def _execute(self, diff: str, kind: Kind, baseline: bool = False, screen: bool = False) -> "CheckOutcome":
+        """Build the candidate tree, run pytest (and then the held-out probe, unless it is a screening
+        check: nothing reads the probe's word on a screened candidate) on it."""
         if self._snap.check_intact():
             raise VerifierCompromised(f"protected pristine copy changed: {self._snap.check_intact()}")
         check = self._pool.take()
         try:
-            return self._execute_in(check, diff, kind, baseline)
+            return self._execute_in(check, diff, kind, baseline, screen)
         finally:
             self._pool.retire(check)  # one check per container: removed in the background
 
@@ -399,7 +414,8 @@ class Verifier:
         request.pop("root")
         return request
 
-    def _execute_in(self, check: FreshCheck, diff: str, kind: Kind, baseline: bool) -> "CheckOutcome":
+    def _execute_in(self, check: FreshCheck, diff: str, kind: Kind, baseline: bool,
+                    screen: bool = False) -> "CheckOutcome":
         work, tree = check.work, check.tree
         (work / "check.json").write_text(json.dumps({
             "kind": kind, "diff_sha256": diff_sha256(diff), "baseline": baseline,
@@ -425,11 +441,11 @@ class Verifier:
         if selection and canaries:
             selection += [c.nodeid for c in canaries]
             selection.sort(key=lambda _: secrets.randbelow(1 << 30))
-        per_test_s = self.spec.check_per_test_timeout_s
+        per_test_s = self._screen_per_test_s() if screen else self.spec.check_per_test_timeout_s
         per_test = ["-o", f"timeout={per_test_s:g}"] if per_test_s else []
         runner = self._check_runner(check)
         junit = check.layout.junit if self.backend == "docker" else "{junit}"
-        probe_cases = self._probe_cases(baseline)
+        probe_cases = None if screen else self._probe_cases(baseline)
         # A file that fails to collect is one failure with its cause, as it is for a person running
         # the suite; without the flag pytest would run no test at all. `--maxfail=0` undoes a
         # project's `-x` or `--maxfail=N` in addopts: every test is judged, not the first few.
