@@ -91,3 +91,33 @@ def test_a_candidate_that_hangs_is_cut_at_a_limit_fitted_to_the_suite_not_the_sp
     assert not hung["ok"] and any("Timeout" in why or "timeout" in why for why in hung["failing"].values()), hung
     assert right["ok"]
     assert step["result"]["duration_s"] < 25, step["result"]["duration_s"]
+
+
+def test_a_resumed_search_run_replays_its_batches_and_never_retries_what_one_failed(runs_dir):
+    from repair_agent.choosers.search import SearchChooser
+    from repair_agent.lifecycle.resume import resume_run
+    from repair_agent.lifecycle.run import execute_run
+    from repair_agent.loop.journal import verify_chain
+    from repair_agent.scenarios.scenario import resolve
+
+    # The trap's run: target test, read, the trap applied, its full suite, then a batch; Ctrl-C there.
+    def interrupt_after_the_batch(progress):
+        if progress.tool == "try_patches":
+            raise KeyboardInterrupt
+
+    stopped = execute_run(resolve("stockroom-business-days-trap"), SearchChooser(0), backend="local",
+                          runs_dir=runs_dir, max_steps=8, on_step=interrupt_after_the_batch)
+    assert stopped.status is StopReason.DEPENDENCY_FAILURE and "Ctrl-C" in stopped.detail
+    (batch,) = [s for s in _steps(stopped) if s["proposal"]["tool"] == "try_patches"]
+    failed = {diff for diff, t in zip(batch["proposal"]["diffs"], batch["result"]["tries"]) if not t["ok"]}
+    assert failed
+    # Resumed, and interrupted again at its first step (its checks are not what this test is about).
+    resumed = resume_run(Path(stopped.run_dir), chooser_spec="search", runs_dir=runs_dir,
+                         on_step=lambda progress: (_ for _ in ()).throw(KeyboardInterrupt()))
+    records = list(read_journal(Path(stopped.run_dir) / "journal.jsonl"))
+    assert verify_chain(records) == [] and resumed.sessions == 2
+    later = [s["proposal"] for s in _steps(resumed) if s["step"] > batch["step"]]
+    assert later and later[0]["tool"] in ("apply_patch", "try_patches")
+    # A candidate the batch failed is not tried again: it would be rendered as the same whole diff.
+    tried_again = [d for p in later for d in p.get("diffs", [])] + [p["diff"] for p in later if p["tool"] == "apply_patch"]
+    assert not failed & set(tried_again)
