@@ -21,7 +21,7 @@ from .outcome import RunOutcome
 from ..sandbox import SandboxError
 from .state import (NEXT_ATTEMPT, STALE_SUFFIX, Evidence, HistoryEntry, Observation, State, StepProgress, StopReason,
                     View)
-from .tools import MALFORMED_RULES, Edit, Executor, ToolOutcome, malformed_diff
+from .tools import MALFORMED_RULES, Edit, Executor, ToolOutcome, malformed_diff, unreadable_candidate
 from .usage import CostLimit
 
 T = TypeVar("T")
@@ -233,11 +233,8 @@ class Controller:
         if isinstance(action, ApplyPatch):
             return Edit(observation=self._authorize_diff(action.diff))
         if isinstance(action, TryPatches):   # each candidate as if it were applied: none runs unless all may
-            for n, diff in enumerate(action.diffs, 1):
-                if (malformed := self._authorize_diff(diff)) is not None:
-                    return Edit(observation=malformed.model_copy(update={
-                        "summary": f"candidate {n}: {malformed.summary}; no candidate was run",
-                        "raw_error": f"candidate {n}: {malformed.raw_error}\nNo candidate was run."}))
+            found = [(n, o) for n, d in enumerate(action.diffs, 1) if (o := self._authorize_diff(d)) is not None]
+            return Edit(observation=unreadable_candidate(*found[0]) if found else None)
         return Edit()
 
     def _authorize_diff(self, diff: str) -> ToolOutcome | None:
