@@ -17,6 +17,7 @@ from chat_server import (ChatServer, content, delay, drop_connection, http_error
 from helpers import PRICING_REL as PRICING
 from helpers import fix_diff
 from repair_agent.choosers.model import ModelChooser
+from repair_agent.loop.actions import TOOL_NAMES
 from repair_agent.loop.journal import read_journal
 from repair_agent.reports.records import load_record
 from repair_agent.lifecycle.run import execute_run
@@ -476,7 +477,7 @@ def test_models_check_says_which_models_can_drive_a_run_and_how(tmp_path):
                                         capture_output=True, text=True, cwd=tmp_path, timeout=120,
                                         env={k: v for k, v in os.environ.items() if k != "RA_TEST_UNSET_KEY"})
         proc = cli("--json")
-        assert native.requests[0]["temperature"] == 0 and len(native.requests[0]["tools"]) == 8
+        assert native.requests[0]["temperature"] == 0 and len(native.requests[0]["tools"]) == len(TOOL_NAMES)
     assert proc.returncode == 1, proc.stderr
     results = {r["name"]: r for r in json.loads(proc.stdout)}
     assert results["native"]["ok"] and results["native"]["call_format"] == "tool_calls"
