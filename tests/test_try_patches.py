@@ -77,9 +77,9 @@ def test_a_malformed_candidate_is_an_observation_and_none_runs(runs_dir):
 
 
 def test_more_candidates_than_a_step_may_hold_is_an_invalid_action_kept_raw(runs_dir):
-    proposal = {"tool": "try_patches", "diffs": [fix_diff()] * 5}
+    proposal = {"tool": "try_patches", "diffs": [fix_diff()] * 9}
     rec = local_run(Scripted(proposal), runs_dir)
-    assert rec.status is StopReason.INVALID_ACTION and "at most 4" in rec.detail
+    assert rec.status is StopReason.INVALID_ACTION and "at most 8" in rec.detail
     assert _steps(rec)[0]["proposal"] == proposal
 
 

@@ -101,11 +101,11 @@ class RunFullSuite(BaseAction):
     tool: Literal["run_full_suite"] = "run_full_suite"
 
 
-MAX_TRIES_PER_STEP = 4
+MAX_TRIES_PER_STEP = 8
 
 
 class TryPatches(BaseAction):
-    """Ask the protected verifier to run the whole suite on each of up to four candidate diffs, without
+    """Ask the protected verifier to run the whole suite on each of up to eight candidate diffs, without
     applying any: one step for several tries. Each diff is whole, against the repository as given (not
     on top of the current diff). The working tree does not change: apply the one that passed with
     apply_patch, then run the full suite and check_diff on it as usual."""
