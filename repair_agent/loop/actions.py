@@ -105,10 +105,11 @@ MAX_TRIES_PER_STEP = 8
 
 
 class TryPatches(BaseAction):
-    """Ask the protected verifier to run the whole suite on each of up to eight candidate diffs, without
-    applying any: one step for several tries. Each diff is whole, against the repository as given (not
-    on top of the current diff). The working tree does not change: apply the one that passed with
-    apply_patch, then run the full suite and check_diff on it as usual."""
+    """Ask the protected verifier to run the target tests, and when they pass the whole suite, on each
+    of up to eight candidate diffs, without applying any: one step for several tries. Each diff is
+    whole, against the repository as given (not on top of the current diff). The working tree does
+    not change: apply the one that passed with apply_patch, then run the full suite and check_diff
+    on it as usual."""
     tool: Literal["try_patches"] = "try_patches"
     diffs: tuple[Annotated[str, Field(min_length=1, max_length=200_000)], ...] = Field(
         min_length=1, max_length=MAX_TRIES_PER_STEP)

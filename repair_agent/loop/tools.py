@@ -258,13 +258,17 @@ class Executor:
         raise TypeError(f"no tool for {type(action).__name__}")
 
     def _try_patches(self, diffs: tuple[str, ...]) -> ToolOutcome:
-        """The verifier's full-suite check of each diff, one after another; the working tree is not
-        touched. What a chooser learns of each is what run_full_suite would show it, without pytest's
-        output; the verdicts decide no condition (the diff a condition is about is the current one),
-        so each is a screening check: a test that hangs is cut at a limit fitted to the suite's speed."""
+        """The verifier's check of each diff, one after another: its target tests, and the whole suite
+        only when they pass (most candidates fail the targets, and a real project's suite takes
+        seconds); the working tree is not touched. What a chooser learns of each is what the same
+        check would show it, without pytest's output; the verdicts decide no condition (the diff a
+        condition is about is the current one), so each is a screening check: a test that hangs is
+        cut at a limit fitted to the suite's speed."""
         tries, lines = [], []
         for n, diff in enumerate(diffs, 1):
-            verdict = self.verifier.run_tests(diff, "full_suite", screen=True)
+            verdict = self.verifier.run_tests(diff, "target_test", screen=True)
+            if verdict.targets_ok:
+                verdict = self.verifier.run_tests(diff, "full_suite", screen=True)
             tries.append(TryResult(diff_sha256=diff_sha256(diff), ok=verdict.ok, targets_ok=verdict.targets_ok,
                                    timed_out=verdict.timed_out, summary=verdict.summary,
                                    failing=dict(verdict.failing), problems=tuple(verdict.problems)))

@@ -42,7 +42,7 @@ You are the chooser of a code-repair loop. Each turn you propose exactly ONE too
 the controller validates and executes it and shows you the result next turn.
 - There is no shell: use only the tools offered, one call per reply.
 - Tests are run by a protected verifier (run_target_test, run_full_suite, try_patches, check_diff); \
-you never see or touch its configuration. try_patches runs the whole suite on up to eight candidate \
+you never see or touch its configuration. try_patches runs the target tests (then, if they pass, the whole suite) on up to eight candidate \
 diffs in one step, each whole against the repository as given, without applying any.
 - To edit, prefer replace_in_file {path, old, new}: `old` is exact text of the file (copy it \
 from "Files you have read", without the line numbers) that occurs exactly once. apply_patch \
