@@ -8,7 +8,8 @@ the spectrum localization) and the View's goal and authorization are taken. The 
 then driven step by step against the scenario's buggy tree on the host: a read or a search is
 answered from the tree as the sandbox would (`sed -n`, `git grep -n -F`), an applied candidate
 counts as right when it turns the file into the reference fix's text, and a wrong one as a failed
-full suite (two steps, as in a run). No test runs, so a candidate that only the full suite would
+full suite (two steps, as in a run); a batch of candidates (`try_patches`) costs one step, and counts
+as right when one of them is (then three more: apply, full suite, scope check). No test runs, so a candidate that only the full suite would
 refuse, or a plausible-but-wrong one that it would accept, is not told apart: the replay measures
 the ranking, the sweep measures the repairs.
 
@@ -31,12 +32,13 @@ from unidiff import PatchSet
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from repair_agent.loop.actions import ApplyPatch, ReadFile, Search, Stop  # noqa: E402
+from repair_agent.loop.actions import ApplyPatch, ReadFile, Search, Stop, TryPatches  # noqa: E402
+from repair_agent.choosers.search.patch import render_patch  # noqa: E402
 from repair_agent.choosers.search import Candidate, SearchChooser  # noqa: E402
 from repair_agent.choosers.search.chooser import STEPS_FOR_A_RIGHT_CANDIDATE  # noqa: E402
 from repair_agent.loop.journal import StepRecord, evidence_by_id, read_records  # noqa: E402
 from repair_agent.scenarios.scenario import Scenario, load_manifest  # noqa: E402
-from repair_agent.loop.state import Evidence, SearchHit, View  # noqa: E402
+from repair_agent.loop.state import Evidence, SearchHit, TryResult, View  # noqa: E402
 
 
 
@@ -74,10 +76,12 @@ def with_candidate(text: str, c: Candidate) -> str:
 
 
 def _evidence(n: int, action, status: str, output: str, data: dict | None = None) -> Evidence:
+    failed_tries = tuple(TryResult(diff_sha256=hashlib.sha256(d.encode()).hexdigest(), ok=False, targets_ok=False)
+                         for d in action.diffs) if isinstance(action, TryPatches) else ()
     return Evidence(id=f"R{n}", step=n, tool=action.tool, status=status, source="replay",
                     started_at="2026-01-01T00:00:00+00:00", duration_s=0.0, summary=f"{action.tool} {status}",
                     output=output, diff_sha256="0" * 64, fingerprint=hashlib.sha256(output.encode()).hexdigest(),
-                    result_sha256="r", data=data or {}, action=action,
+                    result_sha256="r", data=data or {}, action=action, tries=failed_tries,
                     hits=SearchHit.of_grep(output, capped=False) if isinstance(action, Search) else ())
 
 
@@ -150,11 +154,22 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
         elif isinstance(action, Search):
             evs.append(_evidence(used + 1, action, "ok", _search(tree, action.query, action.path_glob)))
             used += 1
-        elif isinstance(action, ApplyPatch):
+        elif isinstance(action, (ApplyPatch, TryPatches)):
             plan = chooser.last_plan
             done = {c.key for c, _ in plan.tried} if plan else set()
             ranked = chooser.last_candidates
             cand = next(c for c in ranked if c.key not in done)
+            if isinstance(action, TryPatches):   # the batch's candidates, by the whole diff each renders to
+                batch = [c for c in ranked if c.key not in done and render_patch(plan.known, None, c) in action.diffs]
+                tried_keys += [c.label() for c in batch]
+                if any(c.path == fix_path and same_program(with_candidate(original, c), fixed) for c in batch):
+                    cost = 1 + STEPS_FOR_A_RIGHT_CANDIDATE   # the batch, then apply, full suite, scope check
+                    outcome = "right candidate tried" if used + cost <= budget else "right candidate, too few steps"
+                    used += cost
+                    break
+                evs.append(_evidence(used + 1, action, "failed", ""))
+                used += 1
+                continue
             if first_rank is None:
                 first_rank = _right_rank(ranked, original, fixed, fix_path, plan)
                 top_list = [f"{c.score:5.1f} {c.label()}" for c in ranked[:top]]

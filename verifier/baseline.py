@@ -23,6 +23,10 @@ class CachedBaseline(BaseModel):
     inputs: dict[str, str]  # the PoolKey: tree, image, setup (spec, held-out checks, boot, limits, uid)
     baseline_sha256: str
     baseline: Baseline
+    # The pristine suite's slowest test when the baseline was made (pytest's timing), which a screening
+    # check's per-test limit is fitted to: a timing, not a result, so outside the baseline and its
+    # digest (None: cached before it was kept; the spec's limit then holds).
+    slowest_test_s: float | None = None
 
 
 def baseline_digest(baseline: Baseline) -> str:
@@ -35,8 +39,8 @@ def baseline_cache_path(cache_dir: Path, key: PoolKey) -> Path:
     return Path(cache_dir) / "baselines" / f"{digest}.json"
 
 
-def load_cached_baseline(cache: Path, key: PoolKey, spec: AcceptanceSpec) -> tuple[Baseline | None, str | None]:
-    """(the baseline, None) when trusted; (None, why not) otherwise. Trusted only whole: it parses,
+def load_cached_baseline(cache: Path, key: PoolKey, spec: AcceptanceSpec) -> tuple[CachedBaseline | None, str | None]:
+    """(the cached baseline, None) when trusted; (None, why not) otherwise. Trusted only whole: it parses,
     its content matches the digest stored with it, it was made from the same inputs, and it agrees
     with the spec. Anything else is set aside (kept as *.rejected for inspection).
 
@@ -62,7 +66,7 @@ def load_cached_baseline(cache: Path, key: PoolKey, spec: AcceptanceSpec) -> tup
     except (ValueError, OSError) as exc:  # pydantic's ValidationError is a ValueError
         problem = f"unreadable ({type(exc).__name__}: {str(exc)[:200]})"
     if problem is None:
-        return envelope.baseline, None
+        return envelope, None
     try:
         os.replace(cache, cache.with_name(f"{cache.name}.rejected"))
     except OSError:
@@ -70,10 +74,11 @@ def load_cached_baseline(cache: Path, key: PoolKey, spec: AcceptanceSpec) -> tup
     return None, f"cached baseline {cache.name} not trusted ({problem}); rebuilt by running the suite"
 
 
-def store_cached_baseline(cache: Path, key: PoolKey, baseline: Baseline) -> None:
+def store_cached_baseline(cache: Path, key: PoolKey, baseline: Baseline, slowest_test_s: float | None = None) -> None:
     """Best effort and atomic: two runs filling the same cache at once each rename a whole file
     into place, so neither ever reads half of the other's; a full disk only costs the cache."""
-    envelope = CachedBaseline(inputs=key.model_dump(), baseline_sha256=baseline_digest(baseline), baseline=baseline)
+    envelope = CachedBaseline(inputs=key.model_dump(), baseline_sha256=baseline_digest(baseline), baseline=baseline,
+                              slowest_test_s=slowest_test_s)
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(cache, envelope.model_dump_json(indent=1))

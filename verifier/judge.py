@@ -42,9 +42,6 @@ class Baseline(BaseModel):
     leaves_processes: bool = False
     # Probe cases the pristine tree (and the reference fix) answered alike in every environment.
     comparable: list[str] = []
-    # The slowest test's own time on the pristine tree (pytest's JUnit timing): what a screening
-    # check's per-test limit is fitted to (None: a baseline recorded before it was kept).
-    slowest_test_s: float | None = None
     # The reference fix's answers to the generated inputs (None: no reference fix or no held-out
     # file); never leaves the host.
     reference_rows: dict[str, dict[str, Any]] | None = None
@@ -100,7 +97,7 @@ def make_baseline(cases: list[TestCase], target_keys: list[str], listed: list[st
         known_failing=sorted(k for k in keys if by_key[k].outcome in ("failed", "error") and k not in target_keys),
         known_skipped=sorted(k for k in keys if by_key[k].outcome == "skipped" and k not in target_keys),
         target_failures={t: by_key[t].message for t in target_keys}, listed=listed is not None,
-        collection_errors=errors, slowest_test_s=max((c.seconds for c in by_key.values()), default=0.0))
+        collection_errors=errors)
 
 
 def _absent_cause(key: str, errors: dict[str, str]) -> str:

@@ -139,6 +139,7 @@ class Verifier:
         self.snapshot: ProtectedSnapshot | None = None
         self._environment_id: str | None = None
         self.baseline: Baseline | None = None
+        self.slowest_test_s: float | None = None  # the pristine suite's slowest test (screening limits)
         self._gate_index: Any = None
         # Where a scenario environment's install put the tree's packages (relative, e.g. "src"): the
         # checks put these on the path at wherever the tree is placed (read from the image's label).
@@ -173,7 +174,7 @@ class Verifier:
         cache = baseline_cache_path(self.cache_dir, self._key) if self.cache_dir else None
         cached, self.cache_note = load_cached_baseline(cache, self._key, self.spec) if cache else (None, None)
         if cached is not None:
-            self.baseline = cached
+            self.baseline, self.slowest_test_s = cached.baseline, cached.slowest_test_s
             return self.baseline
         out = self._execute("", "full_suite", baseline=True)
         if out.problem:
@@ -214,8 +215,9 @@ class Verifier:
             "canaries_usable": usable, "canary_note": note,
             "leaves_processes": bool(facts and facts.leftover_processes),
             "comparable": sorted(comparable), "reference_rows": reference, "probe_note": probe_note})
+        self.slowest_test_s = max((c.seconds for c in out.cases if not c.collection), default=0.0)
         if cache:
-            store_cached_baseline(cache, self._key, self._baseline)
+            store_cached_baseline(cache, self._key, self._baseline, self.slowest_test_s)
         return self.baseline
 
     def _start_pool(self) -> None:
@@ -380,7 +382,7 @@ class Verifier:
 
     def _screen_per_test_s(self) -> float:
         limit = self.spec.check_per_test_timeout_s
-        slowest = self._baseline.slowest_test_s
+        slowest = self.slowest_test_s
         if not limit or slowest is None:
             return limit
         return min(limit, max(SCREEN_FLOOR_S, SCREEN_FACTOR * slowest))
