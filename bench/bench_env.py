@@ -7,7 +7,8 @@
    (python-slugify needs text-unidecode) is removed and built again, timed end to end (pip from
    its wheel, the package from the index, the commit); then the cached lookup is timed.
 2. Warm run: the same scenario (inflection-dasherize, no dependencies; `--scenario` names another,
-   by name or manifest path: the suite's smoke run uses a small one) run with the baseline chooser on the plain sandbox image and on an environment layered on it (one variable: the
+   by name or manifest path: the suite's smoke run uses a small one) run with the baseline chooser
+   on the plain sandbox image and on an environment layered on it (one variable: the
    image differs, the work does not), in interleaved pairs after one warm-up run each (images
    built, baselines cached). The environment's share is the median of the pairs' ratios minus
    one; the target is <= 5%. On a shared machine that ratio is mostly noise, so the bench also

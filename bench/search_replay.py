@@ -9,7 +9,8 @@ then driven step by step against the scenario's buggy tree on the host: a read o
 answered from the tree as the sandbox would (`sed -n`, `git grep -n -F`), an applied candidate
 counts as right when it turns the file into the reference fix's text, and a wrong one as a failed
 full suite (two steps, as in a run); a batch of candidates (`try_patches`) costs one step, and counts
-as right when one of them is (then three more: apply, full suite, scope check). No test runs, so a candidate that only the full suite would
+as right when one of them is (then three more: apply, full suite, scope check). No test runs, so a
+candidate that only the full suite would
 refuse, or a plausible-but-wrong one that it would accept, is not told apart: the replay measures
 the ranking, the sweep measures the repairs.
 
@@ -32,6 +33,7 @@ from unidiff import PatchSet
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from verifier import diff_sha256  # noqa: E402
 from repair_agent.loop.actions import ApplyPatch, ReadFile, Search, Stop, TryPatches  # noqa: E402
 from repair_agent.choosers.search.patch import render_patch  # noqa: E402
 from repair_agent.choosers.search import Candidate, SearchChooser  # noqa: E402
@@ -76,7 +78,7 @@ def with_candidate(text: str, c: Candidate) -> str:
 
 
 def _evidence(n: int, action, status: str, output: str, data: dict | None = None) -> Evidence:
-    failed_tries = tuple(TryResult(diff_sha256=hashlib.sha256(d.encode()).hexdigest(), ok=False, targets_ok=False)
+    failed_tries = tuple(TryResult(diff_sha256=diff_sha256(d), ok=False, targets_ok=False)
                          for d in action.diffs) if isinstance(action, TryPatches) else ()
     return Evidence(id=f"R{n}", step=n, tool=action.tool, status=status, source="replay",
                     started_at="2026-01-01T00:00:00+00:00", duration_s=0.0, summary=f"{action.tool} {status}",

@@ -11,6 +11,7 @@ import fcntl
 import os
 import re
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,6 +80,15 @@ def machine_lock(name: str) -> Iterator[None]:
     two sweeps) must take turns, whatever cache directory each one uses."""
     locks = Path(tempfile.gettempdir()) / f"repair-agent-{os.getuid()}-locks"
     locks.mkdir(mode=0o700, exist_ok=True)
-    with (locks / (re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".lock")).open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    # The shared temp directory is anyone's to write in: the directory must be this user's own (not a
+    # link another user planted), and the lock file is opened without following a link or truncating.
+    held = os.lstat(locks)
+    if not stat.S_ISDIR(held.st_mode) or held.st_uid != os.getuid():
+        raise OSError(f"{locks} is not a directory of this user's: not used as a lock directory")
+    path = locks / (re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    finally:
+        os.close(fd)

@@ -73,3 +73,38 @@ def test_concurrent_requests_for_one_missing_image_build_it_once(docker_client, 
                 docker_client.images.remove(tag, force=True)
             except Exception:
                 pass
+
+
+def test_a_lock_file_planted_as_a_link_is_not_followed_and_its_target_is_untouched(tmp_path, monkeypatch):
+    # The lock directory lives in the shared temp directory: a link planted where a lock file goes
+    # must not let the lock truncate (or create) the file it points at.
+    import errno
+    import os
+    import tempfile
+
+    from repair_agent.resources import machine_lock
+
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    locks = tmp_path / f"repair-agent-{os.getuid()}-locks"
+    locks.mkdir(mode=0o700)
+    (locks / "planted.lock").symlink_to(victim)
+    try:
+        with machine_lock("planted"):
+            raise AssertionError("the lock was taken through a link")
+    except OSError as exc:
+        assert exc.errno == errno.ELOOP
+    assert victim.read_text() == "keep me\n"
+    # nor a lock directory that is a link to somewhere else
+    (locks / "planted.lock").unlink()
+    locks.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    locks.symlink_to(elsewhere)
+    try:
+        with machine_lock("x"):
+            raise AssertionError("a linked lock directory was used")
+    except OSError as exc:
+        assert "not a directory of this user's" in str(exc)
+    assert list(elsewhere.iterdir()) == []

@@ -131,8 +131,9 @@ class SearchHit(BaseModel):
 
 
 class TryResult(BaseModel):
-    """One candidate of a try_patches step: what the verifier's full-suite check said of that diff
-    (as a run_full_suite observation would, and no more: never the held-out probe's word)."""
+    """One candidate of a try_patches step: what the verifier's screening check said of that diff (its
+    target tests, then the whole suite when they passed), as a test observation would, and no more:
+    never the held-out probe's word."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -269,11 +269,12 @@ class Executor:
             verdict = self.verifier.run_tests(diff, "target_test", screen=True)
             if verdict.targets_ok:
                 verdict = self.verifier.run_tests(diff, "full_suite", screen=True)
-            tries.append(TryResult(diff_sha256=diff_sha256(diff), ok=verdict.ok, targets_ok=verdict.targets_ok,
-                                   timed_out=verdict.timed_out, summary=verdict.summary,
-                                   failing=dict(verdict.failing), problems=tuple(verdict.problems)))
+            tried = TryResult(diff_sha256=diff_sha256(diff), ok=verdict.ok, targets_ok=verdict.targets_ok,
+                              timed_out=verdict.timed_out, summary=verdict.summary,
+                              failing=dict(verdict.failing), problems=tuple(verdict.problems))
+            tries.append(tried)
             word = "PASSED" if verdict.ok else "TIMED OUT" if verdict.timed_out else "failed"
-            lines.append(f"candidate {n} (diff {diff_sha256(diff)[:12]}): {word}: {verdict.summary}")
+            lines.append(f"candidate {n} (diff {tried.diff_sha256[:12]}): {word}: {verdict.summary}")
             lines += [f"  {test}: {why[:300]}" for test, why in list(verdict.failing.items())[:10]]
             lines += [f"  {problem[:300]}" for problem in verdict.problems[:3]]
         passed = [n for n, t in enumerate(tries, 1) if t.ok]

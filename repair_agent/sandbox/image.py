@@ -107,20 +107,20 @@ def ensure_sandbox_image(
     # Hot path: a single listing answers both "is the sandbox built?" and "is
     # the requested base local?" (the latter decides whether a sandbox built
     # on the debootstrap fallback is an acceptable answer).
-    refs = _local_refs(client)
-    if wanted in refs:
-        return wanted
-    if _normalize(requested) not in refs and fallback in refs:
-        return fallback
+    def built(refs: set[str]) -> str | None:
+        if wanted in refs:
+            return wanted
+        return fallback if _normalize(requested) not in refs and fallback in refs else None
 
+    refs = _local_refs(client)
+    if (found := built(refs)) is not None:
+        return found
     # One builder per image at a time: the others wait, then find its image (without the lock, the
     # suite's workers on a fresh machine each ran debootstrap at once, and raced on apt's lock).
     with machine_lock(f"image-{wanted}"):
         refs = _local_refs(client)
-        if wanted in refs:
-            return wanted
-        if _normalize(requested) not in refs and fallback in refs:
-            return fallback
+        if (found := built(refs)) is not None:
+            return found
         base = _resolve_base(client, requested, local_base, log, suite)
         tag = _sandbox_tag(dockerfile, base)
         if tag in refs:  # only possible when we fell back after all

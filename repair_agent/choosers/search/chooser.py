@@ -157,7 +157,8 @@ class SearchChooser:
         if view.steps_left < STEPS_FOR_A_RIGHT_CANDIDATE:
             return self._handoff(plan, candidates, f"{view.steps_left} step(s) left: not enough to try and check "
                                  "another candidate")
-        passed = [c for c in plan.passed if c.key in {u.key for u in untried}]
+        left = {u.key for u in untried}
+        passed = [c for c in plan.passed if c.key in left]
         if passed:   # the verifier already passed it in a batch: apply it, then check it as usual
             return ApplyPatch(diff=render_patch(plan.known, plan.applied, passed[0]))
         gap = unanchored_end(plan.known, plan.eof, plan.applied, untried[0])
