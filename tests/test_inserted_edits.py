@@ -67,6 +67,12 @@ def coerce(rest):
     assert reads[10] == ["part"]
     assert reads[19] == ["build"]        # assigned in both branches, read after them
     assert T.module_markers(source) == ["UTF8_BOM"]
+    # a branch's first statement: what the branch reads that held a value before it
+    branched = T.first_reads("def parse(line, strip):\n    if line[0] == '[':\n        return line\n"
+                             "    else:\n        if strip:\n            for c in '#;':\n"
+                             "                line = line.split(c)[0]\n        return None, line\n")
+    assert branched[5] == ["strip", "line"]   # `else: line = line.strip()` forgotten for continuations
+    assert branched[3] == branched[6] == ["line"] and branched[7] == ["c", "line"]
     assert T.constant_transforms(["UTF8_BOM"]) == [".removeprefix(UTF8_BOM)", ".removesuffix(UTF8_BOM)"]
     edits = T.transform_edits("    word = word.replace('_', sep)\n", ["word"], [".strip()"])
     assert edits == [("transform", "insert `word = word.strip()`",

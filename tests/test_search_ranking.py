@@ -752,6 +752,25 @@ def test_an_attribute_init_never_stores_is_stored_and_an_undefined_name_is_defin
     assert ranked.index(defined[0]) < 3
 
 
+def test_an_undefined_name_starts_as_what_its_uses_call_for():
+    # a forgotten `ret = defaultdict(dict)`: nothing else in the file assigns `ret`
+    lines = _window("from collections import defaultdict\n\n\ndef join(**maps):\n    \"\"\"Join.\"\"\"\n\n"
+                    "    for field, mapping in maps.items():\n        for key, value in mapping.items():\n"
+                    "            ret[key][field] = value\n    return dict(ret)\n")
+    f = Failure(message="NameError: name 'ret' is not defined", exception="NameError",
+                exception_message="name 'ret' is not defined", frames=[("m.py", 9)], callees=["join"],
+                suspicious={("m.py", 7): 1.0, ("m.py", 8): 1.0, ("m.py", 9): 1.0}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "join fails", seed=0)
+    assert ranked[0].new_lines == ("    ret = defaultdict(dict)\n", lines[7]), ranked[0].label()
+    from repair_agent.choosers.search.missing import first_values
+    assert first_values("out", "    out.append(x)\n") == ["[]"]
+    assert first_values("seen", "    if x in seen:\n        seen.add(x)\n") == ["set()"]
+    assert first_values("by", "    by[k].append(x)\n") == ["defaultdict(list)"]
+    assert first_values("total", "    total += x\n")[0] == "0"
+    assert first_values("text", "    text += 'a'\n")[0] == "''"
+    assert first_values("x", "    print(x)\n") == []   # no use says what it holds: no guess
+
+
 def test_a_separator_the_got_and_expected_texts_differ_by_is_swapped_in_its_literal():
     from repair_agent.choosers.search.values import separator_change
     # the top of a window that starts inside a function whose `def` is above it

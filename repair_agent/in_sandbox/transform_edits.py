@@ -141,7 +141,49 @@ def _function_first_reads(fn: ast.AST) -> Dict[int, List[str]]:
                 read.setdefault(n.id, False)   # a variable is transformed where it is first read, once
         if firsts:
             out[stmt.lineno] = firsts
+    for block in _blocks(fn.body):
+        _block_first_reads(block, set(params), statements, out)
     return out
+
+
+MAX_BLOCK_NAMES = 3   # the variables a branch's first statement may transform
+
+
+def _blocks(body: Sequence[ast.stmt]) -> Iterable[List[ast.stmt]]:
+    """The bodies nested in a function's statements (an `if`'s arms, a loop's, a `try`'s), not the
+    function's own body."""
+    for stmt in body:
+        if isinstance(stmt, NESTED):
+            continue
+        for field in BODIES:
+            children = getattr(stmt, field, None) or []
+            for child in children:
+                if isinstance(child, ast.ExceptHandler):
+                    yield child.body
+                    yield from _blocks(child.body)
+            inner = [c for c in children if not isinstance(c, ast.ExceptHandler)]
+            if inner:
+                yield inner
+                yield from _blocks(inner)
+
+
+def _block_first_reads(block: List[ast.stmt], params: set, statements: Sequence[ast.stmt],
+                       out: Dict[int, List[str]]) -> None:
+    """A branch that handles one kind of input may be where that input's normalization was
+    forgotten (`else: line = line.strip()` for continuation lines only): the variables a block reads
+    that held a value before it, transformed at its first statement."""
+    first = block[0]
+    bound = set(params) | {n.id for s in statements if s.lineno < first.lineno
+                           for n in _own_names(s) if isinstance(n.ctx, ast.Store)}
+    names: List[str] = []
+    for stmt in _statements(block):
+        for n in _own_names(stmt):
+            if isinstance(n.ctx, ast.Load) and n.id in bound and n.id not in names:
+                names.append(n.id)
+    here = out.setdefault(first.lineno, [])
+    here.extend(n for n in names[:MAX_BLOCK_NAMES] if n not in here)
+    if not here:
+        del out[first.lineno]
 
 
 def _statements(body: Sequence[ast.stmt]) -> Iterable[ast.stmt]:

@@ -135,6 +135,37 @@ def missing_definition(path: str, fn: Function, lines: dict[int, str], failure: 
             seen.add(m.group(3))
             out.append(Candidate(path, fn.body_line, (f"{fn.body_indent}{name} = {value}\n", lines[fn.body_line]),
                                  "definition", f"define {name} = {value} at the top of {fn.name}", 4.0))
+        body = "".join(t for _, t in _body(fn, lines))
+        for i, value in enumerate(v for v in first_values(name, body) if v not in seen):
+            out.append(Candidate(path, fn.body_line, (f"{fn.body_indent}{name} = {value}\n", lines[fn.body_line]),
+                                 "definition", f"start {name} as {value} at the top of {fn.name}",
+                                 4.0 - 0.25 * min(i, 4)))
+    return out
+
+
+# What a name's uses say it starts as, most telling first: `ret[k][f] = v` needs a dict of dicts,
+# `out[k].append(x)` a dict of lists, `seen.add(x)` a set, `total += x` a number (or a text).
+_USES = (
+    (r"{n}\[[^\]]+\]\[[^\]]+\]\s*=(?!=)", ("defaultdict(dict)",)),
+    (r"{n}\[[^\]]+\]\.(?:append|extend)\(", ("defaultdict(list)",)),
+    (r"{n}\[[^\]]+\]\.(?:add|update)\(", ("defaultdict(set)",)),
+    (r"{n}\[[^\]]+\]\s*[-+]=", ("defaultdict(int)",)),
+    (r"{n}\[[^\]]+\]\s*=(?!=)|{n}\.(?:setdefault|items|keys|values|get)\(", ("{}",)),
+    (r"{n}\.(?:append|extend|insert|sort|reverse)\(", ("[]",)),
+    (r"{n}\.(?:add|discard)\(", ("set()",)),
+    (r"{n}\s*[-+]=\s*['\"]", ("''",)),
+    (r"{n}\s*(?:[-+]=|=\s*{n}\s*[-+])", ("0", "[]", "''")),
+    (r"{n}\s*\*=", ("1",)),
+)
+
+
+def first_values(name: str, body: str) -> list[str]:
+    """The starting values a variable's uses in `body` call for, most telling first (none when no use
+    says: a guess of `None` would pass for anything)."""
+    out: list[str] = []
+    for pattern, values in _USES:
+        if re.search(r"(?<![\w.])" + pattern.format(n=re.escape(name)), body):
+            out += [v for v in values if v not in out]
     return out
 
 
