@@ -141,7 +141,7 @@ def _function_first_reads(fn: ast.AST) -> Dict[int, List[str]]:
                 read.setdefault(n.id, False)   # a variable is transformed where it is first read, once
         if firsts:
             out[stmt.lineno] = firsts
-    for block in _blocks(fn.body):
+    for block in _blocks(fn.body):   # type: ignore[attr-defined]
         _block_first_reads(block, set(params), statements, out)
     return out
 
