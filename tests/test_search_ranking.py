@@ -771,6 +771,27 @@ def test_an_undefined_name_starts_as_what_its_uses_call_for():
     assert first_values("x", "    print(x)\n") == []   # no use says what it holds: no guess
 
 
+def test_a_called_parameter_that_was_none_gets_the_default_its_docstring_names():
+    lines = _window('def partition(pred, iterable):\n    """Split by pred.\n\n    If *pred* is None, :func:`bool` is used.\n'
+                    '    """\n    trues = [x for x in iterable if pred(x)]\n    return trues\n\n\n'
+                    'def first_true(iterable, default=None, pred=None):\n    if pred is None:\n        pred = truthy\n'
+                    '    return next(filter(pred, iterable), default)\n')
+    f = Failure(message="TypeError: 'NoneType' object is not callable", exception="TypeError",
+                exception_message="'NoneType' object is not callable", frames=[("m.py", 6)], callees=["partition"],
+                suspicious={("m.py", 6): 1.0, ("m.py", 7): 1.0}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "partition(None, xs) fails", seed=0)
+    defaults = [c.new_lines[0] for c in ranked if c.what.startswith("default pred")]
+    assert defaults[:3] == ["    if pred is None:\n        pred = bool\n", "    if pred is None:\n        pred = truthy\n",
+                            "    if pred is None:\n        pred = lambda x: x\n"], defaults
+    assert ranked[0].new_lines[0] == defaults[0], ranked[0].label()
+    # a parameter the function already gives a value is left alone, and so is any other failure
+    other = Failure(message="TypeError: unsupported operand", exception="TypeError", exception_message="unsupported operand",
+                    frames=[("m.py", 6)], callees=["partition"], suspicious={("m.py", 6): 1.0}, suspicious_complete=True)
+    assert not any("default pred" in c.what for c in rank_candidates(other, {"m.py": lines}, [], "x", seed=0))
+    f.frames, f.callees = [("m.py", 13)], ["first_true"]
+    assert not any("default pred" in c.what and c.line > 10 for c in rank_candidates(f, {"m.py": lines}, [], "x", seed=0))
+
+
 def test_a_separator_the_got_and_expected_texts_differ_by_is_swapped_in_its_literal():
     from repair_agent.choosers.search.values import separator_change
     # the top of a window that starts inside a function whose `def` is above it

@@ -184,7 +184,63 @@ def _module_names(lines: dict[int, str]) -> set[str]:
     return names
 
 
+NONE_CALLED_RE = re.compile(r"'NoneType' object is not callable")
+NONE_DEFAULT_RE = re.compile(r"^\s*if\s+(\w+)\s+is\s+None\s*:\s*$")
+DEFAULT_CALLABLES = ("bool", "lambda x: x")   # the usual meanings of a predicate or a key left out
+
+
+def missing_default(path: str, fn: Function, lines: dict[int, str], failure: Failure) -> list[Candidate]:
+    """`if pred is None: pred = bool` at the top of a function that calls one of its parameters, when
+    None was called: the value its docstring names for None, then the one another function of the
+    lines read gives the same name in the same idiom, then a truth test and the identity."""
+    if not any(NONE_CALLED_RE.search(m) for m in [failure.exception_message, *failure.exception_messages]) \
+            or not all(n in lines for n in range(fn.def_line, fn.body_line + 1)):
+        return []
+    body = "".join(t for _, t in _body(fn, lines))   # the lines read of it
+    doc = "".join(lines[n] for n in range(fn.def_line + 1, fn.body_line) if n in lines)
+    defaults = _none_defaults(fn, lines)
+    out = []
+    for name in sorted(fn.params, key=lambda p: p not in defaults):
+        if not re.search(rf"(?<![\w.]){name}\(", body) or re.search(rf"\b{name}\s+is\s+None\b|\b{name}\s*=(?!=)", body):
+            continue   # never called, or the function already gives it a value
+        values = _documented_values(name, doc) + _idiom_values(name, fn, lines) + list(DEFAULT_CALLABLES)
+        for i, value in enumerate(dict.fromkeys(values)):
+            stmt = f"{fn.body_indent}if {name} is None:\n{fn.body_indent}    {name} = {value}\n"
+            out.append(Candidate(path, fn.body_line, (stmt, lines[fn.body_line]), "definition",
+                                 f"default {name} to {value} at the top of {fn.name}", 4.0 - 0.25 * min(i, 4)))
+    return out
+
+
+def _none_defaults(fn: Function, lines: dict[int, str]) -> list[str]:
+    """The parameters of `fn` whose default is None."""
+    header = "".join(lines[n] for n in range(fn.def_line, fn.body_line) if n in lines)
+    m = re.search(r"\((.*?)\)\s*(?:->[^:]+)?:", header, re.S)
+    return re.findall(r"(\w+)\s*(?::[^=,]+)?=\s*None\b", m.group(1)) if m else []
+
+
+def _documented_values(name: str, doc: str) -> list[str]:
+    """Names a docstring's sentence about `name` being None quotes (``If *pred* is None, :func:`bool`
+    is used``)."""
+    out = []
+    for sentence in re.split(r"(?<=\.)\s+", " ".join(doc.split())):
+        if re.search(rf"\b{name}\b", sentence) and "None" in sentence:
+            out += [q for q in re.findall(r"`+([A-Za-z_][\w.]*)(?:\(\))?`+", sentence) if q not in (name, "None")]
+    return out
+
+
+def _idiom_values(name: str, fn: Function, lines: dict[int, str]) -> list[str]:
+    """What the lines read outside `fn` assign to `name` right after `if name is None:`."""
+    out = []
+    for n in sorted(lines):
+        m = NONE_DEFAULT_RE.match(lines[n])
+        if m and m.group(1) == name and not fn.def_line <= n <= fn.end_line:
+            after = ASSIGNED_RE.match(lines.get(n + 1, ""))
+            if after and after.group(2) == name:
+                out.append(after.group(3).strip())
+    return out
+
+
 def missing_statements(path: str, fn: Function, lines: dict[int, str], failure: Failure,
                        frame_lines: set[tuple[str, int]]) -> list[Candidate]:
     return (missing_return(path, fn, lines, failure) + missing_attribute(path, fn, lines, failure)
-            + missing_definition(path, fn, lines, failure, frame_lines))
+            + missing_definition(path, fn, lines, failure, frame_lines) + missing_default(path, fn, lines, failure))
