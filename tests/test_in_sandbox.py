@@ -152,6 +152,15 @@ def test_a_line_s_likeliest_edits_run_first_and_broad_ones_last():
     assert "statement-removed" not in families and len(_mutants_of(2, 3)) == 3   # a header is never removed
 
 
+def test_a_negated_condition_is_negated_by_dropping_its_not_never_by_wrapping_it():
+    from repair_agent.choosers.search.catalogue import line_mutations
+    edits = lambda text: {what: new for _, what, new in line_mutations(text, (), ("ok", "x"), ())}
+    negated = edits("        if not self.ok:\n")
+    assert negated["drop `not`"] == "        if self.ok:" and "negate the condition" not in negated
+    assert edits("        if not x and self.ok:\n")["negate the condition"] == "        if not (not x and self.ok):"
+    assert edits("        if self.ok:\n")["negate the condition"] == "        if not (self.ok):"
+
+
 def test_a_statement_may_be_removed_a_return_never_and_a_def_is_not_mutated():
     assert _mutants_of(4)[-1] == ("    pass\n", "statement removed", "statement-removed")
     assert all(w != "statement removed" for _, w, _ in _mutants_of(3))

@@ -135,7 +135,8 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...], names: tuple[str, 
             out.append(("boolean", "drop `not`", replace_span(code, c0, c1 + 1 if code[c1:c1 + 1] == " " else c1, "")))
         elif t.type == tokenize.NAME and t.string in ("if", "elif", "while") and k == 0:
             head = re.match(r"^(\s*(?:if|elif|while)\s+)(.+?):\s*$", code)
-            if head:
+            # `if not x:` is negated by dropping its `not` (above): `not (not x)` is the same edit, worse written
+            if head and not re.match(r"not\s(?!.*\b(?:and|or|if)\b)", head.group(2)):
                 out.append(("boolean", "negate the condition", f"{head.group(1)}not ({head.group(2)}):"))
         elif t.type == tokenize.NAME and t.string in ("in", "is") and not code.lstrip().startswith("for ") \
                 and not (k + 1 < len(toks) and toks[k + 1].string == "not"):
