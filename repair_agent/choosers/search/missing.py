@@ -16,6 +16,7 @@ from .source import Function
 NO_ATTRIBUTE_RE = re.compile(r"object has no attribute '(\w+)'")
 UNDEFINED_RE = re.compile(r"name '(\w+)' is not defined|local variable '(\w+)' referenced before assignment"
                           r"|cannot access local variable '(\w+)'")
+BUILTINS = frozenset(dir(builtins))   # `list[str]` annotates; it indexes nothing
 ASSIGNED_RE = re.compile(r"^(\s*)(\w+)\s*(?::[^=]+)?=(?!=)\s*(.+)$")
 
 
@@ -166,7 +167,12 @@ def first_values(name: str, body: str) -> list[str]:
     for pattern, values in _USES:
         if re.search(r"(?<![\w.])" + pattern.format(n=re.escape(name)), body):
             out += [v for v in values if v not in out]
-    return out
+    n = re.escape(name)
+    if re.search(rf"[<>]=?\s*{n}\b|(?<![\w.]){n}\s*[<>]", body):   # a bound: `index < last`
+        seqs = re.findall(r"enumerate\((\w+)\)|\bin\s+(\w+)\s*:|(?<![\w.])(\w+)\[", body)
+        for seq in dict.fromkeys(x for group in seqs for x in group if x and x != name and x not in BUILTINS):
+            out += [f"len({seq}) - 1", f"len({seq})"]
+    return out[:8]
 
 
 def _module_names(lines: dict[int, str]) -> set[str]:
