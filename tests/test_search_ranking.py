@@ -771,6 +771,7 @@ def test_an_undefined_name_starts_as_what_its_uses_call_for():
     assert first_values("x", "    print(x)\n") == []   # no use says what it holds: no guess
     bound = "    chars: list[str] = []\n    for index, char in enumerate(text):\n        if index < last:\n"
     assert first_values("last", bound) == ["len(text) - 1", "len(text)"]   # a forgotten `last = len(text) - 1`
+    assert first_values("it", "    item = next(it)\n    return item, chain((item,), it)\n", ["seq"]) == ["iter(seq)"]
 
 
 def test_a_called_parameter_that_was_none_gets_the_default_its_docstring_names():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Sequence
 
 from .catalogue import Candidate
 from .failure import Failure
@@ -137,7 +138,7 @@ def missing_definition(path: str, fn: Function, lines: dict[int, str], failure: 
             out.append(Candidate(path, fn.body_line, (f"{fn.body_indent}{name} = {value}\n", lines[fn.body_line]),
                                  "definition", f"define {name} = {value} at the top of {fn.name}", 4.0))
         body = "".join(t for _, t in _body(fn, lines))
-        for i, value in enumerate(v for v in first_values(name, body) if v not in seen):
+        for i, value in enumerate(v for v in first_values(name, body, fn.params) if v not in seen):
             out.append(Candidate(path, fn.body_line, (f"{fn.body_indent}{name} = {value}\n", lines[fn.body_line]),
                                  "definition", f"start {name} as {value} at the top of {fn.name}",
                                  4.0 - 0.25 * min(i, 4)))
@@ -160,10 +161,12 @@ _USES = (
 )
 
 
-def first_values(name: str, body: str) -> list[str]:
+def first_values(name: str, body: str, params: Sequence[str] = ()) -> list[str]:
     """The starting values a variable's uses in `body` call for, most telling first (none when no use
     says: a guess of `None` would pass for anything)."""
     out: list[str] = []
+    if re.search(rf"\bnext\(\s*{re.escape(name)}\s*[,)]", body):   # `next(iterator)`: an iterator over an input
+        out += [f"iter({p})" for p in params if p != name][:3]
     for pattern, values in _USES:
         if re.search(r"(?<![\w.])" + pattern.format(n=re.escape(name)), body):
             out += [v for v in values if v not in out]
