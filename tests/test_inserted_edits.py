@@ -260,3 +260,44 @@ def test_an_if_nested_last_in_another_leaves_the_outer_if_its_arms(tmp_path):
                  ("src/**",), mutate=True).mutation
     assert m is not None
     assert "        else:\n            out.append(fallback)" in [f.text.split("\n", 1)[1] for f in m.fixes if f.clean]
+
+
+REDUCE = '''\
+def reduceby(key, binop, seq, init=None):
+    d = {}
+    for item in seq:
+        k = key(item)
+        if k not in d:
+            if init is None:
+                d[k] = item
+            else:
+                d[k] = init()
+        d[k] = binop(d[k], item)
+    return d
+'''
+
+REDUCE_TESTS = '''\
+from calc import reduceby
+
+
+def test_without_init_the_first_item_starts_its_group():
+    assert reduceby(len, max, ["a", "bb", "c"]) == {1: "c", 2: "bb"}
+    assert reduceby(len, lambda a, b: a + b, ["a", "bb", "c"]) == {1: "ac", 2: "bb"}
+
+
+def test_with_init():
+    assert reduceby(len, lambda a, b: a + b, ["a", "c"], init=str) == {1: "ac"}
+'''
+
+
+def test_a_branch_that_falls_through_the_rest_of_its_loop_may_lack_a_continue(tmp_path):
+    # both arms of the inner `if` fall through to `d[k] = binop(...)`: a `continue` may end either;
+    # a branch ending the loop's body (nothing after it) or ending in a return never gets one
+    assert B.jump_sites(REDUCE) == {7: " " * 16, 9: " " * 16}
+    assert B.jump_sites("def f(xs):\n    for x in xs:\n        if x:\n            print(x)\n") == {}
+    assert B.jump_sites("def f(xs):\n    for x in xs:\n        if x:\n            return x\n        print(x)\n") == {}
+    m = localize(calc_sandbox(tmp_path, REDUCE, REDUCE_TESTS),
+                 ("tests/test_calc.py::test_without_init_the_first_item_starts_its_group",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    clean = [(f.line, f.what) for f in m.fixes if f.clean]
+    assert (7, "add `continue`") in clean, clean

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 Edit = Tuple[str, str, str]   # (family, what, the new text: the line, then the `else` arm after it)
 
@@ -90,6 +90,46 @@ def _arms(fn: ast.AST, node: ast.If, lines: Sequence[str]) -> List[str]:
 
 def _shared_words(a: str, b: str) -> int:
     return len(set(a.lower().split("_")) & set(b.lower().split("_")) - {""})
+
+
+def jump_sites(source: str) -> Dict[int, str]:
+    """The last line of each branch inside a loop that falls through to more of the loop's body:
+    where a forgotten `continue` belongs (`if k not in d: d[k] = item` then `continue`, or the item is
+    also combined with itself below), with the branch's indentation."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    lines = source.splitlines()
+    out: Dict[int, str] = {}
+    for loop in ast.walk(tree):
+        if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            _jumps(loop.body, lines, out)
+    return out
+
+
+def _jumps(body: Sequence[ast.stmt], lines: Sequence[str], out: Dict[int, str]) -> None:
+    for k, stmt in enumerate(body):
+        if not isinstance(stmt, ast.If):
+            continue
+        falls_through = k + 1 < len(body)
+        for arm in (stmt.body, stmt.orelse):
+            if not arm:
+                continue
+            last = arm[-1]
+            if isinstance(last, ast.If):
+                if falls_through:
+                    _jumps([last, ast.Pass()], lines, out)   # a nested branch falls through the same way
+                continue
+            end = getattr(last, "end_lineno", None)
+            if falls_through and isinstance(last, SIMPLE) and not isinstance(last, ast.Return) \
+                    and end == last.lineno and end is not None:
+                out[end] = lines[last.lineno - 1][:last.col_offset]
+
+
+def jump_edit(line: str, indent: str) -> Edit:
+    code = line.rstrip("\r\n")
+    return ("jump", "add `continue`", "%s\n%scontinue" % (code, indent))
 
 
 def else_edit(line: str, indent: str, arm: str) -> Edit:

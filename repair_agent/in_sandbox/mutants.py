@@ -275,6 +275,7 @@ class Analysis:
         self.first_reads: Dict[str, Dict[int, List[str]]] = {}   # path -> statement line -> variables it reads first
         self.markers: Dict[str, List[str]] = {}   # path -> its short text constants (a transform may drop one)
         self.else_sites: Dict[str, List[Tuple[int, int, str, List[str]]]] = {}   # path -> branch_edits.else_sites
+        self.jump_sites: Dict[str, Dict[int, str]] = {}   # path -> branch_edits.jump_sites
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
         self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
@@ -392,6 +393,7 @@ class Analysis:
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
+            self.jump_sites[path] = self.operators.branches.jump_sites(text)
         return self.sources[path]
 
     def mutants(self, path: str, line: int) -> List[Mutant]:
@@ -457,6 +459,8 @@ class Analysis:
         nested last in another ends where it does)."""
         edits = [self.operators.branches.else_edit(text, indent, arm)
                  for _, end, indent, arms in self.else_sites[path] if end == line for arm in arms]
+        if line in self.jump_sites[path]:
+            edits.append(self.operators.branches.jump_edit(text, self.jump_sites[path][line]))
         return [(new + line_ending(text), what, family) for family, what, new in edits]
 
     def judge(self, path: str, line: int, new_text: str, what: str, family: str, got: Dict[str, str],
