@@ -795,6 +795,22 @@ def test_a_called_parameter_that_was_none_gets_the_default_its_docstring_names()
     assert not any("default pred" in c.what and c.line > 10 for c in rank_candidates(f, {"m.py": lines}, [], "x", seed=0))
 
 
+def test_a_bound_method_never_called_is_called_after_a_use_of_its_object():
+    lines = _window("def rstrip(iterable, pred):\n    cache = []\n    cache_append = cache.append\n"
+                    "    cache_clear = cache.clear\n    for x in iterable:\n        if pred(x):\n"
+                    "            cache_append(x)\n        else:\n            yield from cache\n            yield x\n")
+    f = Failure(message="AssertionError: [0, 5, 0, 0, 7] != [0, 5, 0, 7]", exception="AssertionError",
+                callees=["rstrip"], suspicious={("m.py", n): 1.0 for n in (5, 6, 7, 9, 10)}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "rstrip repeats items", seed=0)
+    assert ranked[0].new_lines == (lines[9], "            cache_clear()\n"), ranked[0].label()
+    # a bound method that is called, or one whose call would need an argument, is no lost call
+    called = {**lines, 10: "            cache_clear()\n"}
+    assert not any(c.kind == "missing-call" and "never called" in c.what
+                   for c in rank_candidates(f, {"m.py": called}, [], "x", seed=0))
+    needs_argument = {**lines, 4: "    cache_add = cache.append\n"}
+    assert not any("cache_add()" in "".join(c.new_lines) for c in rank_candidates(f, {"m.py": needs_argument}, [], "x", seed=0))
+
+
 def test_a_separator_the_got_and_expected_texts_differ_by_is_swapped_in_its_literal():
     from repair_agent.choosers.search.values import separator_change
     # the top of a window that starts inside a function whose `def` is above it

@@ -173,6 +173,39 @@ def counter_updates(path: str, fn: Function, lines: dict[int, str]) -> list[Cand
     return out
 
 
+ALIAS_RE = re.compile(r"^(\s*)([a-z_]\w*)\s*=\s*([A-Za-z_]\w*)\.([A-Za-z_]\w*)\s*(#.*)?$")   # `clear = cache.clear`
+
+
+def unused_alias_calls(path: str, fn: Function, lines: dict[int, str]) -> list[Candidate]:
+    """A method bound to a local and never used (`cache_clear = cache.clear` and no `cache_clear()`):
+    the call was lost. Inserted after each later one-line statement that uses the object (`yield from
+    cache`), when the method takes no argument-less guess: only names of methods that need none."""
+    out = []
+    for n in range(fn.body_line, fn.end_line + 1):
+        m = ALIAS_RE.match(lines.get(n, ""))
+        if not m or m.group(4) not in NO_ARGUMENT_METHODS:
+            continue
+        alias, obj = m.group(2), m.group(3)
+        rest = range(n + 1, fn.end_line + 1)
+        if any(re.search(rf"(?<![\w.]){alias}\b", lines.get(k, "")) for k in rest):
+            continue   # used
+        for k in rest:
+            text = lines.get(k, "")
+            code = text.split("#")[0]
+            if not re.search(rf"(?<![\w.]){obj}\b", code) or code.rstrip().endswith((":", "(", ",", "\\")) \
+                    or re.match(rf"\s*{obj}\s*=", code):
+                continue
+            indent = text[:_indent(text)]
+            c = Candidate(path, k, (text, f"{indent}{alias}()\n"), "missing-call",
+                          f"call {alias}() after line {k} ({alias} = {obj}.{m.group(4)} is never called)", 3.0)
+            out.append(c)   # a bound method never called is a lost call, whatever the failure: a strong prior
+    return out
+
+
+NO_ARGUMENT_METHODS = frozenset({"clear", "reset", "close", "flush", "popleft", "pop", "sort", "reverse", "cancel",
+                                 "commit", "rollback", "release", "acquire", "set", "wait", "join", "start", "stop"})
+
+
 RANGE_IN_PROSE = re.compile(r"(?<![\w.])(-?\d+)\s*(?:\.\.\.?|–|to)\s*(-?\d+)(?![\w.])")
 
 
