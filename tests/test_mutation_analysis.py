@@ -489,6 +489,10 @@ def test_a_builtin_or_method_call_may_be_the_sibling_a_slip_replaced(tmp_path):
     # `min` -> `max` is a name swap and a slip: one edit
     assert [new for _, _, new in line_mutations("    return min(xs)\n")].count("    return max(xs)") == 1
     assert "int() -> float()" not in {w for _, w, _ in line_mutations("    n = obj.int(x)\n")}   # a method named int
+    # a method confused with another of its type, beyond the generator's one slip each
+    assert "time() -> timetz()" in {w for _, w, _ in line_mutations("        return dt.time()\n")}
+    assert "upper() -> capitalize()" in {w for _, w, _ in line_mutations("    add(x.upper())\n")}
+    assert not any("timetz" in w for _, w, _ in line_mutations("    t = time(x)\n"))   # a function, not a method
 
 
 SLOW_TESTS = '''\

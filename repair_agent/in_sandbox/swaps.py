@@ -65,10 +65,38 @@ def undoing(slips: Mapping[str, str]) -> Dict[str, Tuple[str, ...]]:
     return {wrong: tuple(sorted(rights)) for wrong, rights in out.items()}
 
 
+# Methods of one type that people confuse with each other (`dt.time()` for `dt.timetz()`, `.upper()` for
+# `.capitalize()`): a fix may call any other of its group. Only fixes try them; the generator slips
+# as METHOD_SLIPS says.
+METHOD_GROUPS = (
+    ("lower", "upper", "capitalize", "title", "casefold", "swapcase"),
+    ("strip", "lstrip", "rstrip"),
+    ("split", "rsplit", "splitlines", "partition", "rpartition"),
+    ("find", "rfind", "index", "rindex", "count"),
+    ("startswith", "endswith"),
+    ("isdigit", "isdecimal", "isnumeric", "isalnum", "isalpha", "isspace"),
+    ("ljust", "rjust", "center"),
+    ("removeprefix", "removesuffix"),
+    ("date", "time", "timetz"),
+    ("keys", "values", "items"),
+    ("append", "extend", "insert"),
+    ("match", "search", "fullmatch", "findall", "finditer"),
+    ("sub", "subn"),
+    ("get", "pop", "setdefault"),
+    ("add", "discard", "remove"),
+)
+
+
 @functools.lru_cache(maxsize=None)
 def slip_fixes() -> Tuple[Dict[str, Tuple[str, ...]], Dict[str, Tuple[str, ...]]]:
-    """The inverses of FUNCTION_SLIPS and METHOD_SLIPS, built once (every line asks for them)."""
-    return undoing(FUNCTION_SLIPS), undoing(METHOD_SLIPS)
+    """The inverses of FUNCTION_SLIPS and METHOD_SLIPS, then the rest of each method's group, built once
+    (every line asks for them)."""
+    methods = {k: list(v) for k, v in undoing(METHOD_SLIPS).items()}
+    for group in METHOD_GROUPS:
+        for name in group:
+            known = methods.setdefault(name, [])
+            known += [other for other in group if other != name and other not in known]
+    return undoing(FUNCTION_SLIPS), {k: tuple(v) for k, v in methods.items()}
 
 
 def call_slip_fixes(code: str, toks: Sequence[tokenize.TokenInfo]) -> List[Edit]:
