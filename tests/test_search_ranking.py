@@ -358,7 +358,8 @@ def test_a_failure_quoting_a_pattern_that_stops_one_short_of_its_input_names_the
 
 def test_the_chooser_searches_for_that_class_and_reads_the_hit_most_like_the_pattern():
     from repair_agent.loop.actions import ReadFile, Search
-    from repair_agent.choosers.search.chooser import Plan, _find_quoted_pattern
+    from repair_agent.choosers.search.chooser import Plan
+    from repair_agent.choosers.search.reads import find_quoted_pattern as _find_quoted_pattern
     f = Failure(short_ranges=["[0-6]"], quoted_patterns=["a ([-+ ]?(0[oO])?[0-6]+) b"])
     plan = Plan(failure=f)
     step = _find_quoted_pattern(plan, ("pkg/**",))
@@ -367,6 +368,41 @@ def test_the_chooser_searches_for_that_class_and_reads_the_hit_most_like_the_pat
     plan.hits_by_query["[0-6]"] = [("pkg/a.py", 305, '    "%w": "[0-6]",'), ("pkg/a.py", 725, '    s = r"(0[oO])?[0-6]+"')]
     step = _find_quoted_pattern(plan, ("pkg/**",))
     assert isinstance(step, ReadFile) and step.start_line <= 725 <= step.end_line
+
+
+def test_a_function_the_goal_calls_that_no_test_ran_is_searched_for_and_read():
+    # a table built at import by a helper the goal names: no failing test ran a line of it
+    from types import SimpleNamespace
+    from repair_agent.loop.actions import ReadFile, Search
+    from repair_agent.choosers.search.chooser import Plan
+    from repair_agent.choosers.search.reads import read_goal_function
+    view = SimpleNamespace(goal=SimpleNamespace(text="slugify('Щука') gives 'SCHyka': add_uppercase_char([('ж', 'zh')]) "
+                                                     "returns [('Ж', 'ZH')]; str.upper() is fine"),
+                           authorization=SimpleNamespace(writable=("slugify/**",)))
+    plan = Plan(failure=Failure(callees=["assertEqual", "slugify"], suspicious={("slugify/slugify.py", 120): 1.0}))
+    assert read_goal_function(plan, view) is None   # nothing read yet: the traceback and the spectrum go first
+    plan.reads.append("slugify/slugify.py:95")
+    plan.known["slugify/slugify.py"] = {n: "    x = 1\n" for n in range(95, 140)}
+    step = read_goal_function(plan, view)
+    assert isinstance(step, Search) and step.query == "def slugify(" and step.path_glob == "slugify/**"
+    plan.searches.append("def slugify(")
+    plan.hits_by_query["def slugify("] = [("slugify/slugify.py", 100, "def slugify(text):")]
+    step = read_goal_function(plan, view)   # the failing tests ran slugify: the next name
+    assert isinstance(step, Search) and step.query == "def add_uppercase_char("
+    plan.searches.append("def add_uppercase_char(")
+    plan.hits_by_query["def add_uppercase_char("] = [("slugify/special.py", 4, "def add_uppercase_char(char_list):")]
+    step = read_goal_function(plan, view)
+    assert isinstance(step, ReadFile) and (step.path, step.start_line) == ("slugify/special.py", 4)
+    plan.reads.append("slugify/special.py:4")
+    assert read_goal_function(plan, view) is None   # never `upper` (a method), never twice
+
+
+def test_texts_that_differ_only_in_case_hint_at_a_case_change_even_in_a_cut_message():
+    from repair_agent.choosers.search.failure import _texts_differ_in_case
+    cut = "AssertionError: Lists differ: [('Ю', 'U'), ('Щ', 'SCH')[309 chars]'y')] != [('Ю', 'U'), ('Щ', 'Sch')[309 chars]'y')]"
+    assert _texts_differ_in_case(cut)
+    assert not _texts_differ_in_case("AssertionError: ['a', 'b'] != ['a', 'c']")
+    assert not _texts_differ_in_case("AssertionError: ['a'] != ['a']")
 
 
 def test_ranking_widens_the_range_the_failure_names():

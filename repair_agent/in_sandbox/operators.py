@@ -350,7 +350,7 @@ def _is_callable_like(node: ast.AST) -> bool:
 # fixes take most often first, the broad ones last; the families not named here come before `variable`.
 ANALYSIS_ORDER = ("boundary", "comparison", "arithmetic", "boolean", "constant", "slice", "offset", "extreme", "argument",
                   "name", "arguments", "return-value", "swap", "branches", "condition", "normalize", "regex", "scale",
-                  "numeral", "sign", "negate", "percent", "call-name", "goal-constant", "more-arguments", "opposite",
+                  "numeral", "sign", "negate", "percent", "case-call", "call-name", "goal-constant", "more-arguments", "opposite",
                   "return-variable", "missing-call")
 LAST_IN_ANALYSIS = ("variable", "delete", "statement-removed")
 HEADERS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "try", "except", "finally", "with ",

@@ -68,8 +68,9 @@ def undoing(slips: Mapping[str, str]) -> Dict[str, Tuple[str, ...]]:
 # Methods of one type that people confuse with each other (`dt.time()` for `dt.timetz()`, `.upper()` for
 # `.capitalize()`): a fix may call any other of its group. Only fixes try them; the generator slips
 # as METHOD_SLIPS says.
+CASE_METHODS = ("lower", "upper", "capitalize", "title", "casefold", "swapcase")   # a case-changing call: its own family
 METHOD_GROUPS = (
-    ("lower", "upper", "capitalize", "title", "casefold", "swapcase"),
+    CASE_METHODS,
     ("strip", "lstrip", "rstrip"),
     ("split", "rsplit", "splitlines", "partition", "rpartition"),
     ("find", "rfind", "index", "rindex", "count"),
@@ -110,5 +111,6 @@ def call_slip_fixes(code: str, toks: Sequence[tokenize.TokenInfo]) -> List[Edit]
         after_dot = k > 0 and toks[k - 1].string == "."
         fixes = (methods if after_dot else functions).get(t.string, ())
         for new in fixes:
-            out.append(("call-name", f"{t.string}() -> {new}()", replace_span(code, t.start[1], t.end[1], new)))
+            family = "case-call" if t.string in CASE_METHODS and new in CASE_METHODS else "call-name"
+            out.append((family, f"{t.string}() -> {new}()", replace_span(code, t.start[1], t.end[1], new)))
     return out

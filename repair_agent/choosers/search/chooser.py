@@ -1,9 +1,9 @@
 """The state machine: from the View, the next action (test, localize, apply, check, hand off)."""
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 
 from ...loop.actions import (MAX_TRIES_PER_STEP, ApplyPatch, CheckDiff, ReadFile, RunFullSuite, RunTargetTest, Search,
@@ -14,10 +14,12 @@ from .catalogue import Candidate
 from .failure import Failure, _writable, parse_failure
 from .patch import render_patch, unanchored_end
 from .ranking import order, scored_candidates
+from .reads import find_quoted_pattern, read_goal_function
 
 WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the enclosing def is usually above)
 DEF_WINDOW = 45                        # a read from a `def` line found by search
 MAX_SEARCHES = 3
+UNITTEST_METHOD = re.compile(r"(?:assert|fail)(?:[A-Z]|$)")   # assertEqual: unittest's, never the repository's
 STEPS_FOR_A_CANDIDATE = 3              # apply, full suite (it runs the target tests too), check_diff
 # A full suite that passes also shows the target tests passing on that diff (the verifier reports
 # them in its verdict), so no separate target run follows: a right candidate costs three steps.
@@ -143,8 +145,8 @@ class SearchChooser:
         # stops one short of a character of the input it rejected; then every place the spectrum
         # ranks as high as the best line (a wrapper and the function it calls often tie).
         if not plan.tried and plan.applied is None and view.steps_left > 2 * STEPS_FOR_A_CANDIDATE + 1:
-            step = (_read_mutant_fix(plan) or _find_quoted_pattern(plan, view.authorization.writable)
-                    or self._read_tied_suspects(plan))
+            step = (_read_mutant_fix(plan) or find_quoted_pattern(plan, view.authorization.writable)
+                    or self._read_tied_suspects(plan) or read_goal_function(plan, view))
             if step is not None:
                 return step
         # Localize further while there is nothing to try and budget to try something later.
@@ -202,7 +204,7 @@ class SearchChooser:
         # 4. search for the functions the failing assertion calls
         glob = writable[0] if len(writable) == 1 else None
         if len(plan.searches) < MAX_SEARCHES:
-            for name in f.callees:
+            for name in (c for c in f.callees if not UNITTEST_METHOD.match(c)):
                 for query in (f"def {name}(", f"class {name}"):
                     if query not in plan.searches:
                         if query.startswith("class") and any(s.startswith(f"def {name}(") and s in plan.searches
@@ -352,31 +354,6 @@ def effect_of(before: dict[str, str], after: dict[str, str]) -> float | None:
     if mended:
         return 2.0 if broke <= mended else 0.0
     return -2.0 if after == before else 0.0
-
-
-QUOTED_HIT_BEFORE, QUOTED_HIT_AFTER = 20, 15
-
-
-def _find_quoted_pattern(plan: Plan, writable: tuple[str, ...]) -> Search | ReadFile | None:
-    """Search for the character class the failure's quoted pattern gets wrong, then read its first hit."""
-    f = plan.failure
-    assert f is not None
-    for query, pattern in list(zip(f.short_ranges, f.quoted_patterns))[:1]:
-        if query not in plan.searches:
-            return Search(query=query, path_glob=writable[0] if len(writable) == 1 else None)
-        # the hit that shares most of the quoted pattern's text (a table entry `"[0-6]"` shares only the class)
-        hits = sorted(plan.hits_by_query.get(query, []), key=lambda h: -_shared(h[2], pattern))
-        for path, line, _ in hits[:1]:
-            start = max(1, line - QUOTED_HIT_BEFORE)
-            if line not in plan.known.get(path, {}) and f"{path}:{start}" not in plan.reads:
-                return ReadFile(path=path, start_line=start, end_line=line + QUOTED_HIT_AFTER)
-    return None
-
-
-def _shared(a: str, b: str) -> int:
-    """The length of the longest text both hold."""
-    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
-    return m.size
 
 
 def _read_suspects(plan: Plan, min_score: float) -> ReadFile | None:

@@ -237,8 +237,8 @@ def _hints(f: Failure, goal_text: str) -> set[Hint]:
     if re.search(r"\b(first|last|earliest|latest|smallest|largest|lowest|highest|minimum|maximum|shortest|longest)\b",
                  goal_text, re.I):
         hints.add(Hint.EXTREME)
-    if any(RECASED_INPUT_RE.search(line) for line in f.assert_lines):
-        hints.add(Hint.CASE)   # the failing assertion feeds a re-cased input: case handling is suspect
+    if any(RECASED_INPUT_RE.search(line) for line in f.assert_lines) or _texts_differ_in_case(f.message):
+        hints.add(Hint.CASE)   # the failing assertion feeds a re-cased input, or got texts in another case
     if any(BOUNDS_BROKEN_RE.search(m) for m in f.exception_messages + [f.message]):
         hints.add(Hint.RANGE)   # a callee refused a value out of its bounds: a clamp or a limit computed it
     if re.search(r"\bdefault\b", goal_text, re.I):
@@ -286,6 +286,17 @@ def _hints(f: Failure, goal_text: str) -> set[Hint]:
         hints.add(Hint.BOOLEAN)
     return hints
 
+
+
+def _texts_differ_in_case(message: str) -> bool:
+    """Do the quoted texts on the two sides of a failed comparison (`Lists differ: [('Щ', 'SCH')...] !=
+    [('Щ', 'Sch')...]`, whose values are cut and cannot be parsed) pair up equal but for their case?"""
+    sides = message.split(" != ", 1)
+    if len(sides) != 2:
+        return False
+    got, exp = ([a or b for a, b in QUOTED_RE.findall(side)] for side in sides)
+    pairs = list(zip(got, exp))
+    return bool(pairs) and all(a.lower() == b.lower() for a, b in pairs) and any(a != b for a, b in pairs)
 
 
 QUOTED_RE = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")

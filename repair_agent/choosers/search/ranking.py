@@ -31,6 +31,9 @@ JUSTIFIED_BY = {"none-guard": {"none"}, "empty-guard": {"empty"}, "swap": {"swap
                 "percent": {"percent", "cents"}, "extreme": {"extreme", "range"}}
 
 
+GOAL_FUNCTION_SUSPICION = 0.9
+
+
 def score(c: Candidate, failure: Failure, goal_words: set[str], frame_lines: set[tuple[str, int]], line_text: str,
           params: tuple[str, ...] = (), def_line: int | None = None, proxy: float | None = None) -> float:
     """The candidate's score: its generator's base score plus its features (`features`, kept on the
@@ -146,6 +149,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
     frame_lines = set(f.frames)
     prose = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", goal_text)   # not numbers inside quoted examples
     goal_numbers = tuple(dict.fromkeys(n for n in _numbers_in(prose) if n <= 1000))[:6]
+    goal_calls = set(re.findall(r"(?<![\w.])([a-z_]\w*)\(", goal_text))
     cands: dict[str, Candidate] = {}
     for path, lines in known.items():
         fns = [fn for lo, hi in _blocks(lines)   # each window read, on its own
@@ -187,6 +191,13 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
             if m:
                 proxies[n] = max((v for (p, ln), v in f.suspicious.items()
                                   if p == path and re.search(rf"\b{m.group(1)}\b", lines.get(ln, ""))), default=None)
+        # a function the goal calls that no failing test ran (a table built at import): as suspicious as
+        # the spectrum's best lines, since the goal names it
+        for fn, _, lo, hi in targets:
+            if fn is not None and fn.name in goal_calls and \
+                    not any(p == path and fn.def_line <= n <= fn.end_line for p, n in f.suspicious):
+                for n in range(fn.def_line, fn.end_line + 1):
+                    proxies[n] = max(proxies.get(n) or 0.0, GOAL_FUNCTION_SUSPICION)
         # a handler that ran in the failing tests: the statement of its `try` body raised
         for n, v in _failed_try_bodies(lines, path, f.suspicious).items():
             proxies[n] = max(v, proxies.get(n) or 0.0)

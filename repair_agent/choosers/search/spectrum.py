@@ -12,7 +12,7 @@ def spectrum_features(c: Candidate, failure: Failure, def_line: int | None,
     a def line takes its body's, a line that never runs in a test `proxy`'s); a line of a listed
     file that the complete list lacks (it never ran in a failing test); none when the spectrum says
     nothing."""
-    if not failure.suspicious:
+    if not failure.suspicious and proxy is None:
         return []
     sus = failure.suspicious.get((c.path, c.line))
     if sus is None and c.line == def_line:   # a def line runs whenever its body does

@@ -48,6 +48,7 @@ class Family(_Named):
     PERCENT = "percent"
     SWAP = "swap"
     CALL_NAME = "call-name"
+    CASE_CALL = "case-call"
     RETURN_VALUE = "return-value"
     ARGUMENTS = "arguments"
     NUMERAL = "numeral"

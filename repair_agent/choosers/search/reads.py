@@ -1,0 +1,79 @@
+"""Reads the search chooser asks for before its first candidate, beyond the traceback and the
+spectrum: the code of a pattern the failure quotes, and a function the goal names that nothing
+the tests ran shows (code that runs at import, like a table built by a helper, never shows in a
+test's spectrum)."""
+from __future__ import annotations
+
+import builtins
+import difflib
+import keyword
+import re
+from typing import TYPE_CHECKING
+
+from ...loop.actions import ReadFile, Search
+from ...loop.state import View
+
+if TYPE_CHECKING:
+    from .chooser import Plan
+
+GOAL_CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
+GOAL_DEF_WINDOW = 45
+MAX_GOAL_SEARCHES = 2
+NOT_CODE = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
+
+
+def read_goal_function(plan: Plan, view: View) -> Search | ReadFile | None:
+    """A function the goal calls (`add_uppercase_char([...]) returns ...`) that no line read defines:
+    search for its `def`, then read from it when the failing tests ran none of the lines below it
+    (they ran it, the spectrum's reads show it already). At most MAX_GOAL_SEARCHES names."""
+    f = plan.failure
+    assert f is not None
+    if not plan.reads:
+        return None   # the traceback's and the spectrum's places are read first
+    defined = {m.group(1) for lines in plan.known.values() for t in lines.values()
+               if (m := re.match(r"\s*(?:async\s+)?def\s+(\w+)", t))}
+    searched = 0
+    for name in dict.fromkeys(GOAL_CALL_RE.findall(view.goal.text)):
+        if name in NOT_CODE or name in defined or name.startswith("test") or name[0].isupper():
+            continue
+        query = f"def {name}("
+        if query not in plan.searches:
+            if searched >= MAX_GOAL_SEARCHES or len(plan.searches) >= MAX_GOAL_SEARCHES:
+                return None
+            writable = view.authorization.writable
+            return Search(query=query, path_glob=writable[0] if len(writable) == 1 else None)
+        searched += 1
+        hits = plan.hits_by_query.get(query, [])
+        if any(p == path and line < n <= line + GOAL_DEF_WINDOW for path, line, _ in hits for p, n in f.suspicious):
+            continue   # the failing tests ran one of its definitions
+        for path, line, _ in hits[:1]:
+            if line not in plan.known.get(path, {}) and f"{path}:{line}" not in plan.reads:
+                return ReadFile(path=path, start_line=line, end_line=line + GOAL_DEF_WINDOW)
+    return None
+
+
+QUOTED_HIT_BEFORE, QUOTED_HIT_AFTER = 20, 15
+
+
+def find_quoted_pattern(plan: Plan, writable: tuple[str, ...]) -> Search | ReadFile | None:
+    """Search for the character class the failure's quoted pattern gets wrong, then read its first hit."""
+    f = plan.failure
+    assert f is not None
+    for query, pattern in list(zip(f.short_ranges, f.quoted_patterns))[:1]:
+        if query not in plan.searches:
+            return Search(query=query, path_glob=writable[0] if len(writable) == 1 else None)
+        # the hit that shares most of the quoted pattern's text (a table entry `"[0-6]"` shares only the class)
+        hits = sorted(plan.hits_by_query.get(query, []), key=lambda h: -_shared(h[2], pattern))
+        for path, line, _ in hits[:1]:
+            start = max(1, line - QUOTED_HIT_BEFORE)
+            if line not in plan.known.get(path, {}) and f"{path}:{start}" not in plan.reads:
+                return ReadFile(path=path, start_line=start, end_line=line + QUOTED_HIT_AFTER)
+    return None
+
+
+def _shared(a: str, b: str) -> int:
+    """The length of the longest text both hold."""
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    return m.size
+
+
