@@ -370,8 +370,8 @@ def test_the_chooser_searches_for_that_class_and_reads_the_hit_most_like_the_pat
     assert isinstance(step, ReadFile) and step.start_line <= 725 <= step.end_line
 
 
-def test_a_function_the_goal_calls_that_no_test_ran_is_searched_for_and_read():
-    # a table built at import by a helper the goal names: no failing test ran a line of it
+def test_a_function_the_goal_calls_is_searched_for_and_read_when_the_tests_ran_no_line():
+    # a table built at import by a helper the goal names: no failing test ran a line of the scope
     from types import SimpleNamespace
     from repair_agent.loop.actions import ReadFile, Search
     from repair_agent.choosers.search.chooser import Plan
@@ -379,22 +379,21 @@ def test_a_function_the_goal_calls_that_no_test_ran_is_searched_for_and_read():
     view = SimpleNamespace(goal=SimpleNamespace(text="slugify('Щука') gives 'SCHyka': add_uppercase_char([('ж', 'zh')]) "
                                                      "returns [('Ж', 'ZH')]; str.upper() is fine"),
                            authorization=SimpleNamespace(writable=("slugify/**",)))
-    plan = Plan(failure=Failure(callees=["assertEqual", "slugify"], suspicious={("slugify/slugify.py", 120): 1.0}))
-    assert read_goal_function(plan, view) is None   # nothing read yet: the traceback and the spectrum go first
-    plan.reads.append("slugify/slugify.py:95")
-    plan.known["slugify/slugify.py"] = {n: "    x = 1\n" for n in range(95, 140)}
-    step = read_goal_function(plan, view)
-    assert isinstance(step, Search) and step.query == "def slugify(" and step.path_glob == "slugify/**"
-    plan.searches.append("def slugify(")
-    plan.hits_by_query["def slugify("] = [("slugify/slugify.py", 100, "def slugify(text):")]
-    step = read_goal_function(plan, view)   # the failing tests ran slugify: the next name
-    assert isinstance(step, Search) and step.query == "def add_uppercase_char("
+    plan = Plan(failure=Failure(callees=["assertEqual", "slugify"]))
+    assert read_goal_function(plan, view) is None   # nothing read yet: the plain localization goes first
+    plan.reads.append("slugify/slugify.py:100")
+    plan.known["slugify/slugify.py"] = {100: "def slugify(text):\n", 101: "    return text\n"}
+    step = read_goal_function(plan, view)   # `slugify` is read already: the next name
+    assert isinstance(step, Search) and step.query == "def add_uppercase_char(" and step.path_glob == "slugify/**"
     plan.searches.append("def add_uppercase_char(")
     plan.hits_by_query["def add_uppercase_char("] = [("slugify/special.py", 4, "def add_uppercase_char(char_list):")]
     step = read_goal_function(plan, view)
     assert isinstance(step, ReadFile) and (step.path, step.start_line) == ("slugify/special.py", 4)
     plan.reads.append("slugify/special.py:4")
     assert read_goal_function(plan, view) is None   # never `upper` (a method), never twice
+    # when the failing tests ran lines of the scope, the spectrum's reads are the lead: no search
+    ran = Plan(failure=Failure(callees=["slugify"], suspicious={("slugify/slugify.py", 101): 1.0}), reads=["x:1"])
+    assert read_goal_function(ran, view) is None
 
 
 def test_texts_that_differ_only_in_case_hint_at_a_case_change_even_in_a_cut_message():

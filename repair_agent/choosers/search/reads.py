@@ -1,7 +1,7 @@
 """Reads the search chooser asks for before its first candidate, beyond the traceback and the
-spectrum: the code of a pattern the failure quotes, and a function the goal names that nothing
-the tests ran shows (code that runs at import, like a table built by a helper, never shows in a
-test's spectrum)."""
+spectrum: the code of a pattern the failure quotes, and a function the goal names when the tests ran
+nothing (code that runs at import, like a table built by a helper, never shows in a test's
+spectrum)."""
 from __future__ import annotations
 
 import builtins
@@ -23,13 +23,13 @@ NOT_CODE = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 
 
 def read_goal_function(plan: Plan, view: View) -> Search | ReadFile | None:
-    """A function the goal calls (`add_uppercase_char([...]) returns ...`) that no line read defines:
-    search for its `def`, then read from it when the failing tests ran none of the lines below it
-    (they ran it, the spectrum's reads show it already). At most MAX_GOAL_SEARCHES names."""
+    """When the failing tests ran no line of the writable scope (what they check was built at import),
+    a function the goal calls (`add_uppercase_char([...]) returns ...`) that no line read defines:
+    search for its `def`, then read from it. At most MAX_GOAL_SEARCHES names."""
     f = plan.failure
     assert f is not None
-    if not plan.reads:
-        return None   # the traceback's and the spectrum's places are read first
+    if not plan.reads or f.suspicious:
+        return None   # only when the failing tests ran no line of the scope (and after the plain reads)
     defined = {m.group(1) for lines in plan.known.values() for t in lines.values()
                if (m := re.match(r"\s*(?:async\s+)?def\s+(\w+)", t))}
     searched = 0
@@ -38,15 +38,12 @@ def read_goal_function(plan: Plan, view: View) -> Search | ReadFile | None:
             continue
         query = f"def {name}("
         if query not in plan.searches:
-            if searched >= MAX_GOAL_SEARCHES or len(plan.searches) >= MAX_GOAL_SEARCHES:
+            if searched >= MAX_GOAL_SEARCHES:
                 return None
             writable = view.authorization.writable
             return Search(query=query, path_glob=writable[0] if len(writable) == 1 else None)
         searched += 1
-        hits = plan.hits_by_query.get(query, [])
-        if any(p == path and line < n <= line + GOAL_DEF_WINDOW for path, line, _ in hits for p, n in f.suspicious):
-            continue   # the failing tests ran one of its definitions
-        for path, line, _ in hits[:1]:
+        for path, line, _ in plan.hits_by_query.get(query, [])[:1]:
             if line not in plan.known.get(path, {}) and f"{path}:{line}" not in plan.reads:
                 return ReadFile(path=path, start_line=line, end_line=line + GOAL_DEF_WINDOW)
     return None
