@@ -846,6 +846,21 @@ def test_a_bound_method_never_called_is_called_after_a_use_of_its_object():
     assert not any("cache_add()" in "".join(c.new_lines) for c in rank_candidates(f, {"m.py": needs_argument}, [], "x", seed=0))
 
 
+def test_a_value_stored_right_before_a_return_gets_the_use_the_function_makes_of_it_elsewhere():
+    lines = _window("def split_after(iterable, pred, maxsplit=-1):\n    buf = []\n    it = iter(iterable)\n"
+                    "    for item in it:\n        buf.append(item)\n        if pred(item) and buf:\n            yield buf\n"
+                    "            if maxsplit == 1:\n                buf = list(it)\n                return\n"
+                    "            buf = []\n            maxsplit -= 1\n    if buf:\n        yield buf\n")
+    f = Failure(message="AssertionError: Lists differ: [['a', ',']] != [['a', ','], ['b', ',', 'c']]", exception="AssertionError",
+                callees=["split_after"], suspicious={("m.py", n): 1.0 for n in (8, 9, 10)}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "split_after loses the rest", seed=0)
+    fix = (lines[9], "                if buf:\n                    yield buf\n")
+    assert fix in [c.new_lines for c in ranked[:3]], [c.label() for c in ranked[:3]]
+    # a stored value the return itself uses is no dead store
+    used = {**lines, 10: "                return buf\n"}
+    assert not any(c.kind == "sibling-copy" and c.line == 9 for c in rank_candidates(f, {"m.py": used}, [], "x", seed=0))
+
+
 def test_a_separator_the_got_and_expected_texts_differ_by_is_swapped_in_its_literal():
     from repair_agent.choosers.search.values import separator_change
     # the top of a window that starts inside a function whose `def` is above it

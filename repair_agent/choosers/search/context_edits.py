@@ -202,6 +202,46 @@ def unused_alias_calls(path: str, fn: Function, lines: dict[int, str]) -> list[C
     return out
 
 
+STORE_RE = re.compile(r"^(\s*)([a-z_]\w*)\s*=(?!=)")
+
+
+def dead_store_uses(path: str, fn: Function, lines: dict[int, str]) -> list[Candidate]:
+    """A value assigned right before a `return` that does not use it (`buf = list(it)` then `return`):
+    its use was lost. The function's own one- or two-line uses of the name elsewhere (`if buf: yield
+    buf`, `out.append(buf)`) are copied in between, at the assignment's indentation."""
+    body = [n for n in range(fn.body_line, fn.end_line + 1) if lines.get(n, "").strip()]
+    out = []
+    for k, n in enumerate(body[:-1]):
+        m = STORE_RE.match(lines[n])
+        nxt = lines[body[k + 1]]
+        name = m.group(2) if m else ""
+        if not m or _indent(nxt) != len(m.group(1)) or not re.match(r"\s*return\b", nxt) \
+                or re.search(rf"\b{name}\b", nxt):
+            continue
+        for use in _uses_of(name, body, lines, skip=n):
+            block = "".join(m.group(1) + " " * (_indent(t) - _indent(use[0])) + t.lstrip() for t in use)
+            out.append(Candidate(path, n, (lines[n], block), "sibling-copy",
+                                 f"use {name} before the return after line {n}, as line {use[0].strip()!r} does", 1.0))
+    return list({c.key: c for c in out}.values())
+
+
+def _uses_of(name: str, body: list[int], lines: dict[int, str], skip: int) -> list[list[str]]:
+    """Statements elsewhere in the body that consume `name`: `yield name`, `x.append(name)`, and an
+    `if name:` with such a statement as its one-line body."""
+    consume = re.compile(rf"^\s*(?:yield\s+{name}\s*$|[\w.]+\.(?:append|extend|add|update)\(\s*{name}\s*\)\s*$)")
+    out = []
+    for k, n in enumerate(body):
+        text = lines[n].split("#")[0].rstrip()
+        if n == skip:
+            continue
+        if re.match(rf"^\s*if\s+{name}\s*:$", text) and k + 1 < len(body) and consume.match(lines[body[k + 1]]) \
+                and _indent(lines[body[k + 1]]) > _indent(lines[n]):
+            out.append([lines[n], lines[body[k + 1]]])
+        elif consume.match(text) and not re.match(rf"^\s*if\s+{name}\s*:", lines[body[k - 1]] if k else ""):
+            out.append([lines[n]])
+    return out[:3]
+
+
 NO_ARGUMENT_METHODS = frozenset({"clear", "reset", "close", "flush", "popleft", "pop", "sort", "reverse", "cancel",
                                  "commit", "rollback", "release", "acquire", "set", "wait", "join", "start", "stop"})
 
