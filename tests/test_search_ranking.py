@@ -861,6 +861,19 @@ def test_a_value_stored_right_before_a_return_gets_the_use_the_function_makes_of
     assert not any(c.kind == "sibling-copy" and c.line == 9 for c in rank_candidates(f, {"m.py": used}, [], "x", seed=0))
 
 
+def test_a_missing_middle_step_of_a_sequence_gets_its_elif_arm():
+    lines = _window("def caret(target):\n    if target.major:\n        high = target.next_major()\n"
+                    "    else:\n        high = target.next_patch()\n    return high\n")
+    f = Failure(message="AssertionError: assert False", exception="AssertionError", callees=["caret"],
+                suspicious={("m.py", n): 1.0 for n in (2, 4, 5, 6)}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "^0.1.2 should not match 0.2.0", seed=0)
+    arm = (lines[3], "    elif target.minor:\n", "        high = target.next_minor()\n")
+    assert arm in [c.new_lines for c in ranked], [c.label() for c in ranked[:5]]
+    # the steps in order, none missing: nothing to add
+    full = _window("def f(t):\n    if t.major:\n        h = t.next_major()\n    else:\n        h = t.next_minor()\n")
+    assert not any("arm between" in c.what for c in rank_candidates(f, {"m.py": full}, [], "x", seed=0))
+
+
 def test_a_separator_the_got_and_expected_texts_differ_by_is_swapped_in_its_literal():
     from repair_agent.choosers.search.values import separator_change
     # the top of a window that starts inside a function whose `def` is above it

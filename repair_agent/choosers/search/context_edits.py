@@ -242,6 +242,40 @@ def _uses_of(name: str, body: list[int], lines: dict[int, str], skip: int) -> li
     return out[:3]
 
 
+SEQUENCES = (("major", "minor", "patch"), ("year", "month", "day"), ("years", "months", "days"),
+             ("hour", "minute", "second"), ("hours", "minutes", "seconds"), ("days", "hours", "minutes", "seconds"),
+             ("first", "second", "third"))
+ELSE_RE = re.compile(r"^(\s*)else\s*:\s*(#.*)?$")
+
+
+def sequence_arms(path: str, fn: Function, lines: dict[int, str]) -> list[Candidate]:
+    """An `if` arm for one step of a sequence and an `else` for a later step, with the steps between
+    missing (`if target.major: ... next_major()` / `else: ... next_patch()`: no `elif target.minor:`).
+    The `if` arm is copied as an `elif` for each missing step, its word replaced."""
+    out = []
+    for n in range(fn.body_line, fn.end_line + 1):
+        m = re.match(r"^(\s*)(?:el)?if\b(.*):\s*(#.*)?$", lines.get(n, ""))
+        if not m:
+            continue
+        indent = len(m.group(1))
+        end = _block_end(lines, n + 1, indent + 1, fn.end_line)
+        if not ELSE_RE.match(lines.get(end + 1, "")) or _indent(lines[end + 1]) != indent:
+            continue
+        arm = [lines[k] for k in range(n, end + 1) if k in lines]
+        else_body = "".join(lines.get(k, "") for k in range(end + 2, _block_end(lines, end + 2, indent + 1, fn.end_line) + 1))
+        for seq in SEQUENCES:
+            here = [i for i, w in enumerate(seq) if re.search(rf"(?<![a-z]){w}(?![a-z])", m.group(2))]
+            later = [i for i, w in enumerate(seq) if re.search(rf"(?<![a-z]){w}(?![a-z])", else_body)]
+            if len(here) != 1 or not later or later[0] <= here[0] + 1:
+                continue
+            for j in range(here[0] + 1, later[0]):
+                copied = [re.sub(rf"(?<![a-z]){seq[here[0]]}(?![a-z])", seq[j], t) for t in arm]
+                copied[0] = re.sub(r"^(\s*)(?:el)?if\b", r"\1elif", copied[0])
+                out.append(Candidate(path, end, (lines[end], *copied[:-1], copied[-1]), "sibling-copy",
+                                     f"add the {seq[j]} arm between the {seq[here[0]]} and the {seq[later[0]]} ones", 2.0))
+    return out
+
+
 NO_ARGUMENT_METHODS = frozenset({"clear", "reset", "close", "flush", "popleft", "pop", "sort", "reverse", "cancel",
                                  "commit", "rollback", "release", "acquire", "set", "wait", "join", "start", "stop"})
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from .catalogue import Candidate, line_mutations
 from .context_rules import context_bonus
-from .context_edits import (counter_updates, dead_store_uses, raising_guards, sibling_arm_statements, sibling_wraps,
-                            unused_alias_calls, unused_param_returns, unused_params)
+from .context_edits import (counter_updates, dead_store_uses, raising_guards, sequence_arms, sibling_arm_statements,
+                            sibling_wraps, unused_alias_calls, unused_param_returns, unused_params)
 from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
 from .smells import smell_features
@@ -260,6 +260,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                 ran = {n for p, n in f.suspicious if p == path}
                 for c in (sibling_wraps(path, scope, lines) + counter_updates(path, scope, lines)
                           + unused_alias_calls(path, scope, lines) + dead_store_uses(path, scope, lines)
+                          + sequence_arms(path, scope, lines)
                           + sibling_arm_statements(path, scope, lines)
                           + raising_guards(path, scope, lines, f.not_raised, goal_text, ran)):
                     if c.line in code_lines:
