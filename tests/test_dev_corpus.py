@@ -6,6 +6,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from repair_agent.scenarios.scenario import SCENARIO_PATH_ENV, discover
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,19 +50,22 @@ def test_dev_corpus_shares_no_project_with_the_real_corpus_and_is_not_discovered
     assert found and not dev_names & set(found)
 
 
-DEV2 = ROOT / "sandbox_repos" / "dev2"
+LATER_DEV = {"dev2": 20, "dev3": 12}   # the later tuning sets, each built blind to the chooser, and their sizes
 
 
-def test_second_dev_corpus_is_pinned_tagged_inverse_and_not_discovered_by_default(monkeypatch):
-    manifests = _manifests(DEV2)
-    assert len(manifests) >= 20
+@pytest.mark.parametrize("corpus", sorted(LATER_DEV))
+def test_later_dev_corpora_are_pinned_tagged_inverse_and_not_discovered_by_default(monkeypatch, corpus):
+    directory = ROOT / "sandbox_repos" / corpus
+    manifests = _manifests(directory)
+    assert len(manifests) >= LATER_DEV[corpus]
+    others = {"corpus:dev", "corpus:real"} | {f"corpus:{c}" for c in LATER_DEV if c != corpus}
     for name, raw in manifests.items():
         assert raw["source"]["pypi"].count("==") == 1 and len(raw["source"]["sha256"]) == 64, name
-        assert "corpus:dev2" in raw["tags"] and not {"corpus:dev", "corpus:real"} & set(raw["tags"]), name
-        assert (DEV2 / raw["heldout"]).is_file() and raw["acceptance"]["target_tests"], name
-        bug, fix = (DEV2 / raw["bug_patch"]).read_text(), (DEV2 / raw["reference_fix"]).read_text()
+        assert f"corpus:{corpus}" in raw["tags"] and not others & set(raw["tags"]), name
+        assert (directory / raw["heldout"]).is_file() and raw["acceptance"]["target_tests"], name
+        bug, fix = (directory / raw["bug_patch"]).read_text(), (directory / raw["reference_fix"]).read_text()
         assert _changed(bug, "+") == _changed(fix, "-") and _changed(bug, "-") == _changed(fix, "+"), name
-        assert ("[baseline]" in (DEV2 / name).read_text()) == ("fix:one-line" in raw["tags"]), name
+        assert ("[baseline]" in (directory / name).read_text()) == ("fix:one-line" in raw["tags"]), name
     monkeypatch.delenv(SCENARIO_PATH_ENV, raising=False)
     found, _ = discover()
     assert found and not {raw["name"] for raw in manifests.values()} & set(found)
