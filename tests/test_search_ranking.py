@@ -1100,3 +1100,9 @@ def test_an_attribute_read_may_become_another_attribute_of_the_object():
     # the line's tokens, not its characters: a comment or a string that names an attribute is no read
     assert not any(w.startswith("self.path") for _, w, _ in line_mutations(
         "        log('self.path missing')  # self.path is set in __init__\n", attributes=attrs))
+
+
+def test_unittest_assertion_methods_are_never_searched_for_as_the_repositorys_functions():
+    from repair_agent.choosers.search.chooser import UNITTEST_METHOD
+    assert all(UNITTEST_METHOD.match(n) for n in ("assertEqual", "assertRaises", "fail", "failUnless"))
+    assert not any(UNITTEST_METHOD.match(n) for n in ("assert_valid", "failover", "asserted", "validate"))
