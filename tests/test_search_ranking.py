@@ -1106,3 +1106,28 @@ def test_unittest_assertion_methods_are_never_searched_for_as_the_repositorys_fu
     from repair_agent.choosers.search.chooser import UNITTEST_METHOD
     assert all(UNITTEST_METHOD.match(n) for n in ("assertEqual", "assertRaises", "fail", "failUnless"))
     assert not any(UNITTEST_METHOD.match(n) for n in ("assert_valid", "failover", "asserted", "validate"))
+
+
+def test_when_none_was_called_the_top_of_the_function_a_frame_is_in_is_read_once():
+    from repair_agent.loop.actions import ReadFile
+    from repair_agent.choosers.search.chooser import Plan
+    from repair_agent.choosers.search.reads import read_enclosing_def
+    # a nested function's window: `def gen` is in view, the `def partition` holding it is not
+    window = {n: "        x = 1\n" for n in range(411, 456)}
+    window[434] = "    def gen(queue):\n"
+    window[441] = "                (append_true if pred(value) else append_false)(value)\n"
+    f = Failure(exception="TypeError", exception_message="'NoneType' object is not callable", frames=[("m.py", 441)])
+    plan = Plan(failure=f, reads=["m.py:411"])
+    plan.known["m.py"] = window
+    step = read_enclosing_def(plan)
+    assert isinstance(step, ReadFile) and (step.start_line, step.end_line) == (371, 410)
+    plan.reads.append("m.py:371")
+    assert read_enclosing_def(plan) is None   # once
+    # a method's `def` in view, a function at the margin, or another failure: nothing to read
+    for top in ("    def get(self, key):\n", "def partition(pred, iterable):\n"):
+        p = Plan(failure=f, reads=["m.py:411"])
+        p.known["m.py"] = {**window, 420: top}
+        assert read_enclosing_def(p) is None, top
+    other = Plan(failure=Failure(exception="ValueError", exception_message="bad", frames=[("m.py", 441)]), reads=["x"])
+    other.known["m.py"] = window
+    assert read_enclosing_def(other) is None

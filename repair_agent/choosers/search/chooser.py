@@ -14,7 +14,7 @@ from .catalogue import Candidate
 from .failure import Failure, _writable, parse_failure
 from .patch import render_patch, unanchored_end
 from .ranking import order, scored_candidates
-from .reads import find_quoted_pattern, read_goal_function
+from .reads import find_quoted_pattern, read_enclosing_def, read_goal_function
 
 WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the enclosing def is usually above)
 DEF_WINDOW = 45                        # a read from a `def` line found by search
@@ -146,7 +146,8 @@ class SearchChooser:
         # ranks as high as the best line (a wrapper and the function it calls often tie).
         if not plan.tried and plan.applied is None and view.steps_left > 2 * STEPS_FOR_A_CANDIDATE + 1:
             step = (_read_mutant_fix(plan) or find_quoted_pattern(plan, view.authorization.writable)
-                    or self._read_tied_suspects(plan) or read_goal_function(plan, view))
+                    or self._read_tied_suspects(plan) or read_goal_function(plan, view)
+                    or read_enclosing_def(plan))
             if step is not None:
                 return step
         # Localize further while there is nothing to try and budget to try something later.

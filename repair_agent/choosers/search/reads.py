@@ -49,6 +49,35 @@ def read_goal_function(plan: Plan, view: View) -> Search | ReadFile | None:
     return None
 
 
+MARGIN_DEF_RE = re.compile(r"(?:async\s+)?(?:def|class)\s")
+METHOD_DEF_RE = re.compile(r"\s*(?:async\s+)?def\s+\w+\(\s*(?:self|cls)\b")
+ENCLOSING_READ = 40   # lines read above a window to find the `def` of the function a frame is in
+
+
+def read_enclosing_def(plan: Plan) -> ReadFile | None:
+    """When None reached an operation (`'NoneType' object is not callable`), the top of the function the innermost traceback frame is in, if its
+    window started below the `def` (a long docstring, a long function): its parameters and its first
+    statements (where a guard, a default or a normalization is missing) are read, once. A nested
+    function's enclosing one counts."""
+    f = plan.failure
+    assert f is not None
+    if "NoneType" not in f.exception_message:
+        return None   # only when None reached an operation: a guard or a default its top lacks
+    for path, line in reversed(f.frames):
+        known = plan.known.get(path, {})
+        if line not in known:
+            continue
+        k = line - 1
+        while k in known:   # up to the `def` or `class` at the margin that holds the frame, or a method's `def`
+            if MARGIN_DEF_RE.match(known[k]) or METHOD_DEF_RE.match(known[k]):
+                return None   # its whole top is in view
+            k -= 1
+        if k < 1 or f"{path}:{max(1, k - ENCLOSING_READ + 1)}" in plan.reads:
+            return None
+        return ReadFile(path=path, start_line=max(1, k - ENCLOSING_READ + 1), end_line=k)
+    return None
+
+
 QUOTED_HIT_BEFORE, QUOTED_HIT_AFTER = 20, 15
 
 
