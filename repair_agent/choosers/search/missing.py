@@ -1,8 +1,10 @@
 """Statements a function lacks, read from what the failure says is missing: the value it returns
 (the test got None from a function that never returns one), an attribute its `__init__` never set
 (`'Config' object has no attribute 'path'`), a name it never defined (`name 'sigs' is not
-defined`). Forgotten statements are among the commonest real one-line bugs; each rule here adds
-a line only where the failure names what the line must provide."""
+defined`: as another function defines it, or as its uses call for), a parameter it calls that was
+None (`'NoneType' object is not callable`: its default). Forgotten statements are among the
+commonest real one-line bugs; each rule here adds a line only where the failure names what the line
+must provide."""
 from __future__ import annotations
 
 import ast
