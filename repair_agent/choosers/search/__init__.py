@@ -12,7 +12,8 @@ changes only the order in which equally scored candidates are tried.
 """
 from .catalogue import Candidate, line_mutations
 from .guards import frame_guards, guard_candidates
-from .chooser import Plan, SearchChooser
+from .chooser import SearchChooser
+from .plan import Plan
 from .failure import Failure, parse_failure
 from .patch import render_patch, unanchored_end
 from .ranking import score

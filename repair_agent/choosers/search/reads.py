@@ -8,13 +8,9 @@ import builtins
 import difflib
 import keyword
 import re
-from typing import TYPE_CHECKING
-
 from ...loop.actions import ReadFile, Search
 from ...loop.state import View
-
-if TYPE_CHECKING:
-    from .chooser import Plan
+from .plan import Plan
 
 GOAL_CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 GOAL_DEF_WINDOW = 45
