@@ -173,6 +173,8 @@ def counter_updates(path: str, fn: Function, lines: dict[int, str]) -> list[Cand
     return out
 
 
+NO_ARGUMENT_METHODS = frozenset({"clear", "reset", "close", "flush", "popleft", "pop", "sort", "reverse", "cancel",
+                                 "commit", "rollback", "release", "acquire", "set", "wait", "join", "start", "stop"})
 ALIAS_RE = re.compile(r"^(\s*)([a-z_]\w*)\s*=\s*([A-Za-z_]\w*)\.([A-Za-z_]\w*)\s*(#.*)?$")   # `clear = cache.clear`
 
 
@@ -271,13 +273,9 @@ def sequence_arms(path: str, fn: Function, lines: dict[int, str]) -> list[Candid
             for j in range(here[0] + 1, later[0]):
                 copied = [re.sub(rf"(?<![a-z]){seq[here[0]]}(?![a-z])", seq[j], t) for t in arm]
                 copied[0] = re.sub(r"^(\s*)(?:el)?if\b", r"\1elif", copied[0])
-                out.append(Candidate(path, end, (lines[end], *copied[:-1], copied[-1]), "sibling-copy",
+                out.append(Candidate(path, end, (lines[end], *copied), "sibling-copy",
                                      f"add the {seq[j]} arm between the {seq[here[0]]} and the {seq[later[0]]} ones", 2.0))
     return out
-
-
-NO_ARGUMENT_METHODS = frozenset({"clear", "reset", "close", "flush", "popleft", "pop", "sort", "reverse", "cancel",
-                                 "commit", "rollback", "release", "acquire", "set", "wait", "join", "start", "stop"})
 
 
 RANGE_IN_PROSE = re.compile(r"(?<![\w.])(-?\d+)\s*(?:\.\.\.?|–|to)\s*(-?\d+)(?![\w.])")

@@ -123,6 +123,7 @@ def missing_definition(path: str, fn: Function, lines: dict[int, str], failure: 
         return []
     out = []
     readable = set(fn.params) | {"self", "cls"} | _module_names(lines)
+    body = "".join(t for _, t in _body(fn, lines))
     for name in sorted(undefined):
         seen: set[str] = set()
         for n in sorted(lines):
@@ -139,7 +140,6 @@ def missing_definition(path: str, fn: Function, lines: dict[int, str], failure: 
             seen.add(m.group(3))
             out.append(Candidate(path, fn.body_line, (f"{fn.body_indent}{name} = {value}\n", lines[fn.body_line]),
                                  "definition", f"define {name} = {value} at the top of {fn.name}", 4.0))
-        body = "".join(t for _, t in _body(fn, lines))
         for i, value in enumerate(v for v in first_values(name, body, fn.params) if v not in seen):
             out.append(Candidate(path, fn.body_line, (f"{fn.body_indent}{name} = {value}\n", lines[fn.body_line]),
                                  "definition", f"start {name} as {value} at the top of {fn.name}",

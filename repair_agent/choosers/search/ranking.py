@@ -21,7 +21,7 @@ from .weights import Rule, active
 from .values import magnitude_fix, separator_swaps
 from ...in_sandbox.operators import attribute_names, callable_names, signatures_of
 from ...in_sandbox.statement_edits import parses
-from .source import Function, _code_lines, _numbers_in, functions_in, scope_names, string_lines
+from .source import Function, _code_lines, _numbers_in, functions_in, goal_calls, scope_names, string_lines
 
 CLASS_WORDS = {"d": r"\bdigits?\b|\bnumbers?\b", "s": r"\bwhitespace\b|\bspaces?\b", "w": r"\bwords?\b|\bletters?\b",
                "b": r"\bboundary\b"}
@@ -149,7 +149,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
     frame_lines = set(f.frames)
     prose = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", " ", goal_text)   # not numbers inside quoted examples
     goal_numbers = tuple(dict.fromkeys(n for n in _numbers_in(prose) if n <= 1000))[:6]
-    goal_calls = set(re.findall(r"(?<![\w.])([a-z_]\w*)\(", goal_text))
+    called_by_goal = set(goal_calls(goal_text))
     cands: dict[str, Candidate] = {}
     for path, lines in known.items():
         fns = [fn for lo, hi in _blocks(lines)   # each window read, on its own
@@ -194,7 +194,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
         # a function the goal calls that no failing test ran (a table built at import): as suspicious as
         # the spectrum's best lines, since the goal names it
         for fn, _, lo, hi in targets:
-            if fn is not None and fn.name in goal_calls and \
+            if fn is not None and fn.name in called_by_goal and \
                     not any(p == path and fn.def_line <= n <= fn.end_line for p, n in f.suspicious):
                 for n in range(fn.def_line, fn.end_line + 1):
                     proxies[n] = max(proxies.get(n) or 0.0, GOAL_FUNCTION_SUSPICION)

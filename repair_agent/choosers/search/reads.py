@@ -4,18 +4,16 @@ nothing (code that runs at import, like a table built by a helper, never shows i
 spectrum)."""
 from __future__ import annotations
 
-import builtins
 import difflib
-import keyword
 import re
+
 from ...loop.actions import ReadFile, Search
 from ...loop.state import View
 from .plan import Plan
+from .source import goal_calls
 
-GOAL_CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 GOAL_DEF_WINDOW = 45
 MAX_GOAL_SEARCHES = 2
-NOT_CODE = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 
 
 def read_goal_function(plan: Plan, view: View) -> Search | ReadFile | None:
@@ -29,8 +27,8 @@ def read_goal_function(plan: Plan, view: View) -> Search | ReadFile | None:
     defined = {m.group(1) for lines in plan.known.values() for t in lines.values()
                if (m := re.match(r"\s*(?:async\s+)?def\s+(\w+)", t))}
     searched = 0
-    for name in dict.fromkeys(GOAL_CALL_RE.findall(view.goal.text)):
-        if name in NOT_CODE or name in defined or name.startswith("test") or name[0].isupper():
+    for name in goal_calls(view.goal.text):
+        if name in defined:
             continue
         query = f"def {name}("
         if query not in plan.searches:

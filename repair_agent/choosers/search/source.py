@@ -3,7 +3,9 @@ failing assertion passes to and expects from a function."""
 from __future__ import annotations
 
 import ast
+import builtins
 import io
+import keyword
 import re
 import tokenize
 from dataclasses import dataclass
@@ -34,6 +36,16 @@ def _numbers_in(prose: str) -> list[int]:
         if n is not None and (word.isdigit() or weeks or word in WORD_NUMBERS):
             out.append(n * 7 if weeks else n)
     return out
+
+
+GOAL_CALL_RE = re.compile(r"(?<![\w.])([a-z_]\w*)\(")
+NOT_CODE = frozenset(dir(builtins)) | frozenset(keyword.kwlist)
+
+
+def goal_calls(prose: str) -> list[str]:
+    """The functions a goal's text calls (`add_uppercase_char([...]) returns ...`), in order: not a
+    builtin, a keyword, a method (`x.upper()`), a class or a test."""
+    return [n for n in dict.fromkeys(GOAL_CALL_RE.findall(prose)) if n not in NOT_CODE and not n.startswith("test")]
 
 
 def _top_level_split(text: str) -> list[str]:
