@@ -42,7 +42,9 @@ Mutant = Tuple[str, str, str]        # the mutated line, what changed (e.g. "< -
 # of its functions) -> (family, what, new line)
 Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str, ...]], Tuple[str, ...]],
                      List[Tuple[str, str, str]]]
+AFTER = "after: "   # a condition evaluated once its line ran (a guard after the line), not before
 UNFINISHED = "failed: did not finish"   # a target the time limit stopped (or never reached)
+MAX_SPECULATIVE = 6                  # guards of a probed condition or a skipping body run first, per line
 MAX_NAMES = 12                       # the variables of a function a variable read may become
 
 
@@ -276,6 +278,11 @@ class Analysis:
         self.markers: Dict[str, List[str]] = {}   # path -> its short text constants (a transform may drop one)
         self.else_sites: Dict[str, List[Tuple[int, int, str, List[str]]]] = {}   # path -> branch_edits.else_sites
         self.jump_sites: Dict[str, Dict[int, str]] = {}   # path -> branch_edits.jump_sites
+        self.frames: Dict[str, Dict[int, Any]] = {}   # path -> guard_edits.line_frames
+        self.example_chars: List[str] = []   # characters of the failing tests' texts a probed condition may look for
+        # guards run only if their condition held just where the failing tests need it (by_conditions):
+        # probed conditions, and bodies that skip an item or take a handler's way
+        self.speculative: Set[Tuple[str, int, str]] = set()
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
         self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
@@ -394,6 +401,7 @@ class Analysis:
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
             self.jump_sites[path] = self.operators.branches.jump_sites(text)
+            self.frames[path] = self.operators.guards.line_frames(text)
         return self.sources[path]
 
     def mutants(self, path: str, line: int) -> List[Mutant]:
@@ -429,10 +437,24 @@ class Analysis:
                 self.raises[path], guards.neutral_returns(self.lines[path][start - 1:end]))
         ending = line_ending(text)
         out: List[Mutant] = []
-        for cond in guards.guard_conditions(text, tuple(names[:MAX_NAMES]), ctx):
-            for body in guards.guard_bodies(ctx):
+        frame = self.frames[path].get(line)
+        conditions = guards.guard_conditions(text, tuple(names[:MAX_NAMES]), ctx)
+        probes = [c for c in guards.probe_conditions(text, tuple(names[:MAX_NAMES]), frame, self.example_chars)
+                  if c not in conditions] if frame is not None else []
+        bodies, extra = guards.guard_bodies(ctx), guards.frame_bodies(ctx, frame)
+        for cond in conditions + probes:
+            for body in bodies + extra:
                 family, what, new = guards.guard_edit(text, cond, body)
                 self.condition_of[(path, line, what)] = cond
+                if cond in probes or body in extra:
+                    self.speculative.add((path, line, what))
+                self.guarded.add((path, line))
+                out.append((new + ending, what, family))
+        for cond in guards.after_conditions(text, frame, self.example_chars) if frame is not None else []:
+            for body in bodies + extra:
+                family, what, new = guards.after_edit(text, cond, body)
+                self.condition_of[(path, line, what)] = AFTER + cond
+                self.speculative.add((path, line, what))
                 self.guarded.add((path, line))
                 out.append((new + ending, what, family))
         return out
@@ -527,6 +549,8 @@ class Analysis:
         first: List[Tuple[str, int, Mutant]] = []
         if trace is not None and self.condition_of:
             first, per_line = self.by_conditions(per_line, trace)
+        else:
+            per_line = [[x for x in q if (x[0], x[1], x[2][1]) not in self.speculative] for q in per_line]
 
         self.queued = len(first) + sum(len(q) for q in per_line)
 
@@ -546,15 +570,16 @@ class Analysis:
         condition never held where the failing targets reached their line (they cannot change them)."""
         t0 = time.monotonic()
         at: Dict[str, Dict[int, List[Condition]]] = {}
+        after: Dict[str, Dict[int, List[Condition]]] = {}
         for path, line, cond in sorted({(p, n, c) for (p, n, _), c in self.condition_of.items()}):
             try:
-                code, table = compile_condition(cond)
+                code, table = compile_condition(cond[len(AFTER):] if cond.startswith(AFTER) else cond)
             except SyntaxError:
                 continue
             for root in self.run.roots:
-                at.setdefault(os.path.realpath(os.path.join(root, path)), {}).setdefault(line, []).append(
-                    ((path, line, cond), code, table))
-        traced = ConditionTrace(at)
+                (after if cond.startswith(AFTER) else at).setdefault(os.path.realpath(os.path.join(root, path)), {}) \
+                    .setdefault(line, []).append(((path, line, cond), code, table))
+        traced = ConditionTrace(at, after)
         trace(traced)
         self.reach_order = traced.order
         self.spent["conditions_s"] += time.monotonic() - t0
@@ -563,10 +588,20 @@ class Analysis:
         rest: List[List[Tuple[str, int, Mutant]]] = []
         for muts in per_line:
             kept = []
+            speculative = 0
             for path, line, mut in muts:
                 guard = self.condition_of.get((path, line, mut[1])) if mut[2] in ("guard", "transform") else None
                 held = traced.held.get((path, line, guard), set()) if guard is not None else set()
-                if mut[2] == "guard" and failing and held >= failing and "" not in held:
+                picks_out = mut[2] == "guard" and failing and held >= failing and "" not in held
+                if (path, line, mut[1]) in self.speculative:
+                    # a probed condition tells the failing tests apart only where passing tests ran the line
+                    # too; else every condition that held would pass
+                    if picks_out and "" in traced.reached.get((path, line), set()) and speculative < MAX_SPECULATIVE:
+                        speculative += 1
+                        first.append((path, line, mut))
+                    else:
+                        self.result["guards_dropped"] += 1
+                elif picks_out:
                     first.append((path, line, mut))
                 elif guard is not None and traced.reached.get((path, line)) and not held & failing:
                     self.result["guards_dropped" if mut[2] == "guard" else "transforms_dropped"] += 1
@@ -660,6 +695,7 @@ class Analysis:
                 texts, code = example_texts([items.get(t) for t in analysis.failing], sources, messages)
                 edits = analysis.operators.transforms
                 analysis.example_calls = edits.example_transforms(texts + edits.literals_in(code))
+                analysis.example_chars = guards.probe_characters(texts + edits.literals_in(code))
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
                 def trace(traced: ConditionTrace) -> None:
@@ -749,13 +785,16 @@ def compile_condition(cond: str) -> Tuple[Any, Any]:
 
 class ConditionTrace:
     """A tracer (sys.settrace) that evaluates guard conditions at their lines while tests run: `at`
-    maps a file's real path to its lines and each line's Conditions. `held[key]`: the tests (`test`,
-    set by the caller; '' for the passing ones) in which the condition held, or raised, at least once;
-    `reached[(path, line)]`: the tests that ran the line."""
+    maps a file's real path to its lines and each line's Conditions, `after` to those evaluated once
+    the line ran (at the frame's next line or return; not when it raised). `held[key]`: the tests
+    (`test`, set by the caller; '' for the passing ones) in which the condition held, or raised, at
+    least once; `reached[(path, line)]`: the tests that ran the line."""
 
-    def __init__(self, at: Dict[str, Dict[int, List[Condition]]]) -> None:
+    def __init__(self, at: Dict[str, Dict[int, List[Condition]]],
+                 after: Optional[Dict[str, Dict[int, List[Condition]]]] = None) -> None:
         self.at = at
-        self.files: Dict[str, Optional[Dict[int, List[Condition]]]] = {}
+        self.after = after or {}
+        self.files: Dict[str, Optional[Tuple[Dict[int, List[Condition]], Dict[int, List[Condition]]]]] = {}
         self.held: Dict[Tuple[str, int, str], Set[str]] = {}
         self.reached: Dict[Tuple[str, int], Set[str]] = {}
         self.order: Dict[Tuple[str, int], int] = {}   # (path, line) -> when a failing test first ran it (0: first)
@@ -764,14 +803,25 @@ class ConditionTrace:
     def call(self, frame: Any, event: str, arg: Any) -> Any:
         name = frame.f_code.co_filename
         if name not in self.files:
-            self.files[name] = None if name.startswith("<") else self.at.get(os.path.realpath(name))
-        lines = self.files[name]
-        if lines is None:
+            real = None if name.startswith("<") else os.path.realpath(name)
+            before, after = (self.at.get(real, {}), self.after.get(real, {})) if real else ({}, {})
+            self.files[name] = (before, after) if before or after else None
+        tables = self.files[name]
+        if tables is None:
             return None
+        lines, afters = tables
+        pending: List[List[Condition]] = []
 
         def local(frame: Any, event: str, arg: Any) -> Any:
-            if event == "line" and frame.f_lineno in lines:
-                self.visit(frame, lines[frame.f_lineno])
+            if pending:
+                if event in ("line", "return"):
+                    self.visit(frame, pending[0])
+                pending.clear()   # on "exception" the line raised: a guard after it would not run
+            if event == "line":
+                if frame.f_lineno in lines:
+                    self.visit(frame, lines[frame.f_lineno])
+                if frame.f_lineno in afters:
+                    pending.append(afters[frame.f_lineno])
             return local
         return local
 

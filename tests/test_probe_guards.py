@@ -1,0 +1,150 @@
+"""Guards whose condition is searched for, not guessed: conditions on the line's variables built from
+the literals of its function and of the failing tests, evaluated where the line runs, and tried only
+where they pick out the failing tests (real pytest on real small repositories, in the local sandbox)."""
+from __future__ import annotations
+
+from repair_agent.hints.localization import localize
+from repair_agent.in_sandbox.guard_edits import LineFrame, line_frames, probe_conditions
+
+from helpers import calc_sandbox
+
+FRAMES = '''\
+def settings(text):
+    out = {}
+    for line in text.splitlines():
+        try:
+            key, value = line.split("=", 1)
+        except ValueError:
+            key, value = line.split(":", 1)
+        if key == "x" or len(value) > 40:
+            continue
+        out[key] = value
+    return out
+
+
+def top(items):
+    def inner(x):
+        return x + 1
+    return [inner(i) for i in items]
+'''
+
+
+def test_each_line_knows_its_loop_its_handlers_and_its_function_literals():
+    frames = line_frames(FRAMES)
+    assert frames[5] == LineFrame(True, ("ValueError",), ("=", ":", "x"), (1, 40), last=True)
+    assert frames[7] == LineFrame(True, (), ("=", ":", "x"), (1, 40), last=True)   # a handler's body is outside its try
+    assert frames[2].in_loop is False and frames[10].in_loop is True and not frames[8].last
+    # a nested function is a frame of its own: no loop, its own literals (its `1` is not `top`'s)
+    assert frames[16] == LineFrame(False, (), (), (1,), last=True) and frames[15] == LineFrame(False, (), (), ())
+
+
+def test_probe_conditions_read_the_line_s_variables_against_the_literals():
+    frame = LineFrame(True, (), ("#", "="), (3,))
+    assert probe_conditions("    elif x:\n", ("x",), frame) == []   # an arm's header takes no guard before it
+    conds = probe_conditions('        key, value = line.split("=", 1)\n', ("text", "out", "line", "key", "value"),
+                             frame, ("#",))
+    assert "line.startswith('#')" in conds and "'#' in line" in conds and "line == '='" in conds
+    assert "line.endswith('=')" in conds and "len(line) > 3" in conds
+    assert not any("key" in c or "value" in c for c in conds)   # stored by the line, not read
+    assert len(conds) == len(set(conds))
+
+
+COMMENTS = '''\
+def settings(text):
+    out = {}
+    for line in text.splitlines():
+        key, value = line.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+'''
+
+COMMENTS_TESTS = '''\
+from calc import settings
+
+
+def test_comment_lines_are_skipped():
+    assert settings("# the colours\\nfg = red") == {"fg": "red"}
+
+
+def test_settings():
+    assert settings("a = 1\\nb = 2") == {"a": "1", "b": "2"}
+    assert settings("colour = #fff\\nsum = a=b") == {"colour": "#fff", "sum": "a=b"}
+'''
+
+
+def test_a_skip_guard_is_found_from_a_character_of_the_failing_test(tmp_path):
+    # The attack on such guards is one that holds in the passing tests too and skips what they need:
+    # `'#' in line` holds on `colour = #fff`, so it is never run; `line.startswith('#')` holds only on
+    # the comment line of the failing test, and skipping that line is the clean fix.
+    sandbox = calc_sandbox(tmp_path, COMMENTS, COMMENTS_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_comment_lines_are_skipped",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    clean = [f.what for f in m.fixes if f.clean]
+    assert clean == ["guard `if line.startswith('#'): continue`"], clean
+    assert not any("'#' in line" in f.what for f in m.fixes)
+    assert m.guards_first >= 1 and m.guards_dropped > 0
+
+
+ENTRY = '''\
+def split_entry(line):
+    try:
+        name, value = line.split("=", 1)
+    except ValueError:
+        name, value = line.split(":", 1)
+    return name.strip(), value.strip()
+'''
+
+ENTRY_TESTS = '''\
+from calc import split_entry
+
+
+def test_a_colon_before_the_equals_sign_separates():
+    assert split_entry("a: b=c") == ("a", "b=c")
+
+
+def test_split_entry():
+    assert split_entry("a = 1") == ("a", "1")
+    assert split_entry("a: 1") == ("a", "1")
+    assert split_entry("url = http://x") == ("url", "http://x")
+'''
+
+
+def test_a_guard_after_an_assignment_checks_what_it_stored_and_may_take_the_handler_s_way(tmp_path):
+    # Before the split no condition tells the failing input from the passing ones (`':' in line` holds
+    # on `a: 1` too); after it, `':' in name` holds only on the failing input, and raising the
+    # exception the `try` catches sends it to the other split. The condition is evaluated after the
+    # line ran, where its names hold what the line stored; a line that raised stores nothing.
+    sandbox = calc_sandbox(tmp_path, ENTRY, ENTRY_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_a_colon_before_the_equals_sign_separates",), ("src/**",),
+                 mutate=True).mutation
+    assert m is not None
+    clean = [f for f in m.fixes if f.clean]
+    assert [f.what for f in clean] == ["guard `if ':' in name: raise ValueError()` after the line"], [f.what for f in clean]
+    assert clean[0].line == 3 and clean[0].text == (
+        '        name, value = line.split("=", 1)\n        if \':\' in name:\n            raise ValueError()')
+
+
+def test_after_conditions_are_evaluated_once_the_line_ran_and_not_when_it_raised():
+    import os
+    import sys
+
+    from repair_agent.in_sandbox.mutants import AFTER, ConditionTrace, compile_condition
+
+    def halve(text):
+        a, b = text.split("/")
+        return a, b
+
+    line = halve.__code__.co_firstlineno + 1
+    path = os.path.realpath(halve.__code__.co_filename)
+    key = ("p", line, AFTER + "a == 'x'")
+    trace = ConditionTrace({}, {path: {line: [(key, *compile_condition("a == 'x'"))]}})
+    for test, arg in (("t1", "x/y"), ("t2", "nothing to split"), ("", "y/x")):
+        trace.test = test
+        sys.settrace(trace.call)
+        try:
+            halve(arg)
+        except ValueError:
+            pass
+        finally:
+            sys.settrace(None)
+    assert trace.held == {key: {"t1"}} and trace.reached[("p", line)] == {"t1", ""}
