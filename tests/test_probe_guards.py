@@ -148,3 +148,29 @@ def test_after_conditions_are_evaluated_once_the_line_ran_and_not_when_it_raised
         finally:
             sys.settrace(None)
     assert trace.held == {key: {"t1"}} and trace.reached[("p", line)] == {"t1", ""}
+
+
+INDENT = '''\
+def indent(text, prefix):
+    return "\\n".join(prefix + line for line in text.split("\\n"))
+'''
+
+INDENT_TESTS = '''\
+from calc import indent
+
+
+def test_nothing_to_indent():
+    assert indent("", "> ") == ""
+
+
+def test_indent():
+    assert indent("a\\nb", "> ") == "> a\\n> b"
+'''
+
+
+def test_a_guard_may_return_a_parameter_as_it_came(tmp_path):
+    # `return None` and the other neutral values fail the test; `return prefix` too
+    sandbox = calc_sandbox(tmp_path, INDENT, INDENT_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_nothing_to_indent",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    assert [f.what for f in m.fixes if f.clean] == ["guard `if not text: return text`"]

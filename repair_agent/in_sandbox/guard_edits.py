@@ -364,13 +364,20 @@ def probe_characters(texts: Sequence[str]) -> List[str]:
     return sorted(counts, key=lambda c: (-counts[c], c))[:MAX_CHARACTERS]
 
 
-def frame_bodies(ctx: GuardContext, frame: Optional[LineFrame]) -> List[str]:
+MAX_RETURNED = 2   # parameters a guard may return as they came
+
+
+def frame_bodies(ctx: GuardContext, frame: Optional[LineFrame], params: Sequence[str] = ()) -> List[str]:
     """What else a guard may do where the line sits: skip the item of its loop, or, when the tests
-    expected no exception, raise one the `try` around it catches (its handler is the other way)."""
+    expected no exception, raise one the `try` around it catches (its handler is the other way), or
+    return a parameter as it came (`if not text: return text`)."""
     if frame is None:
         return []
-    return (["continue"] if frame.in_loop else []) + (
-        ["raise %s()" % frame.handled[0]] if frame.handled and ctx.raise_stmt is None else [])
+    out = ["continue"] if frame.in_loop else []
+    if ctx.raise_stmt is None:
+        out += ["raise %s()" % frame.handled[0]] if frame.handled else []
+        out += ["return %s" % p for p in params if p not in ("self", "cls")][:MAX_RETURNED]
+    return out
 
 
 def guard_bodies(ctx: GuardContext) -> List[str]:

@@ -44,7 +44,7 @@ Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str
                      List[Tuple[str, str, str]]]
 AFTER = "after: "   # a condition evaluated once its line ran (a guard after the line), not before
 UNFINISHED = "failed: did not finish"   # a target the time limit stopped (or never reached)
-MAX_SPECULATIVE = 6                  # guards of a probed condition or a skipping body run first, per line
+MAX_SPECULATIVE = 12                 # guards of a probed condition or a skipping body run first, per line
 MAX_NAMES = 12                       # the variables of a function a variable read may become
 
 
@@ -427,7 +427,7 @@ class Analysis:
         inner = [s for s in self.scopes[path] if s[0] < line <= s[1]]
         if not inner:
             return []
-        start, end = min(inner, key=lambda s: s[1] - s[0])[:2]
+        start, end, params = min(inner, key=lambda s: s[1] - s[0])[:3]
         guards = self.operators.guards
         if path not in self.raises:
             self.raises[path] = guards.raise_statement(self.expects, self.lines[path], self.message) if self.expects else None
@@ -441,7 +441,8 @@ class Analysis:
         conditions = guards.guard_conditions(text, tuple(names[:MAX_NAMES]), ctx)
         probes = [c for c in guards.probe_conditions(text, tuple(names[:MAX_NAMES]), frame, self.example_chars)
                   if c not in conditions] if frame is not None else []
-        bodies, extra = guards.guard_bodies(ctx), guards.frame_bodies(ctx, frame)
+        bodies = guards.guard_bodies(ctx)
+        extra = [b for b in guards.frame_bodies(ctx, frame, params) if b not in bodies]
         for cond in conditions + probes:
             for body in bodies + extra:
                 family, what, new = guards.guard_edit(text, cond, body)
@@ -801,6 +802,8 @@ class ConditionTrace:
         self.test = ""
 
     def call(self, frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_name.startswith("<"):
+            return None   # a comprehension's or a lambda's frame on a guarded line lacks the function's variables
         name = frame.f_code.co_filename
         if name not in self.files:
             real = None if name.startswith("<") else os.path.realpath(name)
