@@ -174,3 +174,19 @@ def test_a_guard_may_return_a_parameter_as_it_came(tmp_path):
     m = localize(sandbox, ("tests/test_calc.py::test_nothing_to_indent",), ("src/**",), mutate=True).mutation
     assert m is not None
     assert [f.what for f in m.fixes if f.clean] == ["guard `if not text: return text`"]
+
+
+def test_the_methods_of_a_nested_class_are_live_functions_the_analysis_can_swap(tmp_path):
+    # A mutant of a function the module's namespace does not reach is run by importing the module again
+    # (a pytest session per mutant), tens of times slower: `NpmSpec.Parser.parse` is such a method.
+    import importlib.util
+
+    from repair_agent.in_sandbox.mutants import live_functions
+
+    (tmp_path / "nested.py").write_text(
+        "class Spec:\n    class Parser:\n        @classmethod\n        def parse(cls, text):\n            return text\n\n"
+        "        class Deeper:\n            def go(self):\n                return 1\n\n    def outer(self):\n        return 2\n")
+    spec = importlib.util.spec_from_file_location("nested", tmp_path / "nested.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert {f.__name__ for f in live_functions(mod)} == {"parse", "go", "outer"}

@@ -163,12 +163,19 @@ def live_functions(mod: Any) -> List[Any]:
                 out.append(obj)
             obj = getattr(obj, "__wrapped__", None)
 
-    for obj in list(vars(mod).values()):
+    classes: Set[int] = set()
+
+    def visit(obj: Any) -> None:
         if isinstance(obj, type) and getattr(obj, "__module__", None) == mod.__name__:
-            for v in list(vars(obj).values()):
-                add(v)
+            if id(obj) not in classes:   # a class nested in another (`NpmSpec.Parser`) too
+                classes.add(id(obj))
+                for v in list(vars(obj).values()):
+                    visit(v)
         else:
             add(obj)
+
+    for obj in list(vars(mod).values()):
+        visit(obj)
     return out
 
 

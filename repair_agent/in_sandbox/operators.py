@@ -245,6 +245,14 @@ def _ast_mutations(code: str) -> list[Edit]:
                     and node.right.value in (100, 100.0) and sp):
                 out.append(("percent", f"drop {text(node)[len(text(node.left)):].strip()}",
                             replace_span(code, *sp, text(node.left))))
+            if isinstance(node.op, (ast.Add, ast.Sub)) and sp and not isinstance(node.right, ast.Constant) \
+                    and not isinstance(node.left, ast.Constant):
+                # a term too many (`remaining - len(separator)` -> `remaining`); a constant term is the
+                # constant edits'
+                sign = "+" if isinstance(node.op, ast.Add) else "-"
+                out.append(("arithmetic", f"drop `{sign} {text(node.right)}`", replace_span(code, *sp, text(node.left))))
+                if isinstance(node.op, ast.Add):
+                    out.append(("arithmetic", f"drop `{text(node.left)} +`", replace_span(code, *sp, text(node.right))))
         if isinstance(node, ast.Subscript):
             sl = node.slice
             bounds: list[ast.expr | None] = [sl.lower, sl.upper] if isinstance(sl, ast.Slice) else [sl]
@@ -280,7 +288,10 @@ def _ast_mutations(code: str) -> list[Edit]:
             # an argument one off (`cls(major, minor)` -> `cls(major, minor + 1)`, `islice(it, n)` -> `islice(it, n + 1)`);
             # never of an exception being raised: its arguments do not decide whether it is raised
             for b in node.args:
-                if isinstance(b, (ast.Name, ast.Attribute, ast.Subscript)) and span(b) and not _is_callable_like(b):
+                # a number's whole computed argument too (`min(max(start, stop), n)` -> `min(max(start, stop) + 1, n)`)
+                computed = callee in NUMERIC_CALLS and isinstance(b, (ast.Call, ast.BinOp)) and not _formats_text(b) \
+                    and not (isinstance(b, ast.BinOp) and isinstance(b.right, ast.Constant))
+                if (computed or isinstance(b, (ast.Name, ast.Attribute, ast.Subscript)) and not _is_callable_like(b)) and span(b):
                     for d in ("+ 1", "- 1"):
                         out.append(("argument", f"argument {text(b)} {d}", replace_span(code, *at(b), f"{text(b)} {d}")))
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):

@@ -1,0 +1,33 @@
+"""Arithmetic the operator table edits beyond one token: a term too many (`a - len(sep)` -> `a`) and a
+whole argument one off (`min(max(a, b), n)` -> `min(max(a, b) + 1, n)`), each also a slip the
+generator may make the other way round."""
+from __future__ import annotations
+
+from repair_agent.in_sandbox.operators import analysis_mutations, line_mutations
+
+
+def edits(line: str) -> dict[str, tuple[str, str]]:
+    return {new.rstrip("\n"): (family, what) for family, what, new in line_mutations(line + "\n")}
+
+
+def test_a_term_of_a_sum_or_difference_may_be_one_too_many():
+    out = edits("        parts.append(delimiter + word[:remaining - len(separator)].rstrip(joiners))")
+    assert out["        parts.append(delimiter + word[:remaining].rstrip(joiners))"] == ("arithmetic", "drop `- len(separator)`")
+    assert "        parts.append(word[:remaining - len(separator)].rstrip(joiners))" in out   # the first of a sum
+    # never a constant term (the constant edits own those) nor the text of a format
+    assert not any("drop `- 1`" == w for _, w in edits("    n = size - 1").values())
+    assert not any(w.startswith("drop") for _, w in edits("    s = '%s-%s' % (a, b)").values())
+
+
+def test_a_computed_argument_of_a_numeric_call_may_be_one_off():
+    out = edits("            n = min(max(start, stop), maxsize)")
+    assert out["            n = min(max(start, stop) + 1, maxsize)"] == ("argument", "argument max(start, stop) + 1")
+    assert "            n = min(max(start, stop) - 1, maxsize)" in out
+    assert "    x = round(a - b + 1)" in edits("    x = round(a - b)")
+    # a call that is not a number's is left alone: `print(f(x) + 1)` is no off-by-one anyone writes
+    assert "    print(f(x) + 1)" not in edits("    print(f(x))")
+
+
+def test_the_analysis_gets_them_too():
+    news = [new for _, _, new in analysis_mutations("    return a - len(sep)\n", ("a", "sep"))]
+    assert "    return a\n" in news
