@@ -44,6 +44,7 @@ Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str
                      List[Tuple[str, str, str]]]
 AFTER = "after: "   # a condition evaluated once its line ran (a guard after the line), not before
 UNFINISHED = "failed: did not finish"   # a target the time limit stopped (or never reached)
+MAX_DEFAULT_FUNCTIONS = 8            # the functions around the chosen lines whose defaults are edited
 MAX_SPECULATIVE = 12                 # guards of a probed condition or a skipping body run first, per line
 MAX_NAMES = 12                       # the variables of a function a variable read may become
 
@@ -286,6 +287,7 @@ class Analysis:
         self.else_sites: Dict[str, List[Tuple[int, int, str, List[str]]]] = {}   # path -> branch_edits.else_sites
         self.jump_sites: Dict[str, Dict[int, str]] = {}   # path -> branch_edits.jump_sites
         self.frames: Dict[str, Dict[int, Any]] = {}   # path -> guard_edits.line_frames
+        self.default_slot: Dict[Tuple[str, int, str], Tuple[int, Any]] = {}   # a default's mutant -> its def's line, its slot
         self.example_chars: List[str] = []   # characters of the failing tests' texts a probed condition may look for
         # guards run only if their condition held just where the failing tests need it (by_conditions):
         # probed conditions, and bodies that skip an item or take a handler's way
@@ -554,6 +556,11 @@ class Analysis:
                     self.stats.setdefault((path, end), [0, 0, 0])
                     per_line.append([(path, end, m) for m in self.branches(path, end, self.lines[path][end - 1])])
                     keys.append((path, end))
+        for (path, line), muts in self.default_lines(chosen).items():
+            if (path, line) not in keys:
+                self.stats.setdefault((path, line), [0, 0, 0])
+                per_line.append([(path, line, m) for m in muts])
+                keys.append((path, line))
         first: List[Tuple[str, int, Mutant]] = []
         if trace is not None and self.condition_of:
             first, per_line = self.by_conditions(per_line, trace)
@@ -568,6 +575,46 @@ class Analysis:
         for path, line, (new_text, what, family) in itertools.chain(first, live_first(per_line, liveness)):
             original, lines_of = self.sources[path], self.lines[path]
             yield path, line, original, "".join(lines_of[:line - 1] + [new_text] + lines_of[line:]), new_text, what, family
+
+    def default_lines(self, chosen: Sequence[Tuple[str, int]]) -> Dict[Tuple[str, int], List[Mutant]]:
+        """The defaults of the functions around the chosen lines (at most MAX_DEFAULT_FUNCTIONS, in the
+        lines' order), edited (default_edits.py), by the line each is on."""
+        out: Dict[Tuple[str, int], List[Mutant]] = {}
+        seen: List[Tuple[str, int]] = []
+        for path, line in chosen:
+            around = [d for d in self.defs.get(path, []) if d[1] < line <= d[2]]
+            if not around:
+                continue
+            def_line = max(around, key=lambda d: d[1])[1]
+            if (path, def_line) in seen or len(seen) >= MAX_DEFAULT_FUNCTIONS:
+                continue
+            seen.append((path, def_line))
+            for n, new, what, family, slot in self.operators.defaults.default_mutants(self.sources[path], def_line):
+                self.default_slot[(path, n, what)] = (def_line, slot)
+                out.setdefault((path, n), []).append((new, what, family))
+        return out
+
+    def swap_default(self, path: str, def_line: int, slot: Any) -> Optional[Callable[[], None]]:
+        """Put an edited default into the live function whose `def` is on `def_line` (its __defaults__ or
+        __kwdefaults__): `undo` puts the original back; None when the module does not hold the function
+        (one nested in another: swapping the outer one's code makes its defaults anew)."""
+        found = self.live_module(path)
+        d = next((d for d in self.defs.get(path, []) if d[1] == def_line), None)
+        if found is None or d is None:
+            return None
+        fns = [f for f in found[1] if f.__code__.co_name == d[0] and f.__code__.co_firstlineno == d[3]]
+        if len(fns) != 1:
+            return None
+        fn, caches = fns[0], found[2]
+        old = (fn.__defaults__, fn.__kwdefaults__)
+
+        def put(values: Tuple[Any, Any]) -> None:
+            fn.__defaults__, fn.__kwdefaults__ = values
+            for holder in caches:
+                holder.cache_clear()
+
+        put(self.operators.defaults.with_default(old[0], old[1], slot))
+        return lambda: put(old)
 
     def by_conditions(self, per_line: List[List[Tuple[str, int, Mutant]]], trace: Callable[["ConditionTrace"], None]
                       ) -> Tuple[List[Tuple[str, int, Mutant]], List[List[Tuple[str, int, Mutant]]]]:
@@ -725,13 +772,16 @@ class Analysis:
                 for path, line, original, mutated, new_text, what, family in analysis.each_mutant(chosen, trace):
                     if analysis.out_of_budget():
                         continue
-                    code = analysis.compiled(path, mutated)
-                    if code is None:
-                        continue
-                    try:
-                        undo = analysis.swap(path, code, line)
-                    except Exception:
-                        undo = None
+                    default = analysis.default_slot.get((path, line, what))
+                    undo = analysis.swap_default(path, *default) if default is not None else None
+                    if undo is None:
+                        code = analysis.compiled(path, mutated)
+                        if code is None:
+                            continue
+                        try:
+                            undo = analysis.swap(path, code, line)
+                        except Exception:
+                            undo = None
                     if undo is None:
                         analysis.deferred.append((path, line, original, mutated, new_text, what, family))
                         continue
