@@ -1131,3 +1131,32 @@ def test_when_none_was_called_the_top_of_the_function_a_frame_is_in_is_read_once
     other = Plan(failure=Failure(exception="ValueError", exception_message="bad", frames=[("m.py", 441)]), reads=["x"])
     other.known["m.py"] = window
     assert read_enclosing_def(other) is None
+
+
+def test_a_raise_the_test_expected_already_under_an_if_makes_its_condition_likelier_than_a_new_guard():
+    # The test expected a ValueError that was not raised, and right there an `if` raises it: the
+    # condition let the value through (`and` for `or`); a new guard raising it before that `if` passes
+    # the tests too, but duplicates the check with another condition.
+    from repair_agent.hints.mutation import MutantFix
+
+    src = '''def extract(indices, iterator):
+    for index in indices:
+        advance = index - 1
+        try:
+            value = next(iterator)
+        except ValueError:
+            if advance != -1 and index < 0:
+                raise ValueError(f'Invalid index: {index}') from None
+        yield value
+'''
+    lines = _lines(src)
+    guard = "            if advance <= 0:\n                raise ValueError('n must be at least 0')\n" + lines[7].rstrip("\n")
+    fix = MutantFix(path="m.py", line=7, text=guard, what="guard `if advance <= 0: raise ValueError('n must be at least 0')`",
+                    family="guard", fixed=1, of=1, broken=0, checked=3)
+    f = Failure(not_raised="ValueError", suspicious={("m.py", n): 1.0 for n in (3, 5, 6, 7)},
+                mutant_fixes={("m.py", 7): [fix]})
+    ranked = [c.what for c in rank_candidates(f, {"m.py": lines}, [], "", 0)]
+    assert ranked.index("and -> or") < ranked.index(fix.what), ranked[:8]
+    # an exception where none was expected (the `if` crashed): a missing guard stays as likely as before
+    crashed = Failure(exception="IndexError", suspicious=f.suspicious, mutant_fixes=f.mutant_fixes)
+    assert [c.what for c in rank_candidates(crashed, {"m.py": lines}, [], "", 0)][0] == fix.what

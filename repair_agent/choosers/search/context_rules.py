@@ -59,6 +59,18 @@ def context_features(c: Candidate, fn, lines: dict[int, str], f: Failure,
     return x
 
 
+def guard_features(c: Candidate, lines: dict[int, str], f: Failure) -> dict[str, float]:
+    """A guard that raises the exception the test expected and did not get, inserted before an `if` that
+    already raises it: that `if`'s condition let the value through (EXPECTED_RAISE_CONDITION favours its
+    edits); a second check with another condition passes the tests as well, and is rarely the fix."""
+    raises = rf"^\s*raise\s+(?:[\w.]+\.)?{re.escape(f.not_raised)}\b"
+    if not f.not_raised or len(c.new_lines) < 3 or not re.match(r"^\s*if\b", c.new_lines[0]) \
+            or not re.match(raises, c.new_lines[1]) or not lines.get(c.line, "").lstrip().startswith("if "):
+        return {}
+    nxt = next((lines[k] for k in range(c.line + 1, c.line + 4) if lines.get(k, "").strip()), "")
+    return {Rule.GUARD_BESIDE_EXPECTED_RAISE.value: 1.0} if re.match(raises, nxt) else {}
+
+
 def _in_loop(n: int, fn, lines: dict[int, str]) -> bool:
     indent = len(lines.get(n, "")) - len(lines.get(n, "").lstrip())
     for k in range(n - 1, fn.def_line, -1):

@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 from .catalogue import Candidate, line_mutations
-from .context_rules import context_bonus
+from .context_rules import context_bonus, guard_features
 from .context_edits import (counter_updates, dead_store_uses, raising_guards, sequence_arms, sibling_arm_statements,
                             sibling_wraps, unused_alias_calls, unused_param_returns, unused_params)
 from .guards import copies_expected, frame_guards, guard_candidates
@@ -272,6 +272,9 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
                         c.score += context_bonus(c, scope, lines, f, unused)
         for c in mutant_candidates(path, lines, f):   # a mutant that turned failing targets green
             c.score = score(c, f, goal_words, frame_lines, lines[c.line], (), None, proxies.get(c.line))
+            extra = guard_features(c, lines, f)
+            c.features.update(extra)
+            c.score += active().dot(extra)
             cands.setdefault(c.key, c)
     # Never a candidate that writes a value the failing test expects into the code.
     return [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]

@@ -155,6 +155,7 @@ class Rule(_Named):
     RETURNS_OTHER = "returns_other"
     # the code around the line (context_rules.py)
     EXPECTED_RAISE_CONDITION = "expected_raise_condition"
+    GUARD_BESIDE_EXPECTED_RAISE = "guard_beside_expected_raise"   # a new raise before an `if` that raises it already
     EXPECTED_RAISE_MESSAGE = "expected_raise_message"
     RAISE_AT_FRAME = "raise_at_frame"
     USES_UNUSED_PARAMETER = "uses_unused_parameter"
