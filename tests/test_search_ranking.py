@@ -1160,3 +1160,17 @@ def test_a_raise_the_test_expected_already_under_an_if_makes_its_condition_likel
     # an exception where none was expected (the `if` crashed): a missing guard stays as likely as before
     crashed = Failure(exception="IndexError", suspicious=f.suspicious, mutant_fixes=f.mutant_fixes)
     assert [c.what for c in rank_candidates(crashed, {"m.py": lines}, [], "", 0)][0] == fix.what
+
+
+def test_a_joiner_that_wrote_nothing_gets_the_text_the_expected_value_has_between_the_pieces():
+    # 'helloworld' for 'hello world': every difference is one ` ` put in where the code wrote nothing;
+    # an empty literal that joins pieces is where that text goes (an empty literal elsewhere is not)
+    lines = _window('def main(args):\n    label = ""\n    text = "".join(args.words)\n    return label + text\n')
+    f = Failure(message="assert 'helloworld' == 'hello world'", got="helloworld", expected="hello world",
+                have_values=True, suspicious={("m.py", n): 1.0 for n in (2, 3, 4)}, suspicious_complete=True)
+    ranked = rank_candidates(f, {"m.py": lines}, [], "the words run together", seed=0)
+    assert ranked[0].new_lines == ('    text = " ".join(args.words)\n',), ranked[0].label()
+    assert not any(c.line == 2 and c.kind == "separator" for c in ranked)
+    # several different insertions are no joiner's
+    mixed = Failure(got="ab", expected="a b-", have_values=True, suspicious=f.suspicious)
+    assert not any(c.kind == "separator" for c in rank_candidates(mixed, {"m.py": lines}, [], "", seed=0))

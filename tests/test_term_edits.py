@@ -12,7 +12,7 @@ def edits(line: str) -> dict[str, tuple[str, str]]:
 
 def test_a_term_of_a_sum_or_difference_may_be_one_too_many():
     out = edits("        parts.append(delimiter + word[:remaining - len(separator)].rstrip(joiners))")
-    assert out["        parts.append(delimiter + word[:remaining].rstrip(joiners))"] == ("arithmetic", "drop `- len(separator)`")
+    assert out["        parts.append(delimiter + word[:remaining].rstrip(joiners))"] == ("term", "drop `- len(separator)`")
     assert "        parts.append(word[:remaining - len(separator)].rstrip(joiners))" in out   # the first of a sum
     # never a constant term (the constant edits own those) nor the text of a format
     assert not any("drop `- 1`" == w for _, w in edits("    n = size - 1").values())
@@ -31,3 +31,27 @@ def test_a_computed_argument_of_a_numeric_call_may_be_one_off():
 def test_the_analysis_gets_them_too():
     news = [new for _, _, new in analysis_mutations("    return a - len(sep)\n", ("a", "sep"))]
     assert "    return a\n" in news
+
+
+def test_a_short_literal_may_be_another_separator_in_the_analysis():
+    from repair_agent.in_sandbox.operators import literal_swaps
+
+    out = literal_swaps('    return "".join(words)\n', ("#",))
+    assert ("separator", "'' -> ' '", '    return " ".join(words)\n') in out
+    assert ("separator", "'' -> '#'", '    return "#".join(words)\n') in out
+    assert all(new.endswith("\n") and new != '    return "".join(words)\n' for _, _, new in out)
+    assert literal_swaps("    x = f'{a}-{b}'\n", ()) == []                  # an f-string is no literal to swap
+    assert literal_swaps('    msg = "a long message"\n', ()) == []         # nor a word
+    assert len(literal_swaps("    s = a.replace('-', '_')\n", ())) <= 2 * 8
+
+
+def test_a_joiner_that_wrote_nothing_is_found_by_the_analysis(tmp_path):
+    from repair_agent.hints.localization import localize
+
+    from helpers import calc_sandbox
+    src = 'def words(items):\n    return "".join(items)\n'
+    tests = ('from calc import words\n\n\ndef test_words():\n    assert words(["a", "b"]) == "a b"\n\n\n'
+             'def test_one():\n    assert words(["a"]) == "a"\n')
+    m = localize(calc_sandbox(tmp_path, src, tests), ("tests/test_calc.py::test_words",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    assert [f.text for f in m.fixes if f.clean] == ['    return " ".join(items)']

@@ -419,6 +419,12 @@ class Analysis:
         names = variables(self.scopes[path], line)
         muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"], self.signatures[path], self.attributes[path])
+        # separators a test run can tell apart, before the broad edits (any variable, deletions)
+        seen = {mut[0] for mut in muts}
+        seps = [(new, what, family) for family, what, new in self.operators.literal_swaps(text, tuple(self.example_chars))
+                if new not in seen]
+        cut = next((k for k, mut in enumerate(muts) if mut[2] in self.operators.LAST_IN_ANALYSIS), len(muts))
+        muts = (muts[:cut] + seps + muts[cut:])[:self.m["max_per_line"]]
         guards = self.guards(path, line, text, names) + self.transforms(path, line, text) + self.branches(path, line, text)
         if self.raised_instead:
             # an exception where a value was expected, or none where one was: a missing check is as

@@ -18,7 +18,7 @@ try:
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of
     from .swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS, NAME_SWAPS,
-                        NUMERIC_CALLS, call_slip_fixes)
+                        NUMERIC_CALLS, call_slip_fixes, literal_swaps)
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps, callable_names,
                                   neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
@@ -27,12 +27,12 @@ except ImportError:   # in the sandbox: loaded as a module of its own by in_sand
     from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
     from ra_swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS,  # type: ignore
-                          NAME_SWAPS, NUMERIC_CALLS, call_slip_fixes)
+                          NAME_SWAPS, NUMERIC_CALLS, call_slip_fixes, literal_swaps)
     from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps,  # type: ignore
                                     callable_names, neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 
 __all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
-           "attribute_names", "callable_names", "defaults", "guards", "line_mutations", "neutral_text", "signatures_of", "similar_names", "transforms"]
+           "attribute_names", "callable_names", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "signatures_of", "similar_names", "transforms"]
 
 
 
@@ -252,9 +252,9 @@ def _ast_mutations(code: str) -> list[Edit]:
                 # a term too many (`remaining - len(separator)` -> `remaining`); a constant term is the
                 # constant edits'
                 sign = "+" if isinstance(node.op, ast.Add) else "-"
-                out.append(("arithmetic", f"drop `{sign} {text(node.right)}`", replace_span(code, *sp, text(node.left))))
+                out.append(("term", f"drop `{sign} {text(node.right)}`", replace_span(code, *sp, text(node.left))))
                 if isinstance(node.op, ast.Add):
-                    out.append(("arithmetic", f"drop `{text(node.left)} +`", replace_span(code, *sp, text(node.right))))
+                    out.append(("term", f"drop `{text(node.left)} +`", replace_span(code, *sp, text(node.right))))
         if isinstance(node, ast.Subscript):
             sl = node.slice
             bounds: list[ast.expr | None] = [sl.lower, sl.upper] if isinstance(sl, ast.Slice) else [sl]
@@ -361,7 +361,7 @@ def _is_callable_like(node: ast.AST) -> bool:
 
 # The order the mutation analysis runs a line's edits in (its time may run out): the families real one-line
 # fixes take most often first, the broad ones last; the families not named here come before `variable`.
-ANALYSIS_ORDER = ("boundary", "comparison", "arithmetic", "boolean", "constant", "slice", "offset", "extreme", "argument",
+ANALYSIS_ORDER = ("boundary", "comparison", "arithmetic", "boolean", "constant", "slice", "offset", "extreme", "argument", "term",
                   "name", "arguments", "return-value", "swap", "branches", "condition", "normalize", "regex", "scale",
                   "numeral", "sign", "negate", "percent", "case-call", "call-name", "goal-constant", "more-arguments", "opposite",
                   "return-variable", "missing-call")

@@ -8,14 +8,15 @@ later, no import of the project, nothing runs at import.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import tokenize
 from typing import Dict, List, Mapping, Sequence, Tuple
 
 try:
-    from .statement_edits import Edit, replace_span
+    from .statement_edits import Edit, replace_span, tokens_of
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
-    from ra_statement_edits import Edit, replace_span  # type: ignore[no-redef]
+    from ra_statement_edits import Edit, replace_span, tokens_of  # type: ignore[no-redef]
 
 COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
@@ -113,4 +114,32 @@ def call_slip_fixes(code: str, toks: Sequence[tokenize.TokenInfo]) -> List[Edit]
         for new in fixes:
             family = "case-call" if t.string in CASE_METHODS and new in CASE_METHODS else "call-name"
             out.append((family, f"{t.string}() -> {new}()", replace_span(code, t.start[1], t.end[1], new)))
+    return out
+
+
+SEPARATORS = ("", " ", "-", "_", ",", ".", "/", ":", "\n")
+MAX_SEPARATOR_SWAPS = 8
+
+
+def literal_swaps(line: str, chars: tuple[str, ...] = ()) -> list[Edit]:
+    """A separator literal (one character or none) that should be another: the usual separators and
+    the punctuation of the failing tests' texts (`chars`), for the mutation analysis alone (a test
+    run tells which one, where the catalogue could only guess)."""
+    code = line.rstrip("\r\n")
+    ending = line[len(code):] or "\n"
+    out: list[Edit] = []
+    for t in tokens_of(code):
+        if t.type != tokenize.STRING or t.start[0] != 1 or t.string[:1] not in "'\"" or t.string[:3] in ("'''", '"""'):
+            continue
+        try:
+            value = ast.literal_eval(t.string)
+        except (ValueError, SyntaxError):
+            continue
+        if not isinstance(value, str) or len(value) > 1:
+            continue
+        for other in [v for v in dict.fromkeys(tuple(chars) + SEPARATORS) if v != value][:MAX_SEPARATOR_SWAPS]:
+            literal = repr(other)
+            if t.string[0] == '"':
+                literal = '"' + literal[1:-1].replace("\\'", "'").replace('"', '\\"') + '"'
+            out.append(("separator", f"{value!r} -> {other!r}", code[:t.start[1]] + literal + code[t.end[1]:] + ending))
     return out

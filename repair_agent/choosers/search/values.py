@@ -34,11 +34,27 @@ def separator_change(failure: Failure) -> tuple[str, str] | None:
     return old, new
 
 
+def joiner_insertion(failure: Failure) -> str | None:
+    """The text a joiner that wrote nothing should have put between the pieces: every difference
+    between the got and the expected text is the same short text inserted (`'helloworld'` for
+    `'hello world'`)."""
+    g, e = failure.got, failure.expected
+    if not (failure.have_values and isinstance(g, str) and isinstance(e, str)) or g == e:
+        return None
+    ops = difflib.SequenceMatcher(None, g, e, autojunk=False).get_opcodes()
+    pieces = {(tag, e[j1:j2]) for tag, i1, i2, j1, j2 in ops if tag != "equal"}
+    if len(pieces) != 1:
+        return None
+    tag, new = pieces.pop()
+    return new if tag == "insert" and len(new) <= MAX_SEPARATOR and not new.isalnum() else None
+
+
 def separator_swaps(path: str, lines: dict[int, str], lo: int, hi: int, failure: Failure) -> list[Candidate]:
     change = separator_change(failure)
-    if change is None:
+    inserted = joiner_insertion(failure) if change is None else None
+    if change is None and inserted is None:
         return []
-    old, new = change
+    old, new = change or ("", inserted or "")
     out = []
     for n in range(lo, hi + 1):
         text = lines.get(n)
@@ -51,8 +67,8 @@ def separator_swaps(path: str, lines: dict[int, str], lo: int, hi: int, failure:
                 value = ast.literal_eval(t.string)
             except (ValueError, SyntaxError):
                 continue
-            if value != old:
-                continue
+            if value != old or (not old and not text[t.end[1]:].startswith(".join(")):
+                continue   # an empty literal is a separator only as a joiner
             literal = json.dumps(new) if t.string[0] == '"' else "'" + json.dumps(new)[1:-1].replace("'", "\\'") + "'"
             new_text = text[:t.start[1]] + literal + text[t.end[1]:]
             out.append(Candidate(path, n, (new_text,), "separator", f"{t.string} -> {literal} (the values differ by it)", 3.0))

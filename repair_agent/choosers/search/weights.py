@@ -34,6 +34,7 @@ class Family(_Named):
     COMPARISON = "comparison"
     BOUNDARY = "boundary"
     ARITHMETIC = "arithmetic"
+    TERM = "term"                  # a term of a sum or difference dropped
     CONSTANT = "constant"
     GOAL_CONSTANT = "goal-constant"
     SLICE = "slice"
