@@ -551,3 +551,18 @@ def test_an_edit_the_analysis_ran_and_a_target_still_failed_on_is_tried_last(tmp
     quiet = loc.mutation.model_copy(update={"lines": tuple(ml.model_copy(update={"changed": 0}) for ml in loc.mutation.lines)})
     assert parse_failure(ev.model_copy(update={"localization": loc.model_copy(update={"mutation": quiet})}),
                          "clamp caps at hi", ("src/**",)).refuted == {}
+
+
+def test_the_chooser_reads_the_clean_fix_by_the_crash_before_those_far_from_it():
+    # guards of a guessed condition may be clean far from the fault; the line the test crashed on
+    # (an IndexError under the missing check) is where the fault showed
+    from repair_agent.choosers.search.reads import clean_fix_lines
+
+    def clean(line: int) -> list[MutantFix]:
+        return [MutantFix(path="v.py", line=line, text="x", what="guard", fixed=1, of=1, broken=0, checked=1)]
+    f = Failure(frames=[("v.py", 362)], suspicious={("v.py", 105): 0.9, ("v.py", 308): 0.9, ("v.py", 361): 0.5},
+                mutant_fixes={("v.py", n): clean(n) for n in (105, 308, 316, 361)})
+    assert clean_fix_lines(f) == [("v.py", 361), ("v.py", 105), ("v.py", 308), ("v.py", 316)]
+    # a fix that broke passing tests is no read
+    f.mutant_fixes[("v.py", 400)] = [MutantFix(path="v.py", line=400, text="x", what="y", fixed=1, of=1, broken=2, checked=3)]
+    assert ("v.py", 400) not in clean_fix_lines(f)

@@ -81,8 +81,9 @@ def test_a_skip_guard_is_found_from_a_character_of_the_failing_test(tmp_path):
     assert m is not None
     clean = [f.what for f in m.fixes if f.clean]
     assert clean == ["guard `if line.startswith('#'): continue`"], clean
+    assert {f.family for f in m.fixes if f.clean} == {"guessed-guard"}
     assert not any("'#' in line" in f.what for f in m.fixes)
-    assert m.guards_first >= 1 and m.guards_dropped > 0
+    assert m.guards_dropped > 0   # the conditions that held in the passing test too, never run
 
 
 ENTRY = '''\
@@ -190,3 +191,24 @@ def test_the_methods_of_a_nested_class_are_live_functions_the_analysis_can_swap(
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert {f.__name__ for f in live_functions(mod)} == {"parse", "go", "outer"}
+
+
+def test_a_guessed_guard_is_weighed_as_a_guess_and_never_crowds_the_clean_fixes():
+    # Four clean fixes are too many to tell apart (max_clean), unless three of them are guesses: the one
+    # ordinary clean fix keeps its full weight, and each guess gets less than it.
+    from repair_agent.choosers.search import Failure
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.mutants import mutation_features
+    from repair_agent.choosers.search.weights import Rule
+    from repair_agent.hints.mutation import MutantFix
+    from repair_agent.in_sandbox.mutants import GUESSED
+
+    def fix(line: int, family: str) -> MutantFix:
+        return MutantFix(path="m.py", line=line, text=f"    x = {line}", what=f"edit {line}", family=family,
+                         fixed=1, of=1, broken=0, checked=2)
+    f = Failure(mutant_fixes={("m.py", 1): [fix(1, "comparison")], **{("m.py", n): [fix(n, GUESSED)] for n in (2, 3, 4)}})
+    real = mutation_features(Candidate("m.py", 1, ("    x = 1\n",), "mutant", "edit 1"), f)
+    guess = mutation_features(Candidate("m.py", 2, ("    x = 2\n",), "mutant", "edit 2"), f)
+    assert (Rule.MUTANT_CLEAN_FIX, 1.0) in real and (Rule.MUTANT_GUESSED_FIX, 1.0) in guess
+    from repair_agent.choosers.search.weights import WEIGHTS
+    assert WEIGHTS.rule[Rule.MUTANT_GUESSED_FIX] < WEIGHTS.rule[Rule.MUTANT_CLEAN_FIX]

@@ -42,10 +42,11 @@ Mutant = Tuple[str, str, str]        # the mutated line, what changed (e.g. "< -
 # of its functions) -> (family, what, new line)
 Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str, ...]], Tuple[str, ...]],
                      List[Tuple[str, str, str]]]
+GUESSED = "guessed-guard"   # the family of a speculative guard's mutant: its fix is weighed as a guess
 AFTER = "after: "   # a condition evaluated once its line ran (a guard after the line), not before
 UNFINISHED = "failed: did not finish"   # a target the time limit stopped (or never reached)
 MAX_DEFAULT_FUNCTIONS = 8            # the functions around the chosen lines whose defaults are edited
-MAX_SPECULATIVE = 12                 # guards of a probed condition or a skipping body run first, per line
+MAX_SPECULATIVE = 6                  # guards of a probed condition or a new kind of body that run, per line
 MAX_NAMES = 12                       # the variables of a function a variable read may become
 
 
@@ -464,11 +465,13 @@ class Analysis:
                 self.condition_of[(path, line, what)] = cond
                 if cond in probes or body in extra:
                     self.speculative.add((path, line, what))
+                    family = GUESSED
                 self.guarded.add((path, line))
                 out.append((new + ending, what, family))
         for cond in guards.after_conditions(text, frame, self.example_chars) if frame is not None else []:
             for body in bodies + extra:
-                family, what, new = guards.after_edit(text, cond, body)
+                _, what, new = guards.after_edit(text, cond, body)
+                family = GUESSED
                 self.condition_of[(path, line, what)] = AFTER + cond
                 self.speculative.add((path, line, what))
                 self.guarded.add((path, line))
@@ -516,7 +519,7 @@ class Analysis:
         if passed:
             fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what, "family": family,
                    "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0,
-                   "reached": self.reach_order.get((path, line)) if family in ("guard", "transform") else None}
+                   "reached": self.reach_order.get((path, line)) if family in ("guard", GUESSED, "transform") else None}
             if passed == len(self.failing):
                 st[2] += 1
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
@@ -649,26 +652,26 @@ class Analysis:
         rest: List[List[Tuple[str, int, Mutant]]] = []
         for muts in per_line:
             kept = []
-            speculative = 0
+            last: List[Tuple[str, int, Mutant]] = []   # speculative guards that picked the failing tests out
             for path, line, mut in muts:
-                guard = self.condition_of.get((path, line, mut[1])) if mut[2] in ("guard", "transform") else None
+                guard = self.condition_of.get((path, line, mut[1])) if mut[2] in ("guard", GUESSED, "transform") else None
                 held = traced.held.get((path, line, guard), set()) if guard is not None else set()
-                picks_out = mut[2] == "guard" and failing and held >= failing and "" not in held
+                picks_out = mut[2] in ("guard", GUESSED) and failing and held >= failing and "" not in held
                 if (path, line, mut[1]) in self.speculative:
                     # a probed condition tells the failing tests apart only where passing tests ran the line
-                    # too; else every condition that held would pass
-                    if picks_out and "" in traced.reached.get((path, line), set()) and speculative < MAX_SPECULATIVE:
-                        speculative += 1
-                        first.append((path, line, mut))
+                    # too (else every condition that held would pass); even then it is a guess among many,
+                    # so it waits behind the line's other edits
+                    if picks_out and "" in traced.reached.get((path, line), set()) and len(last) < MAX_SPECULATIVE:
+                        last.append((path, line, mut))
                     else:
                         self.result["guards_dropped"] += 1
                 elif picks_out:
                     first.append((path, line, mut))
                 elif guard is not None and traced.reached.get((path, line)) and not held & failing:
-                    self.result["guards_dropped" if mut[2] == "guard" else "transforms_dropped"] += 1
+                    self.result["transforms_dropped" if mut[2] == "transform" else "guards_dropped"] += 1
                 else:
                     kept.append((path, line, mut))
-            rest.append(kept)
+            rest.append(kept + last)
         self.result["guards_first"] = len(first)
         return first, rest
 

@@ -12,7 +12,7 @@ from .failure import _writable, parse_failure
 from .patch import render_patch, unanchored_end
 from .ranking import order, scored_candidates
 from .plan import Plan
-from .reads import find_quoted_pattern, read_enclosing_def, read_goal_function
+from .reads import clean_fix_lines, find_quoted_pattern, read_enclosing_def, read_goal_function
 
 WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the enclosing def is usually above)
 DEF_WINDOW = 45                        # a read from a `def` line found by search
@@ -55,8 +55,8 @@ def _read_mutant_fix(plan: Plan):
     passing test, when it was not read yet: the likeliest place of all (at most MAX_TIED_READS)."""
     if len(plan.reads) >= MAX_TIED_READS:
         return None
-    for (path, line), fixes in sorted(plan.failure.mutant_fixes.items()):
-        if any(fx.clean for fx in fixes) and line not in plan.known.get(path, {}):
+    for path, line in clean_fix_lines(plan.failure):
+        if line not in plan.known.get(path, {}):
             return ReadFile(path=path, start_line=max(1, line - WINDOW_BEFORE_SUSPECT), end_line=line + WINDOW_AFTER_SUSPECT)
     return None
 

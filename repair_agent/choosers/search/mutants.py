@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from ...hints.mutation import MutantFix
-from ...in_sandbox.mutants import edit_key
+from ...in_sandbox.mutants import GUESSED, edit_key
 from .catalogue import Candidate
 from .failure import Failure
 from .weights import Rule, active
@@ -35,8 +35,8 @@ def _clean_count(f: Failure) -> int:
     single = 0
     for xs in f.mutant_fixes.values():
         for x in xs:
-            if not x.clean:
-                continue
+            if not x.clean or x.family == GUESSED:
+                continue   # a guessed guard is weighed as a guess (mutation_features), never crowds the others
             if x.family in ("guard", "else-branch"):
                 groups.add((x.family, x.path, str(x.line)))
             elif x.family == "transform":
@@ -94,6 +94,8 @@ def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
         new = "".join(c.new_lines)
         for fx in fixes:
             if _same(_tidy(fx.text), new) or _same(fx.text, new):
+                if fx.clean and fx.family == GUESSED:
+                    return line + [(Rule.MUTANT_GUESSED_FIX, 1.0)]
                 if fx.clean:
                     crowded = _clean_count(f) > active().max_clean
                     return line + [(Rule.MUTANT_CROWDED_FIX if crowded else Rule.MUTANT_CLEAN_FIX, 1.0)] + (

@@ -9,6 +9,7 @@ import re
 
 from ...loop.actions import ReadFile, Search
 from ...loop.state import View
+from .failure import Failure
 from .plan import Plan
 from .source import goal_calls
 
@@ -97,3 +98,14 @@ def _shared(a: str, b: str) -> int:
     return m.size
 
 
+def clean_fix_lines(f: Failure) -> list[tuple[str, int]]:
+    """The lines where the mutation analysis found a clean fix, likeliest first: at or just above a
+    line the failing tests crashed on (a guard before the crash), then the more suspicious, then in
+    file order. Several guards of a guessed condition may be clean far from the fault; the crash
+    says where the fault showed."""
+    lines = [key for key, fixes in f.mutant_fixes.items() if any(fx.clean for fx in fixes)]
+    crashed = {(p, n) for p, n in f.frames}
+
+    def near_crash(key: tuple[str, int]) -> bool:
+        return any((key[0], key[1] + d) in crashed for d in (0, 1, 2))
+    return sorted(lines, key=lambda k: (not near_crash(k), -f.suspicious.get(k, 0.0), k))

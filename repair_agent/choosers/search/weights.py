@@ -119,6 +119,7 @@ class Rule(_Named):
     # the mutation analysis (mutants.py)
     MUTANT_CLEAN_FIX = "mutant_clean_fix"            # the edit of a clean mutant
     MUTANT_CROWDED_FIX = "mutant_crowded_fix"        # ... when too many were clean to tell them apart
+    MUTANT_GUESSED_FIX = "mutant_guessed_fix"        # a clean guard whose condition or body the analysis guessed
     MUTANT_FIX_LINE = "mutant_fix_line"              # any edit of a line with a clean mutant
     MUTANT_PARTIAL_FIX = "mutant_partial_fix"        # value: the share of failing targets it turned green
     MUTANT_INERT_LINE = "mutant_inert_line"          # several mutants changed nothing there
