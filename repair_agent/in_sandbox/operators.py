@@ -13,7 +13,8 @@ import re
 import tokenize
 
 try:
-    from . import branch_edits as branches, default_edits as defaults, guard_edits as guards  # for the mutation analysis
+    from . import branch_edits as branches, clone_edits as clones, default_edits as defaults  # for the mutation analysis
+    from . import guard_edits as guards
     from . import transform_edits as transforms
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of
@@ -23,7 +24,7 @@ try:
                                   neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     import ra_branch_edits as branches, ra_guard_edits as guards, ra_transform_edits as transforms  # type: ignore[no-redef]
-    import ra_default_edits as defaults  # type: ignore[no-redef]
+    import ra_clone_edits as clones, ra_default_edits as defaults  # type: ignore[no-redef]
     from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
     from ra_swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS,  # type: ignore
@@ -32,7 +33,7 @@ except ImportError:   # in the sandbox: loaded as a module of its own by in_sand
                                     callable_names, neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
 
 __all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
-           "attribute_names", "callable_names", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "signatures_of", "similar_names", "transforms"]
+           "attribute_names", "callable_names", "clones", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "signatures_of", "similar_names", "transforms"]
 
 
 

@@ -35,6 +35,7 @@ class Family(_Named):
     BOUNDARY = "boundary"
     ARITHMETIC = "arithmetic"
     TERM = "term"                  # a term of a sum or difference dropped
+    CLONE = "clone"                # a line as its clones elsewhere in the file have it (the analysis alone)
     CONSTANT = "constant"
     GOAL_CONSTANT = "goal-constant"
     SLICE = "slice"
