@@ -566,3 +566,13 @@ def test_the_chooser_reads_the_clean_fix_by_the_crash_before_those_far_from_it()
     # a fix that broke passing tests is no read
     f.mutant_fixes[("v.py", 400)] = [MutantFix(path="v.py", line=400, text="x", what="y", fixed=1, of=1, broken=2, checked=3)]
     assert ("v.py", 400) not in clean_fix_lines(f)
+
+
+def test_a_form_feed_in_the_module_does_not_shift_the_lines_the_analysis_edits(tmp_path):
+    # str.splitlines also splits on \x0c (a page break, common between sections of older modules):
+    # every line after one would be taken for the line above it, and every edit of it be garbled
+    src = "def first(x):\n    return x\n\x0c\n\ndef at_least(a, b):\n    return a > b\n"
+    tests = "from calc import at_least\n\n\ndef test_equal():\n    assert at_least(2, 2)\n"
+    m = localize(calc_sandbox(tmp_path, src, tests), ("tests/test_calc.py::test_equal",), ("src/**",), mutate=True).mutation
+    assert m is not None
+    assert "    return a >= b" in [f.text for f in m.fixes if f.fixed]

@@ -15,6 +15,11 @@ import ast
 import re
 from typing import Dict, List, Sequence, Tuple
 
+try:
+    from .statement_edits import source_lines
+except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_statement_edits import source_lines  # type: ignore[no-redef]
+
 Edit = Tuple[str, str, str]   # (family, what, the new text: the line, then the `else` arm after it)
 
 MAX_REPLACEMENTS = 8   # names tried in place of a bound one, per statement
@@ -32,7 +37,7 @@ def else_sites(source: str) -> List[ElseSite]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    lines = source.splitlines()
+    lines = [t.rstrip("\n") for t in source_lines(source)]
     out: List[ElseSite] = []
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -100,7 +105,7 @@ def jump_sites(source: str) -> Dict[int, str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
-    lines = source.splitlines()
+    lines = [t.rstrip("\n") for t in source_lines(source)]
     out: Dict[int, str] = {}
     for loop in ast.walk(tree):
         if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):

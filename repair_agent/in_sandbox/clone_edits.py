@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
+try:
+    from .statement_edits import source_lines
+except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_statement_edits import source_lines  # type: ignore[no-redef]
+
 Edit = Tuple[str, str, str]   # (family, what, the new line)
 Context = Tuple[str, str]
 
@@ -28,7 +33,7 @@ def clone_index(source: str) -> Dict[Context, List[Tuple[int, str]]]:
     """Each code line of `source` by the stripped text of the CONTEXT code lines before it."""
     index: Dict[Context, List[Tuple[int, str]]] = {}
     before: List[str] = []
-    for n, text in enumerate(source.splitlines(), 1):
+    for n, text in enumerate((t.rstrip("\n") for t in source_lines(source)), 1):
         code = _code(text)
         if not code:
             continue
@@ -40,13 +45,13 @@ def clone_index(source: str) -> Dict[Context, List[Tuple[int, str]]]:
     return index
 
 
-def clone_edits(source_lines: List[str], line: int, index: Dict[Context, List[Tuple[int, str]]]) -> List[Edit]:
-    """The line (1-based, of `source_lines`, with their ends) replaced by each other text its clones hold."""
-    text = source_lines[line - 1]
+def clone_edits(lines: List[str], line: int, index: Dict[Context, List[Tuple[int, str]]]) -> List[Edit]:
+    """The line (1-based, of `lines`, with their ends) replaced by each other text its clones hold."""
+    text = lines[line - 1]
     code = _code(text)
     if not code:
         return []
-    before = [c for c in (_code(t) for t in source_lines[:line - 1]) if c][-CONTEXT:]
+    before = [c for c in (_code(t) for t in lines[:line - 1]) if c][-CONTEXT:]
     if len(before) < CONTEXT:
         return []
     indent = text[:len(text) - len(text.lstrip())]

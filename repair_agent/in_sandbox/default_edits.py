@@ -12,6 +12,11 @@ from __future__ import annotations
 import ast
 from typing import Any, List, Tuple
 
+try:
+    from .statement_edits import source_lines
+except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_statement_edits import source_lines  # type: ignore[no-redef]
+
 # where a default goes in the live function: ("positional", its index in __defaults__, value) or
 # ("keyword", the parameter's name, value)
 DefaultSlot = Tuple[str, Any, Any]
@@ -36,7 +41,7 @@ def default_mutants(source: str, def_line: int) -> List[DefaultMutant]:
     fn = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno == def_line), None)
     if fn is None:
         return []
-    lines = source.splitlines(keepends=True)
+    lines = source_lines(source)
     positional = fn.args.posonlyargs + fn.args.args
     slots: List[Tuple[ast.arg, Any, DefaultSlot]] = []
     for i, node in enumerate(fn.args.defaults):

@@ -402,8 +402,8 @@ class Analysis:
             with open(os.path.join(self.root, path), encoding="utf-8") as fh:
                 text = fh.read()
             self.sources[path] = text
-            self.lines[path] = text.splitlines(keepends=True)
-            numbered = dict(enumerate(text.splitlines(), 1))
+            self.lines[path] = self.operators.source_lines(text)
+            numbered = {n: t.rstrip("\n") for n, t in enumerate(self.lines[path], 1)}
             self.callables[path] = self.operators.callable_names(numbered)
             self.signatures[path] = self.operators.signatures_of(numbered)
             self.attributes[path] = self.operators.attribute_names(numbered)

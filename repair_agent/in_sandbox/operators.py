@@ -21,7 +21,8 @@ try:
     from .swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS, NAME_SWAPS,
                         NUMERIC_CALLS, call_slip_fixes, literal_swaps)
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps, callable_names,
-                                  neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
+                                  neutral_text, replace_span, similar_names, single_statement_edits, source_lines, statement_ast,
+                                  tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     import ra_branch_edits as branches, ra_guard_edits as guards, ra_transform_edits as transforms  # type: ignore[no-redef]
     import ra_clone_edits as clones, ra_default_edits as defaults  # type: ignore[no-redef]
@@ -30,10 +31,11 @@ except ImportError:   # in the sandbox: loaded as a module of its own by in_sand
     from ra_swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS,  # type: ignore
                           NAME_SWAPS, NUMERIC_CALLS, call_slip_fixes, literal_swaps)
     from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps,  # type: ignore
-                                    callable_names, neutral_text, replace_span, similar_names, single_statement_edits, statement_ast, tokens_of)
+                                    callable_names, neutral_text, replace_span, similar_names, single_statement_edits, source_lines,
+                                    statement_ast, tokens_of)
 
 __all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
-           "attribute_names", "callable_names", "clones", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "signatures_of", "similar_names", "transforms"]
+           "attribute_names", "callable_names", "clones", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "signatures_of", "similar_names", "source_lines", "transforms"]
 
 
 

@@ -12,6 +12,7 @@ from .failure import _writable, parse_failure
 from .patch import render_patch, unanchored_end
 from .ranking import order, scored_candidates
 from .plan import Plan
+from ...in_sandbox.statement_edits import source_lines
 from .reads import clean_fix_lines, find_quoted_pattern, read_enclosing_def, read_goal_function
 
 WINDOW_BEFORE, WINDOW_AFTER = 30, 14   # a read around a traceback frame (the enclosing def is usually above)
@@ -215,7 +216,7 @@ class SearchChooser:
                 plan.reads.append(f"{action.path}:{start}")
                 if ev.status == "ok" and not ev.capped:
                     known = plan.known.setdefault(action.path, {})
-                    got = ev.output.splitlines(keepends=True)
+                    got = source_lines(ev.output)   # as Python numbers lines: a page break is no line end
                     end = action.end_line
                     if end is None or len(got) < end - start + 1:   # the read ran past the file's end
                         plan.eof[action.path] = start + len(got) - 1
