@@ -55,3 +55,16 @@ def test_a_joiner_that_wrote_nothing_is_found_by_the_analysis(tmp_path):
     m = localize(calc_sandbox(tmp_path, src, tests), ("tests/test_calc.py::test_words",), ("src/**",), mutate=True).mutation
     assert m is not None
     assert [f.text for f in m.fixes if f.clean] == ['    return " ".join(items)']
+
+
+def test_a_line_with_text_beyond_ascii_is_edited_where_its_nodes_are():
+    # the parser's columns count UTF-8 bytes; a line's text counts characters: with `"é"` before them,
+    # every edit placed by the parser's columns was garbled (`min(a, + 1 b)`), and did not compile
+    import ast
+
+    line = '    x = "é" + min(a, b) + f(c) - len(sépar)\n'
+    news = [new for _, _, new in analysis_mutations(line, ("a", "b", "c", "x", "sépar"))]
+    assert '    x = "é" + min(a, b + 1) + f(c) - len(sépar)\n' in news
+    assert '    x = "é" + min(b, a) + f(c) - len(sépar)\n' in news
+    for new in news:
+        ast.parse(new.strip())   # every edit is Python

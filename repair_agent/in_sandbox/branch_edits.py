@@ -16,9 +16,9 @@ import re
 from typing import Dict, List, Sequence, Tuple
 
 try:
-    from .statement_edits import source_lines
+    from .statement_edits import char_column, source_lines
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
-    from ra_statement_edits import source_lines  # type: ignore[no-redef]
+    from ra_statement_edits import char_column, source_lines  # type: ignore[no-redef]
 
 Edit = Tuple[str, str, str]   # (family, what, the new text: the line, then the `else` arm after it)
 
@@ -82,7 +82,8 @@ def _arms(fn: ast.AST, node: ast.If, lines: Sequence[str]) -> List[str]:
         end = getattr(s, "end_lineno", None)
         if not isinstance(s, SIMPLE) or end != s.lineno or end is None:
             continue
-        text = lines[s.lineno - 1][s.col_offset:s.end_col_offset]   # type: ignore[misc]
+        whole = lines[s.lineno - 1]
+        text = whole[char_column(whole, s.col_offset):char_column(whole, s.end_col_offset or 0)]
         for name in bound:
             if not re.search(r"\b%s\b" % re.escape(name), text):
                 continue

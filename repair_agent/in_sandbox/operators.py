@@ -14,15 +14,14 @@ import tokenize
 
 try:
     from . import branch_edits as branches, clone_edits as clones, default_edits as defaults  # for the mutation analysis
-    from . import guard_edits as guards
-    from . import transform_edits as transforms
+    from . import guard_edits as guards, transform_edits as transforms
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of
     from .swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS, NAME_SWAPS,
                         NUMERIC_CALLS, call_slip_fixes, literal_swaps)
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps, callable_names,
-                                  neutral_text, replace_span, similar_names, single_statement_edits, source_lines, statement_ast,
-                                  tokens_of)
+                                  char_column, neutral_text, replace_span, similar_names, single_statement_edits, source_lines,
+                                  statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     import ra_branch_edits as branches, ra_guard_edits as guards, ra_transform_edits as transforms  # type: ignore[no-redef]
     import ra_clone_edits as clones, ra_default_edits as defaults  # type: ignore[no-redef]
@@ -31,8 +30,8 @@ except ImportError:   # in the sandbox: loaded as a module of its own by in_sand
     from ra_swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS,  # type: ignore
                           NAME_SWAPS, NUMERIC_CALLS, call_slip_fixes, literal_swaps)
     from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps,  # type: ignore
-                                    callable_names, neutral_text, replace_span, similar_names, single_statement_edits, source_lines,
-                                    statement_ast, tokens_of)
+                                    callable_names, char_column, neutral_text, replace_span, similar_names, single_statement_edits,
+                                    source_lines, statement_ast, tokens_of)
 
 __all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
            "attribute_names", "callable_names", "clones", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "signatures_of", "similar_names", "source_lines", "transforms"]
@@ -244,7 +243,8 @@ def _ast_mutations(code: str) -> list[Edit]:
             arith_operands += [node.left, node.right]
             sp = span(node)
             if isinstance(node.op, (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod)) and sp:
-                new = replace_span(code, *sp, f"{text(node.right)} {s[node.left.end_col_offset:node.right.col_offset].strip()} {text(node.left)}")
+                between = s[char_column(s, node.left.end_col_offset or 0):char_column(s, node.right.col_offset)].strip()
+                new = replace_span(code, *sp, f"{text(node.right)} {between} {text(node.left)}")
                 out.append(("swap", f"swap operands of {text(node)}", new))
             if (isinstance(node.op, (ast.Div, ast.Mult)) and isinstance(node.right, ast.Constant)
                     and node.right.value in (100, 100.0) and sp):

@@ -81,16 +81,25 @@ def statement_ast(line: str) -> tuple[ast.AST, int] | None:
     return None
 
 
+def char_column(text: str, byte_column: int) -> int:
+    """The parser's column (UTF-8 bytes into `text`) as a character index into `text`."""
+    return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+
+
 @dataclass
 class StatementText:
-    """One line parsed as a statement: where each of its one-line nodes sits in the line, and its text."""
+    """One line parsed as a statement: where each of its one-line nodes sits in the line, and its text.
+    The parser counts columns in UTF-8 bytes, the line's text in characters: `"é"` before a node would
+    shift every edit placed by the parser's columns."""
     code: str
     indent: int
 
     def span(self, node: ast.AST) -> tuple[int, int] | None:
         if getattr(node, "lineno", 1) != 1 or getattr(node, "end_lineno", 1) != 1:
             return None
-        return self.indent + node.col_offset, self.indent + node.end_col_offset   # type: ignore[attr-defined]
+        stripped = self.code.strip()
+        return (self.indent + char_column(stripped, node.col_offset),                     # type: ignore[attr-defined]
+                self.indent + char_column(stripped, node.end_col_offset))                 # type: ignore[attr-defined]
 
     def at(self, node: ast.AST) -> tuple[int, int]:
         """`span` of a node the caller knows is on this line."""
@@ -100,7 +109,8 @@ class StatementText:
         return where
 
     def text(self, node: ast.AST) -> str:
-        return self.code.strip()[node.col_offset:node.end_col_offset]   # type: ignore[attr-defined]
+        stripped = self.code.strip()
+        return stripped[char_column(stripped, node.col_offset):char_column(stripped, node.end_col_offset)]   # type: ignore[attr-defined]
 
 
 def replace_span(line: str, start: int, end: int, text: str) -> str:
