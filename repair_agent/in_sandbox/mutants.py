@@ -786,7 +786,10 @@ class Analysis:
                     if analysis.out_of_budget():
                         continue
                     default = analysis.default_slot.get((path, line, what))
-                    undo = analysis.swap_default(path, *default) if default is not None else None
+                    try:
+                        undo = analysis.swap_default(path, *default) if default is not None else None
+                    except Exception:   # a live function that refuses the defaults: the code swap's way
+                        undo = None
                     if undo is None:
                         code = analysis.compiled(path, mutated)
                         if code is None:
