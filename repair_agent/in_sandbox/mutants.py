@@ -291,9 +291,6 @@ class Analysis:
         self.clones: Dict[str, Dict[Tuple[str, str], List[Tuple[int, str]]]] = {}   # path -> clone_edits.clone_index
         self.default_slot: Dict[Tuple[str, int, str], Tuple[int, Any]] = {}   # a default's mutant -> its def's line, its slot
         self.example_chars: List[str] = []   # characters of the failing tests' texts a probed condition may look for
-        # guards run only if their condition held just where the failing tests need it (by_conditions):
-        # probed conditions, and bodies that skip an item or take a handler's way
-        self.speculative: Set[Tuple[str, int, str]] = set()
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
         self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
@@ -468,8 +465,7 @@ class Analysis:
                 family, what, new = guards.guard_edit(text, cond, body)
                 self.condition_of[(path, line, what)] = cond
                 if cond in probes or body in extra:
-                    self.speculative.add((path, line, what))
-                    family = GUESSED
+                    family = GUESSED   # run only where its condition picks the failing tests out (by_conditions)
                 self.guarded.add((path, line))
                 out.append((new + ending, what, family))
         for cond in guards.after_conditions(text, frame, self.example_chars) if frame is not None else []:
@@ -477,7 +473,6 @@ class Analysis:
                 _, what, new = guards.after_edit(text, cond, body)
                 family = GUESSED
                 self.condition_of[(path, line, what)] = AFTER + cond
-                self.speculative.add((path, line, what))
                 self.guarded.add((path, line))
                 out.append((new + ending, what, family))
         return out
@@ -578,7 +573,7 @@ class Analysis:
         if trace is not None and self.condition_of:
             first, per_line = self.by_conditions(per_line, trace)
         else:
-            per_line = [[x for x in q if (x[0], x[1], x[2][1]) not in self.speculative] for q in per_line]
+            per_line = [[x for x in q if x[2][2] != GUESSED] for q in per_line]
 
         self.queued = len(first) + sum(len(q) for q in per_line)
 
@@ -661,7 +656,7 @@ class Analysis:
                 guard = self.condition_of.get((path, line, mut[1])) if mut[2] in ("guard", GUESSED, "transform") else None
                 held = traced.held.get((path, line, guard), set()) if guard is not None else set()
                 picks_out = mut[2] in ("guard", GUESSED) and failing and held >= failing and "" not in held
-                if (path, line, mut[1]) in self.speculative:
+                if mut[2] == GUESSED:
                     # a probed condition tells the failing tests apart only where passing tests ran the line
                     # too (else every condition that held would pass); even then it is a guess among many,
                     # so it waits behind the line's other edits
