@@ -55,11 +55,22 @@ def test_a_mutant_that_turns_the_failing_target_green_is_reported_and_checked(tm
     by_line = {ml.line: ml for ml in m.lines}
     assert set(by_line) == {2, 4, 5} and by_line[5].fixing == 1 and by_line[2].changed == 1 < by_line[2].tried
     assert m.tried == sum(ml.tried for ml in m.lines)
+    # every mutant the analysis had is accounted for: run, cut by a limit, or not compiling
+    assert m.queued == m.tried + m.cut + m.not_compiling and m.deferred == 0
+    assert m.lines_unread == 0 and m.lines_without_edits == 0
     assert "src/calc.py:5  lo -> hi  -> return hi  (1/1 failing pass, 0/3 passing broke)" in loc.render()
     # nothing a mutant did reaches the agent's working tree
     status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=sandbox.workspace,
                             capture_output=True, text=True, check=True).stdout
     assert status == "" and (sandbox.workspace / "src/calc.py").read_text() == CALC
+
+
+def test_the_analysis_accounts_for_the_mutants_a_limit_left_unrun(tmp_path, monkeypatch):
+    monkeypatch.setattr(mutation, "MAX_MUTANTS", 3)
+    sandbox = calc_sandbox(tmp_path)
+    m = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",), mutate=True).mutation
+    assert m is not None and m.tried == 3 and m.cut > 0
+    assert m.queued == m.tried + m.cut + m.not_compiling
 
 
 def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, monkeypatch):

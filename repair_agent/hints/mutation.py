@@ -85,6 +85,11 @@ class MutationAnalysis(BaseModel):
     guards_first: int = 0     # guards whose condition held in every failing target and no passing test: run first
     guards_dropped: int = 0   # guards whose condition never held where the failing targets ran their line: not run
     transforms_dropped: int = 0   # transforms of a variable that held no text where the failing targets ran the line
+    queued: int = 0           # mutants the analysis had for its lines, before the limits
+    not_compiling: int = 0    # of which: the edited module did not compile (a garbled edit), not run
+    deferred: int = 0         # ... no live function held the line: run after the others, each in a fresh session
+    lines_unread: int = 0     # chosen lines whose file could not be read
+    lines_without_edits: int = 0   # chosen lines no operator had an edit for
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:

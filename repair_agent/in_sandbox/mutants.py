@@ -294,7 +294,9 @@ class Analysis:
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
         self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
-                                       "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0}
+                                       "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0,
+                                       # where mutants went that did not run: the analysis's own account of itself
+                                       "queued": 0, "not_compiling": 0, "deferred": 0, "lines_unread": 0, "lines_without_edits": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
@@ -553,7 +555,9 @@ class Analysis:
                 self.load(path)
                 muts = self.mutants(path, line)
             except (OSError, UnicodeDecodeError, IndexError):
+                self.result["lines_unread"] += 1
                 continue
+            self.result["lines_without_edits"] += not muts
             self.stats.setdefault((path, line), [0, 0, 0])
             per_line.append([(path, line, m) for m in muts])
             keys.append((path, line))
@@ -575,7 +579,7 @@ class Analysis:
         else:
             per_line = [[x for x in q if x[2][2] != GUESSED] for q in per_line]
 
-        self.queued = len(first) + sum(len(q) for q in per_line)
+        self.queued = self.result["queued"] = len(first) + sum(len(q) for q in per_line)
 
         def liveness(i: int) -> Tuple[int, int]:
             tried, changed, _ = self.stats[keys[i]]
@@ -788,6 +792,7 @@ class Analysis:
                     if undo is None:
                         code = analysis.compiled(path, mutated)
                         if code is None:
+                            analysis.result["not_compiling"] += 1
                             continue
                         try:
                             undo = analysis.swap(path, code, line)
@@ -795,6 +800,7 @@ class Analysis:
                             undo = None
                     if undo is None:
                         analysis.deferred.append((path, line, original, mutated, new_text, what, family))
+                        analysis.result["deferred"] += 1
                         continue
                     try:
                         t1 = time.monotonic()
