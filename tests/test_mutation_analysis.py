@@ -73,6 +73,51 @@ def test_the_analysis_accounts_for_the_mutants_a_limit_left_unrun(tmp_path, monk
     assert m.queued == m.tried + m.cut + m.not_compiling
 
 
+def test_a_cache_that_cannot_be_cleared_leaves_every_mutant_undone(tmp_path):
+    # The analysis clears the caches a module holds after each swap; a module-level object whose
+    # `cache_clear` wants an argument made the clear raise after the mutant's code was put in, and that
+    # mutant stayed in the live function for every mutant after it (each "undone" to the one before).
+    registry = "\n\nclass Registry:\n    def cache_clear(self, name):\n        raise KeyError(name)\n\n\nREGISTRY = Registry()\n"
+    sandbox = calc_sandbox(tmp_path, CALC + registry)
+    m = localize(sandbox, ("tests/test_calc.py::test_clamp_high",), ("src/**",), mutate=True).mutation
+    assert m is not None and m.session_exit in (0, 1) and m.deferred == 0
+    assert [(f.line, f.text, f.broken) for f in m.fixes if f.clean] == [(5, "        return hi", 0)]
+    assert m.queued == m.tried + m.cut + m.not_compiling
+
+
+STOPS = '''\
+def step(n):
+    if n > 3:
+        raise KeyboardInterrupt("too far")
+    return n + 1
+'''
+
+STOPS_TESTS = '''\
+import pytest
+
+from calc import step
+
+
+def test_three():
+    assert step(3) == 3
+
+
+def test_past_three():
+    with pytest.raises(KeyboardInterrupt):
+        step(5)
+'''
+
+
+def test_a_mutant_that_raises_what_pytest_lets_through_ends_that_mutant_only(tmp_path):
+    # `n > 3` -> `n >= 3` raises KeyboardInterrupt in the target; pytest lets that through its run of the
+    # test, and it used to end the whole loop (pytest's session swallowed it) after that one mutant
+    sandbox = calc_sandbox(tmp_path, STOPS, STOPS_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_three",), ("src/**",), mutate=True).mutation
+    assert m is not None and m.errors >= 1 and m.error.startswith("KeyboardInterrupt at mutants.py:")
+    assert m.queued == m.tried + m.cut + m.not_compiling + m.errors
+    assert "    return n" in [f.text for f in m.fixes if f.clean]
+
+
 def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, monkeypatch):
     monkeypatch.setattr("repair_agent.hints.mutation.PER_MUTANT_S", 0.5)
     sandbox = calc_sandbox(tmp_path, STEPS, STEPS_TESTS)

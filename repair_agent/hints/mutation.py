@@ -90,6 +90,9 @@ class MutationAnalysis(BaseModel):
     deferred: int = 0         # ... no live function held the line: run after the others, each in a fresh session
     lines_unread: int = 0     # chosen lines whose file could not be read
     lines_without_edits: int = 0   # chosen lines no operator had an edit for
+    errors: int = 0           # exceptions of the analysis's own code (each ended one mutant, or the loop)
+    error: str = ""           # the first: its type and where in the analysis's program
+    session_exit: int = 0     # the mutants' pytest session's exit code: 2 or more, it ended early
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:

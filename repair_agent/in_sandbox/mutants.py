@@ -181,6 +181,17 @@ def live_functions(mod: Any) -> List[Any]:
     return out
 
 
+def clear_caches(caches: List[Any]) -> None:
+    """Empty the caches the mutated code may have filled (`functools.cache` and the like). A holder whose
+    `cache_clear` raises is no such cache (a project's own method of that name, wanting an argument): it
+    is left out from then on, never an exception between a mutant's swap and its undo."""
+    for holder in list(caches):
+        try:
+            holder.cache_clear()
+        except Exception:
+            caches.remove(holder)
+
+
 def code_in(code: Any, name: str, first: int) -> Any:
     """The code object of function `name` starting at line `first` anywhere inside `code`, or None."""
     for c in code.co_consts:
@@ -296,7 +307,8 @@ class Analysis:
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
                                        "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0,
                                        # where mutants went that did not run: the analysis's own account of itself
-                                       "queued": 0, "not_compiling": 0, "deferred": 0, "lines_unread": 0, "lines_without_edits": 0}
+                                       "queued": 0, "not_compiling": 0, "deferred": 0, "lines_unread": 0, "lines_without_edits": 0,
+                                       "errors": 0, "error": ""}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
@@ -383,17 +395,12 @@ class Analysis:
             return None
         fn, old = fns[0], fns[0].__code__
 
-        def clear() -> None:
-            for holder in caches:
-                holder.cache_clear()
-
-        fn.__code__ = new
-        clear()
-
         def undo() -> None:
             fn.__code__ = old
-            clear()
+            clear_caches(caches)
 
+        fn.__code__ = new
+        clear_caches(caches)
         return undo
 
     def load(self, path: str) -> str:
@@ -533,6 +540,22 @@ class Analysis:
         if time.monotonic() - self.printed > self.m["snapshot_s"]:
             self.print_result(finished=False)
 
+    def note_error(self, exc: BaseException) -> None:
+        """Count an exception of the analysis's own code (a test's is a failing outcome, never this one),
+        and keep where the first happened: its type and the innermost frame of this program (no value,
+        no text of the project's: the result is read by people who must not see a held-out project)."""
+        self.result["errors"] += 1
+        if not self.result["error"]:
+            # shipped, this program's modules are compiled as `<ra_mutants>`; imported, they are files
+            home = os.path.dirname(Analysis.note_error.__code__.co_filename)
+            tb, where = exc.__traceback__, ""
+            while tb is not None:
+                name = tb.tb_frame.f_code.co_filename
+                if name.startswith("<ra_") or (home and os.path.dirname(name) == home):
+                    where = f" at {name.strip('<>')[3:] if name.startswith('<') else os.path.basename(name)[:-3]}.py:{tb.tb_lineno}"
+                tb = tb.tb_next
+            self.result["error"] = type(exc).__name__ + where
+
     def print_result(self, finished: bool) -> None:
         """The result so far (`finished`: the whole of it) on one line after MARKER."""
         self.printed = time.monotonic()
@@ -622,8 +645,7 @@ class Analysis:
 
         def put(values: Tuple[Any, Any]) -> None:
             fn.__defaults__, fn.__kwdefaults__ = values
-            for holder in caches:
-                holder.cache_clear()
+            clear_caches(caches)
 
         put(self.operators.defaults.with_default(old[0], old[1], slot))
         return lambda: put(old)
@@ -781,36 +803,42 @@ class Analysis:
                         finally:
                             sys.settrace(previous)
 
-                for path, line, original, mutated, new_text, what, family in analysis.each_mutant(chosen, trace):
-                    if analysis.out_of_budget():
-                        continue
-                    default = analysis.default_slot.get((path, line, what))
-                    try:
-                        undo = analysis.swap_default(path, *default) if default is not None else None
-                    except Exception:   # a live function that refuses the defaults: the code swap's way
-                        undo = None
-                    if undo is None:
-                        code = analysis.compiled(path, mutated)
-                        if code is None:
-                            analysis.result["not_compiling"] += 1
+                try:
+                    for path, line, original, mutated, new_text, what, family in analysis.each_mutant(chosen, trace):
+                        if analysis.out_of_budget():
                             continue
                         try:
-                            undo = analysis.swap(path, code, line)
-                        except Exception:
-                            undo = None
-                    if undo is None:
-                        analysis.deferred.append((path, line, original, mutated, new_text, what, family))
-                        analysis.result["deferred"] += 1
-                        continue
-                    try:
-                        t1 = time.monotonic()
-                        got = run_items(analysis.failing, until_unchanged=analysis.short_of_time())
-                        analysis.spent["targets_s"] += time.monotonic() - t1
-                        analysis.result["timed_out"] += analysis.fired
-                        analysis.judge(path, line, new_text, what, family, got,
-                                       lambda ids: run_items(ids, m["per_mutant_s"] * 5))
-                    finally:
-                        undo()
+                            default = analysis.default_slot.get((path, line, what))
+                            try:
+                                undo = analysis.swap_default(path, *default) if default is not None else None
+                            except Exception:   # a live function that refuses the defaults: the code swap's way
+                                undo = None
+                            if undo is None:
+                                code = analysis.compiled(path, mutated)
+                                if code is None:
+                                    analysis.result["not_compiling"] += 1
+                                    continue
+                                try:
+                                    undo = analysis.swap(path, code, line)
+                                except Exception:
+                                    undo = None
+                            if undo is None:
+                                analysis.deferred.append((path, line, original, mutated, new_text, what, family))
+                                analysis.result["deferred"] += 1
+                                continue
+                            try:
+                                t1 = time.monotonic()
+                                got = run_items(analysis.failing, until_unchanged=analysis.short_of_time())
+                                analysis.spent["targets_s"] += time.monotonic() - t1
+                                analysis.result["timed_out"] += analysis.fired
+                                analysis.judge(path, line, new_text, what, family, got,
+                                               lambda ids: run_items(ids, m["per_mutant_s"] * 5))
+                            finally:
+                                undo()
+                        except BaseException as exc:   # a bug on one mutant (or a stray interrupt) ends that mutant only
+                            analysis.note_error(exc)
+                except Exception as exc:   # of the mutants' order (each_mutant): the loop cannot go on
+                    analysis.note_error(exc)
                 return True
 
         return Loop()
@@ -825,8 +853,10 @@ class Analysis:
         self.stop_at = min(self.started + m["budget_s"], run.deadline - run.args["budget_s"] + m["until_s"])
         if self.failing and chosen:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                pytest.main(["-q", "-p", "no:cacheprovider", "--maxfail=0", f"--rootdir={self.root}", *self.failing, *self.passing],
-                            plugins=[self.loop_plugin(chosen)])
+                # not 0 or 1 (tests failed): the loop itself ended early (an internal error pytest swallowed)
+                self.result["session_exit"] = int(pytest.main(
+                    ["-q", "-p", "no:cacheprovider", "--maxfail=0", f"--rootdir={self.root}", *self.failing, *self.passing],
+                    plugins=[self.loop_plugin(chosen)]))
         for path, line, original, mutated, new_text, what, family in self.deferred:
             if self.out_of_budget():
                 continue
