@@ -13,6 +13,7 @@ from repair_agent.choosers.search.mutants import mutant_candidates, mutation_fea
 from repair_agent.choosers.search.ranking import rank_candidates
 from repair_agent.hints.localization import localize
 from repair_agent.hints import mutation
+from repair_agent.in_sandbox import mutants
 from repair_agent.hints.mutation import MutantFix
 from repair_agent.loop.plain import read_description
 
@@ -116,6 +117,61 @@ def test_a_mutant_that_raises_what_pytest_lets_through_ends_that_mutant_only(tmp
     assert m is not None and m.errors >= 1 and m.error.startswith("KeyboardInterrupt at mutants.py:")
     assert m.queued == m.tried + m.cut + m.not_compiling + m.errors
     assert "    return n" in [f.text for f in m.fixes if f.clean]
+
+
+SCORE = '''\
+def score(values, weight, bonus):
+    total = 0
+    count = 0
+    for v in values:
+        if v > 10:
+            total += v * weight - 1
+        elif v < 0:
+            total -= v // 2 + bonus
+        else:
+            total += v + bonus * 2
+        count += 1
+    if count > 3 and total > 100:
+        total = total - count * 3
+    return total + 1
+'''
+
+SCORE_TESTS = '''\
+from calc import score
+
+
+def test_small():
+    assert score([1, 2], 1, 0) == 3
+
+
+def test_big():
+    assert score([20], 2, 0) == 40
+
+
+def test_negative():
+    assert score([-4], 1, 1) == 2
+'''
+
+
+def test_two_processes_share_the_mutants_and_find_what_one_finds(tmp_path, monkeypatch):
+    # Past MIN_SHARED queued mutants the analysis forks (where it has two CPUs): each process runs every
+    # other mutant of each line, and the parent adds up what the child sent. The result is the one
+    # process's: the same mutants run, the same clean fixes, in each line's order, the same counts.
+    from repair_agent.in_sandbox.workers import available_cpus
+    runs = {}
+    for workers in (1, 2):
+        monkeypatch.setattr(mutation, "WORKERS", workers)
+        sandbox = calc_sandbox(tmp_path / str(workers), SCORE, SCORE_TESTS)
+        runs[workers] = localize(sandbox, ("tests/test_calc.py::test_small",), ("src/**",), mutate=True).mutation
+    one, two = runs[1], runs[2]
+    assert one is not None and two is not None and one.queued >= mutants.MIN_SHARED
+    assert one.workers == 1 and two.workers == min(2, available_cpus()) and two.workers_lost == 0
+    assert two.tried == one.tried == one.queued and two.cut == one.cut == 0 and two.errors == 0
+    assert sorted((ml.line, ml.tried, ml.changed, ml.fixing, sorted(ml.refuted)) for ml in two.lines) == \
+        sorted((ml.line, ml.tried, ml.changed, ml.fixing, sorted(ml.refuted)) for ml in one.lines)
+    clean = sorted([(f.line, f.what, f.checked) for f in one.fixes if f.clean], key=lambda x: x[0])   # stable
+    assert len(clean) >= 3 and all(checked == 2 for _, _, checked in clean)
+    assert sorted([(f.line, f.what, f.checked) for f in two.fixes if f.clean], key=lambda x: x[0]) == clean
 
 
 def test_a_mutant_that_never_ends_is_stopped_and_the_analysis_goes_on(tmp_path, monkeypatch):
@@ -572,6 +628,7 @@ def test_short_of_time_a_mutant_stops_at_a_target_that_fails_as_before(tmp_path,
     # Two slow failing targets and some 300 mutants cannot all run both targets in 4 s: once the pace
     # says so, a mutant whose first target fails as before does not run the second.
     monkeypatch.setattr("repair_agent.hints.mutation.BUDGET_S", 4.0)
+    monkeypatch.setattr("repair_agent.hints.mutation.WORKERS", 1)   # two processes run them all in 4 s
     sandbox = calc_sandbox(tmp_path, LONG_STRETCH, SLOW_TESTS)
     targets = ("tests/test_calc.py::test_keyed", "tests/test_calc.py::test_keyed_words")
     m = localize(sandbox, targets, ("src/**",), mutate=True).mutation

@@ -536,3 +536,14 @@ def test_local_sandbox_deadline_and_output_cap(tmp_path):
     assert out.sha256 == hashlib.sha256(b"x" * size).hexdigest()
     assert Path(out.kept_path).stat().st_size == out.kept_bytes == 1_000_000
     assert res.stderr.text == "warn" and not res.stderr.truncated and res.stderr.true_bytes == 4
+
+
+@pytest.mark.docker
+def test_the_mutation_analysis_sees_the_sandboxs_cpus(sandbox):
+    # The sandbox gets two CPUs where the host has them, and the analysis's workers read that quota
+    # (not the host's count) from inside the container: one CPU would make a second process a loss.
+    from repair_agent import in_sandbox
+    code = in_sandbox.program(("workers",), "print(workers.available_cpus())")
+    res = sandbox.run(["python3", "-c", code], timeout_s=20)
+    assert res.ok, res.stderr.text
+    assert int(res.stdout.text) == min(2, os.cpu_count() or 1) == sandbox.limits.cpus

@@ -28,6 +28,7 @@ BUDGET_S = 30.0       # for all mutants; a cut is counted in the result (past ~6
 PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing the failure
 MAX_CHECKED = 60      # fixing mutants checked against the passing tests
 SNAPSHOT_S = 5.0      # the result so far is printed this often, so a process stopped early leaves it
+WORKERS = 2           # processes the mutants are shared among, when the sandbox has the CPUs for them
 MEMORY_MB = 384       # what the mutants may allocate beyond the process's size: more fails as MemoryError
 MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
@@ -93,6 +94,8 @@ class MutationAnalysis(BaseModel):
     errors: int = 0           # exceptions of the analysis's own code (each ended one mutant, or the loop)
     error: str = ""           # the first: its type and where in the analysis's program
     session_exit: int = 0     # the mutants' pytest session's exit code: 2 or more, it ended early
+    workers: int = 1          # processes that shared the mutants (in_sandbox/workers.py); the times above add theirs up
+    workers_lost: int = 0     # of which this many sent nothing by the deadline (their mutants' results are lost)
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:
@@ -111,4 +114,4 @@ def mutation_args(writable_regexes: list[str], until_s: float) -> dict:
     traced run's start by which the mutants must stop (the sandbox's clock is its own)."""
     return {"writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
             "max_per_line": MAX_PER_LINE, "budget_s": BUDGET_S, "per_mutant_s": PER_MUTANT_S,
-            "max_checked": MAX_CHECKED, "until_s": until_s, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}
+            "max_checked": MAX_CHECKED, "workers": WORKERS, "until_s": until_s, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}

@@ -29,6 +29,11 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+try:
+    from .workers import Pool, available_cpus
+except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_workers import Pool, available_cpus  # type: ignore[no-redef]
+
 if TYPE_CHECKING:
     from .spectrum import SpectrumRun
 
@@ -48,6 +53,10 @@ UNFINISHED = "failed: did not finish"   # a target the time limit stopped (or ne
 MAX_DEFAULT_FUNCTIONS = 8            # the functions around the chosen lines whose defaults are edited
 MAX_SPECULATIVE = 6                  # guards of a probed condition or a new kind of body that run, per line
 MAX_NAMES = 12                       # the variables of a function a variable read may become
+MIN_SHARED = 100                     # mutants queued before they are shared among processes (workers.py)
+# what each process counts of its own mutants, added up in the parent
+SHARED_COUNTS = ("tried", "cut", "timed_out", "stopped_early", "not_compiling", "deferred", "errors")
+SHARED_TIMES = ("compile_s", "targets_s", "check_s")
 
 
 class MutantTimeout(BaseException):
@@ -308,12 +317,15 @@ class Analysis:
                                        "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0,
                                        # where mutants went that did not run: the analysis's own account of itself
                                        "queued": 0, "not_compiling": 0, "deferred": 0, "lines_unread": 0, "lines_without_edits": 0,
-                                       "errors": 0, "error": ""}
+                                       "errors": 0, "error": "", "workers": 1, "workers_lost": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
         self.stop_at = 0.0
-        self.queued = 0         # mutants each_mutant will yield in all
+        self.queued = 0         # mutants each_mutant will yield in this process
+        self.pool = Pool()      # the processes that share the mutants
+        self.max_mutants = int(self.m["max_mutants"])   # this process's share of them
+        self.position: Dict[Tuple[str, int, str], Tuple[int, int]] = {}   # a mutant's place in its line's queue
         self.printed = 0.0      # when the result was last printed
 
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
@@ -540,6 +552,59 @@ class Analysis:
         if time.monotonic() - self.printed > self.m["snapshot_s"]:
             self.print_result(finished=False)
 
+    def share(self, first: List[Tuple[str, int, Mutant]], per_line: List[List[Tuple[str, int, Mutant]]]
+              ) -> Tuple[List[Tuple[str, int, Mutant]], List[List[Tuple[str, int, Mutant]]]]:
+        """This process's share of the mutants, once enough are queued and the sandbox has CPUs for more
+        processes than one (m["workers"] at most): every n-th of each line's queue, so each process
+        still runs the first edits of every line first. A child starts counting from nothing."""
+        for j, (path, line, mut) in enumerate(first):
+            self.position[(path, line, mut[1])] = (-1, j)
+        for i, queue in enumerate(per_line):
+            for j, (path, line, mut) in enumerate(queue):
+                self.position.setdefault((path, line, mut[1]), (j, i))
+        n = min(int(self.m["workers"]), available_cpus()) if self.queued >= MIN_SHARED else 1
+        k = self.pool.split(n)
+        n = self.result["workers"] = self.pool.count
+        self.max_mutants = self.m["max_mutants"] // n + (k < self.m["max_mutants"] % n)
+        if self.pool.is_child:
+            self.result.update({key: 0 for key in SHARED_COUNTS}, fixes=[], error="")
+            self.spent.update({key: 0.0 for key in SHARED_TIMES})
+            self.stats = {key: [0, 0, 0] for key in self.stats}
+            self.refuted, self.deferred = {}, []
+        first, per_line = first[k::n], [q[k::n] for q in per_line]
+        self.queued = len(first) + sum(len(q) for q in per_line)   # this process's, for its pace (short_of_time)
+        return first, per_line
+
+    def join(self) -> None:
+        """After this process's share: a child sends what it found and ends; the parent adds in what
+        each child sent (a child that sent nothing by the deadline counts as `workers_lost`)."""
+        if self.pool.is_child:
+            self.pool.send({"counts": {k: self.result[k] for k in SHARED_COUNTS}, "fixes": self.result["fixes"],
+                            "spent": {k: self.spent[k] for k in SHARED_TIMES}, "error": self.result["error"],
+                            "stats": [[p, n, v] for (p, n), v in self.stats.items()],
+                            "refuted": [[p, n, v] for (p, n), v in self.refuted.items()], "deferred": self.deferred})
+        if not self.pool.children:
+            return
+        # a child's mutant in flight at stop_at may take its time limit, and its check five times that
+        for got in self.pool.gather(self.stop_at + 6 * self.m["per_mutant_s"]):
+            if got is None:
+                self.result["workers_lost"] += 1
+                continue
+            for key in SHARED_COUNTS:
+                self.result[key] += got["counts"][key]
+            for key in SHARED_TIMES:
+                self.spent[key] += got["spent"][key]
+            self.result["error"] = self.result["error"] or got["error"]
+            self.result["fixes"].extend(got["fixes"])
+            for p, n, v in got["stats"]:
+                st = self.stats.setdefault((p, n), [0, 0, 0])
+                st[:] = [a + b for a, b in zip(st, v)]
+            for p, n, v in got["refuted"]:
+                self.refuted.setdefault((p, n), []).extend(v)
+            self.deferred.extend(tuple(d) for d in got["deferred"])   # type: ignore[misc]
+        # a line's fixes in its queue's order, as one process would have found them
+        self.result["fixes"].sort(key=lambda f: self.position.get((f["path"], f["line"], f["what"]), (0, 0)))
+
     def note_error(self, exc: BaseException) -> None:
         """Count an exception of the analysis's own code (a test's is a failing outcome, never this one),
         and keep where the first happened: its type and the innermost frame of this program (no value,
@@ -557,8 +622,10 @@ class Analysis:
             self.result["error"] = type(exc).__name__ + where
 
     def print_result(self, finished: bool) -> None:
-        """The result so far (`finished`: the whole of it) on one line after MARKER."""
+        """The result so far (`finished`: the whole of it) on one line after MARKER (by the parent only)."""
         self.printed = time.monotonic()
+        if self.pool.is_child:
+            return
         self.result["lines"] = [{"path": p, "line": n, "tried": v[0], "changed": v[1], "fixing": v[2],
                                  "refuted": self.refuted.get((p, n), [])} for (p, n), v in self.stats.items()]
         self.result["duration_s"] = round(time.monotonic() - self.started, 3)
@@ -603,6 +670,7 @@ class Analysis:
             per_line = [[x for x in q if x[2][2] != GUESSED] for q in per_line]
 
         self.queued = self.result["queued"] = len(first) + sum(len(q) for q in per_line)
+        first, per_line = self.share(first, per_line)
 
         def liveness(i: int) -> Tuple[int, int]:
             tried, changed, _ = self.stats[keys[i]]
@@ -723,7 +791,7 @@ class Analysis:
     def out_of_budget(self) -> bool:
         if time.monotonic() - self.printed > self.m["snapshot_s"]:
             self.print_result(finished=False)
-        if self.result["tried"] >= self.m["max_mutants"] or time.monotonic() > self.stop_at:
+        if self.result["tried"] >= self.max_mutants or time.monotonic() > self.stop_at:
             self.result["cut"] += 1
             return True
         return False
@@ -839,6 +907,7 @@ class Analysis:
                             analysis.note_error(exc)
                 except Exception as exc:   # of the mutants' order (each_mutant): the loop cannot go on
                     analysis.note_error(exc)
+                analysis.join()
                 return True
 
         return Loop()
@@ -857,6 +926,8 @@ class Analysis:
                 self.result["session_exit"] = int(pytest.main(
                     ["-q", "-p", "no:cacheprovider", "--maxfail=0", f"--rootdir={self.root}", *self.failing, *self.passing],
                     plugins=[self.loop_plugin(chosen)]))
+            if self.pool.is_child:   # its loop ended some other way than by its share's end: still only its share
+                self.join()
         for path, line, original, mutated, new_text, what, family in self.deferred:
             if self.out_of_budget():
                 continue

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import tarfile
 import time
 from pathlib import Path
@@ -26,7 +27,9 @@ class DockerSandbox(GitToolsMixin):
         self.workspace, self.base_commit, self.output_dir = Path(workspace), base_commit, Path(output_dir)
         self.container = HardenedContainer(
             client, image, mounts=[Mount("/workspace", str(self.workspace), type="bind", read_only=False)],
-            limits=limits, user=container_user(),
+            # two CPUs where the host has them, as the verifier's containers: the mutation analysis shares
+            # its mutants between two processes (in_sandbox/workers.py) and is cut by time, not count
+            limits=limits or Limits(cpus=float(min(2, os.cpu_count() or 1))), user=container_user(),
             labels={"org.repair-agent.role": "sandbox", "org.repair-agent.run": run_id})
         self.limits = self.container.limits
 
