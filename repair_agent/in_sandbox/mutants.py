@@ -309,6 +309,7 @@ class Analysis:
         self.jump_sites: Dict[str, Dict[int, str]] = {}   # path -> branch_edits.jump_sites
         self.frames: Dict[str, Dict[int, Any]] = {}   # path -> guard_edits.line_frames
         self.clones: Dict[str, Dict[Tuple[str, str], List[Tuple[int, str]]]] = {}   # path -> clone_edits.clone_index
+        self.sort_keys: Dict[str, Any] = {}   # path -> order_edits.key_index
         self.default_slot: Dict[Tuple[str, int, str], Tuple[int, Any]] = {}   # a default's mutant -> its def's line, its slot
         self.example_chars: List[str] = []   # characters of the failing tests' texts a probed condition may look for
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
@@ -432,6 +433,7 @@ class Analysis:
             self.jump_sites[path] = self.operators.branches.jump_sites(text)
             self.frames[path] = self.operators.guards.line_frames(text)
             self.clones[path] = self.operators.clones.clone_index(text)
+            self.sort_keys[path] = self.operators.orders.key_index(text)
         return self.sources[path]
 
     def mutants(self, path: str, line: int) -> List[Mutant]:
@@ -440,11 +442,13 @@ class Analysis:
         names = variables(self.scopes[path], line)
         muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
                             self.m["max_per_line"], self.signatures[path], self.attributes[path])
-        # the line as its clones have it, and separators a test run can tell apart, before the broad
-        # edits (any variable, deletions)
+        # the line as its clones have it, separators a test run can tell apart, and a sort's key or
+        # order, before the broad edits (any variable, deletions)
         seen = {mut[0] for mut in muts}
+        orders = self.operators.orders
         extra = self.operators.clones.clone_edits(self.lines[path], line, self.clones[path]) + \
-            self.operators.literal_swaps(text, tuple(self.example_chars))
+            self.operators.literal_swaps(text, tuple(self.example_chars)) + \
+            orders.order_edits(text, orders.keys_at(self.sort_keys[path], line))
         seps = [(new, what, family) for family, what, new in extra if new not in seen]
         cut = next((k for k, mut in enumerate(muts) if mut[2] in self.operators.LAST_IN_ANALYSIS), len(muts))
         muts = (muts[:cut] + seps + muts[cut:])[:self.m["max_per_line"]]

@@ -14,7 +14,7 @@ import tokenize
 
 try:
     from . import branch_edits as branches, clone_edits as clones, default_edits as defaults  # for the mutation analysis
-    from . import guard_edits as guards, transform_edits as transforms
+    from . import guard_edits as guards, order_edits as orders, transform_edits as transforms
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of
     from .swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS, NAME_SWAPS,
@@ -24,7 +24,7 @@ try:
                                   statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     import ra_branch_edits as branches, ra_guard_edits as guards, ra_transform_edits as transforms  # type: ignore[no-redef]
-    import ra_clone_edits as clones, ra_default_edits as defaults  # type: ignore[no-redef]
+    import ra_clone_edits as clones, ra_default_edits as defaults, ra_order_edits as orders  # type: ignore[no-redef]
     from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
     from ra_swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS,  # type: ignore
@@ -34,7 +34,7 @@ except ImportError:   # in the sandbox: loaded as a module of its own by in_sand
                                     source_lines, statement_ast, tokens_of)
 
 __all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
-           "attribute_names", "callable_names", "clones", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "signatures_of", "similar_names", "source_lines", "transforms"]
+           "attribute_names", "callable_names", "clones", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "orders", "signatures_of", "similar_names", "source_lines", "transforms"]
 
 
 
@@ -138,10 +138,10 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...], names: tuple[str, 
             # `not x` -> `x`, `x not in y` -> `x in y`
             out.append(("boolean", "drop `not`", replace_span(code, c0, c1 + 1 if code[c1:c1 + 1] == " " else c1, "")))
         elif t.type == tokenize.NAME and t.string in ("if", "elif", "while") and k == 0:
-            head = re.match(r"^(\s*(?:if|elif|while)\s+)(.+?):\s*$", code)
+            head = re.match(r"^(\s*(?:if|elif|while)\s+)(.+?):(\s*(?:#.*)?)$", code)   # a comment stays
             # `if not x:` is negated by dropping its `not` (above): `not (not x)` is the same edit, worse written
             if head and not re.match(r"not\s(?!.*\b(?:and|or|if)\b)", head.group(2)):
-                out.append(("boolean", "negate the condition", f"{head.group(1)}not ({head.group(2)}):"))
+                out.append(("boolean", "negate the condition", f"{head.group(1)}not ({head.group(2)}):{head.group(3)}"))
         elif t.type == tokenize.NAME and t.string in ("in", "is") and not code.lstrip().startswith("for ") \
                 and not (k + 1 < len(toks) and toks[k + 1].string == "not"):
             negated = "not in" if t.string == "in" else "is not"

@@ -73,7 +73,10 @@ def statement_ast(line: str) -> tuple[ast.AST, int] | None:
     """The line's AST and the column offset of its stripped text."""
     s = line.strip()
     indent = len(line) - len(line.lstrip())
-    for v in (s, s + " pass"):
+    # a header's trailing comment would swallow the `pass` body (`for x in xs:  # note`); cut before
+    # it, the columns of what precedes it are unchanged
+    comment = next((t.start[1] for t in tokens_of(s + "\n") if t.type == tokenize.COMMENT and t.start[0] == 1), None)
+    for v in (s, s + " pass") + ((s[:comment].rstrip() + " pass",) if comment else ()):
         try:
             return ast.parse(v), indent
         except SyntaxError:
