@@ -48,6 +48,10 @@ class MutantFix(BaseModel):
     broken: int | None = None   # passing tests it broke, when checked (only mutants that fix every target)
     checked: int = 0          # passing tests it was checked against
     reached: int | None = None   # a guard or a transform: when the failing targets first ran its line (0: first)
+    # what it did on the tests it was checked against, as a digest (in_sandbox/behaviour.py): two clean
+    # fixes with the same one cannot be told apart by them
+    behaviour: str | None = None
+    tokens_added: int = 0     # tokens the edit adds to its line (negative: it removes some)
 
     @property
     def clean(self) -> bool:

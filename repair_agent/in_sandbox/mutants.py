@@ -30,8 +30,10 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 try:
+    from .behaviour import Recorder
     from .workers import Pool, available_cpus
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_behaviour import Recorder  # type: ignore[no-redef]
     from ra_workers import Pool, available_cpus  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ UNFINISHED = "failed: did not finish"   # a target the time limit stopped (or ne
 MAX_DEFAULT_FUNCTIONS = 8            # the functions around the chosen lines whose defaults are edited
 MAX_SPECULATIVE = 6                  # guards of a probed condition or a new kind of body that run, per line
 MAX_NAMES = 12                       # the variables of a function a variable read may become
+TOKEN = re.compile(r"\w+|[^\w\s]")   # a fix's size: the tokens it adds to its line (fewer: simpler)
 MIN_SHARED = 100                     # mutants queued before they are shared among processes (workers.py)
 # what each process counts of its own mutants, added up in the parent
 SHARED_COUNTS = ("tried", "cut", "timed_out", "stopped_early", "not_compiling", "deferred", "errors")
@@ -541,17 +544,23 @@ class Analysis:
         if not self.fired and any(got.get(t, "passed") not in ("passed", UNFINISHED) for t in self.failing):
             self.refuted.setdefault((path, line), []).append(edit_key(new_text))
         if passed:
+            old = self.lines[path][line - 1] if path in self.lines and line <= len(self.lines[path]) else ""
             fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what, "family": family,
                    "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0,
+                   "tokens_added": len(TOKEN.findall(new_text)) - len(TOKEN.findall(old)),
                    "reached": self.reach_order.get((path, line)) if family in ("guard", GUESSED, "transform") else None}
             if passed == len(self.failing):
                 st[2] += 1
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
                     t0 = time.monotonic()
-                    others = check(self.passing)
+                    # the targets again with the passing tests, all recorded: what the fix does on them
+                    with Recorder(path) as recorder:
+                        ran = check(self.failing + self.passing)
                     self.spent["check_s"] += time.monotonic() - t0
+                    others = {t: v for t, v in ran.items() if t not in self.failing}
                     fix["checked"] = len(others)
                     fix["broken"] = sum(v != "passed" for v in others.values())
+                    fix["behaviour"] = recorder.digest(ran)
             result["fixes"].append(fix)
         if time.monotonic() - self.printed > self.m["snapshot_s"]:
             self.print_result(finished=False)
