@@ -1,11 +1,7 @@
 """Clean fixes the tests cannot tell apart (in_sandbox/behaviour.py): the analysis records what each
-did on the tests, run for real on small repositories, and the search chooser tries the simplest of
-those that did the same."""
+did on the tests, run for real on small repositories."""
 from __future__ import annotations
 
-from repair_agent.choosers.search import Failure
-from repair_agent.choosers.search.mutants import _clean_count, mutant_candidates, mutation_features
-from repair_agent.choosers.search.weights import Rule
 from repair_agent.hints.localization import localize
 from repair_agent.in_sandbox.behaviour import Recorder, stable_repr
 
@@ -66,24 +62,16 @@ def test_a_repr_without_addresses_and_only_calls_from_outside_the_file_are_behav
     assert rec.digest({"t": "passed"}) != rec.digest({"t": "failed: x"})
 
 
-def test_fixes_that_did_the_same_on_every_test_share_a_behaviour_and_the_simplest_is_tried_first(tmp_path):
+def test_fixes_that_did_the_same_on_every_test_share_a_behaviour(tmp_path):
     # `size = limit`, `size = limit - width(word)`, `word[:size + 1]`, `word[:limit]` and `len(sep) - 1`
     # all return what the tests expect from `cut` (every separator tested is "-"): one behaviour, five
-    # edits. The tests cannot tell them apart: the one that adds the fewest tokens goes first.
+    # edits, each with the tokens it adds to its line (a term dropped removes five)
     m = localize(calc_sandbox(tmp_path, CUT, CUT_TESTS), ("tests/test_calc.py::test_cut",), ("src/**",),
                  mutate=True).mutation
     assert m is not None
-    clean = [f for f in m.fixes if f.clean]
-    assert len(clean) >= 4 and len({f.behaviour for f in clean}) == 1 and clean[0].behaviour
-    f = Failure(mutant_fixes={})
-    for fx in clean:
-        f.mutant_fixes.setdefault((fx.path, fx.line), []).append(fx)
-    assert _clean_count(f) == 1   # one behaviour: not a crowd
-    lines = {i + 1: t for i, t in enumerate(CUT.splitlines(keepends=True))}
-    longer = {"".join(c.new_lines).strip(): (Rule.MUTANT_EQUIVALENT_LONGER, 1.0) in mutation_features(c, f)
-              for c in mutant_candidates("src/calc.py", lines, f)}
-    assert longer.pop("size = limit") is False
-    assert longer and all(longer.values()), longer
+    clean = {f.text.strip(): f for f in m.fixes if f.clean}
+    assert len(clean) >= 4 and len({f.behaviour for f in clean.values()}) == 1 and clean["size = limit"].behaviour
+    assert clean["size = limit"].tokens_added == -5 and clean["return word[:size + 1]"].tokens_added == 2
 
 
 def test_a_fix_that_leaves_the_object_in_another_state_is_another_behaviour(tmp_path):

@@ -4,7 +4,7 @@ where they pick out the failing tests (real pytest on real small repositories, i
 from __future__ import annotations
 
 from repair_agent.hints.localization import localize
-from repair_agent.in_sandbox.guard_edits import LineFrame, line_frames, probe_conditions
+from repair_agent.in_sandbox.probe_edits import LineFrame, line_frames, probe_conditions
 
 from helpers import calc_sandbox
 
@@ -75,12 +75,13 @@ def test_settings():
 def test_a_skip_guard_is_found_from_a_character_of_the_failing_test(tmp_path):
     # The attack on such guards is one that holds in the passing tests too and skips what they need:
     # `'#' in line` holds on `colour = #fff`, so it is never run; `line.startswith('#')` holds only on
-    # the comment line of the failing test, and skipping that line is the clean fix.
+    # the comment line of the failing test, and skipping that line is a clean fix; so is skipping the
+    # lines without `=` (the negation of `'=' in line`, which held everywhere but there)
     sandbox = calc_sandbox(tmp_path, COMMENTS, COMMENTS_TESTS)
     m = localize(sandbox, ("tests/test_calc.py::test_comment_lines_are_skipped",), ("src/**",), mutate=True).mutation
     assert m is not None
-    clean = [f.what for f in m.fixes if f.clean]
-    assert clean == ["guard `if line.startswith('#'): continue`"], clean
+    clean = sorted(f.what for f in m.fixes if f.clean)
+    assert clean == ["guard `if '=' not in line: continue`", "guard `if line.startswith('#'): continue`"], clean
     assert {f.family for f in m.fixes if f.clean} == {"guessed-guard"}
     assert not any("'#' in line" in f.what for f in m.fixes)
     assert m.guards_dropped > 0   # the conditions that held in the passing test too, never run
@@ -174,7 +175,9 @@ def test_a_guard_may_return_a_parameter_as_it_came(tmp_path):
     sandbox = calc_sandbox(tmp_path, INDENT, INDENT_TESTS)
     m = localize(sandbox, ("tests/test_calc.py::test_nothing_to_indent",), ("src/**",), mutate=True).mutation
     assert m is not None
-    assert [f.what for f in m.fixes if f.clean] == ["guard `if not text: return text`"]
+    # ... and so does skipping a text without a line break (`'\n' in text` held in every passing test)
+    assert sorted(f.what for f in m.fixes if f.clean) == ["guard `if '\\n' not in text: return text`",
+                                                          "guard `if not text: return text`"]
 
 
 def test_the_methods_of_a_nested_class_are_live_functions_the_analysis_can_swap(tmp_path):
@@ -212,3 +215,43 @@ def test_a_guessed_guard_is_weighed_as_a_guess_and_never_crowds_the_clean_fixes(
     assert (Rule.MUTANT_CLEAN_FIX, 1.0) in real and (Rule.MUTANT_GUESSED_FIX, 1.0) in guess
     from repair_agent.choosers.search.weights import WEIGHTS
     assert WEIGHTS.rule[Rule.MUTANT_GUESSED_FIX] < WEIGHTS.rule[Rule.MUTANT_CLEAN_FIX]
+
+
+PAIR = '''\
+def parse(text):
+    if text is None:
+        raise ValueError("no text")
+    parts = text.split(":")
+    key = parts[0]
+    value = parts[1]
+    return {key.strip(): value.strip()}
+'''
+
+PAIR_TESTS = '''\
+import pytest
+
+from calc import parse
+
+
+def test_no_colon_is_refused():
+    with pytest.raises(ValueError):
+        parse("abc")
+
+
+def test_pair():
+    assert parse("a: b") == {"a": "b"}
+'''
+
+
+def test_a_probe_s_negation_guards_what_the_condition_did_not_hold_for(tmp_path):
+    # `':' in text` held in the passing test and not in the failing one: its negation picks the failing
+    # test out. It is not evaluated again: where the condition did not hold, the negation did.
+    from repair_agent.in_sandbox.probe_edits import negation
+    assert [negation(c) for c in ("':' in text", "x == 'a'", "len(x) > 3", "x < 2", "x.startswith('#')")] == [
+        "':' not in text", "x != 'a'", "len(x) <= 3", "x >= 2", "not x.startswith('#')"]
+    m = localize(calc_sandbox(tmp_path, PAIR, PAIR_TESTS), ("tests/test_calc.py::test_no_colon_is_refused",),
+                 ("src/**",), mutate=True).mutation
+    assert m is not None
+    clean = {(f.line, f.what) for f in m.fixes if f.clean}
+    assert (4, "guard `if ':' not in text: raise ValueError(\"no text\")`") in clean, clean
+    assert all(f.family == "guessed-guard" for f in m.fixes if f.clean and "not in" in f.what)

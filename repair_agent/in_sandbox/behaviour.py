@@ -3,8 +3,9 @@
 Several edits often pass every test the analysis ran: `x - len(sep) + 1` and `x` where every test's
 separator is one character long. Two fixes with the same digest did the same thing on those tests,
 down to what each function of the mutated file returned or yielded to code outside the file and the
-shallow state of the object a method ran on; the tests cannot tell them apart, so the search chooser tries the simpler one
-(search/mutants.py) and counts them as one when it asks whether the clean fixes are too many.
+shallow state of the object a method ran on: the tests cannot tell them apart. The result carries it
+for a chooser to weigh; the search chooser does not yet (trying the one that adds the fewest tokens
+first lost two held-out scenarios for one won: docs/results.md).
 
 The standard library only, Python 3.9 and later (shipped as `ra_behaviour`); nothing runs at import.
 """

@@ -51,6 +51,7 @@ Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str
                      List[Tuple[str, str, str]]]
 GUESSED = "guessed-guard"   # the family of a speculative guard's mutant: its fix is weighed as a guess
 AFTER = "after: "   # a condition evaluated once its line ran (a guard after the line), not before
+NEGATED = "not: "   # a guard on the negation of a probed condition: it holds where the condition did not
 UNFINISHED = "failed: did not finish"   # a target the time limit stopped (or never reached)
 MAX_DEFAULT_FUNCTIONS = 8            # the functions around the chosen lines whose defaults are edited
 MAX_SPECULATIVE = 6                  # guards of a probed condition or a new kind of body that run, per line
@@ -310,7 +311,7 @@ class Analysis:
         self.markers: Dict[str, List[str]] = {}   # path -> its short text constants (a transform may drop one)
         self.else_sites: Dict[str, List[Tuple[int, int, str, List[str]]]] = {}   # path -> branch_edits.else_sites
         self.jump_sites: Dict[str, Dict[int, str]] = {}   # path -> branch_edits.jump_sites
-        self.frames: Dict[str, Dict[int, Any]] = {}   # path -> guard_edits.line_frames
+        self.frames: Dict[str, Dict[int, Any]] = {}   # path -> probe_edits.line_frames
         self.clones: Dict[str, Dict[Tuple[str, str], List[Tuple[int, str]]]] = {}   # path -> clone_edits.clone_index
         self.sort_keys: Dict[str, Any] = {}   # path -> order_edits.key_index
         self.default_slot: Dict[Tuple[str, int, str], Tuple[int, Any]] = {}   # a default's mutant -> its def's line, its slot
@@ -434,7 +435,7 @@ class Analysis:
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
             self.jump_sites[path] = self.operators.branches.jump_sites(text)
-            self.frames[path] = self.operators.guards.line_frames(text)
+            self.frames[path] = self.operators.probes.line_frames(text)
             self.clones[path] = self.operators.clones.clone_index(text)
             self.sort_keys[path] = self.operators.orders.key_index(text)
         return self.sources[path]
@@ -473,7 +474,7 @@ class Analysis:
         if not inner:
             return []
         start, end, params = min(inner, key=lambda s: s[1] - s[0])[:3]
-        guards = self.operators.guards
+        guards, probing = self.operators.guards, self.operators.probes
         if path not in self.raises:
             self.raises[path] = guards.raise_statement(self.expects, self.lines[path], self.message) if self.expects else None
         ctx = self.guard_contexts.get((path, start, end))
@@ -484,21 +485,24 @@ class Analysis:
         out: List[Mutant] = []
         frame = self.frames[path].get(line)
         conditions = guards.guard_conditions(text, tuple(names[:MAX_NAMES]), ctx)
-        probes = [c for c in guards.probe_conditions(text, tuple(names[:MAX_NAMES]), frame, self.example_chars)
+        probes = [c for c in probing.probe_conditions(text, tuple(names[:MAX_NAMES]), frame, self.example_chars)
                   if c not in conditions] if frame is not None else []
         bodies = guards.guard_bodies(ctx)
-        extra = [b for b in guards.frame_bodies(ctx, frame, params) if b not in bodies]
-        for cond in conditions + probes:
+        extra = [b for b in probing.frame_bodies(ctx, frame, params) if b not in bodies]
+        # a probe and its negation (`':' not in text`), evaluated once: the negation holds where it did not
+        negated = probing.negations(probes)   # negation -> its probe
+        negation_of = {p: n for n, p in negated.items()}
+        for cond in conditions + [c for p in probes for c in (p, negation_of.get(p)) if c]:
             for body in bodies + extra:
                 family, what, new = guards.guard_edit(text, cond, body)
-                self.condition_of[(path, line, what)] = cond
-                if cond in probes or body in extra:
+                self.condition_of[(path, line, what)] = NEGATED + negated[cond] if cond in negated else cond
+                if cond in probes or cond in negated or body in extra:
                     family = GUESSED   # run only where its condition picks the failing tests out (by_conditions)
                 self.guarded.add((path, line))
                 out.append((new + ending, what, family))
-        for cond in guards.after_conditions(text, frame, self.example_chars) if frame is not None else []:
+        for cond in probing.after_conditions(text, frame, self.example_chars) if frame is not None else []:
             for body in bodies + extra:
-                _, what, new = guards.after_edit(text, cond, body)
+                _, what, new = probing.after_edit(text, cond, body)
                 family = GUESSED
                 self.condition_of[(path, line, what)] = AFTER + cond
                 self.guarded.add((path, line))
@@ -741,7 +745,8 @@ class Analysis:
         t0 = time.monotonic()
         at: Dict[str, Dict[int, List[Condition]]] = {}
         after: Dict[str, Dict[int, List[Condition]]] = {}
-        for path, line, cond in sorted({(p, n, c) for (p, n, _), c in self.condition_of.items()}):
+        for path, line, cond in sorted({(p, n, c[len(NEGATED):] if c.startswith(NEGATED) else c)
+                                        for (p, n, _), c in self.condition_of.items()}):
             try:
                 code, table = compile_condition(cond[len(AFTER):] if cond.startswith(AFTER) else cond)
             except SyntaxError:
@@ -761,7 +766,8 @@ class Analysis:
             last: List[Tuple[str, int, Mutant]] = []   # speculative guards that picked the failing tests out
             for path, line, mut in muts:
                 guard = self.condition_of.get((path, line, mut[1])) if mut[2] in ("guard", GUESSED, "transform") else None
-                held = traced.held.get((path, line, guard), set()) if guard is not None else set()
+                held = set() if guard is None else (traced.unheld.get((path, line, guard[len(NEGATED):]), set())
+                                                    if guard.startswith(NEGATED) else traced.held.get((path, line, guard), set()))
                 picks_out = mut[2] in ("guard", GUESSED) and failing and held >= failing and "" not in held
                 if mut[2] == GUESSED:
                     # a probed condition tells the failing tests apart only where passing tests ran the line
@@ -865,7 +871,7 @@ class Analysis:
                 texts, code = example_texts([items.get(t) for t in analysis.failing], sources, messages)
                 edits = analysis.operators.transforms
                 analysis.example_calls = edits.example_transforms(texts + edits.literals_in(code))
-                analysis.example_chars = guards.probe_characters(texts + edits.literals_in(code))
+                analysis.example_chars = analysis.operators.probes.probe_characters(texts + edits.literals_in(code))
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
                 def trace(traced: ConditionTrace) -> None:
@@ -985,6 +991,7 @@ class ConditionTrace:
         self.after = after or {}
         self.files: Dict[str, Optional[Tuple[Dict[int, List[Condition]], Dict[int, List[Condition]]]]] = {}
         self.held: Dict[Tuple[str, int, str], Set[str]] = {}
+        self.unheld: Dict[Tuple[str, int, str], Set[str]] = {}   # ... did not hold (its negation held)
         self.reached: Dict[Tuple[str, int], Set[str]] = {}
         self.order: Dict[Tuple[str, int], int] = {}   # (path, line) -> when a failing test first ran it (0: first)
         self.test = ""
@@ -1023,13 +1030,19 @@ class ConditionTrace:
             self.order[at] = len(self.order)
         for key, code, table in conditions:
             try:
-                # `K in T` on an iterator would consume it: unknown, so counted as holding everywhere
-                held = (table is not None and any(hasattr(t, "__next__") for t in eval(table, frame.f_globals, frame.f_locals))) \
-                    or bool(eval(code, frame.f_globals, frame.f_locals))
+                # `K in T` on an iterator would consume it: unknown, so counted as holding everywhere, and
+                # as not holding (for the guard of its negation)
+                if table is not None and any(hasattr(t, "__next__") for t in eval(table, frame.f_globals, frame.f_locals)):
+                    held = unheld = True
+                else:
+                    held = bool(eval(code, frame.f_globals, frame.f_locals))
+                    unheld = not held
             except Exception:
-                held = True   # evaluating it raises: so would the guard, which changes what the test does
+                held = unheld = True   # evaluating it raises: so would either guard, which changes what the test does
             if held:
                 self.held.setdefault(key, set()).add(self.test)
+            if unheld:
+                self.unheld.setdefault(key, set()).add(self.test)
 
 
 def main(run: SpectrumRun, ochiai: Callable[..., Any], operators: Any) -> None:

@@ -1,6 +1,5 @@
 """The one table of one-line edits: every edit the search chooser's catalogue proposes, the mutation
 analysis runs in the sandbox and the mutant generator inverts comes from `line_mutations` here.
-
 Shipped into the sandbox with the mutation analysis (in_sandbox/mutants.py), so: the standard library
 only, Python 3.9 and later, no import of the project (its siblings are package modules on the host,
 `ra_<name>` modules in the sandbox), nothing runs at import.
@@ -14,7 +13,7 @@ import tokenize
 
 try:
     from . import branch_edits as branches, clone_edits as clones, default_edits as defaults  # for the mutation analysis
-    from . import guard_edits as guards, order_edits as orders, transform_edits as transforms
+    from . import guard_edits as guards, order_edits as orders, probe_edits as probes, transform_edits as transforms
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of
     from .swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS, NAME_SWAPS,
@@ -23,8 +22,9 @@ try:
                                   char_column, neutral_text, replace_span, similar_names, single_statement_edits, source_lines,
                                   statement_ast, tokens_of)
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
-    import ra_branch_edits as branches, ra_guard_edits as guards, ra_transform_edits as transforms  # type: ignore[no-redef]
-    import ra_clone_edits as clones, ra_default_edits as defaults, ra_order_edits as orders  # type: ignore[no-redef]
+    import ra_branch_edits as branches, ra_clone_edits as clones, ra_default_edits as defaults  # type: ignore[no-redef]
+    import ra_guard_edits as guards, ra_order_edits as orders, ra_probe_edits as probes  # type: ignore[no-redef]
+    import ra_transform_edits as transforms  # type: ignore[no-redef]
     from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of  # type: ignore[no-redef]
     from ra_swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS,  # type: ignore
@@ -34,7 +34,7 @@ except ImportError:   # in the sandbox: loaded as a module of its own by in_sand
                                     source_lines, statement_ast, tokens_of)
 
 __all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "NUMERIC_CALLS", "Edit", "analysis_mutations",
-           "attribute_names", "callable_names", "clones", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "orders", "signatures_of", "similar_names", "source_lines", "transforms"]
+           "attribute_names", "callable_names", "clones", "defaults", "guards", "line_mutations", "literal_swaps", "neutral_text", "orders", "probes", "signatures_of", "similar_names", "source_lines", "transforms"]
 
 
 

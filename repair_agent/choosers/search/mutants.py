@@ -27,8 +27,7 @@ def _new_lines(fix_text: str) -> tuple[str, ...]:
 
 
 def _clean_count(f: Failure) -> int:
-    """Clean fixes, as far as the tests can tell them apart: those with one behaviour on every test
-    checked count once (in_sandbox/behaviour.py); without a record of it, the guards before one line count once
+    """Clean fixes, as far as the tests can tell them apart: the guards before one line count once
     (`if x is None` and `if not x` returning the same value), so do the `else` arms after one line,
     and one inserted statement counts once wherever it went (`word = word.removesuffix('_id')`
     before one line or the next)."""
@@ -38,26 +37,13 @@ def _clean_count(f: Failure) -> int:
         for x in xs:
             if not x.clean or x.family == GUESSED:
                 continue   # a guessed guard is weighed as a guess (mutation_features), never crowds the others
-            if x.behaviour is not None:   # fixes that did the same on every test checked count once
-                groups.add(("behaviour", x.behaviour))
-            elif x.family in ("guard", "else-branch"):
+            if x.family in ("guard", "else-branch"):
                 groups.add((x.family, x.path, str(x.line)))
             elif x.family == "transform":
                 groups.add(("transform", x.path, x.text.split("\n", 1)[0].strip()))
             else:
                 single += 1
     return single + len(groups)
-
-
-def _simpler_equivalent(fx: MutantFix, f: Failure) -> bool:
-    """Is there a clean fix that did just what `fx` did on every test checked, and is simpler (adds
-    fewer tokens)? The tests cannot tell them apart; the simpler is the likelier (`size = limit` rather
-    than `size = limit - len(sep) + 1` where every separator tested was one character long)."""
-    if fx.behaviour is None:
-        return False
-    same = [x for xs in f.mutant_fixes.values() for x in xs
-            if x.clean and x.family != GUESSED and x.behaviour == fx.behaviour]
-    return min((x.tokens_added, len(x.text)) for x in same) < (fx.tokens_added, len(fx.text))
 
 
 def _preferred_insert(fx: MutantFix, f: Failure) -> bool:
@@ -113,8 +99,7 @@ def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
                 if fx.clean:
                     crowded = _clean_count(f) > active().max_clean
                     return line + [(Rule.MUTANT_CROWDED_FIX if crowded else Rule.MUTANT_CLEAN_FIX, 1.0)] + (
-                        [(Rule.MUTANT_PREFERRED_INSERT, 1.0)] if _preferred_insert(fx, f) else []) + (
-                        [(Rule.MUTANT_EQUIVALENT_LONGER, 1.0)] if _simpler_equivalent(fx, f) else [])
+                        [(Rule.MUTANT_PREFERRED_INSERT, 1.0)] if _preferred_insert(fx, f) else [])
                 return line + ([] if fx.broken else [(Rule.MUTANT_PARTIAL_FIX, fx.fixed / max(1, fx.of))])
         if line:
             return line

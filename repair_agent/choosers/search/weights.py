@@ -126,7 +126,6 @@ class Rule(_Named):
     MUTANT_INERT_LINE = "mutant_inert_line"          # several mutants changed nothing there
     MUTANT_REFUTED = "mutant_refuted"                # the analysis ran this very edit: a failing target still failed
     MUTANT_PREFERRED_INSERT = "mutant_preferred_insert"  # the clean inserted statement to try first (see mutants.py)
-    MUTANT_EQUIVALENT_LONGER = "mutant_equivalent_longer"  # a clean fix the tests saw do what a simpler one did
     # the values and the failure (ranking.score)
     DIVISION_BY_VALUE_TYPES = "division_by_value_types"
     NUMBER_EDIT_NON_NUMBERS = "number_edit_non_numbers"
