@@ -109,6 +109,17 @@ def test_past_three():
 '''
 
 
+def test_an_error_of_the_projects_own_class_is_not_named(tmp_path):
+    # The result is read by people who must not learn a held-out project's names: an exception of a
+    # class the project defines is reported by where it reached the analysis, not by its name.
+    source = "class Halt(KeyboardInterrupt):\n    pass\n\n\n" + STOPS.replace("KeyboardInterrupt(", "Halt(")
+    sandbox = calc_sandbox(tmp_path, source, STOPS_TESTS.replace("KeyboardInterrupt", "calc.Halt").replace(
+        "from calc import step", "import calc\nfrom calc import step"))
+    m = localize(sandbox, ("tests/test_calc.py::test_three",), ("src/**",), mutate=True).mutation
+    assert m is not None and m.errors >= 1 and m.error.startswith("an exception of the project's at mutants.py:")
+    assert "Halt" not in m.error
+
+
 def test_a_mutant_that_raises_what_pytest_lets_through_ends_that_mutant_only(tmp_path):
     # `n > 3` -> `n >= 3` raises KeyboardInterrupt in the target; pytest lets that through its run of the
     # test, and it used to end the whole loop (pytest's session swallowed it) after that one mutant

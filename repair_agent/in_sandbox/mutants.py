@@ -636,7 +636,10 @@ class Analysis:
                 if name.startswith("<ra_") or (home and os.path.dirname(name) == home):
                     where = f" at {name.strip('<>')[3:] if name.startswith('<') else os.path.basename(name)[:-3]}.py:{tb.tb_lineno}"
                 tb = tb.tb_next
-            self.result["error"] = type(exc).__name__ + where
+            kind = type(exc)
+            # a builtin's or pytest's name; a class of the project's own is not named
+            ours = kind.__module__ == "builtins" or kind.__module__.split(".")[0] in ("_pytest", "pytest", "pluggy")
+            self.result["error"] = (kind.__name__ if ours else "an exception of the project's") + where
 
     def print_result(self, finished: bool) -> None:
         """The result so far (`finished`: the whole of it) on one line after MARKER (by the parent only)."""
