@@ -35,3 +35,24 @@ def test_one_process_forks_nothing():
     assert pool.split(1) == 0 and pool.count == 1 and not pool.children and not pool.is_child
     assert pool.gather(time.monotonic()) == []
     assert 1 <= available_cpus() <= (os.cpu_count() or 1)
+
+
+def test_a_fork_that_fails_after_the_first_leaves_one_process_with_every_share(monkeypatch):
+    # The first child was told it is one of three; when the second fork fails, that count is wrong for
+    # it: it is ended, and the parent runs every share itself.
+    real_fork, calls = os.fork, []
+
+    def fork():
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError("no more processes")
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork)
+    pool = Pool()
+    k = pool.split(3)
+    if pool.is_child:
+        time.sleep(60)   # never sends: the parent ends it
+        pool.send({"share": k})
+    assert k == 0 and pool.count == 1 and pool.children == [] and not pool.is_child
+    assert pool.gather(time.monotonic()) == []

@@ -37,7 +37,7 @@ def else_sites(source: str) -> List[ElseSite]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    lines = [t.rstrip("\n") for t in source_lines(source)]
+    lines = source_lines(source, ends=False)
     out: List[ElseSite] = []
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -106,7 +106,7 @@ def jump_sites(source: str) -> Dict[int, str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
-    lines = [t.rstrip("\n") for t in source_lines(source)]
+    lines = source_lines(source, ends=False)
     out: Dict[int, str] = {}
     for loop in ast.walk(tree):
         if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):

@@ -33,7 +33,7 @@ def clone_index(source: str) -> Dict[Context, List[Tuple[int, str]]]:
     """Each code line of `source` by the stripped text of the CONTEXT code lines before it."""
     index: Dict[Context, List[Tuple[int, str]]] = {}
     before: List[str] = []
-    for n, text in enumerate((t.rstrip("\n") for t in source_lines(source)), 1):
+    for n, text in enumerate(source_lines(source, ends=False), 1):
         code = _code(text)
         if not code:
             continue

@@ -426,7 +426,7 @@ class Analysis:
                 text = fh.read()
             self.sources[path] = text
             self.lines[path] = self.operators.source_lines(text)
-            numbered = {n: t.rstrip("\n") for n, t in enumerate(self.lines[path], 1)}
+            numbered = dict(enumerate(self.operators.source_lines(text, ends=False), 1))
             self.callables[path] = self.operators.callable_names(numbered)
             self.signatures[path] = self.operators.signatures_of(numbered)
             self.attributes[path] = self.operators.attribute_names(numbered)
@@ -490,13 +490,16 @@ class Analysis:
         bodies = guards.guard_bodies(ctx)
         extra = [b for b in probing.frame_bodies(ctx, frame, params) if b not in bodies]
         # a probe and its negation (`':' not in text`), evaluated once: the negation holds where it did not
-        negated = probing.negations(probes)   # negation -> its probe
-        negation_of = {p: n for n, p in negated.items()}
-        for cond in conditions + [c for p in probes for c in (p, negation_of.get(p)) if c]:
+        # each condition as written, and as the trace evaluates it: a probe's negation is its probe's
+        # evaluation read the other way (NEGATED)
+        negations = probing.negations(probes)
+        written = [(c, c, False) for c in conditions] + [pair for p in probes for pair in (
+            [(p, p, True)] + ([(negations[p], NEGATED + p, True)] if p in negations else []))]
+        for cond, evaluated, probed in written:
             for body in bodies + extra:
                 family, what, new = guards.guard_edit(text, cond, body)
-                self.condition_of[(path, line, what)] = NEGATED + negated[cond] if cond in negated else cond
-                if cond in probes or cond in negated or body in extra:
+                self.condition_of[(path, line, what)] = evaluated
+                if probed or body in extra:
                     family = GUESSED   # run only where its condition picks the failing tests out (by_conditions)
                 self.guarded.add((path, line))
                 out.append((new + ending, what, family))
@@ -548,10 +551,9 @@ class Analysis:
         if not self.fired and any(got.get(t, "passed") not in ("passed", UNFINISHED) for t in self.failing):
             self.refuted.setdefault((path, line), []).append(edit_key(new_text))
         if passed:
-            old = self.lines[path][line - 1] if path in self.lines and line <= len(self.lines[path]) else ""
             fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what, "family": family,
                    "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0,
-                   "tokens_added": len(TOKEN.findall(new_text)) - len(TOKEN.findall(old)),
+                   "tokens_added": len(TOKEN.findall(new_text)) - len(TOKEN.findall(self.lines[path][line - 1])),
                    "reached": self.reach_order.get((path, line)) if family in ("guard", GUESSED, "transform") else None}
             if passed == len(self.failing):
                 st[2] += 1

@@ -134,8 +134,8 @@ def negation(cond: str) -> str:
 
 
 def negations(probes: Sequence[str]) -> Dict[str, str]:
-    """Each probe's negation -> the probe; not `len(X) > 0`'s, which is the guard condition `not X`."""
-    return {negation(c): c for c in probes if not re.fullmatch(r"len\(.+\) > 0", c)}
+    """Each probe -> its negation; not `len(X) > 0`'s, which is the guard condition `not X`."""
+    return {c: negation(c) for c in probes if not re.fullmatch(r"len\(.+\) > 0", c)}
 
 
 MAX_STORED = 2   # the names an assignment stores that a guard after it checks

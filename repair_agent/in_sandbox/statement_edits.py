@@ -35,10 +35,12 @@ from dataclasses import dataclass
 Edit = tuple[str, str, str]   # (family, what, the new line)
 
 
-def source_lines(text: str) -> list[str]:
-    """A source's lines with their ends, split on "\n" only, as Python numbers them (str.splitlines also
-    splits on \x0c, \x1c-\x1e, \x85 and \u2028-\u2029, which a module may hold in a page break or a string)."""
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+def source_lines(text: str, ends: bool = True) -> list[str]:
+    """A source's lines (with their ends, or without the "\n"), split on "\n" only, as Python numbers them
+    (str.splitlines also splits on \x0c, \x1c-\x1e, \x85 and \u2028-\u2029, which a module may hold in a
+    page break or a string)."""
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    return lines if ends else [t.rstrip("\n") for t in lines]
 
 
 def tokens_of(line: str) -> list[tokenize.TokenInfo]:

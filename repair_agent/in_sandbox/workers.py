@@ -55,14 +55,21 @@ class Pool:
 
     def split(self, n: int) -> int:
         """Fork n - 1 children; returns this process's share (0 in the parent). Where fork is missing or
-        fails, the parent keeps every share (count 1)."""
+        fails, the parent keeps every share (count 1): a child already forked counted on n, so it is ended."""
         if n < 2 or not hasattr(os, "fork"):
             return 0
         for k in range(1, n):
             try:
                 read_fd, write_fd = os.pipe()
+            except OSError:
+                self._end_children()
+                break
+            try:
                 pid = os.fork()
             except OSError:
+                os.close(read_fd)
+                os.close(write_fd)
+                self._end_children()
                 break
             if pid == 0:
                 os.close(read_fd)
@@ -74,6 +81,16 @@ class Pool:
             self.children.append((pid, read_fd))
         self.count = len(self.children) + 1
         return 0
+
+    def _end_children(self) -> None:
+        for pid, fd in self.children:
+            os.close(fd)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(pid, 0)
+        self.children = []
 
     def send(self, payload: Dict[str, Any]) -> None:
         """In a child: hand `payload` to the parent and end this process at once (no pytest teardown,
