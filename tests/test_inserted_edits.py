@@ -301,3 +301,75 @@ def test_a_branch_that_falls_through_the_rest_of_its_loop_may_lack_a_continue(tm
     assert m is not None
     clean = [(f.line, f.what) for f in m.fixes if f.clean]
     assert (7, "add `continue`") in clean, clean
+
+
+CARET = '''\
+class Version:
+    def __init__(self, major, minor, patch):
+        self.major = major
+        self.minor = minor
+        self.patch = patch
+
+    def next_major(self):
+        return Version(self.major + 1, 0, 0)
+
+    def next_minor(self):
+        return Version(self.major, self.minor + 1, 0)
+
+    def next_patch(self):
+        return Version(self.major, self.minor, self.patch + 1)
+
+
+def caret_high(target):
+    if target.major:
+        high = target.next_major()
+    else:
+        high = target.next_patch()
+    return (high.major, high.minor, high.patch)
+'''
+
+CARET_TESTS = '''\
+from calc import Version, caret_high
+
+
+def test_a_major_version_allows_the_next_major():
+    assert caret_high(Version(1, 2, 3)) == (2, 0, 0)
+
+
+def test_zero_major_and_minor_allow_the_next_patch():
+    assert caret_high(Version(0, 0, 3)) == (0, 0, 4)
+
+
+def test_zero_major_allows_the_next_minor():
+    assert caret_high(Version(0, 2, 3)) == (0, 3, 0)
+'''
+
+
+def test_a_missing_case_repeats_an_arm_with_a_word_its_siblings_vary():
+    # `next_major` has siblings `next_minor` and `next_patch` in the file: the arm `if target.major:
+    # high = target.next_major()` is repeated as an `elif` with `major` replaced by each of their
+    # words, wherever every name the new arm uses exists in the file
+    sites = B.elif_sites(CARET)
+    assert [(first, last, end, indent, body) for first, last, end, indent, body, _ in sites] == [
+        (18, 21, 19, "    ", "        ")]
+    assert sites[0][5] == [("target.minor", "high = target.next_minor()"), ("target.patch", "high = target.next_patch()")]
+    edit = B.elif_edit("        high = target.next_major()\n", "    ", "        ", "target.minor", "high = target.next_minor()")
+    assert edit == ("elif-branch", "add `elif target.minor: high = target.next_minor()`",
+                    "        high = target.next_major()\n    elif target.minor:\n        high = target.next_minor()")
+    # a word no other name of the file varies (`target` alone), or an arm whose condition would repeat
+    # one of the chain's: nothing
+    assert B.elif_sites("def f(x, y):\n    if x.size:\n        return x.size\n    return y\n") == []
+    assert B.elif_sites("def f(x):\n    if x.a_b:\n        return 1\n    elif x.a_c:\n        return 2\n"
+                        "    return x.a_d\n") == [
+        (2, 5, 3, "    ", "        ", [("x.a_d", "return 1")]), (2, 5, 5, "    ", "        ", [("x.a_d", "return 2")])]
+
+
+def test_the_analysis_adds_the_missing_case_of_a_chain(tmp_path):
+    # no one-token edit passes: `next_patch` -> `next_minor` in the `else` fixes the failing test and
+    # breaks the zero-minor one; only the new arm is clean
+    m = localize(calc_sandbox(tmp_path, CARET, CARET_TESTS), ("tests/test_calc.py::test_zero_major_allows_the_next_minor",),
+                 ("src/**",), mutate=True).mutation
+    assert m is not None
+    clean = [f for f in m.fixes if f.clean]
+    assert [(f.family, f.line, f.what) for f in clean] == [
+        ("elif-branch", 19, "add `elif target.minor: high = target.next_minor()`")]

@@ -1,4 +1,4 @@
-"""`else` arms the mutation analysis tries after an `if` that has none (stdlib only, Python 3.9 and
+"""`else` and `elif` arms the mutation analysis tries after an `if` (stdlib only, Python 3.9 and
 later, no import of the project: shipped into the sandbox with operators.py).
 
 A missing branch is a common multi-line fix: the case the `if` leaves out does nothing where it
@@ -8,6 +8,12 @@ statement of the `if`'s body with a name the body binds (a loop variable, an ass
 the value only the `if` case has) replaced by a name the function has before the `if` (a parameter,
 a local), those sharing a word with it first (`left_match` -> `left_default`). Each arm is then run
 against the failing and the passing tests like any other mutant.
+
+A chain of cases may lack one: `if target.major: high = target.next_major()` then `else: high =
+target.next_patch()`, and no `elif target.minor: high = target.next_minor()`. The arm added after an
+arm repeats it with one word replaced by a word the file's names vary it with (`next_major`,
+`next_minor`, `next_patch`: `major` -> `minor`, `patch`), where every name of the new arm is a name of
+the file and its condition is none of the chain's.
 """
 from __future__ import annotations
 
@@ -23,6 +29,8 @@ except ImportError:   # in the sandbox: loaded as a module of its own by in_sand
 Edit = Tuple[str, str, str]   # (family, what, the new text: the line, then the `else` arm after it)
 
 MAX_REPLACEMENTS = 8   # names tried in place of a bound one, per statement
+MAX_SIBLINGS = 4       # words tried in place of one word of an arm, per arm
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.Return)
 
 
@@ -142,3 +150,98 @@ def else_edit(line: str, indent: str, arm: str) -> Edit:
     """The line, then `else: arm` at the `if`'s indentation."""
     code = line.rstrip("\r\n")
     return ("else-branch", "add `else: %s`" % arm, "%s\n%selse:\n%s    %s" % (code, indent, indent, arm))
+
+
+# an arm of a chain of cases: the chain's first and last lines, the last line of the arm's body, the
+# indentation of its `if`/`elif` and of its body, and the (condition, statement) arms to add after it
+ElifSite = Tuple[int, int, int, str, str, List[Tuple[str, str]]]
+
+
+def elif_sites(source: str) -> List[ElifSite]:
+    """Every arm of an `if` chain in the functions of `source` (its condition on one line, its body one
+    simple statement on one line) that could be followed by a sibling case."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    lines = source_lines(source, ends=False)
+    siblings = _word_siblings(tree)
+    out: List[ElifSite] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for head in ast.walk(fn):
+            if not isinstance(head, ast.If) or _is_elif(head, lines):
+                continue
+            chain = [head]
+            while len(chain[-1].orelse) == 1 and isinstance(chain[-1].orelse[0], ast.If) \
+                    and _is_elif(chain[-1].orelse[0], lines):
+                chain.append(chain[-1].orelse[0])   # type: ignore[arg-type]
+            arms = [(arm, _segment(lines, arm.test), _segment(lines, arm.body[0])) for arm in chain
+                    if arm.test.end_lineno == arm.lineno and len(arm.body) == 1 and isinstance(arm.body[0], SIMPLE)
+                    and arm.body[0].end_lineno == arm.body[0].lineno]
+            conditions = {_segment(lines, arm.test) for arm in chain}
+            indent = lines[head.lineno - 1][:head.col_offset]
+            for arm, condition, statement in arms:
+                new = [(c, s) for c, s in _sibling_arms(condition, statement, siblings) if c not in conditions]
+                if new:
+                    body = arm.body[0]
+                    out.append((head.lineno, getattr(head, "end_lineno", head.lineno), body.lineno, indent,
+                                lines[body.lineno - 1][:body.col_offset], new[:MAX_SIBLINGS]))
+    return out
+
+
+def _segment(lines: Sequence[str], node: ast.AST) -> str:
+    whole = lines[node.lineno - 1]   # type: ignore[attr-defined]
+    return whole[char_column(whole, node.col_offset):char_column(whole, node.end_col_offset or 0)]  # type: ignore[attr-defined]
+
+
+def _word_siblings(tree: ast.AST) -> Dict[Tuple[str, ...], List[str]]:
+    """The file's names of several words (`next_major`) by their words with one left out (`next_*`):
+    the words that fill the gap, in the order the file first names them. Single names count as
+    known under the key `()`."""
+    names: List[str] = []
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+            node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else \
+            node.arg if isinstance(node, ast.arg) else None
+        if name and name not in names:
+            names.append(name)
+    out: Dict[Tuple[str, ...], List[str]] = {(): names}
+    for name in names:
+        words = name.split("_")
+        for k, word in enumerate(words):
+            if word and len(words) > 1:
+                out.setdefault(tuple(words[:k]) + ("*",) + tuple(words[k + 1:]), []).append(word)
+    return out
+
+
+def _sibling_arms(condition: str, statement: str, siblings: Dict[Tuple[str, ...], List[str]]) -> List[Tuple[str, str]]:
+    """The arm with one word of its condition replaced, wherever that word's names in the arm have
+    siblings (a name of several words) and every new name is a name of the file."""
+    known = set(siblings[()])
+    out: List[Tuple[str, str]] = []
+    words = [w for name in IDENTIFIER.findall(condition) for w in name.split("_") if w]
+    for word in dict.fromkeys(words):
+        names = {n for n in IDENTIFIER.findall(condition + " " + statement) if word in n.split("_")}
+        gaps = [tuple("*" if w == word else w for w in n.split("_")) for n in names if len(n.split("_")) > 1]
+        if not gaps:
+            continue   # only a one-word name holds it: any name of the file could replace it
+        options = [w for w in siblings.get(gaps[0], []) if w != word and all(w in siblings.get(g, []) for g in gaps)]
+        for other in options:
+            def swap(m: "re.Match[str]") -> str:
+                parts = m.group(0).split("_")
+                return "_".join(other if p == word else p for p in parts)
+            new_condition, new_statement = IDENTIFIER.sub(swap, condition), IDENTIFIER.sub(swap, statement)
+            new_names = set(IDENTIFIER.findall(new_condition + " " + new_statement)) - \
+                set(IDENTIFIER.findall(condition + " " + statement))
+            if new_names <= known and (new_condition, new_statement) not in out:
+                out.append((new_condition, new_statement))
+    return out
+
+
+def elif_edit(line: str, indent: str, body_indent: str, condition: str, statement: str) -> Edit:
+    """The line (the arm's last), then `elif condition: statement` at the chain's indentation."""
+    code = line.rstrip("\r\n")
+    return ("elif-branch", "add `elif %s: %s`" % (condition, statement),
+            "%s\n%selif %s:\n%s%s" % (code, indent, condition, body_indent, statement))

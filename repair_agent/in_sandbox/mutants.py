@@ -311,6 +311,7 @@ class Analysis:
         self.markers: Dict[str, List[str]] = {}   # path -> its short text constants (a transform may drop one)
         self.else_sites: Dict[str, List[Tuple[int, int, str, List[str]]]] = {}   # path -> branch_edits.else_sites
         self.jump_sites: Dict[str, Dict[int, str]] = {}   # path -> branch_edits.jump_sites
+        self.elif_sites: Dict[str, List[Any]] = {}   # path -> branch_edits.elif_sites
         self.frames: Dict[str, Dict[int, Any]] = {}   # path -> probe_edits.line_frames
         self.clones: Dict[str, Dict[Tuple[str, str], List[Tuple[int, str]]]] = {}   # path -> clone_edits.clone_index
         self.sort_keys: Dict[str, Any] = {}   # path -> order_edits.key_index
@@ -435,6 +436,7 @@ class Analysis:
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
             self.jump_sites[path] = self.operators.branches.jump_sites(text)
+            self.elif_sites[path] = self.operators.branches.elif_sites(text)
             self.frames[path] = self.operators.probes.line_frames(text)
             self.clones[path] = self.operators.clones.clone_index(text)
             self.sort_keys[path] = self.operators.orders.key_index(text)
@@ -531,9 +533,12 @@ class Analysis:
 
     def branches(self, path: str, line: int, text: str) -> List[Mutant]:
         """The `else` arms after each `if` body that ends at the line (in_sandbox/branch_edits.py; an `if`
-        nested last in another ends where it does)."""
-        edits = [self.operators.branches.else_edit(text, indent, arm)
+        nested last in another ends where it does), and the sibling cases after an arm of a chain."""
+        branches = self.operators.branches
+        edits = [branches.else_edit(text, indent, arm)
                  for _, end, indent, arms in self.else_sites[path] if end == line for arm in arms]
+        edits += [branches.elif_edit(text, indent, body, condition, statement)
+                  for _, _, end, indent, body, arms in self.elif_sites[path] if end == line for condition, statement in arms]
         if line in self.jump_sites[path]:
             edits.append(self.operators.branches.jump_edit(text, self.jump_sites[path][line]))
         return [(new + line_ending(text), what, family) for family, what, new in edits]
@@ -675,8 +680,11 @@ class Analysis:
             keys.append((path, line))
             # an `if` that ran and whose body did not (the case the failing tests need has no arm):
             # the `else` arms after its body, as a line of their own
-            for at, end, _, _ in self.else_sites[path]:
-                if at == line and (path, end) not in chosen and (path, end) not in keys:
+            # a chain of cases that ran: the sibling cases after each of its arms, the same way
+            ends = [end for at, end, _, _ in self.else_sites[path] if at == line] + \
+                [end for first, last, end, _, _, _ in self.elif_sites[path] if first <= line <= last]
+            for end in ends:
+                if (path, end) not in chosen and (path, end) not in keys:
                     self.stats.setdefault((path, end), [0, 0, 0])
                     per_line.append([(path, end, m) for m in self.branches(path, end, self.lines[path][end - 1])])
                     keys.append((path, end))

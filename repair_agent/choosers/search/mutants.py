@@ -28,7 +28,7 @@ def _new_lines(fix_text: str) -> tuple[str, ...]:
 
 def _clean_count(f: Failure) -> int:
     """Clean fixes, as far as the tests can tell them apart: the guards before one line count once
-    (`if x is None` and `if not x` returning the same value), so do the `else` arms after one line,
+    (`if x is None` and `if not x` returning the same value), so do the `else` and `elif` arms after one line,
     and one inserted statement counts once wherever it went (`word = word.removesuffix('_id')`
     before one line or the next)."""
     groups: set[tuple[str, ...]] = set()
@@ -37,7 +37,7 @@ def _clean_count(f: Failure) -> int:
         for x in xs:
             if not x.clean or x.family == GUESSED:
                 continue   # a guessed guard is weighed as a guess (mutation_features), never crowds the others
-            if x.family in ("guard", "else-branch"):
+            if x.family in ("guard", "else-branch", "elif-branch"):
                 groups.add((x.family, x.path, str(x.line)))
             elif x.family == "transform":
                 groups.add(("transform", x.path, x.text.split("\n", 1)[0].strip()))
@@ -56,7 +56,7 @@ def _preferred_insert(fx: MutantFix, f: Failure) -> bool:
         reached = [x.reached for xs in f.mutant_fixes.values() for x in xs
                    if x.clean and x.family == "transform" and x.reached is not None]
         return fx.reached == min(reached)
-    if fx.family == "else-branch":
+    if fx.family in ("else-branch", "elif-branch"):
         return fx == next(x for x in f.mutant_fixes.get((fx.path, fx.line), ()) if x.clean and x.family == fx.family)
     return False
 
