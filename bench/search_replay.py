@@ -74,7 +74,7 @@ def diff_path(diff: str) -> str:
 
 def with_candidate(text: str, c: Candidate) -> str:
     lines = text.splitlines(keepends=True)
-    return "".join(lines[:c.line - 1] + list(c.new_lines) + lines[c.line:])
+    return "".join(lines[:c.line - 1] + list(c.new_lines) + lines[c.line - 1 + c.span:])
 
 
 def _evidence(n: int, action, status: str, output: str, data: dict | None = None) -> Evidence:

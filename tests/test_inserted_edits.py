@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from repair_agent.choosers.search import Failure
 from repair_agent.choosers.search.mutants import mutant_candidates, mutation_features
+from repair_agent.choosers.search.patch import render_patch
 from repair_agent.choosers.search.weights import Rule
 from repair_agent.hints.localization import localize
 from repair_agent.hints.mutation import MutantFix
@@ -373,3 +374,59 @@ def test_the_analysis_adds_the_missing_case_of_a_chain(tmp_path):
     clean = [f for f in m.fixes if f.clean]
     assert [(f.family, f.line, f.what) for f in clean] == [
         ("elif-branch", 19, "add `elif target.minor: high = target.next_minor()`")]
+
+
+TWO_PLACES = '''\
+def needs_reorder(qty, point):
+    return qty < point
+
+
+def low_stock(items, point):
+    return [name for name, qty in items if qty < point]
+'''
+
+TWO_PLACES_TESTS = '''\
+from calc import low_stock, needs_reorder
+
+
+def test_at_the_reorder_point_it_is_time_to_reorder():
+    assert needs_reorder(5, 5)
+
+
+def test_the_low_stock_list_holds_an_item_at_its_reorder_point():
+    assert low_stock([("tea", 5), ("rice", 9)], 5) == ["tea"]
+
+
+def test_below_and_above():
+    assert needs_reorder(3, 5) and not needs_reorder(7, 5)
+    assert low_stock([("rice", 9)], 5) == []
+'''
+
+
+def test_two_edits_that_each_fix_some_failing_targets_are_tried_together(tmp_path):
+    # each `<` -> `<=` alone turns one of the two failing targets green; no single edit turns both:
+    # the pair is a clean fix of its own, as one block from the first edited line to the second
+    targets = ("tests/test_calc.py::test_at_the_reorder_point_it_is_time_to_reorder",
+               "tests/test_calc.py::test_the_low_stock_list_holds_an_item_at_its_reorder_point")
+    m = localize(calc_sandbox(tmp_path, TWO_PLACES, TWO_PLACES_TESTS), targets, ("src/**",), mutate=True).mutation
+    assert m is not None
+    clean = [f for f in m.fixes if f.clean]
+    # (`<=` and `< point + 1` at each line: four pairs, each clean)
+    assert [(f.family, f.line, f.span) for f in clean] == [("pair", 2, 5)] * 4
+    assert clean[0].what == "< -> <=; < -> <="
+    assert clean[0].text == "\n".join(TWO_PLACES.replace("< point", "<= point").splitlines()[1:6])
+    assert m.pairs == 4
+    # the chooser offers each as one candidate replacing the five lines, the first the analysis ran first,
+    # and counts them as one clean fix (not a crowd)
+    f = Failure(mutant_fixes={("src/calc.py", 2): tuple(clean)})
+    lines = {i + 1: t for i, t in enumerate(TWO_PLACES.splitlines(keepends=True))}
+    made = mutant_candidates("src/calc.py", lines, f)
+    assert [(c.line, c.span) for c in made] == [(2, 5)] * 4
+    assert mutation_features(made[0], f) == [(Rule.MUTANT_CLEAN_FIX, 1.0), (Rule.MUTANT_PREFERRED_INSERT, 1.0)]
+    patch = render_patch({"src/calc.py": lines}, None, made[0])
+    assert [ln for ln in patch.splitlines() if ln.startswith(("+ ", "- "))] == [
+        "-    return qty < point", "+    return qty <= point",
+        "-    return [name for name, qty in items if qty < point]", "+    return [name for name, qty in items if qty <= point]"]
+    # unless every line of the block was read
+    del lines[4]
+    assert mutant_candidates("src/calc.py", lines, f) == []

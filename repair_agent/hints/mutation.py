@@ -29,6 +29,8 @@ PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing t
 MAX_CHECKED = 60      # fixing mutants checked against the passing tests
 SNAPSHOT_S = 5.0      # the result so far is printed this often, so a process stopped early leaves it
 WORKERS = 2           # processes the mutants are shared among, when the sandbox has the CPUs for them
+MAX_PAIRS = 12        # two partial fixes of one file tried together, at most
+PAIRS_S = 3.0         # the time the pairs may take past BUDGET_S
 MEMORY_MB = 384       # what the mutants may allocate beyond the process's size: more fails as MemoryError
 MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
@@ -52,6 +54,8 @@ class MutantFix(BaseModel):
     # fixes with the same one cannot be told apart by them
     behaviour: str | None = None
     tokens_added: int = 0     # tokens the edit adds to its line (negative: it removes some)
+    span: int = 1             # lines it replaces from `line` on: a pair's block runs to its second edit
+    fixed_targets: tuple[int, ...] = ()   # a partial fix: which failing targets (their order) it turned green
 
     @property
     def clean(self) -> bool:
@@ -100,6 +104,7 @@ class MutationAnalysis(BaseModel):
     session_exit: int = 0     # the mutants' pytest session's exit code: 2 or more, it ended early
     workers: int = 1          # processes that shared the mutants (in_sandbox/workers.py); the times above add theirs up
     workers_lost: int = 0     # of which this many sent nothing by the deadline (their mutants' results are lost)
+    pairs: int = 0            # two partial fixes of one file that together turned every target green, run together
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:
@@ -118,4 +123,5 @@ def mutation_args(writable_regexes: list[str], until_s: float) -> dict:
     traced run's start by which the mutants must stop (the sandbox's clock is its own)."""
     return {"writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
             "max_per_line": MAX_PER_LINE, "budget_s": BUDGET_S, "per_mutant_s": PER_MUTANT_S,
-            "max_checked": MAX_CHECKED, "workers": WORKERS, "until_s": until_s, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}
+            "max_checked": MAX_CHECKED, "workers": WORKERS, "until_s": until_s,
+            "max_pairs": MAX_PAIRS, "pairs_s": PAIRS_S, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}

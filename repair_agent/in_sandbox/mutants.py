@@ -58,6 +58,7 @@ MAX_SPECULATIVE = 6                  # guards of a probed condition or a new kin
 MAX_NAMES = 12                       # the variables of a function a variable read may become
 TOKEN = re.compile(r"\w+|[^\w\s]")   # a fix's size: the tokens it adds to its line (fewer: simpler)
 MIN_SHARED = 100                     # mutants queued before they are shared among processes (workers.py)
+PAIR = "pair"                        # the family of two partial fixes of one file tried together
 # what each process counts of its own mutants, added up in the parent
 SHARED_COUNTS = ("tried", "cut", "timed_out", "stopped_early", "not_compiling", "deferred", "errors")
 SHARED_TIMES = ("compile_s", "targets_s", "check_s")
@@ -323,11 +324,12 @@ class Analysis:
                                        "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0,
                                        # where mutants went that did not run: the analysis's own account of itself
                                        "queued": 0, "not_compiling": 0, "deferred": 0, "lines_unread": 0, "lines_without_edits": 0,
-                                       "errors": 0, "error": "", "workers": 1, "workers_lost": 0}
+                                       "errors": 0, "error": "", "workers": 1, "workers_lost": 0, "pairs": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
         self.stop_at = 0.0
+        self.hard_stop = 0.0
         self.queued = 0         # mutants each_mutant will yield in this process
         self.pool = Pool()      # the processes that share the mutants
         self.max_mutants = int(self.m["max_mutants"])   # this process's share of them
@@ -560,6 +562,8 @@ class Analysis:
                    "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0,
                    "tokens_added": len(TOKEN.findall(new_text)) - len(TOKEN.findall(self.lines[path][line - 1])),
                    "reached": self.reach_order.get((path, line)) if family in ("guard", GUESSED, "transform") else None}
+            if passed < len(self.failing):   # a partial fix: which targets, for a pair that turns them all green
+                fix["fixed_targets"] = [i for i, t in enumerate(self.failing) if got.get(t) == "passed"]
             if passed == len(self.failing):
                 st[2] += 1
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
@@ -628,6 +632,62 @@ class Analysis:
             self.deferred.extend(tuple(d) for d in got["deferred"])   # type: ignore[misc]
         # a line's fixes in its queue's order, as one process would have found them
         self.result["fixes"].sort(key=lambda f: self.position.get((f["path"], f["line"], f["what"]), (0, 0)))
+
+    def try_pairs(self, run_items: Callable[..., Dict[str, str]]) -> None:
+        """Two one-line partial fixes of one file whose green targets together are all the failing ones,
+        run as one mutant (a bug in two places: each edit alone fixes what goes through its line),
+        after the others, for at most m["pairs_s"] past the analysis's limit. A clean pair is one fix:
+        the block from its first line to its second."""
+        n = len(self.failing)
+        until = min(self.stop_at + self.m["pairs_s"], self.hard_stop)
+        partial = [f for f in self.result["fixes"] if 0 < f["fixed"] < n and f.get("fixed_targets")
+                   and "\n" not in f["text"] and (f["path"], f["line"], f["what"]) not in self.default_slot]
+        for a, b in itertools.combinations(partial, 2):
+            if self.result["pairs"] >= self.m["max_pairs"] or time.monotonic() > until:
+                return
+            if a["path"] != b["path"] or a["line"] == b["line"] or \
+                    set(a["fixed_targets"]) | set(b["fixed_targets"]) != set(range(n)):
+                continue
+            a, b = sorted((a, b), key=lambda f: f["line"])
+            self.result["pairs"] += 1
+            self.judge_pair(a, b, run_items)
+
+    def judge_pair(self, a: Dict[str, Any], b: Dict[str, Any], run_items: Callable[..., Dict[str, str]]) -> None:
+        path, lines_of = a["path"], self.lines[a["path"]]
+        mutated = list(lines_of)
+        for f in (a, b):
+            mutated[f["line"] - 1] = f["text"] + line_ending(lines_of[f["line"] - 1])
+        code = self.compiled(path, "".join(mutated))
+        if code is None:
+            return
+        undos: List[Callable[[], None]] = []
+        outers: List[Any] = []
+        try:
+            for line in (a["line"], b["line"]):
+                outer = min((d for d in self.defs.get(path, []) if d[1] <= line <= d[2]), key=lambda d: d[1], default=None)
+                if outer is None or outer in outers:
+                    continue
+                outers.append(outer)
+                undo = self.swap(path, code, line)
+                if undo is None:
+                    return
+                undos.append(undo)
+            got = run_items(self.failing)
+            if any(got.get(t) != "passed" for t in self.failing):
+                return
+            with Recorder(path) as recorder:
+                ran = run_items(self.failing + self.passing, self.m["per_mutant_s"] * 5)
+            others = {t: v for t, v in ran.items() if t not in self.failing}
+            self.result["fixes"].append({
+                "path": path, "line": a["line"], "span": b["line"] - a["line"] + 1, "family": PAIR,
+                "text": "".join(mutated[a["line"] - 1:b["line"]]).rstrip("\r\n"), "what": "%s; %s" % (a["what"], b["what"]),
+                "fixed": len(self.failing), "of": len(self.failing), "checked": len(others),
+                "broken": sum(v != "passed" for v in others.values()) if self.passing else None,
+                "tokens_added": a.get("tokens_added", 0) + b.get("tokens_added", 0), "reached": None,
+                "behaviour": recorder.digest(ran)})
+        finally:
+            for undo in reversed(undos):
+                undo()
 
     def note_error(self, exc: BaseException) -> None:
         """Count an exception of the analysis's own code (a test's is a failing outcome, never this one),
@@ -940,6 +1000,10 @@ class Analysis:
                 except Exception as exc:   # of the mutants' order (each_mutant): the loop cannot go on
                     analysis.note_error(exc)
                 analysis.join()
+                try:
+                    analysis.try_pairs(run_items)
+                except BaseException as exc:
+                    analysis.note_error(exc)
                 return True
 
         return Loop()
@@ -951,7 +1015,8 @@ class Analysis:
         self.started = self.printed = time.monotonic()
         cap_memory(m["memory_mb"] * 1024 * 1024)
         # `deadline - budget_s`: when the spectrum's run started, which until_s counts from
-        self.stop_at = min(self.started + m["budget_s"], run.deadline - run.args["budget_s"] + m["until_s"])
+        self.hard_stop = run.deadline - run.args["budget_s"] + m["until_s"]
+        self.stop_at = min(self.started + m["budget_s"], self.hard_stop)
         if self.failing and chosen:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 # not 0 or 1 (tests failed): the loop itself ended early (an internal error pytest swallowed)

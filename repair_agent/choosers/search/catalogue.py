@@ -21,13 +21,15 @@ class Candidate:
     score: float = 0.0        # the generator's base score, then the ranking's (base + weighed features)
     base: float = 0.0         # the generator's base score, once scored
     features: dict[str, float] = field(default_factory=dict)   # once scored: weights.py names them
+    span: int = 1             # original lines replaced from `line` on (a pair of edits: the block between them)
 
     def __post_init__(self) -> None:
         self.kind = Family(self.kind)
 
     @property
     def key(self) -> str:
-        return f"{self.path}:{self.line}:{json.dumps(self.new_lines)}"
+        span = f"+{self.span - 1}" if self.span > 1 else ""
+        return f"{self.path}:{self.line}{span}:{json.dumps(self.new_lines)}"
 
     def label(self) -> str:
         return f"{self.path}:{self.line} {self.kind.value}: {self.what}"

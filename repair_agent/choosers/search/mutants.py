@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from ...hints.mutation import MutantFix
-from ...in_sandbox.mutants import GUESSED, edit_key
+from ...in_sandbox.mutants import GUESSED, PAIR, edit_key
 from .catalogue import Candidate
 from .failure import Failure
 from .weights import Rule, active
@@ -28,7 +28,8 @@ def _new_lines(fix_text: str) -> tuple[str, ...]:
 
 def _clean_count(f: Failure) -> int:
     """Clean fixes, as far as the tests can tell them apart: the guards before one line count once
-    (`if x is None` and `if not x` returning the same value), so do the `else` and `elif` arms after one line,
+    (`if x is None` and `if not x` returning the same value), so do the `else` and `elif` arms after one line
+    and the pairs of edits from one line,
     and one inserted statement counts once wherever it went (`word = word.removesuffix('_id')`
     before one line or the next)."""
     groups: set[tuple[str, ...]] = set()
@@ -37,7 +38,7 @@ def _clean_count(f: Failure) -> int:
         for x in xs:
             if not x.clean or x.family == GUESSED:
                 continue   # a guessed guard is weighed as a guess (mutation_features), never crowds the others
-            if x.family in ("guard", "else-branch", "elif-branch"):
+            if x.family in ("guard", "else-branch", "elif-branch", PAIR):
                 groups.add((x.family, x.path, str(x.line)))
             elif x.family == "transform":
                 groups.add(("transform", x.path, x.text.split("\n", 1)[0].strip()))
@@ -51,12 +52,12 @@ def _preferred_insert(fx: MutantFix, f: Failure) -> bool:
     whose line the failing tests ran first (the input is best normalized where it enters:
     `data = data.removeprefix(BOM)` before parsing, not on each line after). An `else` arm: the first
     the analysis ran at its line (its replacement shares most words with the name it replaces:
-    `left_match` -> `left_default`, not `right_default`)."""
+    `left_match` -> `left_default`, not `right_default`); a pair of edits likewise."""
     if fx.family == "transform" and fx.reached is not None:
         reached = [x.reached for xs in f.mutant_fixes.values() for x in xs
                    if x.clean and x.family == "transform" and x.reached is not None]
         return fx.reached == min(reached)
-    if fx.family in ("else-branch", "elif-branch"):
+    if fx.family in ("else-branch", "elif-branch", PAIR):
         return fx == next(x for x in f.mutant_fixes.get((fx.path, fx.line), ()) if x.clean and x.family == fx.family)
     return False
 
@@ -68,12 +69,13 @@ def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Cand
     otherwise only the catalogue's clean edits would be."""
     out: list[Candidate] = []
     for (p, n), fixes in f.mutant_fixes.items():
-        text = lines.get(n)
-        if p != path or text is None:
-            continue
         for fx in fixes:
+            block = [lines.get(k) for k in range(n, n + fx.span)]   # a pair's block: every line of it read
+            if p != path or None in block:
+                continue
+            text = "".join(t for t in block if t is not None)
             if fx.clean and _tidy(fx.text).strip() and not _same(_tidy(fx.text), text):
-                out.append(Candidate(path, n, _new_lines(fx.text), "mutant", fx.what))
+                out.append(Candidate(path, n, _new_lines(fx.text), "mutant", fx.what, span=fx.span))
     return out
 
 

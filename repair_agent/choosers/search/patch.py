@@ -30,7 +30,7 @@ def unanchored_end(known: dict[str, dict[int, str]], eof: dict[str, int], before
         lines = known.get(c.path, {})
         for _, hi in _blocks(lines):
             # an edit that keeps the line last (a statement inserted above it) leaves it as context
-            if c.line == hi and c.new_lines[-1:] != (lines[hi],) and eof.get(c.path) != hi:
+            if c.line + c.span - 1 == hi and c.new_lines[-1:] != (lines[hi],) and eof.get(c.path) != hi:
                 return c.path, hi + 1
     return None
 
@@ -46,10 +46,10 @@ def render_patch(known: dict[str, dict[int, str]], before: Candidate | None, aft
             orig = [lines[i] for i in range(lo, hi + 1)]
 
             def with_edit(c: Candidate | None) -> list[str]:
-                if c is None or c.path != path or not lo <= c.line <= hi:
+                if c is None or c.path != path or not lo <= c.line <= c.line + c.span - 1 <= hi:
                     return list(orig)
                 i = c.line - lo
-                return orig[:i] + list(c.new_lines) + orig[i + 1:]
+                return orig[:i] + list(c.new_lines) + orig[i + c.span:]
 
             old, new = with_edit(before), with_edit(after)
             if old != new:
