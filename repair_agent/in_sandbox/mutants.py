@@ -665,7 +665,9 @@ class Analysis:
         try:
             for line in (a["line"], b["line"]):
                 outer = min((d for d in self.defs.get(path, []) if d[1] <= line <= d[2]), key=lambda d: d[1], default=None)
-                if outer is None or outer in outers:
+                if outer is None:
+                    return   # a line no def holds: only a fresh import would run it
+                if outer in outers:
                     continue
                 outers.append(outer)
                 undo = self.swap(path, code, line)
