@@ -363,6 +363,8 @@ def test_a_missing_case_repeats_an_arm_with_a_word_its_siblings_vary():
     assert B.elif_sites("def f(x):\n    if x.a_b:\n        return 1\n    elif x.a_c:\n        return 2\n"
                         "    return x.a_d\n") == [
         (2, 5, 3, "    ", "        ", [("x.a_d", "return 1")]), (2, 5, 5, "    ", "        ", [("x.a_d", "return 2")])]
+    # an arm whose body shares its header's line has no indentation of its own to repeat
+    assert B.elif_sites("def f(x):\n    if x.a_b: return 1\n    elif x.a_c: return 2\n    return x.a_d\n") == []
 
 
 def test_the_analysis_adds_the_missing_case_of_a_chain(tmp_path):

@@ -179,7 +179,7 @@ def elif_sites(source: str) -> List[ElifSite]:
                 chain.append(chain[-1].orelse[0])   # type: ignore[arg-type]
             arms = [(arm, _segment(lines, arm.test), _segment(lines, arm.body[0])) for arm in chain
                     if arm.test.end_lineno == arm.lineno and len(arm.body) == 1 and isinstance(arm.body[0], SIMPLE)
-                    and arm.body[0].end_lineno == arm.body[0].lineno]
+                    and arm.body[0].end_lineno == arm.body[0].lineno > arm.lineno]   # not `if x: y` on one line
             conditions = {_segment(lines, arm.test) for arm in chain}
             indent = lines[head.lineno - 1][:head.col_offset]
             for arm, condition, statement in arms:
