@@ -223,7 +223,8 @@ def _sibling_arms(condition: str, statement: str, siblings: Dict[Tuple[str, ...]
     out: List[Tuple[str, str]] = []
     words = [w for name in IDENTIFIER.findall(condition) for w in name.split("_") if w]
     for word in dict.fromkeys(words):
-        names = {n for n in IDENTIFIER.findall(condition + " " + statement) if word in n.split("_")}
+        # in the arm's order, so the edits come in one order on every run (a set's would follow the hash seed)
+        names = [n for n in dict.fromkeys(IDENTIFIER.findall(condition + " " + statement)) if word in n.split("_")]
         gaps = [tuple("*" if w == word else w for w in n.split("_")) for n in names if len(n.split("_")) > 1]
         if not gaps:
             continue   # only a one-word name holds it: any name of the file could replace it

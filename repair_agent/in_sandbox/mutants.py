@@ -567,18 +567,21 @@ class Analysis:
             if passed == len(self.failing):
                 st[2] += 1
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
-                    t0 = time.monotonic()
-                    # the targets again with the passing tests, all recorded: what the fix does on them
-                    with Recorder(path) as recorder:
-                        ran = check(self.failing + self.passing)
-                    self.spent["check_s"] += time.monotonic() - t0
-                    others = {t: v for t, v in ran.items() if t not in self.failing}
-                    fix["checked"] = len(others)
-                    fix["broken"] = sum(v != "passed" for v in others.values())
-                    fix["behaviour"] = recorder.digest(ran)
+                    fix.update(self.checked(path, check))
             result["fixes"].append(fix)
         if time.monotonic() - self.printed > self.m["snapshot_s"]:
             self.print_result(finished=False)
+
+    def checked(self, path: str, check: Callable[[List[str]], Dict[str, str]]) -> Dict[str, Any]:
+        """A fix of every failing target run again with the passing tests, all recorded: how many it was
+        checked against, how many it broke, and what it did on them (its behaviour)."""
+        t0 = time.monotonic()
+        with Recorder(path) as recorder:
+            ran = check(self.failing + self.passing)
+        self.spent["check_s"] += time.monotonic() - t0
+        others = {t: v for t, v in ran.items() if t not in self.failing}
+        return {"checked": len(others), "broken": sum(v != "passed" for v in others.values()),
+                "behaviour": recorder.digest(ran)}
 
     def share(self, first: List[Tuple[str, int, Mutant]], per_line: List[List[Tuple[str, int, Mutant]]]
               ) -> Tuple[List[Tuple[str, int, Mutant]], List[List[Tuple[str, int, Mutant]]]]:
@@ -677,16 +680,13 @@ class Analysis:
             got = run_items(self.failing)
             if any(got.get(t) != "passed" for t in self.failing):
                 return
-            with Recorder(path) as recorder:
-                ran = run_items(self.failing + self.passing, self.m["per_mutant_s"] * 5)
-            others = {t: v for t, v in ran.items() if t not in self.failing}
-            self.result["fixes"].append({
-                "path": path, "line": a["line"], "span": b["line"] - a["line"] + 1, "family": PAIR,
-                "text": "".join(mutated[a["line"] - 1:b["line"]]).rstrip("\r\n"), "what": "%s; %s" % (a["what"], b["what"]),
-                "fixed": len(self.failing), "of": len(self.failing), "checked": len(others),
-                "broken": sum(v != "passed" for v in others.values()) if self.passing else None,
-                "tokens_added": a.get("tokens_added", 0) + b.get("tokens_added", 0), "reached": None,
-                "behaviour": recorder.digest(ran)})
+            fix = {"path": path, "line": a["line"], "span": b["line"] - a["line"] + 1, "family": PAIR,
+                   "text": "".join(mutated[a["line"] - 1:b["line"]]).rstrip("\r\n"), "what": "%s; %s" % (a["what"], b["what"]),
+                   "fixed": len(self.failing), "of": len(self.failing), "broken": None, "checked": 0,
+                   "tokens_added": a.get("tokens_added", 0) + b.get("tokens_added", 0), "reached": None}
+            if self.passing:
+                fix.update(self.checked(path, lambda ids: run_items(ids, self.m["per_mutant_s"] * 5)))
+            self.result["fixes"].append(fix)
         finally:
             for undo in reversed(undos):
                 undo()
