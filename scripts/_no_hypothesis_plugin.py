@@ -6,11 +6,17 @@ plugin. But every pytest process this interpreter starts autoloads the plugin, a
 test used it. The local checks, imports and traced runs of the suite are such processes, several
 hundred per suite. Hypothesis documents disabling its entry point; this does it for this
 environment only, leaving the product's "plugins load as installed" unchanged.
+
+The file is replaced, not written through: an installer that links files from its cache (uv does)
+shares the file with that cache, which must stay as it was.
 """
 from __future__ import annotations
 
 import importlib.metadata
 import sys
+from pathlib import Path
+
+from verifier.files import atomic_write
 
 SECTION = "[pytest11]"
 
@@ -26,17 +32,21 @@ def without_pytest_entry_points(text: str) -> str:
     return "".join(kept)
 
 
+def drop_pytest_entry_points(path: Path) -> None:
+    """Replace `path` (an entry_points.txt) by its text without [pytest11], when it has that section."""
+    text = path.read_text()
+    if SECTION in text:
+        atomic_write(path, without_pytest_entry_points(text))
+
+
 def main() -> int:
     try:
         dist = importlib.metadata.distribution("hypothesis")
     except importlib.metadata.PackageNotFoundError:
         return 0
-    listed = [f for f in dist.files or () if f.name == "entry_points.txt"]
-    for entry in listed:
-        path = dist.locate_file(entry)
-        text = path.read_text()
-        if SECTION in text:
-            path.write_text(without_pytest_entry_points(text))
+    for entry in dist.files or ():
+        if entry.name == "entry_points.txt":
+            drop_pytest_entry_points(Path(str(dist.locate_file(entry))))
     return 0
 
 

@@ -62,3 +62,21 @@ def test_the_modules_the_scheduler_starts_first_exist():
         (listed,) = [ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
                      and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
         assert listed and all((root / m).is_file() for m in listed), (name, [m for m in listed if not (root / m).is_file()])
+
+
+def test_the_plugin_is_dropped_from_a_replaced_file_never_through_a_link_to_the_installers_cache(tmp_path):
+    # uv links installed files from its cache: writing through the link would change the cache's copy
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("no_plugin", TESTS.parent / "scripts" / "_no_hypothesis_plugin.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    text = "[console_scripts]\nhypothesis = hypothesis.extra.cli:main\n\n[pytest11]\nhypothesispytest = _hypothesis_pytestplugin\n"
+    cached = tmp_path / "cache-entry_points.txt"
+    cached.write_text(text)
+    installed = tmp_path / "entry_points.txt"
+    installed.hardlink_to(cached)
+    script.drop_pytest_entry_points(installed)
+    assert installed.read_text() == "[console_scripts]\nhypothesis = hypothesis.extra.cli:main\n\n"
+    assert cached.read_text() == text and installed.stat().st_nlink == 1
