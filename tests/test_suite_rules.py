@@ -80,3 +80,18 @@ def test_the_plugin_is_dropped_from_a_replaced_file_never_through_a_link_to_the_
     script.drop_pytest_entry_points(installed)
     assert installed.read_text() == "[console_scripts]\nhypothesis = hypothesis.extra.cli:main\n\n"
     assert cached.read_text() == text and installed.stat().st_nlink == 1
+
+
+def test_the_dependencies_the_cli_imports_carry_their_bytecode():
+    # with PYTHONDONTWRITEBYTECODE set (as on the development machines), a dependency installed without
+    # its bytecode is compiled again by every process that imports it: ~0.3 s more per CLI command,
+    # paid by the suite's hundreds of them (an install by uv compiles only when asked)
+    import importlib.util
+
+    missing = []
+    for module in ("pydantic.main", "pydantic.fields", "docker.api.client", "requests.sessions", "jinja2.environment"):
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin, module
+        if not Path(importlib.util.cache_from_source(spec.origin)).is_file():
+            missing.append(module)
+    assert missing == [], f"installed without bytecode: {missing}"
