@@ -1,6 +1,6 @@
 # Sourced by scripts/demo, scripts/lint and scripts/test: install the project into .venv when it is
 # missing or pyproject.toml changed since the last install (a fresh machine has nothing installed).
-# uv installs the same packages in about a fifth of pip's time (docs/results.md); where uv cannot be
+# uv installs the same packages in under half of pip's time (docs/results.md); where uv cannot be
 # had, or its install fails (an index only pip is configured for: uv does not read pip's
 # configuration), pip installs them as before.
 if [ ! -x .venv/bin/repair-agent ] || [ pyproject.toml -nt .venv/.installed ]; then
