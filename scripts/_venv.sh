@@ -6,7 +6,7 @@
 if [ ! -x .venv/bin/repair-agent ] || [ pyproject.toml -nt .venv/.installed ]; then
   python3 -m venv .venv
   if ! { .venv/bin/python -m pip install -q --disable-pip-version-check 'uv>=0.4' \
-         && VIRTUAL_ENV="$PWD/.venv" .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python -e '.[test]'; }; then
+         && .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python -e '.[test]'; }; then
     echo "_venv.sh: no install with uv; installing with pip" >&2
     .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
   fi

@@ -558,10 +558,9 @@ class Analysis:
         if not self.fired and any(got.get(t, "passed") not in ("passed", UNFINISHED) for t in self.failing):
             self.refuted.setdefault((path, line), []).append(edit_key(new_text))
         if passed:
-            fix = {"path": path, "line": line, "text": new_text.rstrip("\n"), "what": what, "family": family,
-                   "fixed": passed, "of": len(self.failing), "broken": None, "checked": 0,
-                   "tokens_added": len(TOKEN.findall(new_text)) - len(TOKEN.findall(self.lines[path][line - 1])),
-                   "reached": self.reach_order.get((path, line)) if family in ("guard", GUESSED, "transform") else None}
+            fix = self.new_fix(path=path, line=line, text=new_text.rstrip("\n"), what=what, family=family, fixed=passed,
+                               tokens_added=len(TOKEN.findall(new_text)) - len(TOKEN.findall(self.lines[path][line - 1])),
+                               reached=self.reach_order.get((path, line)) if family in ("guard", GUESSED, "transform") else None)
             if passed < len(self.failing):   # a partial fix: which targets, for a pair that turns them all green
                 fix["fixed_targets"] = [i for i, t in enumerate(self.failing) if got.get(t) == "passed"]
             if passed == len(self.failing):
@@ -571,6 +570,11 @@ class Analysis:
             result["fixes"].append(fix)
         if time.monotonic() - self.printed > self.m["snapshot_s"]:
             self.print_result(finished=False)
+
+    def new_fix(self, **fields: Any) -> Dict[str, Any]:
+        """A fix's record (hints/mutation.py's MutantFix, as JSON): `fields` over what a fix not yet
+        checked against the passing tests has."""
+        return {"of": len(self.failing), "broken": None, "checked": 0, "reached": None, **fields}
 
     def checked(self, path: str, check: Callable[[List[str]], Dict[str, str]]) -> Dict[str, Any]:
         """A fix of every failing target run again with the passing tests, all recorded: how many it was
@@ -680,10 +684,9 @@ class Analysis:
             got = run_items(self.failing)
             if any(got.get(t) != "passed" for t in self.failing):
                 return
-            fix = {"path": path, "line": a["line"], "span": b["line"] - a["line"] + 1, "family": PAIR,
-                   "text": "".join(mutated[a["line"] - 1:b["line"]]).rstrip("\r\n"), "what": "%s; %s" % (a["what"], b["what"]),
-                   "fixed": len(self.failing), "of": len(self.failing), "broken": None, "checked": 0,
-                   "tokens_added": a.get("tokens_added", 0) + b.get("tokens_added", 0), "reached": None}
+            fix = self.new_fix(path=path, line=a["line"], span=b["line"] - a["line"] + 1, family=PAIR,
+                               text="".join(mutated[a["line"] - 1:b["line"]]).rstrip("\r\n"), what="%s; %s" % (a["what"], b["what"]),
+                               fixed=len(self.failing), tokens_added=a.get("tokens_added", 0) + b.get("tokens_added", 0))
             if self.passing:
                 fix.update(self.checked(path, lambda ids: run_items(ids, self.m["per_mutant_s"] * 5)))
             self.result["fixes"].append(fix)
