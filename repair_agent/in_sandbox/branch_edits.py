@@ -13,7 +13,9 @@ A chain of cases may lack one: `if target.major: high = target.next_major()` the
 target.next_patch()`, and no `elif target.minor: high = target.next_minor()`. The arm added after an
 arm repeats it with one word replaced by a word the file's names vary it with (`next_major`,
 `next_minor`, `next_patch`: `major` -> `minor`, `patch`), where every name of the new arm is a name of
-the file and its condition is none of the chain's.
+the file and its condition is none of the chain's. A chain that handles letters of one case may
+lack the arm for the other (`elif c >= "A" and c <= "Z": val = ord(c) - ord("A")` and no arm for "a" to
+"z"): the arm repeated with its condition's letter literals in the other case.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ Edit = Tuple[str, str, str]   # (family, what, the new text: the line, then the 
 MAX_REPLACEMENTS = 8   # names tried in place of a bound one, per statement
 MAX_SIBLINGS = 4       # words tried in place of one word of an arm, per arm
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+LETTERS = re.compile(r"""(['"])([A-Za-z]+)\1""")   # a string literal of letters only
 SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.Return)
 
 
@@ -183,7 +186,8 @@ def elif_sites(source: str) -> List[ElifSite]:
             conditions = {_segment(lines, arm.test) for arm in chain}
             indent = lines[head.lineno - 1][:head.col_offset]
             for arm, condition, statement in arms:
-                new = [(c, s) for c, s in _sibling_arms(condition, statement, siblings) if c not in conditions]
+                new = [(c, s) for c, s in _sibling_arms(condition, statement, siblings) + _case_sibling(condition, statement)
+                       if c not in conditions]
                 if new:
                     body = arm.body[0]
                     out.append((head.lineno, getattr(head, "end_lineno", head.lineno), body.lineno, indent,
@@ -239,6 +243,22 @@ def _sibling_arms(condition: str, statement: str, siblings: Dict[Tuple[str, ...]
             if new_names <= known and (new_condition, new_statement) not in out:
                 out.append((new_condition, new_statement))
     return out
+
+
+def _case_sibling(condition: str, statement: str) -> List[Tuple[str, str]]:
+    """The arm with the letter literals of its condition in the other case, in its statement too
+    (`c >= "A" and c <= "Z"` -> `c >= "a" and c <= "z"`), when they are all of one case."""
+    literals = {m.group(2) for m in LETTERS.finditer(condition)}
+    if literals and all(t.isupper() for t in literals):
+        other = str.lower
+    elif literals and all(t.islower() for t in literals):
+        other = str.upper
+    else:
+        return []
+
+    def swap(m: "re.Match[str]") -> str:
+        return m.group(1) + other(m.group(2)) + m.group(1) if m.group(2) in literals else m.group(0)
+    return [(LETTERS.sub(swap, condition), LETTERS.sub(swap, statement))]
 
 
 def elif_edit(line: str, indent: str, body_indent: str, condition: str, statement: str) -> Edit:

@@ -10,7 +10,9 @@ elements", "add function around expression"):
 - a handler that catches one exception type too few: `except (KeyError, IndexError):` ->
   `except (KeyError, IndexError, ValueError):`;
 - an iterable used while it changes, or in no fixed order: `for k in d:` -> `for k in list(d):`,
-  `", ".join(names)` -> `", ".join(sorted(names))`.
+  `", ".join(names)` -> `", ".join(sorted(names))`;
+- one operand of `and`/`or` negated: `if skip and value in symbols:` -> `if not skip and ...` (negating
+  the whole condition or a comparison's operator does not reach a slip in one operand).
 
 Each function returns (family, what, new line) triples, like the operator table.
 """
@@ -48,6 +50,7 @@ def condition_edits(code: str, names: tuple[str, ...]) -> list[Edit]:
     for test in tests:
         out += _checked_first(code, test, stmt, names)
     out += _copied_iterables(code, tree, stmt)
+    out += _negated_operands(code, tree, stmt)
     return out
 
 
@@ -112,6 +115,20 @@ def _checked_first(code: str, test: ast.expr, stmt: StatementText, names: tuple[
         for check in (text, f"{text} is not None"):
             out.append(("condition-guard", f"check {check} first",
                         code[:where[0]] + f"{check} and {body}" + code[where[1]:]))
+    return out
+
+
+def _negated_operands(code: str, tree: ast.AST, stmt: StatementText) -> list[Edit]:
+    """`a and b` -> `not a and b`, `a and not b`: each operand that is a value, not a comparison (its
+    operator's swaps negate it) nor a `not` (dropping it is the operator table's edit)."""
+    out: list[Edit] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.BoolOp):
+            continue
+        for value in node.values:
+            if isinstance(value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and stmt.span(value):
+                text = stmt.text(value)
+                out.append(("boolean", f"negate `{text}`", replace_span(code, *stmt.at(value), f"not {text}")))
     return out
 
 

@@ -290,6 +290,8 @@ class Analysis:
         self.sources: Dict[str, str] = {}
         self.lines: Dict[str, List[str]] = {}   # each source split once, not once per mutant
         self.callables: Dict[str, Tuple[str, ...]] = {}
+        self.unused: Dict[str, List[Tuple[int, int, List[str]]]] = {}
+        self.updates: Dict[str, List[Tuple[int, int, str, str]]] = {}   # path -> each function's steps (`pos -= 1`)   # path -> callables a function makes and never uses
         self.signatures: Dict[str, Dict[str, Tuple[str, ...]]] = {}
         self.attributes: Dict[str, Tuple[str, ...]] = {}   # path -> the attributes of `self` its code uses
         self.scopes: Dict[str, List[Scope]] = {}
@@ -431,10 +433,12 @@ class Analysis:
             self.lines[path] = self.operators.source_lines(text)
             numbered = dict(enumerate(self.operators.source_lines(text, ends=False), 1))
             self.callables[path] = self.operators.callable_names(numbered)
+            self.unused[path] = self.operators.unused_callables(text)
             self.signatures[path] = self.operators.signatures_of(numbered)
             self.attributes[path] = self.operators.attribute_names(numbered)
             self.scopes[path], self.defs[path] = functions_of(text)
             self.first_reads[path] = self.operators.transforms.first_reads(text)
+            self.updates[path] = self.operators.transforms.updates(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
             self.jump_sites[path] = self.operators.branches.jump_sites(text)
@@ -447,8 +451,10 @@ class Analysis:
     def mutants(self, path: str, line: int) -> List[Mutant]:
         self.load(path)
         text = self.lines[path][line - 1]
-        names = variables(self.scopes[path], line)
-        muts = line_mutants(text, names, self.callables[path], self.operators.analysis_mutations,
+        # an enclosing function's callable it never uses: a name of the line's scope, and one it may call
+        unused = [n for first, last, made in self.unused[path] if first <= line <= last for n in made]
+        names = list(dict.fromkeys(unused + variables(self.scopes[path], line)))
+        muts = line_mutants(text, names, self.callables[path] + tuple(unused), self.operators.analysis_mutations,
                             self.m["max_per_line"], self.signatures[path], self.attributes[path])
         # the line as its clones have it, separators a test run can tell apart, and a sort's key or
         # order, before the broad edits (any variable, deletions)
@@ -519,7 +525,8 @@ class Analysis:
     def transforms(self, path: str, line: int, text: str) -> List[Mutant]:
         """A text variable transformed before the statement that first reads it (in_sandbox/transform_edits.py):
         normalized, or changed as the failing tests' examples or the module's markers show. Each is
-        tried only where its variable held a text when the failing targets ran the line (its condition)."""
+        tried only where its variable held a text when the failing targets ran the line (its condition).
+        Then a step the function takes elsewhere (`pos -= 1`) before that statement."""
         names = [n for n in self.first_reads[path].get(line, ()) if n not in ("self", "cls")]
         if not names:
             return []
@@ -531,6 +538,7 @@ class Analysis:
             for family, what, new in edits.transform_edits(text, [name], calls):
                 self.condition_of[(path, line, what)] = "isinstance(%s, str)" % name
                 out.append((new + ending, what, family))
+        out += [(new + ending, what, family) for family, what, new in edits.update_edits(text, names, self.updates[path], line)]
         return out
 
     def branches(self, path: str, line: int, text: str) -> List[Mutant]:

@@ -8,7 +8,9 @@ PySStuBs, Kamienski et al., MSR 2021), the kinds whose fix names something the l
 - same function, more arguments: a call to a function of the file leaves out a parameter that a
   variable of the same name in scope would fill (`is_open(day)` -> `is_open(day, holidays)`);
 - a missing call: a value passed through a function the scope holds and calls elsewhere
-  (`inner[k] = default` -> `inner[k] = func(default)`);
+  (`inner[k] = default` -> `inner[k] = func(default)`), or one an enclosing function makes and then
+  never uses (`output_schema = Schema(returns)` and a nested `return output` -> `return
+  output_schema(output)`: the only use was the call that went missing);
 - a wrong return value: `return None` where a parameter was meant (`return None` -> `return default`);
 - change identifier used: a name whose words hold one of a pair of opposites becomes its
   counterpart, when the file names that counterpart (`left_default` -> `right_default`,
@@ -59,6 +61,36 @@ def signatures_of(lines: dict[int, str]) -> dict[str, tuple[str, ...]]:
             clash.add(name)
         out[name] = params
     return {k: v for k, v in out.items() if k not in clash}
+
+
+def unused_callables(text: str) -> list[tuple[int, int, list[str]]]:
+    """Per function with nested ones (first line, last line, names): the callables it makes (a `def`,
+    a lambda, an object built by a call) and never reads, its nested functions included: a name made
+    and never used is the sign of a use that went missing."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    out: list[tuple[int, int, list[str]]] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        nested = [n for n in ast.walk(fn) if n is not fn and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+        if not nested:
+            continue
+        read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        inner = {id(x) for n in nested for x in ast.walk(n) if x is not n}   # the nested functions' own names
+        made: list[str] = []
+        for stmt in (x for x in ast.walk(fn) if id(x) not in inner):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and any(
+                    isinstance(v, (ast.Lambda, ast.Call)) for v in ast.walk(stmt.value)):
+                made.append(stmt.targets[0].id)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt is not fn and not stmt.decorator_list:
+                made.append(stmt.name)
+        names = [n for n in dict.fromkeys(made) if n not in read and not n.startswith("_")]
+        if names:
+            out.append((fn.lineno, fn.end_lineno or fn.lineno, names))
+    return out
 
 
 def scope_edits(code: str, names: tuple[str, ...], callables: tuple[str, ...],

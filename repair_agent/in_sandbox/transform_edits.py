@@ -10,6 +10,11 @@ show it: their examples hold an input and the text it should become (`'0.1.0+2+3
 byte-order mark). `example_transforms` reads such pairs, `constant_transforms` such markers; each
 transform is then tried, like any mutant, before each statement that reads a variable first since
 it was last assigned, and only those the failing and the passing tests agree with survive.
+
+A step the function takes elsewhere may be missing there too (`pos -= 1` inside a loop, and not
+before `while pos >= 0 and text[pos] == "\\"`, which should start one character back): each
+one-line augmented assignment of a variable (`updates`) is tried before the statements that read
+that variable first.
 """
 from __future__ import annotations
 
@@ -216,6 +221,54 @@ def _walk_outside_nested(node: ast.AST) -> Iterable[ast.AST]:
         return
     for child in ast.iter_child_nodes(node):
         yield from _walk_outside_nested(child)
+
+
+MAX_UPDATES = 3   # steps of one variable tried before one statement
+
+
+def updates(source: str) -> List[Tuple[int, int, str, str]]:
+    """Each function's one-line augmented assignments of a variable (`pos -= 1`), with the function's
+    first and last line and the variable, in the order the function has them; each text once per function."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    lines = source.split("\n")
+    out: List[Tuple[int, int, str, str]] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        seen: List[str] = []
+        for stmt in sorted(_statements(fn.body), key=lambda s: s.lineno):
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.end_lineno == stmt.lineno:
+                text = lines[stmt.lineno - 1].strip()
+                if text not in seen and _one_statement(text):
+                    seen.append(text)
+                    out.append((fn.lineno, fn.end_lineno or fn.lineno, stmt.target.id, text))
+    return out
+
+
+def _one_statement(text: str) -> bool:
+    try:
+        body = ast.parse(text).body
+    except SyntaxError:
+        return False
+    return len(body) == 1 and isinstance(body[0], ast.AugAssign)
+
+
+def update_edits(line: str, names: Sequence[str], steps: Sequence[Tuple[int, int, str, str]], number: int) -> List[Edit]:
+    """Each step of one of `names` (the variables `line` reads first) its function takes elsewhere,
+    before `line` (not where it already stands right above)."""
+    if line.lstrip().startswith(("elif ", "elif(", "else", "except", "finally", "@", "def ", "async def ", "class ")):
+        return []
+    code = line.rstrip("\r\n")
+    indent = code[:len(code) - len(code.lstrip())]
+    out: List[Edit] = []
+    for name in names:
+        texts = [t for first, last, n, t in steps if n == name and first <= number <= last]
+        for stmt in list(dict.fromkeys(texts))[:MAX_UPDATES]:
+            out.append(("transform", f"insert `{stmt}`", f"{indent}{stmt}\n{code}"))
+    return out
 
 
 def transform_edit(line: str, name: str, call: str) -> Edit:

@@ -1,0 +1,205 @@
+"""Four edits the mutation analysis makes for slips no other edit reaches: one operand of `and`/`or`
+negated, the arm of an `if` chain for the other case of its letters, a call an enclosing function
+makes and never uses, and a step the function takes elsewhere missing before a statement. Each is
+shown on its own, then found by the analysis on real pytest runs of a small repository in the local
+sandbox, where it is the only clean fix."""
+from __future__ import annotations
+
+from repair_agent.hints.localization import localize
+from repair_agent.in_sandbox import branch_edits as B, scope_edits as S, transform_edits as T
+from repair_agent.in_sandbox.condition_edits import condition_edits
+
+from helpers import calc_sandbox
+
+
+def clean_fixes(tmp_path, source: str, tests: str, targets: tuple[str, ...]) -> list[tuple[str, int, str]]:
+    m = localize(calc_sandbox(tmp_path, source, tests), targets, ("src/**",), mutate=True).mutation
+    assert m is not None and m.finished
+    return [(f.family, f.line, f.what) for f in m.fixes if f.clean]
+
+
+def test_one_operand_of_a_boolean_operator_is_negated():
+    got = [e[1:] for e in condition_edits("    if skip and value in symbols:", ("skip", "value"))]
+    assert ("negate `skip`", "    if not skip and value in symbols:") in got
+    # a comparison is negated by its operator's swaps, a `not` by dropping it: neither again here
+    assert not [w for w, _ in got if w.startswith("negate `value")]
+    assert [e[1:] for e in condition_edits("    return a.b or not f(x)", ("a", "x"))
+            if e[1].startswith("negate")] == [("negate `a.b`", "    return not a.b or not f(x)")]
+    # inside a comprehension's condition too; a lone condition is the operator table's (`negate the condition`)
+    assert ("negate `w[0]`", "    x = [v for v in xs if v and not w[0]]") in [
+        e[1:] for e in condition_edits("    x = [v for v in xs if v and w[0]]", ("v", "w", "x", "xs"))]
+    assert not [e for e in condition_edits("    if skip:", ("skip",)) if e[1].startswith("negate")]
+
+
+CURRENCY = '''\
+SYMBOLS = {"$", "EUR"}
+
+
+def currency(value, skip_symbols=True):
+    if skip_symbols and value in SYMBOLS:
+        return True
+    return len(value) == 3 and value.isupper()
+'''
+
+CURRENCY_TESTS = '''\
+from calc import currency
+
+
+def test_symbols_are_skipped_by_default():
+    assert not currency("$")
+
+
+def test_a_symbol_is_a_currency_when_not_skipped():
+    assert currency("$", skip_symbols=False)
+
+
+def test_codes():
+    assert currency("USD") and currency("USD", skip_symbols=False) and not currency("usd")
+'''
+
+
+def test_the_analysis_negates_the_operand_that_is_wrong(tmp_path):
+    # negating the whole condition fixes both targets and breaks `test_codes`; dropping the
+    # operand fixes one target: only `not skip_symbols` is clean
+    targets = ("tests/test_calc.py::test_symbols_are_skipped_by_default",
+               "tests/test_calc.py::test_a_symbol_is_a_currency_when_not_skipped")
+    assert ("boolean", 5, "negate `skip_symbols`") in clean_fixes(tmp_path, CURRENCY, CURRENCY_TESTS, targets)
+
+
+CUSIP = '''\
+def checksum(text):
+    total = 0
+    for c in text:
+        if c >= "0" and c <= "9":
+            val = ord(c) - ord("0")
+        elif c >= "A" and c <= "Z":
+            val = 10 + ord(c) - ord("A")
+        elif c == "*":
+            val = 36
+        else:
+            return None
+        total += val
+    return total
+'''
+
+CUSIP_TESTS = '''\
+from calc import checksum
+
+
+def test_digits_and_capitals():
+    assert checksum("1A*") == 1 + 10 + 36
+
+
+def test_small_letters_count_as_capitals():
+    assert checksum("1a") == 11
+
+
+def test_anything_else_is_refused():
+    assert checksum("1-") is None
+'''
+
+
+def test_an_arm_for_capitals_gets_a_sibling_for_small_letters():
+    sites = B.elif_sites(CUSIP)
+    assert [(end, arms) for _, _, end, _, _, arms in sites] == [(7, [('c >= "a" and c <= "z"', 'val = 10 + ord(c) - ord("a")')])]
+    # mixed cases, or no letters: no such arm
+    assert B.elif_sites(CUSIP.replace('"Z"', '"z"')) == []
+    assert B.elif_sites("def f(c):\n    if c == '1':\n        return 1\n    return 0\n") == []
+
+
+def test_the_analysis_adds_the_arm_for_the_other_case(tmp_path):
+    got = clean_fixes(tmp_path, CUSIP, CUSIP_TESTS, ("tests/test_calc.py::test_small_letters_count_as_capitals",))
+    assert got == [("elif-branch", 7, 'add `elif c >= "a" and c <= "z": val = 10 + ord(c) - ord("a")`')]
+
+
+DECORATOR = '''\
+def checked(returns=None):
+    def decorate(func):
+        output_check = (lambda x: returns(x)) if returns else (lambda x: x)
+
+        def wrapper(*args):
+            output = func(*args)
+            return output
+
+        return wrapper
+    return decorate
+
+
+def must_be_positive(x):
+    if x <= 0:
+        raise ValueError(x)
+    return x
+'''
+
+DECORATOR_TESTS = '''\
+import pytest
+
+from calc import checked, must_be_positive
+
+
+def test_the_returned_value_is_checked():
+    @checked(returns=must_be_positive)
+    def minus(a, b):
+        return a - b
+    with pytest.raises(ValueError):
+        minus(1, 2)
+
+
+def test_a_good_value_passes():
+    @checked(returns=must_be_positive)
+    def minus(a, b):
+        return a - b
+    assert minus(2, 1) == 1 and checked()(lambda: -1)() == -1
+'''
+
+
+def test_a_callable_made_and_never_used_is_found_per_function():
+    # `output_check` is made by `decorate` and read nowhere in it, its nested `wrapper` included
+    assert S.unused_callables(DECORATOR) == [(2, 9, ["output_check"])]
+    assert S.unused_callables(DECORATOR.replace("return output\n", "return output_check(output)\n")) == []
+    # a function with nothing nested: its unused names are its own variables' business
+    assert S.unused_callables("def f(x):\n    g = len(x)\n    return x\n") == []
+
+
+def test_the_analysis_passes_the_value_through_the_unused_callable(tmp_path):
+    got = clean_fixes(tmp_path, DECORATOR, DECORATOR_TESTS, ("tests/test_calc.py::test_the_returned_value_is_checked",))
+    assert ("missing-call", 7, "output -> output_check(output)") in got
+
+
+PIPE = '''\
+def escaped(text, pos):
+    """Is the character at `pos` escaped by an odd number of backslashes before it?"""
+    backslashes = 0
+    while pos >= 0 and text[pos] == "\\\\":
+        backslashes += 1
+        pos -= 1
+    return backslashes % 2 == 1
+'''
+
+PIPE_TESTS = '''\
+from calc import escaped
+
+
+def test_an_escaped_pipe():
+    assert escaped("a\\\\|b", 2)
+
+
+def test_a_plain_pipe():
+    assert not escaped("a|b", 1) and not escaped("a\\\\\\\\|b", 3)
+'''
+
+
+def test_a_step_taken_in_a_loop_is_tried_before_it():
+    steps = T.updates(PIPE)
+    assert steps == [(1, 7, "backslashes", "backslashes += 1"), (1, 7, "pos", "pos -= 1")]
+    line = PIPE.splitlines(True)[3]
+    assert T.update_edits(line, ["pos", "text"], steps, 4) == [
+        ("transform", "insert `pos -= 1`", '    pos -= 1\n    while pos >= 0 and text[pos] == "\\\\":')]
+    # another function's steps, or a line that cannot have a statement before it: none
+    assert T.update_edits(line, ["pos"], steps, 9) == []
+    assert T.update_edits("    elif pos:\n", ["pos"], steps, 4) == []
+
+
+def test_the_analysis_inserts_the_missing_step(tmp_path):
+    got = clean_fixes(tmp_path, PIPE, PIPE_TESTS, ("tests/test_calc.py::test_an_escaped_pipe",))
+    assert ("transform", 4, "insert `pos -= 1`") in got
