@@ -1,6 +1,7 @@
-"""Four edits the mutation analysis makes for slips no other edit reaches: one operand of `and`/`or`
+"""Edits the mutation analysis makes for slips no other edit reaches: one operand of `and`/`or`
 negated, the arm of an `if` chain for the other case of its letters, a call an enclosing function
-makes and never uses, and a step the function takes elsewhere missing before a statement. Each is
+makes and never uses, a step the function takes elsewhere missing before a statement, and a guard
+against the very input word a failing test passes. Each is
 shown on its own, then found by the analysis on real pytest runs of a small repository in the local
 sandbox, where it is the only clean fix."""
 from __future__ import annotations
@@ -203,3 +204,50 @@ def test_a_step_taken_in_a_loop_is_tried_before_it():
 def test_the_analysis_inserts_the_missing_step(tmp_path):
     got = clean_fixes(tmp_path, PIPE, PIPE_TESTS, ("tests/test_calc.py::test_an_escaped_pipe",))
     assert ("transform", 4, "insert `pos -= 1`") in got
+
+
+COLOR = '''\
+def parse_legacy(value):
+    if not value:
+        raise ValueError("an empty color")
+    value = value.strip()
+    if value.startswith("#") and len(value) == 4:
+        return tuple(int(c * 2, 16) for c in value[1:])
+    return tuple(ord(c) % 256 for c in value[:3].ljust(3, "0"))
+'''
+
+COLOR_TESTS = '''\
+import pytest
+
+from calc import parse_legacy
+
+
+@pytest.mark.parametrize("value", ["transparent"])
+def test_refused(value):
+    with pytest.raises(ValueError):
+        parse_legacy(value)
+
+
+def test_parsed():
+    assert parse_legacy("#abc") == (170, 187, 204)
+    assert parse_legacy(" red ") == (114, 101, 100)
+    with pytest.raises(ValueError):
+        parse_legacy("")
+'''
+
+
+def test_a_probe_compares_a_variable_with_the_failing_tests_input_word():
+    from repair_agent.in_sandbox import probe_edits as P
+
+    assert P.probe_words(["transparent", "#fff", "a b", "transparent", "Red"]) == ["transparent", "Red"]
+    frame = P.LineFrame(in_loop=False, handled=(), strings=("#",), numbers=(4,))
+    probes = P.probe_conditions('    if value.startswith("#") and len(value) == 4:\n', ("value",), frame, (), ("transparent", "Red"))
+    assert probes[:3] == ["value == 'transparent'", "value.lower() == 'transparent'", "value == 'Red'"]
+
+
+def test_the_analysis_guards_against_the_failing_tests_input(tmp_path):
+    m = localize(calc_sandbox(tmp_path, COLOR, COLOR_TESTS), ("tests/test_calc.py::test_refused[transparent]",),
+                 ("src/**",), mutate=True).mutation
+    assert m is not None
+    texts = [f.text for f in m.fixes if f.clean]
+    assert any("if value.lower() == 'transparent':" in t and "raise ValueError" in t for t in texts), texts

@@ -320,6 +320,7 @@ class Analysis:
         self.sort_keys: Dict[str, Any] = {}   # path -> order_edits.key_index
         self.default_slot: Dict[Tuple[str, int, str], Tuple[int, Any]] = {}   # a default's mutant -> its def's line, its slot
         self.example_chars: List[str] = []   # characters of the failing tests' texts a probed condition may look for
+        self.example_words: List[str] = []   # and their input words it may compare with
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
         self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
@@ -495,7 +496,7 @@ class Analysis:
         out: List[Mutant] = []
         frame = self.frames[path].get(line)
         conditions = guards.guard_conditions(text, tuple(names[:MAX_NAMES]), ctx)
-        probes = [c for c in probing.probe_conditions(text, tuple(names[:MAX_NAMES]), frame, self.example_chars)
+        probes = [c for c in probing.probe_conditions(text, tuple(names[:MAX_NAMES]), frame, self.example_chars, self.example_words)
                   if c not in conditions] if frame is not None else []
         bodies = guards.guard_bodies(ctx)
         extra = [b for b in probing.frame_bodies(ctx, frame, params) if b not in bodies]
@@ -958,6 +959,7 @@ class Analysis:
                 edits = analysis.operators.transforms
                 analysis.example_calls = edits.example_transforms(texts + edits.literals_in(code))
                 analysis.example_chars = analysis.operators.probes.probe_characters(texts + edits.literals_in(code))
+                analysis.example_words = analysis.operators.probes.probe_words(texts)
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
                 def trace(traced: ConditionTrace) -> None:

@@ -100,18 +100,25 @@ def line_frames(source: str) -> Dict[int, LineFrame]:
     return out
 
 
-def probe_conditions(line: str, names: Sequence[str], frame: LineFrame, chars: Sequence[str] = ()) -> List[str]:
-    """Conditions on the variables `line` reads, each against a literal of its function (`frame`) or a
-    character of the failing tests' texts (`chars`): `X.startswith(L)`, `X.endswith(L)`, `L in X`,
-    `X == L`, and for an integer K `X == K`, `X < K`, `X > K`, `len(X) > K`. Too many to run each: the
-    analysis runs only those that held where the failing tests ran the line and nowhere else."""
+def probe_conditions(line: str, names: Sequence[str], frame: LineFrame, chars: Sequence[str] = (),
+                     words: Sequence[str] = ()) -> List[str]:
+    """Conditions on the variables `line` reads: first each equal to an input word of the failing tests
+    (`words`; `X == W`, and `X.lower() == W` for a word in small letters: a missing check is often for
+    the very input the failing test passes, `if value.lower() == "transparent": raise ValueError(...)`),
+    then against a literal of its function (`frame`) or a character of the failing tests' texts
+    (`chars`): `X.startswith(L)`, `X.endswith(L)`, `L in X`, `X == L`, and for an integer K `X == K`,
+    `X < K`, `X > K`, `len(X) > K`. Too many to run each: the analysis runs only those that held where
+    the failing tests ran the line and nowhere else."""
     top = statement_of(line)
-    return [] if top is None else _probes(read_expressions(top, names)[:MAX_EXPRESSIONS], frame, chars)
+    return [] if top is None else _probes(read_expressions(top, names)[:MAX_EXPRESSIONS], frame, chars, words)
 
 
-def _probes(exprs: Sequence[str], frame: LineFrame, chars: Sequence[str]) -> List[str]:
+def _probes(exprs: Sequence[str], frame: LineFrame, chars: Sequence[str], words: Sequence[str] = ()) -> List[str]:
     texts = list(dict.fromkeys(list(frame.strings) + list(chars)))
     out: List[str] = []
+    for x in exprs:
+        for w in words:
+            out += ["%s == %r" % (x, w)] + (["%s.lower() == %r" % (x, w)] if w.islower() else [])
     for x in exprs:
         for t in texts:
             out += ["%s.startswith(%r)" % (x, t), "%s.endswith(%r)" % (x, t), "%r in %s" % (t, x), "%s == %r" % (x, t)]
@@ -168,6 +175,20 @@ def after_edit(line: str, condition: str, body: str) -> Edit:
 
 
 MAX_CHARACTERS = 4   # characters of the failing tests' texts a probe looks for
+
+
+MAX_WORDS = 2        # input words of the failing tests a probe compares a variable with
+WORD = re.compile(r"[A-Za-z][A-Za-z_-]{1,23}")
+
+
+def probe_words(texts: Sequence[str]) -> List[str]:
+    """The words among the failing tests' texts (their parameters, what their messages quote), most
+    frequent first, then in the order they come."""
+    counts: Dict[str, int] = {}
+    for text in texts:
+        if WORD.fullmatch(text):
+            counts[text] = counts.get(text, 0) + 1
+    return sorted(counts, key=lambda w: -counts[w])[:MAX_WORDS]
 
 
 def probe_characters(texts: Sequence[str]) -> List[str]:
