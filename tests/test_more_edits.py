@@ -3,7 +3,7 @@ negated, the arm of an `if` chain for the other case of its letters, a call an e
 makes and never uses, a step the function takes elsewhere missing before a statement, and a guard
 against the very input word a failing test passes. Each is
 shown on its own, then found by the analysis on real pytest runs of a small repository in the local
-sandbox, where it is the only clean fix."""
+sandbox."""
 from __future__ import annotations
 
 from repair_agent.hints.localization import localize
@@ -222,9 +222,9 @@ import pytest
 from calc import parse_legacy
 
 
-@pytest.mark.parametrize("value", ["transparent"])
-def test_refused(value):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(["value", "match"], [("transparent", 'forbids "transparent" as a value')])
+def test_refused(value, match):
+    with pytest.raises(ValueError, match=match):
         parse_legacy(value)
 
 
@@ -245,9 +245,22 @@ def test_a_probe_compares_a_variable_with_the_failing_tests_input_word():
     assert probes[:3] == ["value == 'transparent'", "value.lower() == 'transparent'", "value == 'Red'"]
 
 
+def test_the_message_a_test_asks_for_may_be_one_of_its_parameters():
+    from repair_agent.in_sandbox.guard_edits import parametrized_message
+
+    text = 'forbids "transparent" as a value'
+    assert parametrized_message([COLOR_TESTS], [{"value": "transparent", "match": text}]) == text
+    # a real pattern, two failing tests that disagree, or no such parameter: no message
+    assert parametrized_message([COLOR_TESTS], [{"match": "forbids (a|b)"}]) is None
+    assert parametrized_message([COLOR_TESTS] * 2, [{"match": "a"}, {"match": "b"}]) is None
+    assert parametrized_message([COLOR_TESTS], [{"value": "transparent"}]) is None
+
+
 def test_the_analysis_guards_against_the_failing_tests_input(tmp_path):
-    m = localize(calc_sandbox(tmp_path, COLOR, COLOR_TESTS), ("tests/test_calc.py::test_refused[transparent]",),
+    # the guard raises the message the test's parameter asks for
+    m = localize(calc_sandbox(tmp_path, COLOR, COLOR_TESTS), ("tests/test_calc.py::test_refused[transparent-forbids \"transparent\" as a value]",),
                  ("src/**",), mutate=True).mutation
     assert m is not None
     texts = [f.text for f in m.fixes if f.clean]
-    assert any("if value.lower() == 'transparent':" in t and "raise ValueError" in t for t in texts), texts
+    assert any("if value.lower() == 'transparent':" in t and "raise ValueError('forbids \"transparent\" as a value')" in t
+               for t in texts), texts

@@ -16,7 +16,7 @@ import ast
 import builtins
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 try:
     from .statement_edits import statement_ast
@@ -81,6 +81,28 @@ def expected_message(sources: Sequence[str]) -> Optional[str]:
             if REGEX_SYNTAX.search(literal) or "\\" in literal:
                 return None
             found.add(re.sub(r"\\(\W)", r"\1", pattern))
+    return found.pop() if len(found) == 1 else None
+
+
+EXPECTS_PARAMETER = re.compile(r"\bmatch\s*=\s*([A-Za-z_]\w*)\s*[,)]")
+
+
+def parametrized_message(sources: Sequence[str], params: Sequence[Dict[str, Any]]) -> Optional[str]:
+    """The message a failing test asks for through one of its parameters (`match=match`, each case's
+    text; `params`: each failing test's parameters), when the failing tests agree on it and it matches
+    itself as a pattern (`"forbids \"transparent\" as a value."`); else None."""
+    found = set()
+    for text, values in zip(sources, params):
+        for m in EXPECTS_PARAMETER.finditer(text):
+            value = values.get(m.group(1))
+            if not isinstance(value, str) or not value:
+                return None
+            try:
+                if re.search(value, value) is None:
+                    return None
+            except re.error:
+                return None
+            found.add(value)
     return found.pop() if len(found) == 1 else None
 
 

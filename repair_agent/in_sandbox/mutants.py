@@ -953,7 +953,8 @@ class Analysis:
                 guards = analysis.operators.guards
                 sources = [test_source(items.get(t)) for t in analysis.failing]
                 analysis.expects = guards.expected_exception(messages) or guards.expected_in_tests(sources)
-                analysis.message = guards.expected_message(sources)
+                analysis.message = guards.expected_message(sources) or guards.parametrized_message(
+                    sources, [getattr(getattr(items.get(t), "callspec", None), "params", {}) or {} for t in analysis.failing])
                 analysis.raised_instead = guards.raised_instead(messages)
                 texts, code = example_texts([items.get(t) for t in analysis.failing], sources, messages)
                 edits = analysis.operators.transforms
