@@ -290,8 +290,8 @@ class Analysis:
         self.sources: Dict[str, str] = {}
         self.lines: Dict[str, List[str]] = {}   # each source split once, not once per mutant
         self.callables: Dict[str, Tuple[str, ...]] = {}
-        self.unused: Dict[str, List[Tuple[int, int, List[str]]]] = {}
-        self.updates: Dict[str, List[Tuple[int, int, str, str]]] = {}   # path -> each function's steps (`pos -= 1`)   # path -> callables a function makes and never uses
+        self.unused: Dict[str, List[Tuple[int, int, List[str]]]] = {}   # path -> callables a function makes and never uses
+        self.updates: Dict[str, List[Tuple[int, int, str, str]]] = {}   # path -> each function's steps (`pos -= 1`)
         self.signatures: Dict[str, Dict[str, Tuple[str, ...]]] = {}
         self.attributes: Dict[str, Tuple[str, ...]] = {}   # path -> the attributes of `self` its code uses
         self.scopes: Dict[str, List[Scope]] = {}

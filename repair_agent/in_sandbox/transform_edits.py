@@ -257,8 +257,8 @@ def _one_statement(text: str) -> bool:
 
 
 def update_edits(line: str, names: Sequence[str], steps: Sequence[Tuple[int, int, str, str]], number: int) -> List[Edit]:
-    """Each step of one of `names` (the variables `line` reads first) its function takes elsewhere,
-    before `line` (not where it already stands right above)."""
+    """Each step of one of `names` (the variables `line` reads first) that its function (or one around
+    it) takes elsewhere, before `line` (`number`), at most MAX_UPDATES a variable."""
     if line.lstrip().startswith(("elif ", "elif(", "else", "except", "finally", "@", "def ", "async def ", "class ")):
         return []
     code = line.rstrip("\r\n")
