@@ -242,6 +242,11 @@ def test_source(item: Any) -> str:
 QUOTED = re.compile(r"'([^'\n]{1,40})'|\"([^\"\n]{1,40})\"")
 
 
+def test_params(item: Any) -> Dict[str, Any]:
+    """A collected test's parameters (its `parametrize` case), empty for a plain test or none."""
+    return getattr(getattr(item, "callspec", None), "params", {}) or {}
+
+
 def example_texts(items: Sequence[Any], sources: Sequence[str], messages: Sequence[str]) -> Tuple[List[str], List[str]]:
     """What the failing tests hold as text: their parameters and what their failure messages quote;
     and the code whose literals are their examples: their own and their class's (a test that loops
@@ -251,8 +256,7 @@ def example_texts(items: Sequence[Any], sources: Sequence[str], messages: Sequen
     texts: List[str] = []
     code = list(sources)
     for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {}) or {}
-        texts += [v for v in params.values() if isinstance(v, str)]
+        texts += [v for v in test_params(item).values() if isinstance(v, str)]
         cls = getattr(item, "cls", None)
         if cls is not None:
             try:
@@ -954,12 +958,13 @@ class Analysis:
                 sources = [test_source(items.get(t)) for t in analysis.failing]
                 analysis.expects = guards.expected_exception(messages) or guards.expected_in_tests(sources)
                 analysis.message = guards.expected_message(sources) or guards.parametrized_message(
-                    sources, [getattr(getattr(items.get(t), "callspec", None), "params", {}) or {} for t in analysis.failing])
+                    sources, [test_params(items.get(t)) for t in analysis.failing])
                 analysis.raised_instead = guards.raised_instead(messages)
                 texts, code = example_texts([items.get(t) for t in analysis.failing], sources, messages)
                 edits = analysis.operators.transforms
-                analysis.example_calls = edits.example_transforms(texts + edits.literals_in(code))
-                analysis.example_chars = analysis.operators.probes.probe_characters(texts + edits.literals_in(code))
+                examples = texts + edits.literals_in(code)
+                analysis.example_calls = edits.example_transforms(examples)
+                analysis.example_chars = analysis.operators.probes.probe_characters(examples)
                 analysis.example_words = analysis.operators.probes.probe_words(texts)
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))

@@ -22,6 +22,11 @@ import ast
 import textwrap
 from typing import Dict, Iterable, List, Sequence, Tuple
 
+try:
+    from .statement_edits import source_lines
+except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_statement_edits import source_lines  # type: ignore[no-redef]
+
 Edit = Tuple[str, str, str]   # (family, what, the new text: the inserted statement and the line itself)
 
 PLAIN = (".strip()", ".lower()")   # the normalizations that need no argument
@@ -233,7 +238,7 @@ def updates(source: str) -> List[Tuple[int, int, str, str]]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    lines = source.split("\n")
+    lines = source_lines(source, ends=False)
     out: List[Tuple[int, int, str, str]] = []
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
