@@ -178,8 +178,13 @@ def test_two_processes_share_the_mutants_and_find_what_one_finds(tmp_path, monke
     assert one is not None and two is not None and one.queued >= mutants.MIN_SHARED
     assert one.workers == 1 and two.workers == min(2, available_cpus()) and two.workers_lost == 0
     assert two.tried == one.tried == one.queued and two.cut == one.cut == 0 and two.errors == 0
-    assert sorted((ml.line, ml.tried, ml.changed, ml.fixing, sorted(ml.refuted)) for ml in two.lines) == \
-        sorted((ml.line, ml.tried, ml.changed, ml.fixing, sorted(ml.refuted)) for ml in one.lines)
+    assert sorted((ml.line, ml.tried, ml.fixing) for ml in two.lines) == sorted((ml.line, ml.tried, ml.fixing) for ml in one.lines)
+    # a mutant stopped by its time limit (a wall clock: on a loaded machine one run may hit it and the other
+    # not) is neither refuted nor counted as changing the failure the same way: the only leeway allowed
+    slack = one.timed_out + two.timed_out
+    by_line = {ml.line: ml for ml in one.lines}
+    assert sum(abs(ml.changed - by_line[ml.line].changed) for ml in two.lines) <= slack
+    assert sum(len(set(ml.refuted) ^ set(by_line[ml.line].refuted)) for ml in two.lines) <= slack
     clean = sorted([(f.line, f.what, f.checked) for f in one.fixes if f.clean], key=lambda x: x[0])   # stable
     assert len(clean) >= 3 and all(checked == 2 for _, _, checked in clean)
     assert sorted([(f.line, f.what, f.checked) for f in two.fixes if f.clean], key=lambda x: x[0]) == clean

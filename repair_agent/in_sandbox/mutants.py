@@ -109,6 +109,80 @@ def functions_of(text: str) -> Tuple[List[Scope], List[Def]]:
     return spans, outer
 
 
+def def_headers(text: str) -> Dict[int, str]:
+    """For each def not at the module's top level, by its first line (decorators included): the block
+    header it can be compiled under on its own (`def_source`): its innermost class, so that private names
+    are mangled and `super()` gets its cell as in the module, or a plain `if 1:` outside any class."""
+    out: Dict[int, str] = {}
+
+    def visit(node: ast.AST, cls: Optional[str], top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not top:
+                    out[min([d.lineno for d in child.decorator_list] + [child.lineno])] = (
+                        "class %s:" % cls if cls else "if 1:")
+                continue   # what a def holds is compiled with it
+            if isinstance(child, ast.ClassDef):
+                visit(child, child.name, False)
+            elif isinstance(child, ast.stmt):
+                visit(child, cls, False)
+            else:
+                visit(child, cls, top)
+
+    try:
+        visit(ast.parse(text), None, True)
+    except SyntaxError:
+        pass
+    return out
+
+
+def future_flags(text: str) -> int:
+    """The compiler flags of the module's `from __future__ import ...` (a def compiled apart needs them)."""
+    import __future__
+    flags = 0
+    try:
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                for alias in node.names:
+                    flags |= getattr(getattr(__future__, alias.name, None), "compiler_flag", 0)
+    except SyntaxError:
+        pass
+    return flags
+
+
+def module_imports(text: str) -> str:
+    """One import statement binding every name the module's own scope binds by an import (never run: the
+    compiler makes a call of an imported module's function another instruction, so a def compiled apart
+    must see the same names imported to compile alike)."""
+    names: List[str] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                names.extend((a.asname or a.name).split(".")[0] for a in child.names if a.name != "*")
+            elif isinstance(child, ast.stmt) and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child)
+
+    try:
+        visit(ast.parse(text))
+    except SyntaxError:
+        return ""
+    return "import " + ", ".join(dict.fromkeys(names)) if names else ""
+
+
+def def_source(lines: Sequence[str], first: int, last: int, header: Optional[str], imports: str = "") -> str:
+    """Lines `first` to `last` (a def, its decorators first) as a source of their own whose code keeps its
+    line numbers: compiling one def instead of its whole module is what a mutant costs on a large file.
+    `header`: def_headers' block for a def that is not at the top level (then `first` is at least 2);
+    `imports`: module_imports' line, put first when the lines before the def leave room for it."""
+    body = "".join(lines[first - 1:last])
+    pad = first - 1 if header is None else first - 2
+    head = "" if header is None else header + "\n"
+    if imports and pad >= 1:
+        return imports + "\n" * pad + head + body
+    return "\n" * pad + head + body
+
+
 def variables(scopes: Sequence[Scope], line: int) -> List[str]:
     """The variables of the innermost function around `line`: its parameters, then the others bound
     nearest above `line` first (`level, nodes = group` just before `if nodes > levels`), then those bound
@@ -300,6 +374,11 @@ class Analysis:
         self.attributes: Dict[str, Tuple[str, ...]] = {}   # path -> the attributes of `self` its code uses
         self.scopes: Dict[str, List[Scope]] = {}
         self.defs: Dict[str, List[Def]] = {}
+        self.headers: Dict[str, Dict[int, str]] = {}   # path -> def_headers: how a nested def compiles apart
+        self.futures: Dict[str, int] = {}   # path -> its __future__ compiler flags
+        self.imports: Dict[str, str] = {}   # path -> module_imports: what a def compiled apart sees imported
+        self.apart_ok: Dict[Tuple[str, int], Optional[Tuple[int, int, Optional[str]]]] = {}   # (path, def's first line) -> apart()
+        self.whole: Dict[str, Any] = {}   # path -> its original module compiled (to check a def compiles apart alike)
         self.not_loaded: Dict[str, int] = {}   # path -> how many modules were loaded when it was not among them
         self.module_of: Dict[str, Any] = {}   # path -> (its live module, its functions, the caches they and it hold)
         self.stats: Dict[Tuple[str, int], List[int]] = {}   # (path, line) -> [tried, changed, fixing]
@@ -442,6 +521,9 @@ class Analysis:
             self.signatures[path] = self.operators.signatures_of(numbered)
             self.attributes[path] = self.operators.attribute_names(numbered)
             self.scopes[path], self.defs[path] = functions_of(text)
+            self.headers[path] = def_headers(text)
+            self.futures[path] = future_flags(text)
+            self.imports[path] = module_imports(text)
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.updates[path] = self.operators.transforms.updates(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
@@ -878,16 +960,51 @@ class Analysis:
         self.result["guards_first"] = len(first)
         return first, rest
 
-    def compiled(self, path: str, mutated: str) -> Any:
+    def compiled(self, path: str, mutated: str, line: Optional[int] = None) -> Any:
         """The mutated module compiled (once: it then goes into swap()), None when it does not compile.
-        Only mutants that will run are compiled: on a large module a compile is most of a mutant's cost."""
+        Only mutants that will run are compiled, and of a mutant of `line` only the outermost def around
+        it, when that def compiles apart as it is (on a large module, a whole compile was most of a
+        mutant's cost; swap() takes only that def's code)."""
         t0 = time.monotonic()
+        filename = os.path.join(self.root, path)
         try:
-            return compile(mutated, os.path.join(self.root, path), "exec")
+            apart = self.apart(path, line) if line is not None else None
+            if apart is None:
+                return compile(mutated, filename, "exec", dont_inherit=True)   # its own __future__ flags, not this file's
+            first, last, header = apart
+            lines = self.operators.source_lines(mutated)
+            last += len(lines) - len(self.lines[path])   # an edit inside the def may add or remove lines
+            return compile(def_source(lines, first, last, header, self.imports[path]), filename, "exec",
+                           flags=self.futures[path], dont_inherit=True)
         except (SyntaxError, ValueError):
             return None
         finally:
             self.spent["compile_s"] += time.monotonic() - t0
+
+    def apart(self, path: str, line: int) -> Optional[Tuple[int, int, Optional[str]]]:
+        """The outermost def around `line` as def_source takes it (its first and last line, its header),
+        when the original def compiles apart to the very code the whole module has for it; else None."""
+        outer = [d for d in self.defs.get(path, []) if d[1] <= line <= d[2]]
+        if not outer:
+            return None
+        name, _, last, first = min(outer, key=lambda d: d[1])
+        key = (path, first)
+        if key not in self.apart_ok:
+            header = self.headers[path].get(first)
+            ok = header is None or first >= 2
+            if ok:   # the same code, compared: names mangled alike, the same cells, lines and constants
+                try:
+                    filename = os.path.join(self.root, path)
+                    whole = self.whole.get(path) or self.whole.setdefault(path, compile(self.sources[path], filename, "exec",
+                                                                                                   dont_inherit=True))
+                    alone = compile(def_source(self.lines[path], first, last, header, self.imports[path]), filename, "exec",
+                                    flags=self.futures[path], dont_inherit=True)
+                    a, b = code_in(alone, name, first), code_in(whole, name, first)
+                    ok = a is not None and a == b and a.co_freevars == b.co_freevars
+                except (SyntaxError, ValueError):
+                    ok = False
+            self.apart_ok[key] = (first, last, self.headers[path].get(first)) if ok else None
+        return self.apart_ok[key]
 
     def short_of_time(self) -> bool:
         """Would the mutants left, at the pace so far, outrun the time limit? Then a mutant's run stops at
@@ -995,7 +1112,7 @@ class Analysis:
                             except Exception:   # a live function that refuses the defaults: the code swap's way
                                 undo = None
                             if undo is None:
-                                code = analysis.compiled(path, mutated)
+                                code = analysis.compiled(path, mutated, line)
                                 if code is None:
                                     analysis.result["not_compiling"] += 1
                                     continue
