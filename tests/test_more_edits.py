@@ -264,3 +264,57 @@ def test_the_analysis_guards_against_the_failing_tests_input(tmp_path):
     texts = [f.text for f in m.fixes if f.clean]
     assert any("if value.lower() == 'transparent':" in t and "raise ValueError('forbids \"transparent\" as a value')" in t
                for t in texts), texts
+
+
+NEAREST = '''\
+import calendar
+
+
+def last_day_of_month(year, month):
+    return calendar.monthrange(year, month)[1]
+
+
+def nearest_weekday(year, month, day):
+    last = last_day_of_month(year, month)
+    weekday = calendar.weekday(year, month, day)
+    if weekday < 5:
+        return day
+    if weekday == 5:
+        return day - 1 if day > 1 else day + 2
+    return day + 1
+'''
+
+NEAREST_TESTS = '''\
+from calc import nearest_weekday
+
+
+def test_a_weekday_is_itself():
+    assert nearest_weekday(2024, 1, 10) == 10
+
+
+def test_saturday_moves_to_friday():
+    assert nearest_weekday(2024, 1, 13) == 12
+
+
+def test_a_day_past_the_month_end_is_its_last_weekday():
+    assert nearest_weekday(2024, 4, 31) == 30
+'''
+
+
+def test_a_value_computed_and_never_read_clamps_the_variables_read_after_it():
+    unused = T.unused_values(NEAREST)
+    assert [(at, name) for _, _, at, name in unused] == [(9, "last")]   # `last` of the buggy function; `weekday` is read
+    got = T.clamp_edits("    weekday = calendar.weekday(year, month, day)\n", ["year", "month", "day"], unused, 10)
+    assert ("transform", "insert `day = min(day, last)`",
+            "    day = min(day, last)\n    weekday = calendar.weekday(year, month, day)") in got
+    assert len(got) == 6 and not T.clamp_edits("    last = 1\n", ["day"], unused, 9)   # not before its own assignment
+    assert not T.clamp_edits("    weekday = calendar.weekday(year, month, day)\n", ["day"], unused, 4)   # another function
+    # read anywhere in the function (a nested one too), declared global, or `_`: not unused
+    assert not T.unused_values("def f(x):\n    y = x\n    def g():\n        return y\n    return g\n")
+    assert not T.unused_values("def f(x):\n    global y\n    y = x\n") and not T.unused_values("def f(x):\n    _ = x\n")
+
+
+def test_the_analysis_clamps_the_day_by_the_unused_last_day(tmp_path):
+    fixes = clean_fixes(tmp_path, NEAREST, NEAREST_TESTS,
+                        ("tests/test_calc.py::test_a_day_past_the_month_end_is_its_last_weekday",))
+    assert ("transform", 10, "insert `day = min(day, last)`") in fixes

@@ -2,7 +2,11 @@
 local sandbox, and what the search chooser makes of its result."""
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -705,3 +709,74 @@ def test_a_form_feed_in_the_module_does_not_shift_the_lines_the_analysis_edits(t
     m = localize(calc_sandbox(tmp_path, src, tests), ("tests/test_calc.py::test_equal",), ("src/**",), mutate=True).mutation
     assert m is not None
     assert "    return a >= b" in [f.text for f in m.fixes if f.fixed]
+
+
+FAILURES = '''\
+import pytest
+
+
+def deep(n, x):
+    if n == 0:
+        raise ValueError("out of range: %d" % x)
+    return deep(n - 1, x) + 1
+
+
+def test_assert():
+    assert [1, 2, {"a": 3}] == [1, 2, {"a": 4}]
+
+
+def test_raises():
+    with pytest.raises(KeyError, match="x"):
+        pass
+
+
+def test_chain():
+    try:
+        deep(20, 5)
+    except ValueError as e:
+        raise RuntimeError("wrapped") from e
+
+
+@pytest.mark.parametrize("x", [1])
+def test_param(x):
+    assert deep(0, x) == x, "custom message"
+
+
+def test_explicit():
+    pytest.fail("explicit")
+'''
+
+STYLES = '''\
+import json, sys
+import pytest
+from repair_agent.in_sandbox.mutants import _failure
+
+got = {}
+
+
+class Grab:
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            got[report.nodeid] = _failure(report.longrepr)
+
+
+pytest.main(["-q", "-p", "no:cacheprovider", "--tb=" + sys.argv[1], sys.argv[2]], plugins=[Grab()])
+print(json.dumps(got))
+'''
+
+
+def test_the_mutants_traceback_style_keeps_every_failure_message(tmp_path):
+    # the analysis runs its session with --tb=line (cheaper on deep stacks); what it keeps of a failure,
+    # the crash message, must read as under pytest's default style
+    (tmp_path / "test_failures.py").write_text(FAILURES)
+    (tmp_path / "styles.py").write_text(STYLES)
+    root = Path(__file__).resolve().parents[1]
+
+    def messages(style: str) -> dict:
+        proc = subprocess.run([sys.executable, str(tmp_path / "styles.py"), style, str(tmp_path / "test_failures.py")],
+                              capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)})
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    line, auto = messages("line"), messages("auto")
+    assert len(line) == 5 and line == auto
+    assert any("out of range" not in m and "wrapped" in m for m in line.values())

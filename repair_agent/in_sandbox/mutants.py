@@ -370,6 +370,7 @@ class Analysis:
         self.callables: Dict[str, Tuple[str, ...]] = {}
         self.unused: Dict[str, List[Tuple[int, int, List[str]]]] = {}   # path -> callables a function makes and never uses
         self.updates: Dict[str, List[Tuple[int, int, str, str]]] = {}   # path -> each function's steps (`pos -= 1`)
+        self.unused_values: Dict[str, List[Tuple[int, int, int, str]]] = {}   # path -> values a function computes, never reads
         self.signatures: Dict[str, Dict[str, Tuple[str, ...]]] = {}
         self.attributes: Dict[str, Tuple[str, ...]] = {}   # path -> the attributes of `self` its code uses
         self.scopes: Dict[str, List[Scope]] = {}
@@ -457,7 +458,7 @@ class Analysis:
         signal.setitimer(signal.ITIMER_REAL, self.limit)
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                pytest.main(["-q", "-p", "no:cacheprovider", "--maxfail=0", f"--rootdir={self.root}", *nodeids], plugins=[Grab()])
+                pytest.main(["-q", "-p", "no:cacheprovider", "--maxfail=0", "--tb=line", f"--rootdir={self.root}", *nodeids], plugins=[Grab()])
         except MutantTimeout:
             pass
         finally:
@@ -526,6 +527,7 @@ class Analysis:
             self.imports[path] = module_imports(text)
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.updates[path] = self.operators.transforms.updates(text)
+            self.unused_values[path] = self.operators.transforms.unused_values(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
             self.jump_sites[path] = self.operators.branches.jump_sites(text)
@@ -626,6 +628,7 @@ class Analysis:
                 self.condition_of[(path, line, what)] = "isinstance(%s, str)" % name
                 out.append((new + ending, what, family))
         out += [(new + ending, what, family) for family, what, new in edits.update_edits(text, names, self.updates[path], line)]
+        out += [(new + ending, what, family) for family, what, new in edits.clamp_edits(text, names, self.unused_values[path], line)]
         return out
 
     def branches(self, path: str, line: int, text: str) -> List[Mutant]:
@@ -1158,8 +1161,11 @@ class Analysis:
         if self.failing and chosen:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 # not 0 or 1 (tests failed): the loop itself ended early (an internal error pytest swallowed)
+                # `--tb=line`: a failure's crash message is all a mutant's result keeps, and the same in every
+                # traceback style; the default style reads the source of every frame (a deep stack: ~6x the time)
                 self.result["session_exit"] = int(pytest.main(
-                    ["-q", "-p", "no:cacheprovider", "--maxfail=0", f"--rootdir={self.root}", *self.failing, *self.passing],
+                    ["-q", "-p", "no:cacheprovider", "--maxfail=0", "--tb=line", f"--rootdir={self.root}", *self.failing,
+                     *self.passing],
                     plugins=[self.loop_plugin(chosen)]))
             if self.pool.is_child:   # its loop ended some other way than by its share's end: still only its share
                 self.join()

@@ -14,7 +14,9 @@ it was last assigned, and only those the failing and the passing tests agree wit
 A step the function takes elsewhere may be missing there too (`pos -= 1` inside a loop, and not
 before `while pos >= 0 and text[pos] == "\\"`, which should start one character back): each
 one-line augmented assignment of a variable (`updates`) is tried before the statements that read
-that variable first.
+that variable first. And a value a function computes and never reads (`last_day = ...`, then no
+`last_day`) is the trace of a statement that went missing: the variables read after it are clamped
+by it (`day = min(day, last_day)`, `max`) before the statements that read them first.
 """
 from __future__ import annotations
 
@@ -289,3 +291,41 @@ def transform_edits(line: str, names: Sequence[str], calls: Sequence[str]) -> Li
     if line.lstrip().startswith(("elif ", "elif(", "else", "except", "finally", "@", "def ", "async def ", "class ")):
         return []
     return [transform_edit(line, name, call) for name in names for call in calls]
+
+
+def unused_values(source: str) -> List[Tuple[int, int, int, str]]:
+    """Each function's variables assigned by a plain `name = ...` and never read in it (nested functions
+    included): the function's first and last line, the assignment's line, the name. `_` names are left
+    out (unused on purpose)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    out: List[Tuple[int, int, int, str]] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+        declared = {name for n in ast.walk(fn) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+        for stmt in _statements(fn.body):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                name = stmt.targets[0].id
+                if name not in read and name not in declared and not name.startswith("_"):
+                    out.append((fn.lineno, fn.end_lineno or fn.lineno, stmt.lineno, name))
+    return out
+
+
+def clamp_edits(line: str, names: Sequence[str], unused: Sequence[Tuple[int, int, int, str]], number: int) -> List[Edit]:
+    """`v = min(v, u)` and `v = max(v, u)` before `line` (`number`) for each of `names` (the variables it
+    reads first), where `u` is a value its function computed before the line and never reads."""
+    if line.lstrip().startswith(("elif ", "elif(", "else", "except", "finally", "@", "def ", "async def ", "class ")):
+        return []
+    code = line.rstrip("\r\n")
+    indent = code[:len(code) - len(code.lstrip())]
+    out: List[Edit] = []
+    for value in dict.fromkeys(u for first, last, at, u in unused if first <= number <= last and at < number):
+        for name in names:
+            if name != value:
+                out += [("transform", f"insert `{name} = {f}({name}, {value})`", f"{indent}{name} = {f}({name}, {value})\n{code}")
+                        for f in ("min", "max")]
+    return out
