@@ -318,3 +318,41 @@ def test_the_analysis_clamps_the_day_by_the_unused_last_day(tmp_path):
     fixes = clean_fixes(tmp_path, NEAREST, NEAREST_TESTS,
                         ("tests/test_calc.py::test_a_day_past_the_month_end_is_its_last_weekday",))
     assert ("transform", 10, "insert `day = min(day, last)`") in fixes
+
+
+JOIN = '''\
+def join_path(base, path):
+    return "{}/{}".format(base.rstrip("/"), path.lstrip())
+'''
+
+JOIN_TESTS = '''\
+from calc import join_path
+
+
+def test_plain():
+    assert join_path("/a/", "b") == "/a/b"
+
+
+def test_no_double_slash():
+    assert join_path("/a", "/b") == "/a/b"
+
+
+def test_many_slashes():
+    assert join_path("/a//", "//b") == "/a/b"
+'''
+
+
+def test_a_bare_call_takes_the_argument_of_its_mirror_on_the_line():
+    line = '    return "{}/{}".format(base.rstrip("/"), path.lstrip())'
+    got = [e for e in S.scope_edits(line, ("base", "path"), (), {}) if e[0] == "more-arguments"]
+    assert got == [("more-arguments", 'pass "/" to .lstrip()', '    return "{}/{}".format(base.rstrip("/"), path.lstrip("/"))')]
+    # a call of another kind, or one that has its argument, gets nothing
+    assert not [e for e in S.scope_edits("    return a.rstrip('/') + b.lower()", ("a", "b"), (), {}) if e[0] == "more-arguments"]
+    assert not [e for e in S.scope_edits("    return a.rstrip('/') + b.lstrip('x')", ("a", "b"), (), {})
+                if e[0] == "more-arguments"]
+
+
+def test_the_analysis_passes_the_mirrors_argument(tmp_path):
+    fixes = clean_fixes(tmp_path, JOIN, JOIN_TESTS, ("tests/test_calc.py::test_no_double_slash",
+                                                     "tests/test_calc.py::test_many_slashes"))
+    assert ("more-arguments", 2, 'pass "/" to .lstrip()') in fixes

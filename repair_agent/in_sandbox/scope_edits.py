@@ -104,6 +104,31 @@ def scope_edits(code: str, names: tuple[str, ...], callables: tuple[str, ...],
     out += _missing_calls(code, tree, stmt, names, callables)
     out += _returned_parameter(code, tree, stmt, names)
     out += _opposite_names(code, tree, stmt, names, callables, signatures)
+    out += _sibling_arguments(code, tree, stmt)
+    return out
+
+
+# methods that come in mirrored kinds: a call of one with no argument, beside a call of its kind with one,
+# may have lost that argument (`base.rstrip("/") + "/" + path.lstrip()`)
+MIRRORED = (("strip", "lstrip", "rstrip"), ("split", "rsplit"), ("removeprefix", "removesuffix"),
+            ("startswith", "endswith"), ("partition", "rpartition"), ("ljust", "rjust", "center"),
+            ("find", "rfind"), ("index", "rindex"))
+
+
+def _sibling_arguments(code: str, tree: ast.AST, stmt: StatementText) -> list[Edit]:
+    """A method call without arguments given the one literal argument a call of its kind on the line has."""
+    calls = [(n, n.func.attr) for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and stmt.span(n)]
+    out: list[Edit] = []
+    for bare, method in calls:
+        close = stmt.at(bare)[1] - 1
+        if bare.args or bare.keywords or code[close] != ")":
+            continue
+        kind = next((k for k in MIRRORED if method in k), ())
+        given = [stmt.text(c.args[0]) for c, m in calls if c is not bare and m in kind
+                 and len(c.args) == 1 and not c.keywords and isinstance(c.args[0], ast.Constant)]
+        for arg in dict.fromkeys(given):
+            out.append(("more-arguments", f"pass {arg} to .{method}()", code[:close] + arg + code[close:]))
     return out
 
 
