@@ -356,3 +356,51 @@ def test_the_analysis_passes_the_mirrors_argument(tmp_path):
     fixes = clean_fixes(tmp_path, JOIN, JOIN_TESTS, ("tests/test_calc.py::test_no_double_slash",
                                                      "tests/test_calc.py::test_many_slashes"))
     assert ("more-arguments", 2, 'pass "/" to .lstrip()') in fixes
+
+
+SHOUT = '''\
+class Frozen(str):
+    pass
+
+
+def shout(words, last=True):
+    words = [w.upper() if len(w) > 3 else w for w in words]
+    if last and words:
+        if isinstance(words[-1], Frozen):
+            words[-1] = words[-1].upper()
+    return " ".join(words)
+'''
+
+SHOUT_TESTS = '''\
+from calc import Frozen, shout
+
+
+def test_the_last_short_word_is_shouted():
+    assert shout(["go", "bar"]) == "go BAR"
+
+
+def test_a_frozen_last_word_stays():
+    assert shout(["go", Frozen("ABC")]) == "go ABC"
+
+
+def test_long_words():
+    assert shout(["hello", "world"]) == "HELLO WORLD"
+'''
+
+
+def test_the_conditions_of_a_function_are_its_branch_points():
+    from repair_agent.in_sandbox import branch_edits
+    assert branch_edits.branch_points(SHOUT) == [(5, 7, 8), (5, 8, 9)]
+    assert branch_edits.branch_points("def f(x):\n    while x and (\n            x > 1):\n        x -= 1\n") == []   # on two lines
+
+
+def test_a_condition_the_failing_test_took_the_other_way_is_mutated_beyond_the_ranked_lines(tmp_path, monkeypatch):
+    # one line mutated by rank (every line ties: the passing tests run them all); the `if` whose body the
+    # failing test skipped and a passing test ran is mutated besides, and its negation is the fix
+    from repair_agent.hints import mutation
+    monkeypatch.setattr(mutation, "MAX_LINES", 1)
+    sandbox = calc_sandbox(tmp_path, SHOUT, SHOUT_TESTS)
+    m = localize(sandbox, ("tests/test_calc.py::test_the_last_short_word_is_shouted",), ("src/**",), mutate=True).mutation
+    assert m is not None and m.finished
+    assert [ml.line for ml in m.lines][:2] == [6, 8]
+    assert any(f.line == 8 and f.clean and "not" in f.text for f in m.fixes), [(f.line, f.what) for f in m.fixes]

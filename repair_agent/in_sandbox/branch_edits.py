@@ -266,3 +266,21 @@ def elif_edit(line: str, indent: str, body_indent: str, condition: str, statemen
     code = line.rstrip("\r\n")
     return ("elif-branch", "add `elif %s: %s`" % (condition, statement),
             "%s\n%selif %s:\n%s%s" % (code, indent, condition, body_indent, statement))
+
+
+def branch_points(source: str) -> List[Tuple[int, int, int]]:
+    """Each `if`, `elif` and `while` of the functions of `source` whose condition is on one line: its
+    function's first line, its own line, the first line of its body. The lines tell which way it went
+    in each test (`diverging` in mutants.py)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    out: List[Tuple[int, int, int]] = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+            out += [(first, node.lineno, node.body[0].lineno) for node in ast.walk(fn)
+                    if isinstance(node, (ast.If, ast.While)) and node.test.end_lineno == node.lineno
+                    and node.body[0].lineno > node.lineno]
+    return sorted(set(out))

@@ -54,6 +54,7 @@ AFTER = "after: "   # a condition evaluated once its line ran (a guard after the
 NEGATED = "not: "   # a guard on the negation of a probed condition: it holds where the condition did not
 UNFINISHED = "failed: did not finish"   # a target the time limit stopped (or never reached)
 MAX_DEFAULT_FUNCTIONS = 8            # the functions around the chosen lines whose defaults are edited
+MAX_DIVERGING = 8                    # conditions that went the other way in the failing targets, mutated besides
 MAX_SPECULATIVE = 6                  # guards of a probed condition or a new kind of body that run, per line
 MAX_NAMES = 12                       # the variables of a function a variable read may become
 TOKEN = re.compile(r"\w+|[^\w\s]")   # a fix's size: the tokens it adds to its line (fewer: simpler)
@@ -397,6 +398,7 @@ class Analysis:
         self.first_reads: Dict[str, Dict[int, List[str]]] = {}   # path -> statement line -> variables it reads first
         self.markers: Dict[str, List[str]] = {}   # path -> its short text constants (a transform may drop one)
         self.else_sites: Dict[str, List[Tuple[int, int, str, List[str]]]] = {}   # path -> branch_edits.else_sites
+        self.branch_points: Dict[str, List[Tuple[int, int, int]]] = {}   # path -> branch_edits.branch_points
         self.jump_sites: Dict[str, Dict[int, str]] = {}   # path -> branch_edits.jump_sites
         self.elif_sites: Dict[str, List[Any]] = {}   # path -> branch_edits.elif_sites
         self.frames: Dict[str, Dict[int, Any]] = {}   # path -> probe_edits.line_frames
@@ -426,7 +428,39 @@ class Analysis:
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
         writable = [re.compile(p) for p in self.m["writable"]]
         scored = ochiai(self.run.hits, self.failing, self.passing, lambda path: any(w.match(path) for w in writable))
-        return choose_lines(scored, self.m["share"], self.m["max_lines"], self.run.crash)
+        lines = choose_lines(scored, self.m["share"], self.m["max_lines"], self.run.crash)
+        return lines + self.diverging(lines, [(s[0], s[1]) for s in scored])
+
+    def diverging(self, chosen: List[Tuple[str, int]], ranked: List[Tuple[str, int]]) -> List[Tuple[str, int]]:
+        """The conditions of the chosen lines' functions that went one way in every failing target and the
+        other way in a passing test (the body skipped where the passing tests ran it, or run where they
+        skipped it), best ranked first, at most MAX_DIVERGING: a wrong or negated condition. Every test
+        runs its line, so the spectrum ranks it low when many passing tests run its function."""
+        if not self.failing:
+            return []
+        rank = {line: i for i, line in enumerate(ranked)}
+        hits = self.run.hits
+        failing = [hits.get(t, set()) for t in self.failing]
+        passing = [hits.get(t, set()) for t in self.passing]
+        found: List[Tuple[str, int]] = []
+        for path in dict.fromkeys(p for p, _ in chosen):
+            try:
+                self.load(path)
+            except (OSError, UnicodeDecodeError):
+                continue
+            spans = [(first, last) for _, _, last, first in self.defs[path] if any(
+                p == path and first <= line <= last for p, line in chosen)]
+            for first, at, body in self.branch_points[path]:
+                if (path, at) in chosen or not any(a <= at <= b for a, b in spans if a == first):
+                    continue
+                cond, into = (path, at), (path, body)
+                if not all(cond in h for h in failing):
+                    continue
+                skipped = not any(into in h for h in failing) and any(into in h for h in passing)
+                taken = all(into in h for h in failing) and any(cond in h and into not in h for h in passing)
+                if skipped or taken:
+                    found.append(cond)
+        return sorted(found, key=lambda x: rank.get(x, len(rank)))[:MAX_DIVERGING]
 
     def on_alarm(self, signum: int, frame: Any) -> None:
         self.fired = True   # pytest may catch it as the test's failure: the loops look at this too
@@ -530,6 +564,7 @@ class Analysis:
             self.unused_values[path] = self.operators.transforms.unused_values(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
+            self.branch_points[path] = self.operators.branches.branch_points(text)
             self.jump_sites[path] = self.operators.branches.jump_sites(text)
             self.elif_sites[path] = self.operators.branches.elif_sites(text)
             self.frames[path] = self.operators.probes.line_frames(text)
