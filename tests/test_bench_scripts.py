@@ -40,6 +40,7 @@ TINY_RUNS: dict[str, TinyRun] = {
     "bench_env.py": TinyRun(("--repeat", "1", "--skip-first-build", "--no-warm-up", "--samples", "1",
                              "--scenario", "discount-bug"),
                             r"what the environment itself costs", docker=True),
+    "bench_compile.py": TinyRun(("--mutants", "3", "--modules", "textwrap"), r"whole / apart, median of interleaved pairs"),
     "bench_html.py": TinyRun(("--repeat", "1", "--sandbox", "local"), r"median run [\d.]+s; report.html cold"),
     "bench_mutation.py": TinyRun(("--repeat", "1", "--no-warm-up", "--sandbox", "local"),
                                  r"with / without the mutation analysis"),
