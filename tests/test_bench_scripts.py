@@ -41,6 +41,7 @@ TINY_RUNS: dict[str, TinyRun] = {
                              "--scenario", "discount-bug"),
                             r"what the environment itself costs", docker=True),
     "bench_compile.py": TinyRun(("--mutants", "3", "--modules", "textwrap"), r"whole / apart, median of interleaved pairs"),
+    "bench_failure_report.py": TinyRun(("--pairs", "1", "--runs", "3", "--depth", "3"), r"crash messages alike: True"),
     "bench_html.py": TinyRun(("--repeat", "1", "--sandbox", "local"), r"median run [\d.]+s; report.html cold"),
     "bench_mutation.py": TinyRun(("--repeat", "1", "--no-warm-up", "--sandbox", "local"),
                                  r"with / without the mutation analysis"),

@@ -1197,7 +1197,7 @@ class Analysis:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 # not 0 or 1 (tests failed): the loop itself ended early (an internal error pytest swallowed)
                 # `--tb=line`: a failure's crash message is all a mutant's result keeps, and the same in every
-                # traceback style; the default style reads the source of every frame (a deep stack: ~6x the time)
+                # traceback style; the default style reads the source of every frame (bench/bench_failure_report.py)
                 self.result["session_exit"] = int(pytest.main(
                     ["-q", "-p", "no:cacheprovider", "--maxfail=0", "--tb=line", f"--rootdir={self.root}", *self.failing,
                      *self.passing],
