@@ -1033,15 +1033,16 @@ class Analysis:
             if ok:   # the same code, compared: names mangled alike, the same cells, lines and constants
                 try:
                     filename = os.path.join(self.root, path)
-                    whole = self.whole.get(path) or self.whole.setdefault(path, compile(self.sources[path], filename, "exec",
-                                                                                                   dont_inherit=True))
+                    if path not in self.whole:
+                        self.whole[path] = compile(self.sources[path], filename, "exec", dont_inherit=True)
+                    whole = self.whole[path]
                     alone = compile(def_source(self.lines[path], first, last, header, self.imports[path]), filename, "exec",
                                     flags=self.futures[path], dont_inherit=True)
                     a, b = code_in(alone, name, first), code_in(whole, name, first)
                     ok = a is not None and a == b and a.co_freevars == b.co_freevars
                 except (SyntaxError, ValueError):
                     ok = False
-            self.apart_ok[key] = (first, last, self.headers[path].get(first)) if ok else None
+            self.apart_ok[key] = (first, last, header) if ok else None
         return self.apart_ok[key]
 
     def short_of_time(self) -> bool:
