@@ -266,29 +266,38 @@ def _one_statement(text: str) -> bool:
 def update_edits(line: str, names: Sequence[str], steps: Sequence[Tuple[int, int, str, str]], number: int) -> List[Edit]:
     """Each step of one of `names` (the variables `line` reads first) that its function (or one around
     it) takes elsewhere, before `line` (`number`), at most MAX_UPDATES a variable."""
-    if line.lstrip().startswith(("elif ", "elif(", "else", "except", "finally", "@", "def ", "async def ", "class ")):
+    if not insertable(line):
         return []
-    code = line.rstrip("\r\n")
-    indent = code[:len(code) - len(code.lstrip())]
     out: List[Edit] = []
     for name in names:
         texts = [t for first, last, n, t in steps if n == name and first <= number <= last]
-        for stmt in list(dict.fromkeys(texts))[:MAX_UPDATES]:
-            out.append(("transform", f"insert `{stmt}`", f"{indent}{stmt}\n{code}"))
+        out += [inserted(line, stmt) for stmt in list(dict.fromkeys(texts))[:MAX_UPDATES]]
     return out
 
 
-def transform_edit(line: str, name: str, call: str) -> Edit:
-    """`name = name<call>` before `line`, at its indentation (its own text kept after it)."""
+# the heads of the statements no statement can be inserted before (it would split their block)
+CONTINUATIONS = ("elif ", "elif(", "else", "except", "finally", "@", "def ", "async def ", "class ")
+
+
+def insertable(line: str) -> bool:
+    return not line.lstrip().startswith(CONTINUATIONS)
+
+
+def inserted(line: str, stmt: str) -> Edit:
+    """`stmt` before `line`, at its indentation (its own text kept after it), as a transform."""
     code = line.rstrip("\r\n")
     indent = code[:len(code) - len(code.lstrip())]
-    stmt = f"{name} = {name}{call}"
     return ("transform", f"insert `{stmt}`", f"{indent}{stmt}\n{code}")
+
+
+def transform_edit(line: str, name: str, call: str) -> Edit:
+    """`name = name<call>` before `line`."""
+    return inserted(line, f"{name} = {name}{call}")
 
 
 def transform_edits(line: str, names: Sequence[str], calls: Sequence[str]) -> List[Edit]:
     """Every transform of each of `names` (the variables `line` reads first) before `line`."""
-    if line.lstrip().startswith(("elif ", "elif(", "else", "except", "finally", "@", "def ", "async def ", "class ")):
+    if not insertable(line):
         return []
     return [transform_edit(line, name, call) for name in names for call in calls]
 
@@ -318,14 +327,8 @@ def unused_values(source: str) -> List[Tuple[int, int, int, str]]:
 def clamp_edits(line: str, names: Sequence[str], unused: Sequence[Tuple[int, int, int, str]], number: int) -> List[Edit]:
     """`v = min(v, u)` and `v = max(v, u)` before `line` (`number`) for each of `names` (the variables it
     reads first), where `u` is a value its function computed before the line and never reads."""
-    if line.lstrip().startswith(("elif ", "elif(", "else", "except", "finally", "@", "def ", "async def ", "class ")):
+    if not insertable(line):
         return []
-    code = line.rstrip("\r\n")
-    indent = code[:len(code) - len(code.lstrip())]
-    out: List[Edit] = []
-    for value in dict.fromkeys(u for first, last, at, u in unused if first <= number <= last and at < number):
-        for name in names:
-            if name != value:
-                out += [("transform", f"insert `{name} = {f}({name}, {value})`", f"{indent}{name} = {f}({name}, {value})\n{code}")
-                        for f in ("min", "max")]
-    return out
+    values = dict.fromkeys(u for first, last, at, u in unused if first <= number <= last and at < number)
+    return [inserted(line, f"{name} = {f}({name}, {value})") for value in values for name in names if name != value
+            for f in ("min", "max")]
