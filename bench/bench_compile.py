@@ -24,7 +24,7 @@ def mutated_sources(text: str, count: int) -> list[tuple[str, int, str, int, int
     lines = operators.source_lines(text)
     defs = mutants.functions_of(text)[1]
     outer = [d for d in defs if not any(o[1] < d[1] and d[2] <= o[2] for o in defs)]
-    headers = mutants.def_headers(text)
+    headers = mutants.def_context(text).headers
     out = []
     for name, start, last, first in outer[:: max(1, len(outer) // count)]:
         for n in range(start + 1, last + 1):
@@ -52,7 +52,7 @@ def main() -> None:
     for modname in a.modules:
         path = inspect.getsourcefile(importlib.import_module(modname))
         text = Path(path).read_text(encoding="utf-8")
-        imports, flags = mutants.module_imports(text), mutants.future_flags(text)
+        _, flags, imports = mutants.def_context(text)
         cases = mutated_sources(text, a.mutants)
         ratios, whole_s, apart_s = [], [], []
         for i, (src, line, name, first, last, header) in enumerate(cases):

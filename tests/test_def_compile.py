@@ -60,8 +60,7 @@ def outermost(text: str) -> list[tuple[str, int, int, int]]:
 
 def compiled_apart(text: str) -> dict[int, object]:
     """Each outermost def of `text` compiled apart, by its first line."""
-    lines, headers = operators.source_lines(text), mutants.def_headers(text)
-    imports, flags = mutants.module_imports(text), mutants.future_flags(text)
+    lines, (headers, flags, imports) = operators.source_lines(text), mutants.def_context(text)
     return {first: mutants.code_in(compile(mutants.def_source(lines, first, last, headers.get(first), imports), "m.py",
                                            "exec", flags=flags, dont_inherit=True), name, first)
             for name, _, last, first in outermost(text)}
@@ -80,7 +79,7 @@ def test_every_def_compiles_apart_to_the_modules_own_code(path):
 
 
 def test_a_nested_def_compiles_under_its_own_class():
-    headers = mutants.def_headers(TRICKY)
+    headers = mutants.def_context(TRICKY).headers
     lines = {n: i for i, n in enumerate(TRICKY.splitlines(), 1)}
     line_of = {name: next(i for t, i in lines.items() if f"def {name}(" in t) for name in ("get", "conditional", "guarded")}
     assert headers[line_of["get"]] == "class Inner:"
@@ -93,7 +92,8 @@ def test_without_the_future_flag_an_annotation_would_differ():
     # the flag matters: the nested def's annotation is a string under it and a name lookup without it
     name, _, last, first = next(d for d in outermost(TRICKY) if d[0] == "cached")
     lines = operators.source_lines(TRICKY)
-    source = mutants.def_source(lines, first, last, mutants.def_headers(TRICKY).get(first), mutants.module_imports(TRICKY))
-    assert mutants.future_flags(TRICKY)
+    context = mutants.def_context(TRICKY)
+    source = mutants.def_source(lines, first, last, context.headers.get(first), context.imports)
+    assert context.flags
     bare = mutants.code_in(compile(source, "m.py", "exec", dont_inherit=True), name, first)
     assert bare != mutants.code_in(compile(TRICKY, "m.py", "exec", dont_inherit=True), name, first)

@@ -27,7 +27,7 @@ import re
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 try:
     from .behaviour import Recorder
@@ -110,19 +110,36 @@ def functions_of(text: str) -> Tuple[List[Scope], List[Def]]:
     return spans, outer
 
 
-def def_headers(text: str) -> Dict[int, str]:
-    """For each def not at the module's top level, by its first line (decorators included): the block
-    header it can be compiled under on its own (`def_source`): its innermost class, so that private names
-    are mangled and `super()` gets its cell as in the module, or a plain `if 1:` outside any class."""
-    out: Dict[int, str] = {}
+class DefContext(NamedTuple):
+    """What a def of a module needs to compile apart as it does in the module (`def_source`)."""
+    headers: Dict[int, str]   # each def not at the top level, by its first line: the block it compiles under
+    flags: int                # the module's `from __future__` compiler flags
+    imports: str              # one import statement binding the names the module's scope imports
+
+
+def def_context(text: str) -> DefContext:
+    """The module's DefContext, from one parse. A nested def compiles under its innermost class (private
+    names mangled, `super()`'s cell as in the module) or a plain `if 1:` outside any class; the imports
+    are never run: Python compiles a call of an imported module's function to another instruction, so
+    the def must see the same names imported."""
+    import __future__
+    headers: Dict[int, str] = {}
+    names: List[str] = []
+    flags = 0
 
     def visit(node: ast.AST, cls: Optional[str], top: bool) -> None:
+        nonlocal flags
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if not top:
-                    out[min([d.lineno for d in child.decorator_list] + [child.lineno])] = (
+                    headers[min([d.lineno for d in child.decorator_list] + [child.lineno])] = (
                         "class %s:" % cls if cls else "if 1:")
                 continue   # what a def holds is compiled with it
+            if isinstance(child, (ast.Import, ast.ImportFrom)) and cls is None:   # the module's own scope
+                names.extend((a.asname or a.name).split(".")[0] for a in child.names if a.name != "*")
+                if isinstance(child, ast.ImportFrom) and child.module == "__future__" and top:
+                    for alias in child.names:
+                        flags |= getattr(getattr(__future__, alias.name, None), "compiler_flag", 0)
             if isinstance(child, ast.ClassDef):
                 visit(child, child.name, False)
             elif isinstance(child, ast.stmt):
@@ -133,49 +150,15 @@ def def_headers(text: str) -> Dict[int, str]:
     try:
         visit(ast.parse(text), None, True)
     except SyntaxError:
-        pass
-    return out
-
-
-def future_flags(text: str) -> int:
-    """The compiler flags of the module's `from __future__ import ...` (a def compiled apart needs them)."""
-    import __future__
-    flags = 0
-    try:
-        for node in ast.parse(text).body:
-            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-                for alias in node.names:
-                    flags |= getattr(getattr(__future__, alias.name, None), "compiler_flag", 0)
-    except SyntaxError:
-        pass
-    return flags
-
-
-def module_imports(text: str) -> str:
-    """One import statement binding every name the module's own scope binds by an import (never run: the
-    compiler makes a call of an imported module's function another instruction, so a def compiled apart
-    must see the same names imported to compile alike)."""
-    names: List[str] = []
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                names.extend((a.asname or a.name).split(".")[0] for a in child.names if a.name != "*")
-            elif isinstance(child, ast.stmt) and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                visit(child)
-
-    try:
-        visit(ast.parse(text))
-    except SyntaxError:
-        return ""
-    return "import " + ", ".join(dict.fromkeys(names)) if names else ""
+        return DefContext({}, 0, "")
+    return DefContext(headers, flags, "import " + ", ".join(dict.fromkeys(names)) if names else "")
 
 
 def def_source(lines: Sequence[str], first: int, last: int, header: Optional[str], imports: str = "") -> str:
     """Lines `first` to `last` (a def, its decorators first) as a source of their own whose code keeps its
     line numbers: compiling one def instead of its whole module is what a mutant costs on a large file.
-    `header`: def_headers' block for a def that is not at the top level (then `first` is at least 2);
-    `imports`: module_imports' line, put first when the lines before the def leave room for it."""
+    `header`: its DefContext header, for a def not at the top level (then `first` is at least 2);
+    `imports`: the DefContext's import line, put first when the lines before the def leave room for it."""
     body = "".join(lines[first - 1:last])
     pad = first - 1 if header is None else first - 2
     head = "" if header is None else header + "\n"
@@ -376,9 +359,7 @@ class Analysis:
         self.attributes: Dict[str, Tuple[str, ...]] = {}   # path -> the attributes of `self` its code uses
         self.scopes: Dict[str, List[Scope]] = {}
         self.defs: Dict[str, List[Def]] = {}
-        self.headers: Dict[str, Dict[int, str]] = {}   # path -> def_headers: how a nested def compiles apart
-        self.futures: Dict[str, int] = {}   # path -> its __future__ compiler flags
-        self.imports: Dict[str, str] = {}   # path -> module_imports: what a def compiled apart sees imported
+        self.def_contexts: Dict[str, DefContext] = {}   # path -> how its defs compile apart
         self.apart_ok: Dict[Tuple[str, int], Optional[Tuple[int, int, Optional[str]]]] = {}   # (path, def's first line) -> apart()
         self.whole: Dict[str, Any] = {}   # path -> its original module compiled (to check a def compiles apart alike)
         self.not_loaded: Dict[str, int] = {}   # path -> how many modules were loaded when it was not among them
@@ -556,9 +537,7 @@ class Analysis:
             self.signatures[path] = self.operators.signatures_of(numbered)
             self.attributes[path] = self.operators.attribute_names(numbered)
             self.scopes[path], self.defs[path] = functions_of(text)
-            self.headers[path] = def_headers(text)
-            self.futures[path] = future_flags(text)
-            self.imports[path] = module_imports(text)
+            self.def_contexts[path] = def_context(text)
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.updates[path] = self.operators.transforms.updates(text)
             self.unused_values[path] = self.operators.transforms.unused_values(text)
@@ -1012,8 +991,9 @@ class Analysis:
             first, last, header = apart
             lines = self.operators.source_lines(mutated)
             last += len(lines) - len(self.lines[path])   # an edit inside the def may add or remove lines
-            return compile(def_source(lines, first, last, header, self.imports[path]), filename, "exec",
-                           flags=self.futures[path], dont_inherit=True)
+            context = self.def_contexts[path]
+            return compile(def_source(lines, first, last, header, context.imports), filename, "exec",
+                           flags=context.flags, dont_inherit=True)
         except (SyntaxError, ValueError):
             return None
         finally:
@@ -1028,7 +1008,8 @@ class Analysis:
         name, _, last, first = min(outer, key=lambda d: d[1])
         key = (path, first)
         if key not in self.apart_ok:
-            header = self.headers[path].get(first)
+            context = self.def_contexts[path]
+            header = context.headers.get(first)
             ok = header is None or first >= 2
             if ok:   # the same code, compared: names mangled alike, the same cells, lines and constants
                 try:
@@ -1036,8 +1017,8 @@ class Analysis:
                     if path not in self.whole:
                         self.whole[path] = compile(self.sources[path], filename, "exec", dont_inherit=True)
                     whole = self.whole[path]
-                    alone = compile(def_source(self.lines[path], first, last, header, self.imports[path]), filename, "exec",
-                                    flags=self.futures[path], dont_inherit=True)
+                    alone = compile(def_source(self.lines[path], first, last, header, context.imports), filename, "exec",
+                                    flags=context.flags, dont_inherit=True)
                     a, b = code_in(alone, name, first), code_in(whole, name, first)
                     ok = a is not None and a == b and a.co_freevars == b.co_freevars
                 except (SyntaxError, ValueError):
