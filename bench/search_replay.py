@@ -10,9 +10,11 @@ answered from the tree as the sandbox would (`sed -n`, `git grep -n -F`), an app
 counts as right when it turns the file into the reference fix's text, and a wrong one as a failed
 full suite (two steps, as in a run); a batch of candidates (`try_patches`) costs one step, and counts
 as right when one of them is (then three more: apply, full suite, scope check). No test runs, so a
-candidate that only the full suite would
-refuse, or a plausible-but-wrong one that it would accept, is not told apart: the replay measures
-the ranking, the sweep measures the repairs.
+candidate that only the full suite would refuse is not told apart, but a wrong one that the
+observation's mutation analysis found clean with the same behaviour digest as the reference (it did
+what the reference does on every test the analysis checked) is taken to pass the full suite too: it
+ends the replay as a plausible repair, as it would end the run. The replay measures the ranking, the
+sweep measures the repairs.
 
 Printed per run: the rank of the right candidate when the first candidate was proposed (or why it
 has none: the line was never read, or no catalogue edit makes it), the best-ranked candidates, and
@@ -35,6 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from verifier import diff_sha256  # noqa: E402
 from repair_agent.loop.actions import ApplyPatch, ReadFile, Search, Stop, TryPatches  # noqa: E402
+from repair_agent.choosers.search.failure import writable_path  # noqa: E402
+from repair_agent.choosers.search.mutants import fix_lines  # noqa: E402
 from repair_agent.choosers.search.patch import render_patch  # noqa: E402
 from repair_agent.choosers.search import Candidate, SearchChooser  # noqa: E402
 from repair_agent.choosers.search.chooser import STEPS_FOR_A_RIGHT_CANDIDATE  # noqa: E402
@@ -131,6 +135,10 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
     original = (tree / fix_path).read_text()
     fixed = apply_diff(original, fix)
     chooser = SearchChooser(seed=seed)
+    clean = _clean_fixes(first, view0.authorization.writable)
+    # the wrong edits that behaved as the reference did: the tests cannot tell them from it
+    same = {e for e, b in clean.items() if b is not None and any(
+        b == clean[r] for r in clean if r[0] == fix_path and same_program(with_candidate(original, _from(r)), fixed))}
     evs = [first]
     used, applied, tried_keys = 1, None, []
     first_rank: object = None
@@ -164,9 +172,12 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
             if isinstance(action, TryPatches):   # the batch's candidates, by the whole diff each renders to
                 batch = [c for c in ranked if c.key not in done and render_patch(plan.known, None, c) in action.diffs]
                 tried_keys += [c.label() for c in batch]
-                if any(c.path == fix_path and same_program(with_candidate(original, c), fixed) for c in batch):
+                # the first of the batch to pass its targets is applied: the right one, or a clean wrong one
+                passing = next((c for c in batch if (c.path == fix_path and same_program(with_candidate(original, c), fixed))
+                                or _edit(c) in same), None)
+                if passing is not None:
                     cost = 1 + STEPS_FOR_A_RIGHT_CANDIDATE   # the batch, then apply, full suite, scope check
-                    outcome = "right candidate tried" if used + cost <= budget else "right candidate, too few steps"
+                    outcome = _verdict(passing, original, fixed, fix_path, used + cost <= budget)
                     used += cost
                     break
                 evs.append(_evidence(used + 1, action, "failed", ""))
@@ -180,9 +191,9 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
                 first_candidates = [{"base": c.base, "features": c.features, "right": i == first_rank}
                                     for i, c in enumerate(ranked, 1)]
             tried_keys.append(cand.label())
-            if cand.path == fix_path and same_program(with_candidate(original, cand), fixed):
+            if (cand.path == fix_path and same_program(with_candidate(original, cand), fixed)) or _edit(cand) in same:
                 cost = STEPS_FOR_A_RIGHT_CANDIDATE   # apply, full suite, scope check (as the chooser counts)
-                outcome = "right candidate tried" if used + cost <= budget else "right candidate, too few steps"
+                outcome = _verdict(cand, original, fixed, fix_path, used + cost <= budget)
                 used += cost
                 break
             evs.append(_evidence(used + 1, action, "ok", ""))
@@ -200,6 +211,39 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
             "tried": tried_keys, "top": top_list, "right": right, "candidates": first_candidates,
             "reads": [f"{e.action.path}:{e.action.start_line}-{e.action.end_line}" for e in evs
                       if isinstance(e.action, ReadFile)]}
+
+
+PLAUSIBLE = "plausible: a clean fix that is not the reference"
+
+
+Edit = tuple[str, int, int, tuple[str, ...]]
+
+
+def _edit(c: Candidate) -> Edit:
+    return c.path, c.line, c.span, tuple(t.rstrip() for t in c.new_lines)
+
+
+def _from(e: Edit) -> Candidate:
+    return Candidate(e[0], e[1], tuple(t + "\n" for t in e[3]), "mutant", "", span=e[2])
+
+
+def _clean_fixes(first: Evidence, writable: tuple[str, ...]) -> dict[Edit, str | None]:
+    """The edits the observation's mutation analysis found clean, with their behaviour digests."""
+    loc = first.localization
+    if loc is None or loc.mutation is None:
+        return {}
+    out: dict[Edit, str | None] = {}
+    for fx in loc.mutation.fixes:
+        rel = writable_path(fx.path, writable)
+        if rel and fx.clean:
+            out[_edit(Candidate(rel, fx.line, fix_lines(fx.text), "mutant", fx.what, span=fx.span))] = fx.behaviour
+    return out
+
+
+def _verdict(c: Candidate, original: str, fixed: str, fix_path: str, in_budget: bool) -> str:
+    if not (c.path == fix_path and same_program(with_candidate(original, c), fixed)):
+        return PLAUSIBLE
+    return "right candidate tried" if in_budget else "right candidate, too few steps"
 
 
 def _run_full():
@@ -262,7 +306,8 @@ def main() -> int:
         for t in row["top"]:
             print(f"      {t}")
     solved = sum(r["outcome"] == "right candidate tried" for r in rows)
-    print(f"\nright candidate reached within budget {args.budget}: {solved}/{len(rows)}")
+    plausible = sum(r["outcome"] == PLAUSIBLE for r in rows)
+    print(f"\nright candidate reached within budget {args.budget}: {solved}/{len(rows)}; a clean wrong one first: {plausible}")
     if args.json:
         Path(args.json).write_text(json.dumps([{k: v for k, v in r.items() if k != "candidates"} for r in rows], indent=1))
     return 0

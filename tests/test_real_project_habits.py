@@ -225,11 +225,11 @@ def test_a_real_fix_that_reads_the_clock_is_checked_with_that_granted_and_said(t
 
 
 def test_a_frame_in_a_test_module_is_never_read_as_a_shorter_writable_path():
-    from repair_agent.choosers.search.failure import _writable
+    from repair_agent.choosers.search.failure import writable_path
 
     # With the whole tree writable (`**`, an import's default), `tests/test_number.py` used to map to
     # `test_number.py`, a file that does not exist, and the search chooser spent a step reading it.
-    assert _writable("tests/test_number.py", ("**",)) is None
-    assert _writable("pkg/tests/test_core.py", ("**",)) is None
-    assert _writable("src/humanize/number.py", ("**",)) == "src/humanize/number.py"
-    assert _writable("/code/proj/src/x.py", ("src/**",)) == "src/x.py"
+    assert writable_path("tests/test_number.py", ("**",)) is None
+    assert writable_path("pkg/tests/test_core.py", ("**",)) is None
+    assert writable_path("src/humanize/number.py", ("**",)) == "src/humanize/number.py"
+    assert writable_path("/code/proj/src/x.py", ("src/**",)) == "src/x.py"

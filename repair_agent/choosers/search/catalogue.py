@@ -22,6 +22,7 @@ class Candidate:
     base: float = 0.0         # the generator's base score, once scored
     features: dict[str, float] = field(default_factory=dict)   # once scored: weights.py names them
     span: int = 1             # original lines replaced from `line` on (a pair of edits: the block between them)
+    familiar: float = 0.0     # once scored: how much of its new code the file already uses (familiar.py), the tie-break
 
     def __post_init__(self) -> None:
         self.kind = Family(self.kind)

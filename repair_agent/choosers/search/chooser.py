@@ -8,7 +8,7 @@ from ...loop.actions import (MAX_TRIES_PER_STEP, ApplyPatch, CheckDiff, ReadFile
 from ...loop.state import View
 from ..base import ChooserDescription, ChooserStep
 from .catalogue import Candidate
-from .failure import _writable, parse_failure
+from .failure import parse_failure, writable_path
 from .patch import render_patch, unanchored_end
 from .ranking import order, scored_candidates
 from .plan import Plan
@@ -206,7 +206,7 @@ class SearchChooser:
             elif isinstance(action, Search):
                 plan.searches.append(action.query)
                 for found in ev.hits:
-                    if _writable(found.path, writable) == found.path:
+                    if writable_path(found.path, writable) == found.path:
                         hit = (found.path, found.line)
                         plan.hits_by_query.setdefault(action.query, []).append((*hit, found.text))
                         if hit not in plan.search_hits:

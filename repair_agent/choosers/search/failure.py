@@ -67,7 +67,7 @@ def _literal(text: str) -> tuple[bool, Any]:
         return False, None
 
 
-def _writable(path: str, writable: tuple[str, ...]) -> str | None:
+def writable_path(path: str, writable: tuple[str, ...]) -> str | None:
     """The repository-relative path of `path` if it is inside the writable scope (absolute container
     paths such as /workspace/src/x.py are matched by their shortest writable suffix)."""
     parts = path.strip("/").split("/")
@@ -105,7 +105,7 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
             break
     pytest_part = out.split("--- pytest output", 1)[-1] if "--- pytest output" in out else out
     for m in FRAME_RE.finditer(pytest_part):
-        rel = _writable(m.group("path"), writable)
+        rel = writable_path(m.group("path"), writable)
         if rel and (rel, int(m.group("line"))) not in f.frames:
             f.frames.append((rel, int(m.group("line"))))
     for line in pytest_part.splitlines():
@@ -163,17 +163,17 @@ def parse_failure(ev: Evidence, goal_text: str, writable: tuple[str, ...]) -> Fa
     if loc is not None and loc.lines:
         best = max(s.score for s in loc.lines) or 1.0
         for s in loc.lines:
-            rel = _writable(s.path, writable)
+            rel = writable_path(s.path, writable)
             if rel:
                 f.suspicious.setdefault((rel, s.line), round(s.score / best, 4))
         f.suspicious_complete = loc.scored_lines <= len(loc.lines)
     if loc is not None and loc.mutation is not None:
         for fx in loc.mutation.fixes:
-            rel = _writable(fx.path, writable)
+            rel = writable_path(fx.path, writable)
             if rel:
                 f.mutant_fixes.setdefault((rel, fx.line), []).append(fx)
         for ml in loc.mutation.lines:
-            rel = _writable(ml.path, writable)
+            rel = writable_path(ml.path, writable)
             if rel:
                 f.mutated[(rel, ml.line)] = (ml.tried, ml.changed)
                 if ml.changed and ml.refuted:   # mutants took effect there: the ones that fixed nothing are known

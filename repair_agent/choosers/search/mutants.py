@@ -21,7 +21,7 @@ def _same(a: str, b: str) -> bool:
     return re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b)
 
 
-def _new_lines(fix_text: str) -> tuple[str, ...]:
+def fix_lines(fix_text: str) -> tuple[str, ...]:
     """A mutant's text as the lines that replace its line (a guard is several: its `if`, its body, the line)."""
     return tuple(line + "\n" for line in _tidy(fix_text).rstrip("\n").split("\n"))
 
@@ -75,7 +75,7 @@ def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Cand
                 continue
             text = "".join(t for t in block if t is not None)
             if fx.clean and _tidy(fx.text).strip() and not _same(_tidy(fx.text), text):
-                out.append(Candidate(path, n, _new_lines(fx.text), "mutant", fx.what, span=fx.span))
+                out.append(Candidate(path, n, fix_lines(fx.text), "mutant", fx.what, span=fx.span))
     return out
 
 

@@ -1,5 +1,6 @@
 """Ranking: every candidate from the lines read, scored by priors per kind, the failure's hints and
-closeness to a frame; the seed orders only candidates of equal score."""
+closeness to a frame; among candidates of equal score, the more familiar edit first (familiar.py),
+then the seed."""
 from __future__ import annotations
 
 import hashlib
@@ -14,6 +15,7 @@ from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
 from .smells import smell_features
 from .failure import Failure, is_number
+from .familiar import Familiarity
 from .patch import _blocks
 from .mutants import mutant_candidates, mutation_features
 from .spectrum import spectrum_features
@@ -277,13 +279,17 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
             c.score += active().dot(extra)
             cands.setdefault(c.key, c)
     # Never a candidate that writes a value the failing test expects into the code.
-    return [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
+    kept = [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
+    familiarity = {path: Familiarity(lines) for path, lines in known.items()}
+    for c in kept:
+        c.familiar = familiarity[c.path].of(c.line, c.span, c.new_lines)
+    return kept
 
 
 
 def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], float] | None = None) -> list[Candidate]:
-    """Best first by score tier, after what failed tries showed about their lines; ties in a
-    seed-dependent order."""
+    """Best first by score tier, after what failed tries showed about their lines; within a tier the
+    more familiar edit first (familiar.py), then a seed-dependent order."""
     cands = [replace(c, score=c.score + (effects or {}).get((c.path, c.line), 0.0)) for c in cands]
     ordered = sorted(cands, key=lambda c: (c.path, c.line, c.kind, c.key))
     # Tries on one line fail together: once its two best scores have failed, the line itself is less
@@ -297,9 +303,11 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
         better = len({v for v in line_scores[(c.path, c.line)] if v > c.score})   # distinct better scores there
         placed = replace(c, score=c.score - active().rule[Rule.SAME_LINE_PENALTY] * max(0, better - 1))   # its score in the order
         tiers.setdefault(int(placed.score), []).append(placed)
-    # Within a tier, each candidate's place comes from the seed and the candidate alone: adding or
-    # demoting another candidate never reorders the rest (one shuffled sequence did).
-    return [c for tier in sorted(tiers, reverse=True) for c in sorted(tiers[tier], key=lambda c: _tie_rank(seed, c))]
+    # Within a tier, each candidate's place comes from its own familiarity, then the seed and the
+    # candidate alone: adding or demoting another candidate never reorders the rest (one shuffled
+    # sequence did).
+    return [c for tier in sorted(tiers, reverse=True)
+            for c in sorted(tiers[tier], key=lambda c: (-c.familiar, _tie_rank(seed, c)))]
 
 
 def _tie_rank(seed: int, c: Candidate) -> bytes:
