@@ -986,7 +986,11 @@ def test_a_parallel_assignment_pairs_its_values_as_its_targets():
     f = Failure(message="assert (1, 1) == (1, 4)", got=(1, 1), expected=(1, 4), have_values=True, callees=["minmax"],
                 suspicious={("m.py", n): 1.0 for n in range(2, 9)}, suspicious_complete=True)
     variables = [c for c in _top(f, src) if c.kind == "variable"]
-    assert variables[0].new_lines == ("            hi, hi_key = x, x_key\n",), variables[0].label()
+    # the two edits whose values pair up as the targets do (`x, x_key` and `y, y_key`) come before
+    # every other; which of the two is right, nothing here says (a run's mutation analysis may)
+    assert {c.new_lines for c in variables[:2]} == {("            hi, hi_key = x, x_key\n",),
+                                                     ("            hi, hi_key = y, y_key\n",)}
+    assert variables[2].score < variables[1].score
 
 
 def test_a_return_of_nothing_may_be_the_parameter_the_function_never_reads():
