@@ -135,10 +135,14 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
     original = (tree / fix_path).read_text()
     fixed = apply_diff(original, fix)
     chooser = SearchChooser(seed=seed)
+
+    def is_right(c: Candidate) -> bool:
+        return c.path == fix_path and same_program(with_candidate(original, c), fixed)
+
     clean = _clean_fixes(first, view0.authorization.writable)
     # the wrong edits that behaved as the reference did: the tests cannot tell them from it
-    same = {e for e, b in clean.items() if b is not None and any(
-        b == clean[r] for r in clean if r[0] == fix_path and same_program(with_candidate(original, _from(r)), fixed))}
+    digests = {b for c, b in clean.values() if b is not None and is_right(c)}
+    same = {e for e, (_, b) in clean.items() if b in digests}
     evs = [first]
     used, applied, tried_keys = 1, None, []
     first_rank: object = None
@@ -173,11 +177,10 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
                 batch = [c for c in ranked if c.key not in done and render_patch(plan.known, None, c) in action.diffs]
                 tried_keys += [c.label() for c in batch]
                 # the first of the batch to pass its targets is applied: the right one, or a clean wrong one
-                passing = next((c for c in batch if (c.path == fix_path and same_program(with_candidate(original, c), fixed))
-                                or _edit(c) in same), None)
+                passing = next((c for c in batch if is_right(c) or _edit(c) in same), None)
                 if passing is not None:
                     cost = 1 + STEPS_FOR_A_RIGHT_CANDIDATE   # the batch, then apply, full suite, scope check
-                    outcome = _verdict(passing, original, fixed, fix_path, used + cost <= budget)
+                    outcome = _verdict(is_right(passing), used + cost <= budget)
                     used += cost
                     break
                 evs.append(_evidence(used + 1, action, "failed", ""))
@@ -191,9 +194,9 @@ def simulate(scenario: Scenario, view0: View, first: Evidence, budget: int, seed
                 first_candidates = [{"base": c.base, "features": c.features, "right": i == first_rank}
                                     for i, c in enumerate(ranked, 1)]
             tried_keys.append(cand.label())
-            if (cand.path == fix_path and same_program(with_candidate(original, cand), fixed)) or _edit(cand) in same:
+            if is_right(cand) or _edit(cand) in same:
                 cost = STEPS_FOR_A_RIGHT_CANDIDATE   # apply, full suite, scope check (as the chooser counts)
-                outcome = _verdict(cand, original, fixed, fix_path, used + cost <= budget)
+                outcome = _verdict(is_right(cand), used + cost <= budget)
                 used += cost
                 break
             evs.append(_evidence(used + 1, action, "ok", ""))
@@ -223,25 +226,22 @@ def _edit(c: Candidate) -> Edit:
     return c.path, c.line, c.span, tuple(t.rstrip() for t in c.new_lines)
 
 
-def _from(e: Edit) -> Candidate:
-    return Candidate(e[0], e[1], tuple(t + "\n" for t in e[3]), "mutant", "", span=e[2])
-
-
-def _clean_fixes(first: Evidence, writable: tuple[str, ...]) -> dict[Edit, str | None]:
-    """The edits the observation's mutation analysis found clean, with their behaviour digests."""
+def _clean_fixes(first: Evidence, writable: tuple[str, ...]) -> dict[Edit, tuple[Candidate, str | None]]:
+    """The edits the observation's mutation analysis found clean, each with its behaviour digest."""
     loc = first.localization
     if loc is None or loc.mutation is None:
         return {}
-    out: dict[Edit, str | None] = {}
+    out: dict[Edit, tuple[Candidate, str | None]] = {}
     for fx in loc.mutation.fixes:
         rel = writable_path(fx.path, writable)
         if rel and fx.clean:
-            out[_edit(Candidate(rel, fx.line, fix_lines(fx.text), "mutant", fx.what, span=fx.span))] = fx.behaviour
+            c = Candidate(rel, fx.line, fix_lines(fx.text), "mutant", fx.what, span=fx.span)
+            out[_edit(c)] = (c, fx.behaviour)
     return out
 
 
-def _verdict(c: Candidate, original: str, fixed: str, fix_path: str, in_budget: bool) -> str:
-    if not (c.path == fix_path and same_program(with_candidate(original, c), fixed)):
+def _verdict(right: bool, in_budget: bool) -> str:
+    if not right:
         return PLAUSIBLE
     return "right candidate tried" if in_budget else "right candidate, too few steps"
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
 
 TOKEN = re.compile(r"\w+|\*\*=?|//=?|[<>=!]=|->|\S")
 
@@ -24,22 +23,17 @@ def token_pairs(text: str) -> Counter[tuple[str, str]]:
 
 
 class Familiarity:
-    """The token pairs of one file's lines read, counted once; `of` scores each edit against them."""
+    """The token pairs of one file's lines read, counted once per line; `of` scores each edit against them."""
 
     def __init__(self, lines: dict[int, str]):
-        self.lines = lines
-        self.counts = token_pairs(_joined(lines.values()))
+        self.by_line = {n: token_pairs(text) for n, text in lines.items()}
+        self.counts: Counter[tuple[str, str]] = sum(self.by_line.values(), Counter())
 
     def of(self, line: int, span: int, new_lines: tuple[str, ...]) -> float:
         """The share (0 to 1) of the pairs the edit adds to lines `line`..`line + span - 1` that occur
         on some other line read; 1 when it adds none (a pure deletion)."""
-        own = token_pairs(_joined(self.lines.get(k, "") for k in range(line, line + span)))
+        own = sum((self.by_line.get(k, Counter()) for k in range(line, line + span)), Counter())
         added = set(token_pairs("".join(new_lines))) - set(own)
         if not added:
             return 1.0
         return sum(self.counts[p] > own[p] for p in added) / len(added)
-
-
-def _joined(lines: Iterable[str]) -> str:
-    """Lines read (each with or without its line break) as one text, one line each."""
-    return "".join(t if t.endswith("\n") else t + "\n" for t in lines)
