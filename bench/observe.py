@@ -8,16 +8,20 @@ localization) and hands off. A sweep of it is the cheapest way to collect the fi
 """
 from __future__ import annotations
 
+from repair_agent.choosers.base import ChooserDescription
 from repair_agent.loop.actions import RunTargetTest, Stop
 from repair_agent.loop.state import View
 
 
 class Observe:
     name = "observe"
-    mutation_analysis = True   # so the replay sees the observation the search chooser gets
 
     def __init__(self, seed: int = 0):
         self.seed = seed
+
+    def describe(self) -> ChooserDescription:
+        # the mutation analysis, so the replay sees the observation the search chooser gets
+        return ChooserDescription(name=self.name, seed=self.seed, mutation_analysis=True)
 
     def choose(self, view: View):
         if not view.evidence:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from helpers import git_history
+from repair_agent.loop.journal import StepRecord, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
@@ -114,6 +115,12 @@ def test_an_observation_replays_the_search_chooser(tmp_path):
     assert observed.returncode == 0 and re.search(r"solved \d+/1 at budget", observed.stdout), \
         observed.stdout[-2000:] + observed.stderr[-2000:]
     (run_dir,) = [p for p in (tmp_path / "obs").iterdir() if (p / "journal.jsonl").is_file()]
+    # the observation the search chooser would get: with the mutation analysis (a plug-in that
+    # does not ask for it in describe() gets none, and its replays would rank without it)
+    (observation,) = [r.evidence for r in read_records(run_dir / "journal.jsonl")
+                      if isinstance(r, StepRecord) and r.evidence is not None and r.evidence.tool == "run_target_test"]
+    assert observation.localization is not None and observation.localization.mutation is not None
+    assert any(fx.clean for fx in observation.localization.mutation.fixes)
     replayed = run_script("search_replay.py", str(run_dir), "--json", str(tmp_path / "replay.json"))
     assert replayed.returncode == 0, replayed.stdout[-2000:] + replayed.stderr[-2000:]
     assert "discount-bug" in replayed.stdout and (tmp_path / "replay.json").is_file(), replayed.stdout[-2000:]
