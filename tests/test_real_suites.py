@@ -22,7 +22,7 @@ from repair_agent.scenarios.scenario import SCENARIO_PATH_ENV, discover
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "sandbox_repos" / "real-suites"
-OTHER_CORPORA = [ROOT / "sandbox_repos" / d for d in ("real", "dev", "dev2", "dev3", "dev4", "dev5", "dev6", "holdout", "holdout2")]
+OTHER_CORPORA = [ROOT / "sandbox_repos" / d for d in ("real", "dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "holdout", "holdout2")]
 
 # What the corpus exists to prove runs: each entry needs at least one scenario with one of its tags.
 MUST_COVER = {
