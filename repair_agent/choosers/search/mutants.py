@@ -79,6 +79,16 @@ def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Cand
     return out
 
 
+def clean_behaviour(c: Candidate, f: Failure) -> str | None:
+    """The behaviour digest of the clean fix `c` is, when the analysis found it one: what it did on the
+    tests it was checked against. Two edits with one digest are the same to every test the analysis ran."""
+    new = "".join(c.new_lines)
+    for fx in f.mutant_fixes.get((c.path, c.line), ()):
+        if fx.clean and fx.span == c.span and (_same(_tidy(fx.text), new) or _same(fx.text, new)):
+            return fx.behaviour
+    return None
+
+
 def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
     """What the mutation analysis says about a candidate: the edit of a clean fix (when many edits
     were clean, only their line stands out: a crowded fix), any edit of a clean fix's line, an edit

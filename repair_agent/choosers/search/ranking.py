@@ -15,9 +15,9 @@ from .guards import copies_expected, frame_guards, guard_candidates
 from .missing import missing_statements
 from .smells import smell_features
 from .failure import Failure, is_number
-from .familiar import Familiarity
+from .familiar import TOKEN, Familiarity
 from .patch import _blocks
-from .mutants import mutant_candidates, mutation_features
+from .mutants import clean_behaviour, mutant_candidates, mutation_features
 from .spectrum import spectrum_features
 from .weights import Rule, active
 from .values import magnitude_fix, separator_swaps
@@ -283,6 +283,9 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
     familiarity = {path: Familiarity(lines) for path, lines in known.items()}
     for c in kept:
         c.familiar = familiarity[c.path].of(c.line, c.span, c.new_lines)
+        c.behaviour = clean_behaviour(c, f)
+        old = "".join(known[c.path].get(n, "") for n in range(c.line, c.line + c.span))
+        c.shrink = len(TOKEN.findall(old)) - len(TOKEN.findall("".join(c.new_lines)))
     return kept
 
 
@@ -306,8 +309,29 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
     # Within a tier, each candidate's place comes from its own familiarity, then the seed and the
     # candidate alone: adding or demoting another candidate never reorders the rest (one shuffled
     # sequence did).
-    return [c for tier in sorted(tiers, reverse=True)
-            for c in sorted(tiers[tier], key=lambda c: (-c.familiar, _tie_rank(seed, c)))]
+    return smaller_first([c for tier in sorted(tiers, reverse=True)
+                          for c in sorted(tiers[tier], key=lambda c: (-c.familiar, _tie_rank(seed, c)))])
+
+
+def smaller_first(ranked: list[Candidate]) -> list[Candidate]:
+    """Among clean fixes the tests cannot tell apart (one behaviour digest), the one that takes most
+    code out, when one takes any out, moves to the group's first place; the rest keep theirs. The
+    tests explain the deletion as well as the additions (`drop - 1` against `< -> <=` or `+ 1` that
+    cancels it on every value they use), and the smaller program is the likelier one. Additions of
+    any size are not weighed against each other: a guard is not less likely than a longer statement."""
+    at: dict[str, list[int]] = {}
+    for i, c in enumerate(ranked):
+        if c.behaviour is not None:
+            at.setdefault(c.behaviour, []).append(i)
+    out = list(ranked)
+    for places in at.values():
+        group = [ranked[i] for i in places]
+        smallest = max(group, key=lambda c: c.shrink)   # the first of the group among equals
+        if len(group) < 2 or smallest.shrink <= 0 or smallest is group[0]:
+            continue
+        for i, c in zip(places, [smallest] + [c for c in group if c is not smallest]):
+            out[i] = c
+    return out
 
 
 def _tie_rank(seed: int, c: Candidate) -> bytes:
