@@ -10,6 +10,7 @@ from .failure import Failure
 from .weights import Rule, active
 
 ZERO_TERM = re.compile(r"\s*[-+]\s*0(?![\w.])")
+NONE_TEST = re.compile(r"^\s*if\s+[\w.]+\s+is\s+None\s*:")
 
 
 def _tidy(text: str) -> str:
@@ -75,7 +76,10 @@ def mutant_candidates(path: str, lines: dict[int, str], f: Failure) -> list[Cand
                 continue
             text = "".join(t for t in block if t is not None)
             if fx.clean and _tidy(fx.text).strip() and not _same(_tidy(fx.text), text):
-                out.append(Candidate(path, n, fix_lines(fx.text), "mutant", fx.what, span=fx.span))
+                new = fix_lines(fx.text)
+                # a guard that checks for None is a none-guard, whoever wrote it: the failure's hints weigh it so
+                kind = "none-guard" if fx.family in ("guard", GUESSED) and NONE_TEST.match(new[0]) else "mutant"
+                out.append(Candidate(path, n, new, kind, fx.what, span=fx.span))
     return out
 
 
