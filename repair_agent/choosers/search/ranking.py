@@ -316,9 +316,10 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
 def smaller_first(ranked: list[Candidate]) -> list[Candidate]:
     """Among clean fixes the tests cannot tell apart (one behaviour digest), the one that takes most
     code out, when one takes any out, moves to the group's first place; the rest keep theirs. The
-    tests explain the deletion as well as the additions (`drop - 1` against `< -> <=` or `+ 1` that
-    cancels it on every value they use), and the smaller program is the likelier one. Additions of
-    any size are not weighed against each other: a guard is not less likely than a longer statement."""
+    tests explain the deletion as well as the edits that keep or add code (`drop - 1` as well as
+    `< -> <=` two lines up, or a `+ 1` that cancels the `- 1` on every value they use), and the smaller
+    program is the likelier one. Edits that add code are not weighed against each other: a guard is
+    not less likely than a shorter statement."""
     at: dict[str, list[int]] = {}
     for i, c in enumerate(ranked):
         if c.behaviour is not None:
