@@ -24,7 +24,7 @@ class Candidate:
     span: int = 1             # original lines replaced from `line` on (a pair of edits: the block between them)
     familiar: float = 0.0     # once scored: how much of its new code the file already uses (familiar.py), the tie-break
     behaviour: str | None = None   # once scored: the behaviour digest of the clean fix it is, when the mutation analysis found it one
-    shrink: int = 0           # once scored: tokens it takes out of the lines it replaces (negative: it adds some)
+    shrink: int = 0           # once scored, for a clean fix: tokens it takes out of the lines it replaces (negative: it adds some)
 
     def __post_init__(self) -> None:
         self.kind = Family(self.kind)

@@ -22,6 +22,11 @@ def _same(a: str, b: str) -> bool:
     return re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b)
 
 
+def _writes(fx: MutantFix, new: str) -> bool:
+    """Does the mutant write `new` (a candidate's new lines, joined), as it is or tidied?"""
+    return _same(_tidy(fx.text), new) or _same(fx.text, new)
+
+
 def fix_lines(fix_text: str) -> tuple[str, ...]:
     """A mutant's text as the lines that replace its line (a guard is several: its `if`, its body, the line)."""
     return tuple(line + "\n" for line in _tidy(fix_text).rstrip("\n").split("\n"))
@@ -88,7 +93,7 @@ def clean_behaviour(c: Candidate, f: Failure) -> str | None:
     tests it was checked against. Two edits with one digest are the same to every test the analysis ran."""
     new = "".join(c.new_lines)
     for fx in f.mutant_fixes.get((c.path, c.line), ()):
-        if fx.clean and fx.span == c.span and (_same(_tidy(fx.text), new) or _same(fx.text, new)):
+        if fx.clean and fx.span == c.span and _writes(fx, new):
             return fx.behaviour
     return None
 
@@ -109,7 +114,7 @@ def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
         line = [(Rule.MUTANT_FIX_LINE, 1.0)] if len(c.new_lines) == 1 and any(fx.clean for fx in fixes) else []
         new = "".join(c.new_lines)
         for fx in fixes:
-            if _same(_tidy(fx.text), new) or _same(fx.text, new):
+            if _writes(fx, new):
                 if fx.clean and fx.family == GUESSED:
                     return line + [(Rule.MUTANT_GUESSED_FIX, 1.0)]
                 if fx.clean:

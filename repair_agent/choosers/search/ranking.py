@@ -284,8 +284,9 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
     for c in kept:
         c.familiar = familiarity[c.path].of(c.line, c.span, c.new_lines)
         c.behaviour = clean_behaviour(c, f)
-        old = "".join(known[c.path].get(n, "") for n in range(c.line, c.line + c.span))
-        c.shrink = len(TOKEN.findall(old)) - len(TOKEN.findall("".join(c.new_lines)))
+        if c.behaviour is not None:   # only clean fixes are weighed by size (smaller_first)
+            old = "".join(known[c.path].get(n, "") for n in range(c.line, c.line + c.span))
+            c.shrink = len(TOKEN.findall(old)) - len(TOKEN.findall("".join(c.new_lines)))
     return kept
 
 
