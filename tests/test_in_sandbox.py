@@ -208,7 +208,7 @@ def test_code_in_finds_a_nested_function_by_name_and_line():
 # -- what makes them runnable in the sandbox ----------------------------------------------------------
 
 MODULES = ("spectrum", "mutants", "operators", "statement_edits", "swaps", "condition_edits", "scope_edits", "guard_edits",
-           "transform_edits", "branch_edits")
+           "transform_edits", "effect_edits", "branch_edits")
 
 
 @pytest.mark.parametrize("name", MODULES)

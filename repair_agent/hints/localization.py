@@ -48,7 +48,7 @@ MARKER = spectrum.MARKER
 # on a copy of the working tree) and, when a chooser asks for it, in_sandbox/mutants.py after it.
 SPECTRUM_PROGRAM = in_sandbox.program(("spectrum",), "spectrum.main(sys.argv[1])")
 MUTATION_PROGRAM = in_sandbox.program(("spectrum", "statement_edits", "swaps", "condition_edits", "scope_edits", "guard_edits",
-                                      "probe_edits", "default_edits", "clone_edits", "order_edits", "transform_edits",
+                                      "probe_edits", "default_edits", "clone_edits", "order_edits", "transform_edits", "effect_edits",
                                       "branch_edits", "operators", "behaviour", "workers", "mutants"),
                                      "mutants.main(spectrum.main(sys.argv[1]), spectrum.ochiai, operators)")
 

@@ -355,6 +355,7 @@ class Analysis:
         self.unused: Dict[str, List[Tuple[int, int, List[str]]]] = {}   # path -> callables a function makes and never uses
         self.updates: Dict[str, List[Tuple[int, int, str, str]]] = {}   # path -> each function's steps (`pos -= 1`)
         self.unused_values: Dict[str, List[Tuple[int, int, int, str]]] = {}   # path -> values a function computes, never reads
+        self.methods: Dict[str, Tuple[List[Any], Set[str]]] = {}   # path -> its methods' state changes, the module's names
         self.signatures: Dict[str, Dict[str, Tuple[str, ...]]] = {}
         self.attributes: Dict[str, Tuple[str, ...]] = {}   # path -> the attributes of `self` its code uses
         self.scopes: Dict[str, List[Scope]] = {}
@@ -541,6 +542,7 @@ class Analysis:
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.updates[path] = self.operators.transforms.updates(text)
             self.unused_values[path] = self.operators.transforms.unused_values(text)
+            self.methods[path] = (self.operators.effects.methods(text), self.operators.effects.module_names(text))
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
             self.branch_points[path] = self.operators.branches.branch_points(text)
@@ -569,7 +571,8 @@ class Analysis:
         seps = [(new, what, family) for family, what, new in extra if new not in seen]
         cut = next((k for k, mut in enumerate(muts) if mut[2] in self.operators.LAST_IN_ANALYSIS), len(muts))
         muts = (muts[:cut] + seps + muts[cut:])[:self.m["max_per_line"]]
-        guards = self.guards(path, line, text, names) + self.transforms(path, line, text) + self.branches(path, line, text)
+        guards = self.guards(path, line, text, names) + self.transforms(path, line, text) + self.effects(path, line, text) + \
+            self.branches(path, line, text)
         if self.raised_instead:
             # an exception where a value was expected, or none where one was: a missing check is as
             # likely as a wrong token, so the guards alternate with the line's own edits
@@ -644,6 +647,13 @@ class Analysis:
         out += [(new + ending, what, family) for family, what, new in edits.update_edits(text, names, self.updates[path], line)]
         out += [(new + ending, what, family) for family, what, new in edits.clamp_edits(text, names, self.unused_values[path], line)]
         return out
+
+    def effects(self, path: str, line: int, text: str) -> List[Mutant]:
+        """A state change a sibling method makes, before a `return` of a method that lacks it
+        (in_sandbox/effect_edits.py)."""
+        methods, known = self.methods[path]
+        return [(new + line_ending(text), what, family)
+                for family, what, new in self.operators.effects.effect_edits(text, line, methods, known)]
 
     def branches(self, path: str, line: int, text: str) -> List[Mutant]:
         """The `else` arms after each `if` body that ends at the line (in_sandbox/branch_edits.py; an `if`
