@@ -12,9 +12,8 @@ import re
 import tokenize
 
 try:
-    from . import branch_edits as branches, clone_edits as clones, default_edits as defaults  # for the mutation analysis
+    from . import branch_edits as branches, clone_edits as clones, default_edits as defaults, effect_edits as effects
     from . import guard_edits as guards, order_edits as orders, probe_edits as probes, transform_edits as transforms
-    from . import effect_edits as effects
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of, unused_callables
     from .swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS, NAME_SWAPS,
@@ -25,8 +24,7 @@ try:
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     import ra_branch_edits as branches, ra_clone_edits as clones, ra_default_edits as defaults  # type: ignore[no-redef]
     import ra_guard_edits as guards, ra_order_edits as orders, ra_probe_edits as probes  # type: ignore[no-redef]
-    import ra_transform_edits as transforms  # type: ignore[no-redef]
-    import ra_effect_edits as effects  # type: ignore[no-redef]
+    import ra_transform_edits as transforms, ra_effect_edits as effects  # type: ignore[no-redef]
     from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of, unused_callables  # type: ignore[no-redef]
     from ra_swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS,  # type: ignore
