@@ -75,7 +75,7 @@ def test_a_missing_key_gives_the_default():
 
 
 def _edits(source: str) -> dict[int, list[str]]:
-    methods, known = E.methods(source), E.module_names(source)
+    methods, known = E.methods(source)
     out = {}
     for n, line in enumerate(source.splitlines(keepends=True), 1):
         if edits := E.effect_edits(line, n, methods, known):

@@ -17,7 +17,10 @@ import ast
 import builtins
 from typing import Dict, List, NamedTuple, Sequence, Set, Tuple
 
-Edit = Tuple[str, str, str]   # (family, what, the new text: the inserted statement and the line itself)
+try:
+    from .transform_edits import Edit, inserted
+except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_transform_edits import Edit, inserted  # type: ignore[no-redef]
 
 MAX_EFFECTS = 4   # sibling statements tried before one `return`
 
@@ -32,12 +35,13 @@ class Method(NamedTuple):
     effects: List[Tuple[str, str, Set[str]]]   # (statement text, the attribute it changes, names it reads)
 
 
-def methods(source: str) -> List[Method]:
-    """Every method of every class in `source`, with the one-line state changes it makes."""
+def methods(source: str) -> Tuple[List[Method], Set[str]]:
+    """Every method of every class in `source`, with the one-line state changes it makes; and the names
+    a statement may read anywhere in the module (module_names)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+        return [], set()
     lines = source.splitlines()
     out: List[Method] = []
     for cls in ast.walk(tree):
@@ -64,7 +68,7 @@ def methods(source: str) -> List[Method]:
                 reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
                 effects.append((text, changed, reads - {me}))
             out.append(Method(fn.name, fn.lineno, fn.end_lineno or fn.lineno, cls.lineno, bound, attributes, effects))
-    return out
+    return out, module_names(tree)
 
 
 def _is(node: ast.AST, name: str) -> bool:
@@ -92,12 +96,8 @@ def _changed_attribute(stmt: ast.stmt, me: str) -> str | None:
     return None
 
 
-def module_names(source: str) -> Set[str]:
+def module_names(tree: ast.Module) -> Set[str]:
     """The names a statement may read anywhere in the module: its top-level definitions and imports, and the builtins."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
     names = set(dir(builtins))
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -111,7 +111,7 @@ def module_names(source: str) -> Set[str]:
 
 def effect_edits(line: str, number: int, all_methods: Sequence[Method], known: Set[str]) -> List[Edit]:
     """Each sibling's state change the method around `line` (a `return`, line `number`) lacks, inserted
-    before it; `known`: module_names."""
+    before it; `all_methods` and `known`: what methods() gives."""
     if not line.lstrip().startswith("return") or line.lstrip()[6:7].isidentifier():
         return []
     around = [m for m in all_methods if m.first < number <= m.last]
@@ -121,15 +121,13 @@ def effect_edits(line: str, number: int, all_methods: Sequence[Method], known: S
     own = {text for text, _, _ in me.effects}
     ready = {name for name, at in me.bound.items() if at < number} | known
     found: List[Tuple[int, Edit]] = []
-    code = line.rstrip("\r\n")
-    indent = code[:len(code) - len(code.lstrip())]
     for sibling in all_methods:
         if sibling.owner != me.owner or sibling is me:
             continue
         for text, changed, reads in sibling.effects:
             if text not in own and changed in me.attributes and reads <= ready:
                 own.add(text)
+                family, what, new = inserted(line, text)
                 # the more of the method's own values a statement uses, the more it is about them
-                found.append((-len(reads & set(me.bound)), ("transform", f"insert `{text}` as `{sibling.name}` does",
-                                                             f"{indent}{text}\n{code}")))
+                found.append((-len(reads & set(me.bound)), (family, f"{what} as `{sibling.name}` does", new)))
     return [edit for _, edit in sorted(found, key=lambda x: x[0])][:MAX_EFFECTS]

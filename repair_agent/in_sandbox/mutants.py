@@ -542,7 +542,7 @@ class Analysis:
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.updates[path] = self.operators.transforms.updates(text)
             self.unused_values[path] = self.operators.transforms.unused_values(text)
-            self.methods[path] = (self.operators.effects.methods(text), self.operators.effects.module_names(text))
+            self.methods[path] = self.operators.effects.methods(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
             self.branch_points[path] = self.operators.branches.branch_points(text)
