@@ -780,3 +780,58 @@ def test_the_mutants_traceback_style_keeps_every_failure_message(tmp_path):
     line, auto = messages("line"), messages("auto")
     assert len(line) == 5 and line == auto
     assert any("out of range" not in m and "wrapped" in m for m in line.values())
+
+
+# Every test that splits on a pipe runs `escaped`, so the spectrum ties its line with the others the
+# failing test runs, and the line order puts it last: with two lines a round it is not among the chosen.
+SPLIT = '''\
+def split(text):
+    cells, start = [], 0
+    for pos, ch in enumerate(text):
+        if ch == "|" and not escaped(text, pos):
+            cells.append(text[start:pos])
+            start = pos + 1
+    cells.append(text[start:])
+    return [c.replace("\\\\|", "|") for c in cells]
+
+
+def escaped(text, pos):
+    return pos > 0 and text[pos] == "\\\\"
+'''
+
+SPLIT_TESTS = '''\
+from calc import split
+
+
+def test_escaped():
+    assert split("a\\\\|b|c") == ["a|b", "c"]
+
+
+def test_plain():
+    assert split("a|b") == ["a", "b"]
+
+
+def test_three():
+    assert split("a|b|c") == ["a", "b", "c"]
+'''
+
+
+def test_with_no_clean_fix_among_the_chosen_lines_the_analysis_goes_on_down_the_ranking(tmp_path, monkeypatch):
+    monkeypatch.setattr(mutation, "MAX_LINES", 2)
+    runs = {}
+    for rounds in (0, 3):
+        monkeypatch.setattr(mutation, "WIDER_ROUNDS", rounds)
+        sandbox = calc_sandbox(tmp_path / str(rounds), SPLIT, SPLIT_TESTS)
+        loc = localize(sandbox, ("tests/test_calc.py::test_escaped",), ("src/**",), mutate=True)
+        assert loc.mutation is not None and len(loc.lines) == 8
+        runs[rounds] = loc.mutation
+    # the two best-ranked lines alone: no mutant of them fixes the target
+    assert runs[0].wider == 0 and {ml.line for ml in runs[0].lines} == {2, 3}
+    assert not any(f.clean for f in runs[0].fixes)
+    # a round of the next two lines finds the call that reads the pipe instead of the character before it
+    # (its fix is reported and checked like any other), and the rounds stop there with lines still unrun
+    wide = runs[3]
+    assert wide.wider == 1 and {2, 3, 4, 5} <= {ml.line for ml in wide.lines} and 12 not in {ml.line for ml in wide.lines}
+    assert [(f.line, f.text.strip(), f.checked) for f in wide.fixes if f.clean] == [
+        (4, 'if ch == "|" and not escaped(text, pos - 1):', 2)]
+    assert wide.queued == wide.tried + wide.cut + wide.not_compiling and wide.errors == 0

@@ -29,6 +29,8 @@ PER_MUTANT_S = 2.0    # a mutant that loops is stopped and counted as changing t
 MAX_CHECKED = 60      # fixing mutants checked against the passing tests
 SNAPSHOT_S = 5.0      # the result so far is printed this often, so a process stopped early leaves it
 WORKERS = 2           # processes the mutants are shared among, when the sandbox has the CPUs for them
+WIDER_ROUNDS = 3      # when no mutant of the chosen lines is a clean fix: rounds of the next MAX_LINES lines
+WIDER_S = 8.0         # ... each started only while this much of BUDGET_S is left
 MAX_PAIRS = 12        # two partial fixes of one file tried together, at most
 PAIRS_S = 3.0         # the time the pairs may take past BUDGET_S
 MEMORY_MB = 384       # what the mutants may allocate beyond the process's size: more fails as MemoryError
@@ -105,6 +107,7 @@ class MutationAnalysis(BaseModel):
     workers: int = 1          # processes that shared the mutants (in_sandbox/workers.py); the times above add theirs up
     workers_lost: int = 0     # of which this many sent nothing by the deadline (their mutants' results are lost)
     pairs: int = 0            # two partial fixes of one file that together turned every target green, run together
+    wider: int = 0            # rounds of lower-ranked lines run after the chosen ones gave no clean fix
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:
@@ -124,4 +127,4 @@ def mutation_args(writable_regexes: list[str], until_s: float) -> dict:
     return {"writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
             "max_per_line": MAX_PER_LINE, "budget_s": BUDGET_S, "per_mutant_s": PER_MUTANT_S,
             "max_checked": MAX_CHECKED, "workers": WORKERS, "until_s": until_s,
-            "max_pairs": MAX_PAIRS, "pairs_s": PAIRS_S, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}
+            "rounds": WIDER_ROUNDS, "wider_s": WIDER_S, "max_pairs": MAX_PAIRS, "pairs_s": PAIRS_S, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}

@@ -395,7 +395,7 @@ class Analysis:
                                        "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0,
                                        # where mutants went that did not run: the analysis's own account of itself
                                        "queued": 0, "not_compiling": 0, "deferred": 0, "lines_unread": 0, "lines_without_edits": 0,
-                                       "errors": 0, "error": "", "workers": 1, "workers_lost": 0, "pairs": 0}
+                                       "errors": 0, "error": "", "workers": 1, "workers_lost": 0, "pairs": 0, "wider": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
@@ -404,12 +404,15 @@ class Analysis:
         self.queued = 0         # mutants each_mutant will yield in this process
         self.pool = Pool()      # the processes that share the mutants
         self.max_mutants = int(self.m["max_mutants"])   # this process's share of them
-        self.position: Dict[Tuple[str, int, str], Tuple[int, int]] = {}   # a mutant's place in its line's queue
+        self.position: Dict[Tuple[str, int, str], Tuple[int, int, int]] = {}   # a mutant's round, then its place in its line's queue
         self.printed = 0.0      # when the result was last printed
+        self.ranked: List[Tuple[str, int]] = []   # the spectrum's ranking of the writable lines (wider rounds)
+        self.round = 0          # which round of lines the mutants are of: 0 the chosen ones, then wider()'s
 
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
         writable = [re.compile(p) for p in self.m["writable"]]
         scored = ochiai(self.run.hits, self.failing, self.passing, lambda path: any(w.match(path) for w in writable))
+        self.ranked = [(s[0], s[1]) for s in scored]
         lines = choose_lines(scored, self.m["share"], self.m["max_lines"], self.run.crash)
         return lines + self.diverging(lines, [(s[0], s[1]) for s in scored])
 
@@ -443,6 +446,22 @@ class Analysis:
                 if skipped or taken:
                     found.append(cond)
         return sorted(found, key=lambda x: rank.get(x, len(rank)))[:MAX_DIVERGING]
+
+    def wider(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[List[Tuple[str, int]]]:
+        """The next m["max_lines"] lines of the spectrum's ranking, round after round (at most m["rounds"]),
+        while no mutant is a clean fix and at least m["wider_s"] of the analysis's time is left: an analysis
+        that finished early with nothing has time for lines the spectrum ranked lower (a function every test
+        calls, whose line the passing tests run too). Mutants of these lines come after every other."""
+        done = set(chosen) | set(self.stats)
+        rest = [key for key in self.ranked if key not in done]
+        for k in range(int(self.m["rounds"])):
+            clean = any(f["fixed"] == f["of"] and not f["broken"] for f in self.result["fixes"])
+            if clean or not rest or self.stop_at - time.monotonic() < self.m["wider_s"]:
+                return
+            lines, rest = rest[:int(self.m["max_lines"])], rest[int(self.m["max_lines"]):]
+            self.round = k + 1
+            self.result["wider"] = self.round
+            yield [key for key in lines if key not in self.stats]
 
     def on_alarm(self, signum: int, frame: Any) -> None:
         self.fired = True   # pytest may catch it as the test's failure: the loops look at this too
@@ -715,21 +734,24 @@ class Analysis:
         processes than one (m["workers"] at most): every n-th of each line's queue, so each process
         still runs the first edits of every line first. A child starts counting from nothing."""
         for j, (path, line, mut) in enumerate(first):
-            self.position[(path, line, mut[1])] = (-1, j)
+            self.position[(path, line, mut[1])] = (self.round, -1, j)
         for i, queue in enumerate(per_line):
             for j, (path, line, mut) in enumerate(queue):
-                self.position.setdefault((path, line, mut[1]), (j, i))
-        n = min(int(self.m["workers"]), available_cpus()) if self.queued >= MIN_SHARED else 1
+                self.position.setdefault((path, line, mut[1]), (self.round, j, i))
+        new = len(first) + sum(len(q) for q in per_line)
+        n = min(int(self.m["workers"]), available_cpus()) if new >= MIN_SHARED else 1
         k = self.pool.split(n)
-        n = self.result["workers"] = self.pool.count
-        self.max_mutants = self.m["max_mutants"] // n + (k < self.m["max_mutants"] % n)
+        n = self.pool.count
+        self.result["workers"] = max(self.result["workers"], n)
         if self.pool.is_child:
             self.result.update({key: 0 for key in SHARED_COUNTS}, fixes=[], error="")
             self.spent.update({key: 0.0 for key in SHARED_TIMES})
             self.stats = {key: [0, 0, 0] for key in self.stats}
             self.refuted, self.deferred = {}, []
+        # this process's share, counted on from the mutants it ran in the rounds before
+        self.max_mutants = self.result["tried"] + self.m["max_mutants"] // n + (k < self.m["max_mutants"] % n)
         first, per_line = first[k::n], [q[k::n] for q in per_line]
-        self.queued = len(first) + sum(len(q) for q in per_line)   # this process's, for its pace (short_of_time)
+        self.queued = self.result["tried"] + len(first) + sum(len(q) for q in per_line)   # for its pace (short_of_time)
         return first, per_line
 
     def join(self) -> None:
@@ -760,7 +782,7 @@ class Analysis:
                 self.refuted.setdefault((p, n), []).extend(v)
             self.deferred.extend(tuple(d) for d in got["deferred"])   # type: ignore[misc]
         # a line's fixes in its queue's order, as one process would have found them
-        self.result["fixes"].sort(key=lambda f: self.position.get((f["path"], f["line"], f["what"]), (0, 0)))
+        self.result["fixes"].sort(key=lambda f: self.position.get((f["path"], f["line"], f["what"]), (0, 0, 0)))
 
     def try_pairs(self, run_items: Callable[..., Dict[str, str]]) -> None:
         """Two one-line partial fixes of one file whose green targets together are all the failing ones,
@@ -871,12 +893,12 @@ class Analysis:
             ends = [end for at, end, _, _ in self.else_sites[path] if at == line] + \
                 [end for first, last, end, _, _, _ in self.elif_sites[path] if first <= line <= last]
             for end in ends:
-                if (path, end) not in chosen and (path, end) not in keys:
+                if (path, end) not in chosen and (path, end) not in self.stats:
                     self.stats.setdefault((path, end), [0, 0, 0])
                     per_line.append([(path, end, m) for m in self.branches(path, end, self.lines[path][end - 1])])
                     keys.append((path, end))
         for (path, line), muts in self.default_lines(chosen).items():
-            if (path, line) not in keys:
+            if (path, line) not in self.stats:
                 self.stats.setdefault((path, line), [0, 0, 0])
                 per_line.append([(path, line, m) for m in muts])
                 keys.append((path, line))
@@ -886,7 +908,7 @@ class Analysis:
         else:
             per_line = [[x for x in q if x[2][2] != GUESSED] for q in per_line]
 
-        self.queued = self.result["queued"] = len(first) + sum(len(q) for q in per_line)
+        self.result["queued"] += len(first) + sum(len(q) for q in per_line)
         first, per_line = self.share(first, per_line)
 
         def liveness(i: int) -> Tuple[int, int]:
@@ -945,8 +967,9 @@ class Analysis:
         t0 = time.monotonic()
         at: Dict[str, Dict[int, List[Condition]]] = {}
         after: Dict[str, Dict[int, List[Condition]]] = {}
+        lines = {(path, line) for muts in per_line for path, line, _ in muts}   # this round's
         for path, line, cond in sorted({(p, n, c[len(NEGATED):] if c.startswith(NEGATED) else c)
-                                        for (p, n, _), c in self.condition_of.items()}):
+                                        for (p, n, _), c in self.condition_of.items() if (p, n) in lines}):
             try:
                 code, table = compile_condition(cond[len(AFTER):] if cond.startswith(AFTER) else cond)
             except SyntaxError:
@@ -956,7 +979,7 @@ class Analysis:
                     .setdefault(line, []).append(((path, line, cond), code, table))
         traced = ConditionTrace(at, after)
         trace(traced)
-        self.reach_order = traced.order
+        self.reach_order = {**traced.order, **self.reach_order}   # an earlier round's lines keep theirs
         self.spent["conditions_s"] += time.monotonic() - t0
         failing = set(self.failing)
         first: List[Tuple[str, int, Mutant]] = []
@@ -984,7 +1007,7 @@ class Analysis:
                 else:
                     kept.append((path, line, mut))
             rest.append(kept + last)
-        self.result["guards_first"] = len(first)
+        self.result["guards_first"] += len(first)
         return first, rest
 
     def compiled(self, path: str, mutated: str, line: Optional[int] = None) -> Any:
@@ -1131,47 +1154,52 @@ class Analysis:
                         finally:
                             sys.settrace(previous)
 
-                try:
-                    for path, line, original, mutated, new_text, what, family in analysis.each_mutant(chosen, trace):
-                        if analysis.out_of_budget():
-                            continue
-                        try:
-                            default = analysis.default_slot.get((path, line, what))
-                            try:
-                                undo = analysis.swap_default(path, *default) if default is not None else None
-                            except Exception:   # a live function that refuses the defaults: the code swap's way
-                                undo = None
-                            if undo is None:
-                                code = analysis.compiled(path, mutated, line)
-                                if code is None:
-                                    analysis.result["not_compiling"] += 1
-                                    continue
-                                try:
-                                    undo = analysis.swap(path, code, line)
-                                except Exception:
-                                    undo = None
-                            if undo is None:
-                                analysis.deferred.append((path, line, original, mutated, new_text, what, family))
-                                analysis.result["deferred"] += 1
+                def run_mutants(lines: Sequence[Tuple[str, int]]) -> None:
+                    try:
+                        for path, line, original, mutated, new_text, what, family in analysis.each_mutant(lines, trace):
+                            if analysis.out_of_budget():
                                 continue
                             try:
-                                t1 = time.monotonic()
-                                got = run_items(analysis.failing, until_unchanged=analysis.short_of_time())
-                                analysis.spent["targets_s"] += time.monotonic() - t1
-                                analysis.result["timed_out"] += analysis.fired
-                                analysis.judge(path, line, new_text, what, family, got,
-                                               lambda ids: run_items(ids, m["per_mutant_s"] * 5))
-                            finally:
-                                undo()
-                        except BaseException as exc:   # a bug on one mutant (or a stray interrupt) ends that mutant only
-                            analysis.note_error(exc)
-                except Exception as exc:   # of the mutants' order (each_mutant): the loop cannot go on
-                    analysis.note_error(exc)
-                analysis.join()
+                                default = analysis.default_slot.get((path, line, what))
+                                try:
+                                    undo = analysis.swap_default(path, *default) if default is not None else None
+                                except Exception:   # a live function that refuses the defaults: the code swap's way
+                                    undo = None
+                                if undo is None:
+                                    code = analysis.compiled(path, mutated, line)
+                                    if code is None:
+                                        analysis.result["not_compiling"] += 1
+                                        continue
+                                    try:
+                                        undo = analysis.swap(path, code, line)
+                                    except Exception:
+                                        undo = None
+                                if undo is None:
+                                    analysis.deferred.append((path, line, original, mutated, new_text, what, family))
+                                    analysis.result["deferred"] += 1
+                                    continue
+                                try:
+                                    t1 = time.monotonic()
+                                    got = run_items(analysis.failing, until_unchanged=analysis.short_of_time())
+                                    analysis.spent["targets_s"] += time.monotonic() - t1
+                                    analysis.result["timed_out"] += analysis.fired
+                                    analysis.judge(path, line, new_text, what, family, got,
+                                                   lambda ids: run_items(ids, m["per_mutant_s"] * 5))
+                                finally:
+                                    undo()
+                            except BaseException as exc:   # a bug on one mutant (or a stray interrupt) ends that mutant only
+                                analysis.note_error(exc)
+                    except Exception as exc:   # of the mutants' order (each_mutant): the loop cannot go on
+                        analysis.note_error(exc)
+                    analysis.join()
+
+                run_mutants(chosen)
                 try:
                     analysis.try_pairs(run_items)
                 except BaseException as exc:
                     analysis.note_error(exc)
+                for lines in analysis.wider(chosen):
+                    run_mutants(lines)
                 return True
 
         return Loop()

@@ -56,6 +56,7 @@ class Pool:
     def split(self, n: int) -> int:
         """Fork n - 1 children; returns this process's share (0 in the parent). Where fork is missing or
         fails, the parent keeps every share (count 1): a child already forked counted on n, so it is ended."""
+        self.count = 1   # again for each split: the children of an earlier one have ended
         if n < 2 or not hasattr(os, "fork"):
             return 0
         for k in range(1, n):
