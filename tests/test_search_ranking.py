@@ -241,6 +241,10 @@ def test_single_statement_taxonomy_edits():
     # same function, fewer arguments: the last positional argument, or one keyword argument
     assert _edits("    parts = text.split(',', 2)\n")["drop the argument 2 of split()"] == "    parts = text.split(',')"
     assert _edits("    return open(p, mode='rb')\n")["drop mode='rb' of open()"] == "    return open(p)"
+    # ... never below what a builtin takes (`hasattr(k)` can only raise TypeError); a third of getattr's may go
+    assert not any(w.startswith("drop the argument") for w in _edits("    ok = hasattr(k, 'default')\n"))
+    assert not any(w.startswith("drop the argument") for w in _edits("    ok = isinstance(k, Optional)\n"))
+    assert _edits("    v = getattr(k, 'default', None)\n")["drop the argument None of getattr()"] == "    v = getattr(k, 'default')"
     # same function, more arguments: a builtin's documented optional argument
     assert _edits("    value = int(token)\n")["int(token) -> int(token, 16)"] == "    value = int(token, 16)"
     # a power of ten one order of magnitude off

@@ -200,6 +200,9 @@ def neutral_text(node: ast.AST) -> str | None:
 
 # Builtins whose optional argument is a well-known fix: the argument and the values it usually takes.
 MORE_ARGS = {"int": ("16", "8", "2"), "round": ("2",)}
+# Builtins that take at least this many positional arguments: one fewer can only raise TypeError
+MIN_ARGS = {"hasattr": 2, "getattr": 2, "setattr": 3, "delattr": 2, "isinstance": 2, "issubclass": 2,
+            "divmod": 2, "pow": 2}
 # Normalizing calls whose absence (or presence) on a compared value is a common bug.
 NORMALIZERS = ("lower", "strip")
 REGEX_CALLS = frozenset({"compile", "sub", "subn", "match", "fullmatch", "search", "findall", "finditer", "split"})
@@ -287,7 +290,9 @@ def _fewer_args(code: str, node: ast.Call, stmt: StatementText) -> list[Edit]:
     span, at, text = stmt.span, stmt.at, stmt.text
     out = []
     args = node.args
-    if len(args) >= 2 and not any(isinstance(a, ast.Starred) for a in args) and span(args[-1]) and span(args[-2]):
+    builtin = node.func.id if isinstance(node.func, ast.Name) else ""
+    if len(args) > max(1, MIN_ARGS.get(builtin, 1)) and not any(isinstance(a, ast.Starred) for a in args) \
+            and span(args[-1]) and span(args[-2]):
         cut0, cut1 = at(args[-2])[1], at(args[-1])[1]
         out.append(("arguments", f"drop the argument {text(args[-1])} of {_callee(node)}()", code[:cut0] + code[cut1:]))
     for k, kw in enumerate(node.keywords):
