@@ -455,6 +455,7 @@ class Analysis:
         done = set(chosen) | set(self.stats)
         rest = [key for key in self.ranked if key not in done]
         for k in range(int(self.m["rounds"])):
+            # a fix of every target that broke nothing (or had nothing to be checked against) ends them
             clean = any(f["fixed"] == f["of"] and not f["broken"] for f in self.result["fixes"])
             if clean or not rest or self.stop_at - time.monotonic() < self.m["wider_s"]:
                 return
