@@ -8,8 +8,9 @@ index by one, a simple statement removed) and to run only the failing target tes
 A line where a mutant changes what the failing tests show is on the failure's path; a mutant that
 makes them pass is a lead worth trying first, and it is checked against the passing tests the
 spectrum ran. When no mutant of those lines is such a fix and time is left, the next lines of the
-ranking get the same edits, a round at a time (WIDER_ROUNDS). The program is in_sandbox/mutants.py (shipped with in_sandbox/spectrum.py, whose
-Ochiai ranking chooses the lines); this module holds its settings and its result models.
+ranking get the same edits, a round at a time (WIDER_ROUNDS). The program is in_sandbox/mutants.py
+(shipped with in_sandbox/spectrum.py, whose Ochiai ranking chooses the lines); this module holds its
+settings and its result models.
 
 Like the spectrum it is a hint, in the agent's sandbox; the verifier never sees it. The mutants run
 in a fixed order up to MAX_MUTANTS, so the result repeats unless the time limit cuts it first (on a
