@@ -56,3 +56,14 @@ def test_a_fork_that_fails_after_the_first_leaves_one_process_with_every_share(m
         pool.send({"share": k})
     assert k == 0 and pool.count == 1 and pool.children == [] and not pool.is_child
     assert pool.gather(time.monotonic()) == []
+
+
+def test_a_second_split_after_the_first_ended_counts_its_own_processes():
+    # The analysis's wider rounds split again once the first round's children have sent and ended: a
+    # round of one process must count one, not the two of the round before (it would take half its mutants).
+    pool = Pool()
+    k = pool.split(2)
+    if pool.is_child:
+        pool.send({"share": k})
+    assert pool.count == 2 and pool.gather(time.monotonic() + 10.0) == [{"share": 1}]
+    assert pool.split(1) == 0 and pool.count == 1 and not pool.children
