@@ -407,14 +407,13 @@ class Analysis:
         self.position: Dict[Tuple[str, int, str], Tuple[int, int, int]] = {}   # a mutant's round, then its place in its line's queue
         self.printed = 0.0      # when the result was last printed
         self.ranked: List[Tuple[str, int]] = []   # the spectrum's ranking of the writable lines (wider rounds)
-        self.round = 0          # which round of lines the mutants are of: 0 the chosen ones, then wider()'s
 
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
         writable = [re.compile(p) for p in self.m["writable"]]
         scored = ochiai(self.run.hits, self.failing, self.passing, lambda path: any(w.match(path) for w in writable))
         self.ranked = [(s[0], s[1]) for s in scored]
         lines = choose_lines(scored, self.m["share"], self.m["max_lines"], self.run.crash)
-        return lines + self.diverging(lines, [(s[0], s[1]) for s in scored])
+        return lines + self.diverging(lines, self.ranked)
 
     def diverging(self, chosen: List[Tuple[str, int]], ranked: List[Tuple[str, int]]) -> List[Tuple[str, int]]:
         """The conditions of the chosen lines' functions that went one way in every failing target and the
@@ -460,8 +459,7 @@ class Analysis:
             if clean or not rest or self.stop_at - time.monotonic() < self.m["wider_s"]:
                 return
             lines, rest = rest[:int(self.m["max_lines"])], rest[int(self.m["max_lines"]):]
-            self.round = k + 1
-            self.result["wider"] = self.round
+            self.result["wider"] = k + 1   # the round the mutants queued next are of (0: the chosen lines)
             yield [key for key in lines if key not in self.stats]
 
     def on_alarm(self, signum: int, frame: Any) -> None:
@@ -734,11 +732,12 @@ class Analysis:
         """This process's share of the mutants, once enough are queued and the sandbox has CPUs for more
         processes than one (m["workers"] at most): every n-th of each line's queue, so each process
         still runs the first edits of every line first. A child starts counting from nothing."""
+        round_ = self.result["wider"]
         for j, (path, line, mut) in enumerate(first):
-            self.position[(path, line, mut[1])] = (self.round, -1, j)
+            self.position[(path, line, mut[1])] = (round_, -1, j)
         for i, queue in enumerate(per_line):
             for j, (path, line, mut) in enumerate(queue):
-                self.position.setdefault((path, line, mut[1]), (self.round, j, i))
+                self.position.setdefault((path, line, mut[1]), (round_, j, i))
         new = len(first) + sum(len(q) for q in per_line)
         n = min(int(self.m["workers"]), available_cpus()) if new >= MIN_SHARED else 1
         k = self.pool.split(n)
