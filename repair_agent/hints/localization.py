@@ -25,6 +25,7 @@ from verifier.spec import glob_regex, glob_match
 
 from .. import in_sandbox
 from . import mutation
+from .goal_examples import goal_examples
 from ..in_sandbox import spectrum
 from .mutation import MutationAnalysis
 
@@ -49,7 +50,7 @@ MARKER = spectrum.MARKER
 SPECTRUM_PROGRAM = in_sandbox.program(("spectrum",), "spectrum.main(sys.argv[1])")
 MUTATION_PROGRAM = in_sandbox.program(("spectrum", "statement_edits", "swaps", "condition_edits", "scope_edits", "guard_edits",
                                       "probe_edits", "default_edits", "clone_edits", "order_edits", "transform_edits", "effect_edits",
-                                      "branch_edits", "operators", "behaviour", "workers", "mutants"),
+                                      "branch_edits", "operators", "behaviour", "examples", "workers", "mutants"),
                                      "mutants.main(spectrum.main(sys.argv[1]), spectrum.ochiai, operators)")
 
 
@@ -97,10 +98,11 @@ def ochiai(spectra: dict[str, list[tuple[str, int]]], outcomes: dict[str, str], 
 
 
 def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, suite: tuple[str, ...] = (),
-             timeout_s: float = TIMEOUT_S, top_n: int = TOP_N, mutate: bool = False) -> Localization:
+             timeout_s: float = TIMEOUT_S, top_n: int = TOP_N, mutate: bool = False, goal: str = "") -> Localization:
     """Run the target tests and other tests of the suite under the tracer in `sandbox`; never
     raises. `suite`: the suite's pass-to-pass node ids when it names them (empty: the whole suite,
-    as pytest collects it). `mutate`: then run the mutation analysis (mutation.py; in_sandbox/mutants.py) too."""
+    as pytest collects it). `mutate`: then run the mutation analysis (mutation.py; in_sandbox/mutants.py) too,
+    with `goal`'s examples (goal_examples.py)."""
     started = time.monotonic()
     files = sorted({t.split("::", 1)[0] for t in targets})
     python = sandbox.python
@@ -114,7 +116,8 @@ def localize(sandbox, targets: tuple[str, ...], writable: tuple[str, ...], *, su
     program = SPECTRUM_PROGRAM
     if mutate:
         timeout_s = max(timeout_s, MUTATION_TIMEOUT_S)
-        args["mutation"] = mutation.mutation_args([glob_regex(w).pattern for w in writable], timeout_s * 0.85)
+        args["mutation"] = mutation.mutation_args([glob_regex(w).pattern for w in writable], timeout_s * 0.85,
+                                                  goal_examples(goal))
         program = MUTATION_PROGRAM
     try:
         res = sandbox.run([python, "-B", "-c", in_sandbox.packed(program), json.dumps(args)], timeout_s=timeout_s,

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from .goal_examples import GoalExample
+
 MAX_LINES = 40        # the most suspicious lines (at least LINE_SHARE of the best score) that are mutated
 LINE_SHARE = 0.1
 MAX_MUTANTS = 2000      # every edit of the operator table; the time limit cuts first on a large project
@@ -60,6 +62,7 @@ class MutantFix(BaseModel):
     tokens_added: int = 0     # tokens the edit adds to its line (negative: it removes some)
     span: int = 1             # lines it replaces from `line` on: a pair's block runs to its second edit
     fixed_targets: tuple[int, ...] = ()   # a partial fix: which failing targets (their order) it turned green
+    examples: int | None = None   # a fix of every target: how many of the goal's examples hold on it (goal_examples.py)
 
     @property
     def clean(self) -> bool:
@@ -110,6 +113,8 @@ class MutationAnalysis(BaseModel):
     workers_lost: int = 0     # of which this many sent nothing by the deadline (their mutants' results are lost)
     pairs: int = 0            # two partial fixes of one file that together turned every target green, run together
     wider: int = 0            # rounds of lower-ranked lines run after the chosen ones gave no clean fix
+    examples: int = 0         # the goal's examples that resolved in the tests' names (goal_examples.py),
+    examples_held: int = 0    # ... of which this many held on the code as given
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:
@@ -123,10 +128,10 @@ class MutationAnalysis(BaseModel):
         return "\n".join([head, *body])
 
 
-def mutation_args(writable_regexes: list[str], until_s: float) -> dict:
-    """The script's settings: the writable scope as regular expressions, and the time after the
-    traced run's start by which the mutants must stop (the sandbox's clock is its own)."""
-    return {"writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
+def mutation_args(writable_regexes: list[str], until_s: float, examples: tuple[GoalExample, ...] = ()) -> dict:
+    """The script's settings: the writable scope as regular expressions, the time after the traced
+    run's start by which the mutants must stop (the sandbox's clock is its own), and the goal's examples."""
+    return {"examples": [e.model_dump() for e in examples], "writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
             "max_per_line": MAX_PER_LINE, "budget_s": BUDGET_S, "per_mutant_s": PER_MUTANT_S,
             "max_checked": MAX_CHECKED, "workers": WORKERS, "until_s": until_s,
             "rounds": WIDER_ROUNDS, "wider_s": WIDER_S, "max_pairs": MAX_PAIRS, "pairs_s": PAIRS_S, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}

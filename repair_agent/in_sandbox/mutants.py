@@ -31,9 +31,13 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTupl
 
 try:
     from .behaviour import Recorder
+    from .examples import compiled as compiled_examples
+    from .examples import namespace as example_namespace
     from .workers import Pool, available_cpus
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     from ra_behaviour import Recorder  # type: ignore[no-redef]
+    from ra_examples import compiled as compiled_examples  # type: ignore[no-redef]
+    from ra_examples import namespace as example_namespace  # type: ignore[no-redef]
     from ra_workers import Pool, available_cpus  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
@@ -391,11 +395,15 @@ class Analysis:
         self.example_words: List[str] = []   # and their input words it may compare with
         self.reach_order: Dict[Tuple[str, int], int] = {}   # ConditionTrace.order, once the conditions were traced
         self.example_calls: List[str] = []   # transforms the failing tests' examples show (`.replace('+', '.')`)
+        # the goal text's own examples (examples.py): those that resolve once the tests are collected, and their names
+        self.goal_examples = compiled_examples(self.m["examples"])
+        self.goal_ns: Dict[str, Any] = {}
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
                                        "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0,
                                        # where mutants went that did not run: the analysis's own account of itself
                                        "queued": 0, "not_compiling": 0, "deferred": 0, "lines_unread": 0, "lines_without_edits": 0,
-                                       "errors": 0, "error": "", "workers": 1, "workers_lost": 0, "pairs": 0, "wider": 0}
+                                       "errors": 0, "error": "", "workers": 1, "workers_lost": 0, "pairs": 0, "wider": 0,
+                                       "examples": 0, "examples_held": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
@@ -465,6 +473,43 @@ class Analysis:
     def on_alarm(self, signum: int, frame: Any) -> None:
         self.fired = True   # pytest may catch it as the test's failure: the loops look at this too
         raise MutantTimeout()
+
+    def goal_outcomes(self) -> List[bool]:
+        """Whether each of the goal's examples holds on the code as it is now, each cut by the time a
+        mutant's run may take (one that runs out does not hold)."""
+        out: List[bool] = []
+        for example in self.goal_examples:
+            self.fired = False
+            signal.setitimer(signal.ITIMER_REAL, self.limit)
+            try:
+                out.append(example.check(self.goal_ns) is True)
+            except MutantTimeout:
+                out.append(False)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        return out
+
+    def resolve_examples(self, test_modules: Sequence[Any], paths: Sequence[str]) -> None:
+        """The names the goal's examples are evaluated in, and of the examples only those that resolve
+        there on the code as it is (one that names what neither the tests nor the project modules have
+        is dropped); counted in the result with how many already hold."""
+        modules = [found[0] for found in (self.live_module(p) for p in dict.fromkeys(paths)) if found is not None]
+        self.goal_ns = example_namespace([m for m in test_modules if m is not None], modules)
+        kept, held = [], 0
+        for example in self.goal_examples:
+            self.fired = False
+            signal.setitimer(signal.ITIMER_REAL, self.limit)
+            try:
+                outcome = example.check(self.goal_ns)
+            except MutantTimeout:
+                outcome = None
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            if outcome is not None:
+                kept.append(example)
+                held += outcome
+        self.goal_examples = kept
+        self.result.update(examples=len(kept), examples_held=held)
 
     def fresh_run(self, nodeids: Sequence[str]) -> Dict[str, str]:
         """A new pytest session on the repository's modules imported again (from the files as they are now)."""
@@ -686,8 +731,10 @@ class Analysis:
         return [(new + line_ending(text), what, family) for family, what, new in edits]
 
     def judge(self, path: str, line: int, new_text: str, what: str, family: str, got: Dict[str, str],
-              check: Callable[[List[str]], Dict[str, str]]) -> None:
-        """Count one mutant's result on the failing targets; `check` runs the passing tests on it."""
+              check: Callable[[List[str]], Dict[str, str]], live: bool = True) -> None:
+        """Count one mutant's result on the failing targets; `check` runs the passing tests on it. `live`:
+        the mutant is in the live functions (not only in the file a fresh session imports), so the goal's
+        examples evaluated here run it."""
         result = self.result
         st = self.stats.setdefault((path, line), [0, 0, 0])
         st[0] += 1
@@ -705,6 +752,8 @@ class Analysis:
                 fix["fixed_targets"] = [i for i, t in enumerate(self.failing) if got.get(t) == "passed"]
             if passed == len(self.failing):
                 st[2] += 1
+                if live and self.goal_examples:
+                    fix["examples"] = sum(self.goal_outcomes())
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
                     fix.update(self.checked(path, check))
             result["fixes"].append(fix)
@@ -831,6 +880,8 @@ class Analysis:
             fix = self.new_fix(path=path, line=a["line"], span=b["line"] - a["line"] + 1, family=PAIR,
                                text="".join(mutated[a["line"] - 1:b["line"]]).rstrip("\r\n"), what="%s; %s" % (a["what"], b["what"]),
                                fixed=len(self.failing), tokens_added=a.get("tokens_added", 0) + b.get("tokens_added", 0))
+            if self.goal_examples:
+                fix["examples"] = sum(self.goal_outcomes())
             if self.passing:
                 fix.update(self.checked(path, lambda ids: run_items(ids, self.m["per_mutant_s"] * 5)))
             self.result["fixes"].append(fix)
@@ -1138,6 +1189,9 @@ class Analysis:
                 analysis.example_words = analysis.operators.probes.probe_words(texts)
                 # a mutant may take ten times as long as the original failing run, and never more than the limit
                 analysis.limit = min(m["per_mutant_s"], max(0.25, 10 * (time.monotonic() - t0)))
+                if analysis.goal_examples:
+                    analysis.resolve_examples([getattr(items.get(t), "module", None) for t in analysis.failing],
+                                              [path for path, _ in chosen])
                 def trace(traced: ConditionTrace) -> None:
                     # each failing target alone (the conditions must hold in every one), then together the
                     # passing tests that ran a guarded line in the spectrum's run (the others cannot tell),
@@ -1230,7 +1284,7 @@ class Analysis:
             with open(os.path.join(self.root, path), "w", encoding="utf-8") as fh:
                 fh.write(mutated)
             try:
-                self.judge(path, line, new_text, what, family, self.fresh_run(self.failing), self.fresh_run)
+                self.judge(path, line, new_text, what, family, self.fresh_run(self.failing), self.fresh_run, live=False)
             finally:
                 with open(os.path.join(self.root, path), "w", encoding="utf-8") as fh:
                     fh.write(original)

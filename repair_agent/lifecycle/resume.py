@@ -309,7 +309,8 @@ def resume_run(run_dir: Path, *, chooser_spec: str | None = None, extra_steps: i
                     f"granting {steps} more step(s) and {deadline_s or budget.deadline_s:g}s")
                 controller = resumed_controller(
                     checkpoint, diff, chooser, Executor(sandbox, verifier, mutate=identity.mutation_analysis,
-                                                     hidden_tests=session.scenario.hidden_tests is not None), verifier,
+                                                     hidden_tests=session.scenario.hidden_tests is not None,
+                                                     goal=session.scenario.goal.text), verifier,
                     journal, environment_id=verifier.environment_id, extra_steps=steps,
                     deadline_s=deadline_s or budget.deadline_s, on_step=on_step,
                     cost_limit=None if max_cost is None else CostLimit(max_cost=max_cost, model=model_record(identity),

@@ -86,7 +86,7 @@ def execute_run(scenario: Scenario, chooser: Chooser, *, backend: Backend | str 
         else:
             sandbox, verifier = session.live
             executor = Executor(sandbox, verifier, mutate=identity.mutation_analysis,
-                                hidden_tests=session.scenario.hidden_tests is not None)
+                                hidden_tests=session.scenario.hidden_tests is not None, goal=session.scenario.goal.text)
             cost_limit = None if max_cost is None else CostLimit(max_cost=max_cost, model=model_record(identity))
             controller = Controller(LoopState.start(state), chooser, executor, verifier, journal, environment_id=verifier.environment_id,
                                     on_step=on_step, cost_limit=cost_limit)

@@ -132,7 +132,7 @@ def unreadable_candidate(n: int, malformed: ToolOutcome) -> ToolOutcome:
 
 class Executor:
     def __init__(self, sandbox: Sandbox, verifier: Verifier, *, localize: bool = True, mutate: bool = False,
-                 hidden_tests: bool = False):
+                 hidden_tests: bool = False, goal: str = ""):
         self.sandbox, self.verifier = sandbox, verifier
         # The targets are hidden tests (SWE-bench's protocol): the chooser learns which tests pass and
         # pytest's one-line failure messages, never pytest's output, which quotes the tests' source;
@@ -140,6 +140,7 @@ class Executor:
         self.hidden_tests = hidden_tests
         self.localize = localize and not hidden_tests  # spectrum-based localization with the target-test observation of the given tree
         self.mutate = mutate      # and the mutation analysis after it (a chooser asks for it)
+        self.goal = goal          # whose stated examples the mutation analysis evaluates on its fixes
         self.source = f"sandbox:{sandbox.kind}"
 
     def dispatch(self, action: BaseAction, current_diff: str, edit_diff: str | None = None) -> ToolOutcome:
@@ -226,7 +227,7 @@ class Executor:
                 spec = self.verifier.spec
                 tracer = threading.Thread(target=lambda: spectrum.append(localize(
                     self.sandbox, spec.target_tests, spec.writable + tuple(self.verifier.granted),
-                    suite=spec.pass_to_pass, mutate=self.mutate)), daemon=True)
+                    suite=spec.pass_to_pass, mutate=self.mutate, goal=self.goal)), daemon=True)
                 tracer.start()
             try:
                 verdict = self.verifier.run_tests(current_diff, kind)

@@ -25,6 +25,7 @@ class Candidate:
     familiar: float = 0.0     # once scored: how much of its new code the file already uses (familiar.py), the tie-break
     behaviour: str | None = None   # once scored: the behaviour digest of the clean fix it is, when the mutation analysis found it one
     shrink: int = 0           # once scored, for a clean fix: tokens it takes out of the lines it replaces (negative: it adds some)
+    examples: int | None = None   # once scored, for a clean fix: the goal's examples it holds, when they tell fixes apart
 
     def __post_init__(self) -> None:
         self.kind = Family(self.kind)

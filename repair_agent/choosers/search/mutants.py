@@ -98,6 +98,19 @@ def clean_behaviour(c: Candidate, f: Failure) -> str | None:
     return None
 
 
+def examples_held(c: Candidate, f: Failure) -> int | None:
+    """How many of the goal's examples hold on the clean fix `c` is, when the examples tell the analysis's
+    fixes of every target apart (some hold more of them than others); else None."""
+    held = [fx.examples for fixes in f.mutant_fixes.values() for fx in fixes if fx.examples is not None]
+    if not held or min(held) == max(held):
+        return None
+    new = "".join(c.new_lines)
+    for fx in f.mutant_fixes.get((c.path, c.line), ()):
+        if fx.clean and fx.examples is not None and fx.span == c.span and _writes(fx, new):
+            return fx.examples
+    return None
+
+
 def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:
     """What the mutation analysis says about a candidate: the edit of a clean fix (when many edits
     were clean, only their line stands out: a crowded fix), any edit of a clean fix's line, an edit

@@ -17,7 +17,7 @@ from .smells import smell_features
 from .failure import Failure, is_number
 from .familiar import TOKEN, Familiarity
 from .patch import _blocks
-from .mutants import clean_behaviour, mutant_candidates, mutation_features
+from .mutants import clean_behaviour, examples_held, mutant_candidates, mutation_features
 from .spectrum import spectrum_features
 from .weights import Rule, active
 from .values import magnitude_fix, separator_swaps
@@ -284,6 +284,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
     for c in kept:
         c.familiar = familiarity[c.path].of(c.line, c.span, c.new_lines)
         c.behaviour = clean_behaviour(c, f)
+        c.examples = examples_held(c, f)
         if c.behaviour is not None:   # only clean fixes are weighed by size (smaller_first)
             old = "".join(known[c.path].get(n, "") for n in range(c.line, c.line + c.span))
             c.shrink = len(TOKEN.findall(old)) - len(TOKEN.findall("".join(c.new_lines)))
@@ -310,8 +311,20 @@ def order(cands: list[Candidate], seed: int, effects: dict[tuple[str, int], floa
     # Within a tier, each candidate's place comes from its own familiarity, then the seed and the
     # candidate alone: adding or demoting another candidate never reorders the rest (one shuffled
     # sequence did).
-    return smaller_first([c for tier in sorted(tiers, reverse=True)
-                          for c in sorted(tiers[tier], key=lambda c: (-c.familiar, _tie_rank(seed, c)))])
+    return examples_first(smaller_first([c for tier in sorted(tiers, reverse=True)
+                                         for c in sorted(tiers[tier], key=lambda c: (-c.familiar, _tie_rank(seed, c)))]))
+
+
+def examples_first(ranked: list[Candidate]) -> list[Candidate]:
+    """The clean fixes on which the most of the goal's own examples hold go first, in their order, when
+    the examples tell the analysis's fixes apart (Candidate.examples). The tests pass on every clean fix;
+    the report's examples are the only evidence that some do what it asks and others do not, and no
+    weighed feature is as direct."""
+    best = max((c.examples for c in ranked if c.examples is not None), default=None)
+    if best is None:
+        return ranked
+    first = [c for c in ranked if c.examples == best]
+    return first + [c for c in ranked if c.examples != best]
 
 
 def smaller_first(ranked: list[Candidate]) -> list[Candidate]:

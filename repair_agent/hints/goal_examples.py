@@ -1,0 +1,99 @@
+"""The examples a bug report states, read off its text for the mutation analysis (agent side only).
+
+A report often says what a call does and what it should do: "Not(Literal('x')).as_rule() gives "&'x'"
+instead of "!'x'"", "humanize('author_id') == 'Author'", "... instead of raising ValueError". Such an
+example is a test the repository does not have: the visible tests may pass on several edits that
+disagree on it. The mutation analysis evaluates each example on the tree as given and on every mutant
+that turns the failing targets green (in_sandbox/examples.py), and the search chooser tries the clean
+fixes that agree with the most examples first.
+
+Reading prose is a guess: an expression is the longest tail of the text before the verb that parses
+as a call, a subscript or an attribute, and a value the longest head after "instead of" (or `==`) that
+is a Python literal. A misread example costs nothing but its evaluation: one that no mutant evaluates
+differently from another tells no fix apart and changes no order.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+from pydantic import BaseModel, ConfigDict
+
+MAX_EXAMPLES = 8
+MAX_EXPR = 300        # characters of one expression
+MAX_LITERAL = 2_000   # characters of one expected value
+
+# "<expr> gives <what it does> instead of <what it should>"
+VERB = re.compile(r"\b(?:returns|gives|yields|produces|evaluates to|comes back as|is)\s+")
+INSTEAD = re.compile(r"\binstead of\s+")
+RAISING = re.compile(r"raising\s+(?:an?\s+)?([A-Z]\w*(?:Error|Exception|Warning))\b")
+EQUALS = re.compile(r"\s==\s")
+START = re.compile(r"(?<![\w.'\"\\])[A-Za-z_]")   # where an expression may start: a name not inside another
+
+
+class GoalExample(BaseModel):
+    """One stated example: an expression and either the value it should have (a literal's source) or
+    the exception it should raise (its class name)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    expr: str
+    expect: str | None = None
+    raises: str | None = None
+
+
+def goal_examples(text: str) -> tuple[GoalExample, ...]:
+    """The examples in a goal text, in its order, each once (MAX_EXAMPLES at most)."""
+    found: list[GoalExample] = []
+    for m in INSTEAD.finditer(text):
+        after = text[m.end():]
+        raised = RAISING.match(after)
+        expect = None if raised else _literal_head(after)
+        verbs = list(VERB.finditer(text, 0, m.start()))
+        if (raised or expect) and verbs:
+            expr = _expression_tail(text[:verbs[-1].start()])
+            if expr:
+                found.append(GoalExample(expr=expr, raises=raised.group(1)) if raised else
+                             GoalExample(expr=expr, expect=expect))
+    for m in EQUALS.finditer(text):
+        expr, expect = _expression_tail(text[:m.start()]), _literal_head(text[m.end():])
+        if expr and expect:
+            found.append(GoalExample(expr=expr, expect=expect))
+    return tuple(dict.fromkeys(found))[:MAX_EXAMPLES]
+
+
+def _expression_tail(text: str) -> str | None:
+    """The longest tail of `text` that is a call, a subscript or an attribute of one (not a sentence:
+    no ". " in it)."""
+    text = text.rstrip()
+    for m in START.finditer(text, max(0, len(text) - MAX_EXPR)):
+        tail = text[m.start():]
+        if ". " in tail:
+            continue
+        try:
+            node = ast.parse(tail, mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(node, (ast.Call, ast.Subscript, ast.Attribute)) and any(
+                isinstance(n, (ast.Call, ast.Subscript)) for n in ast.walk(node)):
+            return tail
+    return None
+
+
+def _literal_head(text: str) -> str | None:
+    """The longest head of `text` that is a Python literal (a string, a number, a container of them,
+    None, True, False)."""
+    text = text[:MAX_LITERAL]
+    for end in range(len(text), 0, -1):
+        head = text[:end]
+        if not (head[-1] in "'\")]}" or head[-1].isdigit() or head.endswith(("None", "True", "False"))):
+            continue
+        rest = text[end:end + 2]
+        if rest[:1].isalnum() or rest[:1] in ("_", "(", "[") or (rest[:1] == "." and rest[1:2].strip() != ""):
+            continue   # inside a longer name or number, or an expression goes on (a full stop ends it)
+        try:
+            ast.literal_eval(head)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        return head
+    return None

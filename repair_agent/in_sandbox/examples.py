@@ -1,0 +1,77 @@
+"""The bug report's own examples, evaluated on the code as it is and on each mutant that turns the
+failing targets green (hints/goal_examples.py reads them off the goal text on the host).
+
+An example is an expression and the value it should have (a literal's source) or the exception it
+should raise. It is evaluated in the names the failing tests' modules see, over those of the modules
+the analysis mutates (the report says `truncate(...)` where the test says `_.truncate(...)`), and
+each evaluation is cut by the analysis's own alarm like any test. An example whose expression cannot
+be resolved there (a name neither side has, a syntax error) is dropped before any mutant runs.
+
+The standard library only, Python 3.9 and later (shipped as `ra_examples`); nothing runs at import.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+from typing import Any, Dict, List, Optional, Sequence
+
+MAX_EXAMPLES = 8
+
+
+class Example:
+    """One example, compiled: `check(ns)` is True when it holds, False when it does not, None when it
+    cannot be evaluated here at all (NameError, ImportError: it names what the namespace lacks)."""
+
+    def __init__(self, expr: str, expect: Optional[str], raises: Optional[str]) -> None:
+        self.code = compile(expr, "<example>", "eval")   # SyntaxError: the caller drops it
+        self.expect = ast.literal_eval(expect) if expect is not None else None
+        self.raises = raises
+
+    def check(self, ns: Dict[str, Any]) -> Optional[bool]:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                value = eval(self.code, ns)   # noqa: S307 - the report's example, in the agent's sandbox
+        except (NameError, ImportError):
+            return None
+        except Exception as exc:
+            return self.raises is not None and any(k.__name__ == self.raises for k in type(exc).__mro__)
+        if self.raises is not None:
+            return False
+        try:
+            return bool(value == self.expect) or (isinstance(self.expect, (list, tuple)) and not isinstance(value, (str, bytes))
+                                                  and hasattr(value, "__iter__") and list(value) == list(self.expect))
+        except Exception:   # a value that cannot be compared, or iterated, is not the one expected
+            return False
+
+
+def compiled(examples: Sequence[Dict[str, Any]]) -> List[Example]:
+    """The examples the host sent that compile and whose expected value is a literal."""
+    out: List[Example] = []
+    for e in list(examples)[:MAX_EXAMPLES]:
+        try:
+            out.append(Example(e["expr"], e.get("expect"), e.get("raises")))
+        except (SyntaxError, ValueError, TypeError, KeyError, MemoryError, RecursionError):
+            continue
+    return out
+
+
+def namespace(test_modules: Sequence[Any], project_modules: Sequence[Any]) -> Dict[str, Any]:
+    """The names an example may use: each project module's globals and the module itself under its
+    top package's name (`sqlparse.parse`), then the failing tests' modules' globals over them."""
+    import sys
+    ns: Dict[str, Any] = {}
+    for mod in project_modules:
+        ns.update({k: v for k, v in vars(mod).items() if not k.startswith("__")})
+        top = mod.__name__.split(".")[0]
+        if top in sys.modules:
+            ns.setdefault(top, sys.modules[top])
+    for mod in test_modules:
+        ns.update({k: v for k, v in vars(mod).items() if not k.startswith("__")})
+    ns["__builtins__"] = __builtins__
+    return ns
+
+
+def held(examples: Sequence[Example], ns: Dict[str, Any]) -> List[Optional[bool]]:
+    """Each example's outcome on the code as it is now."""
+    return [e.check(ns) for e in examples]
