@@ -29,6 +29,20 @@ from helpers import calc_sandbox, target_observation
     # a sentence before the call is not part of it ("True. set_pointer(...)" parses as an attribute of True)
     ("With create=True. set_pointer({'a': {}}, '/b/c', 1) returns the document instead of raising JsonPointerException.",
      [GoalExample(expr="set_pointer({'a': {}}, '/b/c', 1)", raises="JsonPointerException")]),
+    # a verb inside a remark is passed over; words the report spells in another case or with other
+    # whitespace around them are the same input, with the same expected exception
+    ("color('transparent') returns RGB(0, 0, 224) (the word is read as hex) instead of raising ValueError; the "
+     "keyword is matched case-insensitively after stripping whitespace ('Transparent', '  TRANSPARENT ').",
+     [GoalExample(expr="color('transparent')", raises="ValueError"),
+      GoalExample(expr="color('  TRANSPARENT ')", raises="ValueError"), GoalExample(expr="color('Transparent')", raises="ValueError")]),
+    # ... but not where the expected value is text, which may keep the input's case
+    ("pluralize('cow') returns 'cows' instead of 'kine', and pluralize('Cow') should give 'Kine'.",
+     [GoalExample(expr="pluralize('cow')", expect="'kine'")]),
+    # a second "gives" whose subject is no call is not the first example's: nothing past an earlier "instead of"
+    ("list(collapse(x, levels=1)) returns x unchanged instead of [1, [2], [3]], and levels=2 gives [1, [2], [3]] "
+     "instead of [1, 2, 3].", [GoalExample(expr="list(collapse(x, levels=1))", expect="[1, [2], [3]]")]),
+    # a literal is not the head of a longer token ("-5:30" is no -5)
+    ("parse('{:ti}', '22:21:36-05:30') returns a time whose offset is +5:30 instead of -5:30.", []),
     # no call, or no literal after "instead of": nothing
     ("The total is wrong instead of 5.", []),
     ("parse('{:d}', '0o10') returns the wrong thing instead of the number.", []),

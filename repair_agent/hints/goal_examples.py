@@ -28,6 +28,7 @@ VERB = re.compile(r"\b(?:returns|gives|yields|produces|evaluates to|comes back a
 INSTEAD = re.compile(r"\binstead of\s+")
 RAISING = re.compile(r"raising\s+(?:an?\s+)?([A-Z]\w*(?:Error|Exception|Warning))\b")
 EQUALS = re.compile(r"\s==\s")
+QUOTED = re.compile(r"'[^'\\\n]*'|\"[^\"\\\n]*\"")   # a quoted string without escapes
 START = re.compile(r"(?<![\w.'\"\\])[A-Za-z_]")   # where an expression may start: a name not inside another
 
 
@@ -49,17 +50,50 @@ def goal_examples(text: str) -> tuple[GoalExample, ...]:
         after = text[m.end():]
         raised = RAISING.match(after)
         expect = None if raised else _literal_head(after)
-        verbs = list(VERB.finditer(text, 0, m.start()))
-        if (raised or expect) and verbs:
-            expr = _expression_tail(text[:verbs[-1].start()])
+        if not (raised or expect):
+            continue
+        # the nearest verb before it with a call before that ("f('x') returns junk (the word is read
+        # as hex) instead of raising ValueError": not "is"), within the sentence and after an earlier example
+        full_stop, earlier = text.rfind(". ", 0, m.start()), text.rfind("instead of", 0, m.start())
+        sentence = max(full_stop + 2 if full_stop >= 0 else 0, earlier + len("instead of") if earlier >= 0 else 0)
+        for verb in reversed(list(VERB.finditer(text, sentence, m.start()))):
+            expr = _expression_tail(text[sentence:verb.start()])
             if expr:
-                found.append(GoalExample(expr=expr, raises=raised.group(1)) if raised else
-                             GoalExample(expr=expr, expect=expect))
+                example = (GoalExample(expr=expr, raises=raised.group(1)) if raised else
+                           GoalExample(expr=expr, expect=expect))
+                found += [example, *_variants(example, text)]
+                break
     for m in EQUALS.finditer(text):
         expr, expect = _expression_tail(text[:m.start()]), _literal_head(text[m.end():])
         if expr and expect:
             found.append(GoalExample(expr=expr, expect=expect))
     return tuple(dict.fromkeys(found))[:MAX_EXAMPLES]
+
+
+def _variants(example: GoalExample, text: str) -> list[GoalExample]:
+    """The example again with its one string argument replaced by each other quoted string of the text
+    that is the same word in another case or with other whitespace around it ("the keyword 'transparent',
+    matched case-insensitively after stripping whitespace ('Transparent', '  TRANSPARENT ')"): the report
+    names them as the same input, so they should come out the same. Only for an expected exception or a
+    value without text in it: text may keep the input's case ("pluralize('Cow') == 'Kine'")."""
+    if example.expect is not None and ("'" in example.expect or '"' in example.expect):
+        return []
+    try:
+        call = ast.parse(example.expr, mode="eval").body
+    except SyntaxError:
+        return []
+    strings = [a for a in getattr(call, "args", []) if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if not isinstance(call, ast.Call) or len(strings) != 1 or not strings[0].value.strip():
+        return []
+    word = strings[0].value
+    quoted = {ast.literal_eval(q.group(0)) for q in QUOTED.finditer(text)}
+    out = []
+    for other in sorted(q for q in quoted if q != word and q.strip().lower() == word.strip().lower()):
+        arg = strings[0]
+        new = ast.unparse(ast.Call(func=call.func, args=[ast.Constant(other) if a is arg else a for a in call.args],
+                                   keywords=call.keywords))
+        out.append(example.model_copy(update={"expr": new}))
+    return out
 
 
 def _expression_tail(text: str) -> str | None:
@@ -89,8 +123,8 @@ def _literal_head(text: str) -> str | None:
         if not (head[-1] in "'\")]}" or head[-1].isdigit() or head.endswith(("None", "True", "False"))):
             continue
         rest = text[end:end + 2]
-        if rest[:1].isalnum() or rest[:1] in ("_", "(", "[") or (rest[:1] == "." and rest[1:2].strip() != ""):
-            continue   # inside a longer name or number, or an expression goes on (a full stop ends it)
+        if not (rest[:1] in ("", " ", ",", ";", ")", "\n") or (rest[:1] in (".", ":") and rest[1:2].strip() == "")):
+            continue   # inside a longer name, number or expression ("-5:30", "x.y"); a space or a full stop ends it
         try:
             ast.literal_eval(head)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
