@@ -111,6 +111,9 @@ def test_the_goals_examples_tell_apart_fixes_the_tests_cannot(tmp_path):
     clean = {f.text.strip(): f.examples for f in m.fixes if f.clean}
     assert clean["if score >= 90:"] == 1 and clean["if score > 89:"] == 2
     assert runs[""].mutation.examples == 0 and all(f.examples is None for f in runs[""].mutation.fixes)
+    # a model chooser reads it in the observation: the fix that holds both listed first
+    assert "src/calc.py:2  90 -> 89  -> if score > 89:  (1/1 failing pass, 0/2 passing broke, 2/2 of the goal's examples hold)" \
+        == m.render().splitlines()[1].strip()
     # the chooser tries the fix that holds both first; without the examples its own order put the other first
     lines = {i + 1: t for i, t in enumerate(GRADE.splitlines(keepends=True))}
     first = {}

@@ -118,12 +118,13 @@ class MutationAnalysis(BaseModel):
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:
-        ranked = sorted(self.fixes, key=lambda f: (not f.clean, -f.fixed, f.broken or 0))
+        ranked = sorted(self.fixes, key=lambda f: (not f.clean, -f.fixed, -(f.examples or 0), f.broken or 0))
         head = (f"mutation analysis: {self.tried} one-token mutant(s) of {len(self.lines)} suspicious line(s) run "
                 f"against the failing target tests; {sum(f.fixed == f.of for f in self.fixes)} made them all pass"
                 + (f"; {self.cut} not run (limit reached)" if self.cut else ""))
         body = [f"  {f.path}:{f.line}  {f.what}  -> {f.text.strip()}  ({f.fixed}/{f.of} failing pass"
-                + (f", {f.broken}/{f.checked} passing broke)" if f.broken is not None else ")")
+                + (f", {f.broken}/{f.checked} passing broke" if f.broken is not None else "")
+                + (f", {f.examples}/{self.examples} of the goal's examples hold)" if f.examples is not None else ")")
                 for f in ranked[:limit]]
         return "\n".join([head, *body])
 
