@@ -124,3 +124,57 @@ def test_the_goals_examples_tell_apart_fixes_the_tests_cannot(tmp_path):
         if goal:
             assert ranked[0].examples == 2 and all(c.examples in (None, 1) for c in ranked[1:])
     assert first == {"": ("    if score >= 90:\n",), GOAL: ("    if score > 89:\n",)}
+
+
+PART = '''\
+def last_part(text, sep):
+    cut = text.find(sep)
+    return text[cut + 1:]
+'''
+
+PART_TESTS = '''\
+from calc import last_part
+
+
+def test_two_separators():
+    assert last_part("a.b.c", ".") == "c"
+
+
+def test_one_separator():
+    assert last_part("x.y", ".") == "y"
+'''
+
+PART_GOAL = "last_part('a.b.c', '.') returns 'b.c' instead of 'c': the text after the last separator is wanted."
+
+
+def test_of_two_fixes_alike_on_the_tests_the_one_that_changes_less_near_the_example_goes_first(tmp_path):
+    # `find -> rfind` and `find -> rindex` pass every test and the report's example alike, with one
+    # behaviour; near the example (an empty text, another separator) `rindex` raises where the code as
+    # given returned a value, so it moved further from it: `rfind` is tried first.
+    target = ("tests/test_calc.py::test_two_separators",)
+    loc = localize(calc_sandbox(tmp_path, PART, PART_TESTS), target, ("src/**",), mutate=True, goal=PART_GOAL)
+    m = loc.mutation
+    assert m is not None and m.examples == 1 and m.near_inputs >= 5
+    clean = {f.text.strip(): f for f in m.fixes if f.clean}
+    rfind, rindex = clean["cut = text.rfind(sep)"], clean["cut = text.rindex(sep)"]
+    assert rfind.behaviour == rindex.behaviour and rfind.examples == rindex.examples == 1
+    assert rfind.deviation is not None and rindex.deviation is not None and rfind.deviation < rindex.deviation
+    lines = {i + 1: t for i, t in enumerate(PART.splitlines(keepends=True))}
+    f = parse_failure(target_observation("E       AssertionError: assert 'b.c' == 'c'\n", loc), PART_GOAL, ("src/**",))
+    ranked = rank_candidates(f, {"src/calc.py": lines}, [], PART_GOAL, seed=0)
+    order = [c.new_lines[0].strip() for c in ranked if c.behaviour is not None]
+    assert order.index("cut = text.rfind(sep)") < order.index("cut = text.rindex(sep)")
+
+
+def test_nearer_first_reorders_only_within_its_groups():
+    from repair_agent.choosers.search.catalogue import Candidate
+    from repair_agent.choosers.search.ranking import nearer_first
+
+    def cand(line: int, deviation: int | None) -> Candidate:
+        return Candidate("m.py", line, ("x\n",), "mutant", "w", deviation=deviation)
+
+    a, b, c, d = cand(1, 5), cand(2, None), cand(3, 1), cand(4, 0)
+    # a and c are one group: c moved less, so it takes a's place; b stays; d is in no group
+    assert nearer_first([a, b, c, d], [[a, c]]) == [c, b, a, d]
+    # equal deviations, or one known: nothing moves
+    assert nearer_first([a, b, c], [[a, cand(9, 5)], [b, c]]) == [a, b, c]

@@ -62,7 +62,8 @@ class MutantFix(BaseModel):
     tokens_added: int = 0     # tokens the edit adds to its line (negative: it removes some)
     span: int = 1             # lines it replaces from `line` on: a pair's block runs to its second edit
     fixed_targets: tuple[int, ...] = ()   # a partial fix: which failing targets (their order) it turned green
-    examples: int | None = None   # a fix of every target: how many of the goal's examples hold on it (goal_examples.py)
+    examples: int | None = None   # a fix of every target: how many of the goal's examples hold on it (goal_examples.py),
+    deviation: int | None = None  # ... and on how many inputs near theirs it does otherwise than the code as given
 
     @property
     def clean(self) -> bool:
@@ -115,6 +116,7 @@ class MutationAnalysis(BaseModel):
     wider: int = 0            # rounds of lower-ranked lines run after the chosen ones gave no clean fix
     examples: int = 0         # the goal's examples that resolved in the tests' names (goal_examples.py),
     examples_held: int = 0    # ... of which this many held on the code as given
+    near_inputs: int = 0      # inputs near the examples' (one literal changed a little) each fix is compared on
     finished: bool = True     # False: a snapshot printed while it ran (its process stopped before the end)
 
     def render(self, limit: int = 5) -> str:

@@ -16,7 +16,41 @@ import contextlib
 import io
 from typing import Any, Dict, List, Optional, Sequence
 
+try:
+    from .behaviour import stable_repr
+except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
+    from ra_behaviour import stable_repr  # type: ignore[no-redef]
+
 MAX_EXAMPLES = 8
+MAX_VARIANTS = 24   # inputs near the examples' own, in all
+
+
+def variants(expr: str) -> List[str]:
+    """The expression again with one literal argument of one of its calls changed a little: a text one
+    character longer or shorter, in upper case, with a space before it, empty; a whole number one more
+    or one less, or 0. What a fix does on these against what the code as given did is how far its
+    behaviour moved from the code's near the report's example (Analysis.goal_deviation)."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return []
+    out: List[str] = []
+    for call in [n for n in ast.walk(tree) if isinstance(n, ast.Call)]:
+        for arg in list(call.args) + [k.value for k in call.keywords]:
+            if not isinstance(arg, ast.Constant) or isinstance(arg.value, bool):
+                continue
+            old = arg.value
+            if isinstance(old, str):
+                new: List[Any] = [old + "x", old[:-1], old.upper(), " " + old, ""]
+            elif isinstance(old, int):
+                new = [old + 1, old - 1, 0]
+            else:
+                continue
+            for value in dict.fromkeys(v for v in new if v != old):
+                arg.value = value
+                out.append(ast.unparse(tree) if hasattr(ast, "unparse") else "")
+            arg.value = old
+    return [v for v in dict.fromkeys(out) if v and v != expr]
 
 
 class Example:
@@ -24,6 +58,7 @@ class Example:
     cannot be evaluated here at all (NameError, ImportError: it names what the namespace lacks)."""
 
     def __init__(self, expr: str, expect: Optional[str], raises: Optional[str]) -> None:
+        self.expr = expr
         self.code = compile(expr, "<example>", "eval")   # SyntaxError: the caller drops it
         self.expect = ast.literal_eval(expect) if expect is not None else None
         self.raises = raises
@@ -70,6 +105,21 @@ def namespace(test_modules: Sequence[Any], project_modules: Sequence[Any]) -> Di
         ns.update({k: v for k, v in vars(mod).items() if not k.startswith("__")})
     ns["__builtins__"] = __builtins__
     return ns
+
+
+def outcome(code: Any, ns: Dict[str, Any]) -> Optional[str]:
+    """What an expression came to, as text (an exception by its type's name); None when it names what
+    the namespace lacks."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            value = eval(code, ns)   # noqa: S307 - near the report's example, in the agent's sandbox
+        if hasattr(value, "__next__"):
+            value = list(value)
+    except (NameError, ImportError):
+        return None
+    except Exception as exc:
+        return "raises " + type(exc).__name__
+    return stable_repr(value)
 
 
 def held(examples: Sequence[Example], ns: Dict[str, Any]) -> List[Optional[bool]]:

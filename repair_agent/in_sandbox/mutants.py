@@ -32,12 +32,14 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTupl
 try:
     from .behaviour import Recorder
     from .examples import compiled as compiled_examples
+    from .examples import MAX_VARIANTS, outcome, variants
     from .examples import namespace as example_namespace
     from .workers import Pool, available_cpus
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     from ra_behaviour import Recorder  # type: ignore[no-redef]
     from ra_examples import compiled as compiled_examples  # type: ignore[no-redef]
     from ra_examples import namespace as example_namespace  # type: ignore[no-redef]
+    from ra_examples import MAX_VARIANTS, outcome, variants  # type: ignore[no-redef]
     from ra_workers import Pool, available_cpus  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
@@ -398,12 +400,13 @@ class Analysis:
         # the goal text's own examples (examples.py): those that resolve once the tests are collected, and their names
         self.goal_examples = compiled_examples(self.m["examples"])
         self.goal_ns: Dict[str, Any] = {}
+        self.near: List[Tuple[Any, str]] = []   # inputs near the examples' (examples.variants): each compiled, its outcome as given
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
                                        "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0,
                                        # where mutants went that did not run: the analysis's own account of itself
                                        "queued": 0, "not_compiling": 0, "deferred": 0, "lines_unread": 0, "lines_without_edits": 0,
                                        "errors": 0, "error": "", "workers": 1, "workers_lost": 0, "pairs": 0, "wider": 0,
-                                       "examples": 0, "examples_held": 0}
+                                       "examples": 0, "examples_held": 0, "near_inputs": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
         self.started = 0.0
@@ -489,6 +492,22 @@ class Analysis:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         return out
 
+    def timed_outcome(self, code: Any) -> Optional[str]:
+        """examples.outcome under a mutant's time limit (one that runs out is its own outcome)."""
+        self.fired = False
+        signal.setitimer(signal.ITIMER_REAL, self.limit)
+        try:
+            return outcome(code, self.goal_ns)
+        except MutantTimeout:
+            return "did not finish"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def goal_deviation(self) -> int:
+        """On how many inputs near the goal's examples the code as it is now does otherwise than the code
+        as given: a fix that changes less beyond what the report asks is the likelier one."""
+        return sum(self.timed_outcome(code) != before for code, before in self.near)
+
     def resolve_examples(self, test_modules: Sequence[Any], paths: Sequence[str]) -> None:
         """The names the goal's examples are evaluated in, and of the examples only those that resolve
         there on the code as it is (one that names what neither the tests nor the project modules have
@@ -510,6 +529,12 @@ class Analysis:
                 held += outcome
         self.goal_examples = kept
         self.result.update(examples=len(kept), examples_held=held)
+        for text in [v for example in kept for v in variants(example.expr)][:MAX_VARIANTS]:
+            code = compile(text, "<example>", "eval")
+            before = self.timed_outcome(code)
+            if before is not None:
+                self.near.append((code, before))
+        self.result["near_inputs"] = len(self.near)
 
     def fresh_run(self, nodeids: Sequence[str]) -> Dict[str, str]:
         """A new pytest session on the repository's modules imported again (from the files as they are now)."""
@@ -754,6 +779,7 @@ class Analysis:
                 st[2] += 1
                 if live and self.goal_examples:
                     fix["examples"] = sum(self.goal_outcomes())
+                    fix["deviation"] = self.goal_deviation()
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
                     fix.update(self.checked(path, check))
             result["fixes"].append(fix)
@@ -882,6 +908,7 @@ class Analysis:
                                fixed=len(self.failing), tokens_added=a.get("tokens_added", 0) + b.get("tokens_added", 0))
             if self.goal_examples:
                 fix["examples"] = sum(self.goal_outcomes())
+                fix["deviation"] = self.goal_deviation()
             if self.passing:
                 fix.update(self.checked(path, lambda ids: run_items(ids, self.m["per_mutant_s"] * 5)))
             self.result["fixes"].append(fix)

@@ -25,7 +25,8 @@ class Candidate:
     familiar: float = 0.0     # once scored: how much of its new code the file already uses (familiar.py), the tie-break
     behaviour: str | None = None   # once scored: the behaviour digest of the clean fix it is, when the mutation analysis found it one
     shrink: int = 0           # once scored, for a clean fix: tokens it takes out of the lines it replaces (negative: it adds some)
-    examples: int | None = None   # once scored, for a clean fix: the goal's examples it holds, when they tell fixes apart
+    examples: int | None = None   # once scored, for a clean fix: the goal's examples it holds, when they tell fixes apart,
+    deviation: int | None = None  # ... and the inputs near theirs on which it does otherwise than the code as given
 
     def __post_init__(self) -> None:
         self.kind = Family(self.kind)

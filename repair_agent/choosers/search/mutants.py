@@ -98,17 +98,17 @@ def clean_behaviour(c: Candidate, f: Failure) -> str | None:
     return None
 
 
-def examples_held(c: Candidate, f: Failure) -> int | None:
-    """How many of the goal's examples hold on the clean fix `c` is, when the examples tell the analysis's
-    fixes of every target apart (some hold more of them than others); else None."""
-    held = [fx.examples for fixes in f.mutant_fixes.values() for fx in fixes if fx.examples is not None]
-    if not held or min(held) == max(held):
-        return None
+def examples_held(c: Candidate, f: Failure) -> tuple[int | None, int | None]:
+    """For the clean fix `c` is: how many of the goal's examples hold on it, when the examples tell the
+    analysis's fixes of every target apart (some hold more of them than others), else None; and on how
+    many inputs near the examples' it does otherwise than the code as given (None: not evaluated)."""
     new = "".join(c.new_lines)
-    for fx in f.mutant_fixes.get((c.path, c.line), ()):
-        if fx.clean and fx.examples is not None and fx.span == c.span and _writes(fx, new):
-            return fx.examples
-    return None
+    fx = next((fx for fx in f.mutant_fixes.get((c.path, c.line), ())
+               if fx.clean and fx.examples is not None and fx.span == c.span and _writes(fx, new)), None)
+    if fx is None:
+        return None, None
+    held = [x.examples for fixes in f.mutant_fixes.values() for x in fixes if x.examples is not None]
+    return (fx.examples if min(held) < max(held) else None), fx.deviation
 
 
 def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:

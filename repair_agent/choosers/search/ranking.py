@@ -284,7 +284,7 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
     for c in kept:
         c.familiar = familiarity[c.path].of(c.line, c.span, c.new_lines)
         c.behaviour = clean_behaviour(c, f)
-        c.examples = examples_held(c, f)
+        c.examples, c.deviation = examples_held(c, f)
         if c.behaviour is not None:   # only clean fixes are weighed by size (smaller_first)
             old = "".join(known[c.path].get(n, "") for n in range(c.line, c.line + c.span))
             c.shrink = len(TOKEN.findall(old)) - len(TOKEN.findall("".join(c.new_lines)))
@@ -319,12 +319,35 @@ def examples_first(ranked: list[Candidate]) -> list[Candidate]:
     """The clean fixes on which the most of the goal's own examples hold go first, in their order, when
     the examples tell the analysis's fixes apart (Candidate.examples). The tests pass on every clean fix;
     the report's examples are the only evidence that some do what it asks and others do not, and no
-    weighed feature is as direct."""
+    weighed feature is as direct. Then nearer_first, within the group that went first when it left out
+    some clean fix (the examples then ask for more than the failing test does), and within each group
+    of clean fixes the tests cannot tell apart."""
     best = max((c.examples for c in ranked if c.examples is not None), default=None)
     if best is None:
-        return ranked
+        return nearer_first(ranked, [[c for c in ranked if c.behaviour == b and len(c.new_lines) == c.span]
+                                     for b in dict.fromkeys(c.behaviour for c in ranked if c.behaviour is not None)])
     first = [c for c in ranked if c.examples == best]
-    return first + [c for c in ranked if c.examples != best]
+    out = first + [c for c in ranked if c.examples != best]
+    return nearer_first(out, [first] if any(c.examples is not None and c.examples < best for c in ranked) else [])
+
+
+def nearer_first(ranked: list[Candidate], groups: list[list[Candidate]]) -> list[Candidate]:
+    """Within each group, the fixes whose behaviour moved least from the code's on inputs near the goal's
+    examples (Candidate.deviation) take the group's first places, the rest keep their order: of two
+    edits that do what the report asks (`find -> rfind`, `find -> rindex`), the one that changes less
+    else (`rindex` raises where no separator is found) is the likelier fix. A group of edits that insert
+    lines (guards) is left out of the second kind: a guard on the very input of the test changes least
+    and generalizes least."""
+    out = list(ranked)
+    where = {id(c): i for i, c in enumerate(ranked)}
+    for group in groups:
+        known = [c for c in group if c.deviation is not None]
+        if len(known) < 2 or len({c.deviation for c in known}) < 2:
+            continue
+        places = sorted(where[id(c)] for c in known)
+        for i, c in zip(places, sorted(known, key=lambda c: (c.deviation, where[id(c)]))):
+            out[i] = c
+    return out
 
 
 def smaller_first(ranked: list[Candidate]) -> list[Candidate]:
