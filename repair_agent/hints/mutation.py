@@ -97,7 +97,7 @@ class MutationAnalysis(BaseModel):
     timed_out: int = 0        # of which this many mutants ran into their time limit (a loop)
     stopped_early: int = 0    # ... and this many stopped at a target that failed as before: short of
     #                           time, the targets after it were not run (a fix of only those goes unseen)
-    check_s: float = 0.0      # running the passing tests on the mutants that fixed every target
+    check_s: float = 0.0      # running the passing tests (and the goal's examples) on the mutants that fixed every target
     conditions_s: float = 0.0   # the traced run that evaluates the guards' conditions at their lines
     guards_first: int = 0     # guards whose condition held in every failing target and no passing test: run first
     guards_dropped: int = 0   # guards whose condition never held where the failing targets ran their line: not run

@@ -400,6 +400,7 @@ class Analysis:
         # the goal text's own examples (examples.py): those that resolve once the tests are collected, and their names
         self.goal_examples = compiled_examples(self.m["examples"])
         self.goal_ns: Dict[str, Any] = {}
+        self.goal_checked = 0   # fixes the goal's examples were evaluated on
         self.near: List[Tuple[Any, str]] = []   # inputs near the examples' (examples.variants): each compiled, its outcome as given
         self.result: Dict[str, Any] = {"lines": [], "fixes": [], "tried": 0, "cut": 0, "timed_out": 0, "stopped_early": 0,
                                        "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0,
@@ -491,6 +492,17 @@ class Analysis:
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         return out
+
+    def on_goal(self, fix: Dict[str, Any]) -> None:
+        """The goal's examples, and the inputs near them, on a fix of every target while it is in the
+        live functions (for at most as many fixes as are checked; the time counts as checking)."""
+        if not self.goal_examples or self.goal_checked >= self.m["max_checked"]:
+            return
+        t0 = time.monotonic()
+        fix["examples"] = sum(self.goal_outcomes())
+        fix["deviation"] = self.goal_deviation()
+        self.goal_checked += 1
+        self.spent["check_s"] += time.monotonic() - t0
 
     def timed_outcome(self, code: Any) -> Optional[str]:
         """examples.outcome under a mutant's time limit (one that runs out is its own outcome)."""
@@ -777,9 +789,8 @@ class Analysis:
                 fix["fixed_targets"] = [i for i, t in enumerate(self.failing) if got.get(t) == "passed"]
             if passed == len(self.failing):
                 st[2] += 1
-                if live and self.goal_examples:
-                    fix["examples"] = sum(self.goal_outcomes())
-                    fix["deviation"] = self.goal_deviation()
+                if live:
+                    self.on_goal(fix)
                 if self.passing and sum(f["checked"] > 0 for f in result["fixes"]) < self.m["max_checked"]:
                     fix.update(self.checked(path, check))
             result["fixes"].append(fix)
@@ -906,9 +917,7 @@ class Analysis:
             fix = self.new_fix(path=path, line=a["line"], span=b["line"] - a["line"] + 1, family=PAIR,
                                text="".join(mutated[a["line"] - 1:b["line"]]).rstrip("\r\n"), what="%s; %s" % (a["what"], b["what"]),
                                fixed=len(self.failing), tokens_added=a.get("tokens_added", 0) + b.get("tokens_added", 0))
-            if self.goal_examples:
-                fix["examples"] = sum(self.goal_outcomes())
-                fix["deviation"] = self.goal_deviation()
+            self.on_goal(fix)
             if self.passing:
                 fix.update(self.checked(path, lambda ids: run_items(ids, self.m["per_mutant_s"] * 5)))
             self.result["fixes"].append(fix)
