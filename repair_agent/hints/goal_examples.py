@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict
 
 MAX_EXAMPLES = 8
 MAX_EXPR = 300        # characters of one expression
-MAX_LITERAL = 2_000   # characters of one expected value
+MAX_LITERAL = 400     # characters of one expected value
+MAX_MARKERS = 20      # "instead of"s and `==`s read, each: a long text costs a bounded time
 
 # "<expr> gives <what it does> instead of <what it should>"
 VERB = re.compile(r"\b(?:returns|gives|yields|produces|evaluates to|comes back as|is)\s+")
@@ -46,7 +47,7 @@ class GoalExample(BaseModel):
 def goal_examples(text: str) -> tuple[GoalExample, ...]:
     """The examples in a goal text, in its order, each once (MAX_EXAMPLES at most)."""
     found: list[GoalExample] = []
-    for m in INSTEAD.finditer(text):
+    for m in list(INSTEAD.finditer(text))[:MAX_MARKERS]:
         after = text[m.end():]
         raised = RAISING.match(after)
         expect = None if raised else _literal_head(after)
@@ -63,7 +64,7 @@ def goal_examples(text: str) -> tuple[GoalExample, ...]:
                            GoalExample(expr=expr, expect=expect))
                 found += [example, *_variants(example, text)]
                 break
-    for m in EQUALS.finditer(text):
+    for m in list(EQUALS.finditer(text))[:MAX_MARKERS]:
         expr, expect = _expression_tail(text[:m.start()]), _literal_head(text[m.end():])
         if expr and expect:
             found.append(GoalExample(expr=expr, expect=expect))
