@@ -1,6 +1,6 @@
 """The bug report's stated examples: read off the goal text (hints/goal_examples.py), evaluated by the
 mutation analysis on each fix of every target (in_sandbox/examples.py), and the clean fixes that hold
-the most tried first by the search chooser (ranking.examples_first)."""
+the most tried first by the search chooser (clean_order.examples_first)."""
 from __future__ import annotations
 
 import pytest
@@ -168,7 +168,7 @@ def test_of_two_fixes_alike_on_the_tests_the_one_that_changes_less_near_the_exam
 
 def test_nearer_first_reorders_only_within_its_groups():
     from repair_agent.choosers.search.catalogue import Candidate
-    from repair_agent.choosers.search.ranking import nearer_first
+    from repair_agent.choosers.search.clean_order import nearer_first
 
     def cand(line: int, deviation: int | None) -> Candidate:
         return Candidate("m.py", line, ("x\n",), "mutant", "w", deviation=deviation)
