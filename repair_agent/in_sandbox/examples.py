@@ -48,9 +48,9 @@ def variants(expr: str) -> List[str]:
                 continue
             for value in dict.fromkeys(v for v in new if v != old):
                 arg.value = value
-                out.append(ast.unparse(tree) if hasattr(ast, "unparse") else "")
+                out.append(ast.unparse(tree))
             arg.value = old
-    return [v for v in dict.fromkeys(out) if v and v != expr]
+    return [v for v in dict.fromkeys(out) if v != expr]
 
 
 class Example:
@@ -121,7 +121,3 @@ def outcome(code: Any, ns: Dict[str, Any]) -> Optional[str]:
         return "raises " + type(exc).__name__
     return stable_repr(value)
 
-
-def held(examples: Sequence[Example], ns: Dict[str, Any]) -> List[Optional[bool]]:
-    """Each example's outcome on the code as it is now."""
-    return [e.check(ns) for e in examples]

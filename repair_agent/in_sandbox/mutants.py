@@ -478,20 +478,22 @@ class Analysis:
         self.fired = True   # pytest may catch it as the test's failure: the loops look at this too
         raise MutantTimeout()
 
+    def timed(self, call: Callable[[], Any], on_timeout: Any) -> Any:
+        """`call()` cut by the time a mutant's run may take (`on_timeout` is then its result): how the
+        goal's examples and the inputs near them are evaluated."""
+        self.fired = False
+        signal.setitimer(signal.ITIMER_REAL, self.limit)
+        try:
+            return call()
+        except MutantTimeout:
+            return on_timeout
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
     def goal_outcomes(self) -> List[bool]:
-        """Whether each of the goal's examples holds on the code as it is now, each cut by the time a
-        mutant's run may take (one that runs out does not hold)."""
-        out: List[bool] = []
-        for example in self.goal_examples:
-            self.fired = False
-            signal.setitimer(signal.ITIMER_REAL, self.limit)
-            try:
-                out.append(example.check(self.goal_ns) is True)
-            except MutantTimeout:
-                out.append(False)
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-        return out
+        """Whether each of the goal's examples holds on the code as it is now (one that runs out of
+        time does not)."""
+        return [self.timed(lambda: e.check(self.goal_ns), None) is True for e in self.goal_examples]
 
     def on_goal(self, fix: Dict[str, Any]) -> None:
         """The goal's examples, and the inputs near them, on a fix of every target while it is in the
@@ -504,21 +506,10 @@ class Analysis:
         self.goal_checked += 1
         self.spent["check_s"] += time.monotonic() - t0
 
-    def timed_outcome(self, code: Any) -> Optional[str]:
-        """examples.outcome under a mutant's time limit (one that runs out is its own outcome)."""
-        self.fired = False
-        signal.setitimer(signal.ITIMER_REAL, self.limit)
-        try:
-            return outcome(code, self.goal_ns)
-        except MutantTimeout:
-            return "did not finish"
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-
     def goal_deviation(self) -> int:
         """On how many inputs near the goal's examples the code as it is now does otherwise than the code
         as given: a fix that changes less beyond what the report asks is the likelier one."""
-        return sum(self.timed_outcome(code) != before for code, before in self.near)
+        return sum(self.timed(lambda: outcome(code, self.goal_ns), UNFINISHED) != before for code, before in self.near)
 
     def resolve_examples(self, test_modules: Sequence[Any], paths: Sequence[str]) -> None:
         """The names the goal's examples are evaluated in, and of the examples only those that resolve
@@ -526,24 +517,12 @@ class Analysis:
         is dropped); counted in the result with how many already hold."""
         modules = [found[0] for found in (self.live_module(p) for p in dict.fromkeys(paths)) if found is not None]
         self.goal_ns = example_namespace([m for m in test_modules if m is not None], modules)
-        kept, held = [], 0
-        for example in self.goal_examples:
-            self.fired = False
-            signal.setitimer(signal.ITIMER_REAL, self.limit)
-            try:
-                outcome = example.check(self.goal_ns)
-            except MutantTimeout:
-                outcome = None
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            if outcome is not None:
-                kept.append(example)
-                held += outcome
-        self.goal_examples = kept
-        self.result.update(examples=len(kept), examples_held=held)
-        for text in [v for example in kept for v in variants(example.expr)][:MAX_VARIANTS]:
+        held = {e: self.timed(lambda: e.check(self.goal_ns), None) for e in self.goal_examples}
+        self.goal_examples = [e for e in self.goal_examples if held[e] is not None]
+        self.result.update(examples=len(self.goal_examples), examples_held=sum(held[e] is True for e in self.goal_examples))
+        for text in [v for e in self.goal_examples for v in variants(e.expr)][:MAX_VARIANTS]:
             code = compile(text, "<example>", "eval")
-            before = self.timed_outcome(code)
+            before = self.timed(lambda: outcome(code, self.goal_ns), None)
             if before is not None:
                 self.near.append((code, before))
         self.result["near_inputs"] = len(self.near)
