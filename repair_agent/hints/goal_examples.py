@@ -19,7 +19,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-MAX_EXAMPLES = 8
+from ..in_sandbox.examples import MAX_EXAMPLES
+
 MAX_EXPR = 300        # characters of one expression
 MAX_LITERAL = 400     # characters of one expected value
 MAX_MARKERS = 20      # "instead of"s and `==`s read, each: a long text costs a bounded time

@@ -14,14 +14,15 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 try:
     from .behaviour import stable_repr
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
     from ra_behaviour import stable_repr  # type: ignore[no-redef]
 
-MAX_EXAMPLES = 8
+MAX_EXAMPLES = 8    # the host reads no more off a goal text (hints/goal_examples.py)
+VALUE, RAISED, UNRESOLVED = "value", "raised", "unresolved"   # evaluate()'s kinds
 MAX_VARIANTS = 24   # inputs near the examples' own, in all
 
 
@@ -64,13 +65,11 @@ class Example:
         self.raises = raises
 
     def check(self, ns: Dict[str, Any]) -> Optional[bool]:
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                value = eval(self.code, ns)   # noqa: S307 - the report's example, in the agent's sandbox
-        except (NameError, ImportError):
+        kind, value = evaluate(self.code, ns)
+        if kind == UNRESOLVED:
             return None
-        except Exception as exc:
-            return self.raises is not None and any(k.__name__ == self.raises for k in type(exc).__mro__)
+        if kind == RAISED:
+            return self.raises is not None and any(k.__name__ == self.raises for k in type(value).__mro__)
         if self.raises is not None:
             return False
         try:
@@ -107,17 +106,24 @@ def namespace(test_modules: Sequence[Any], project_modules: Sequence[Any]) -> Di
     return ns
 
 
-def outcome(code: Any, ns: Dict[str, Any]) -> Optional[str]:
-    """What an expression came to, as text (an exception by its type's name); None when it names what
-    the namespace lacks."""
+def evaluate(code: Any, ns: Dict[str, Any]) -> Tuple[str, Any]:
+    """(VALUE, what the expression came to; an iterator as the list of its items), (RAISED, the
+    exception) or (UNRESOLVED, None) when it names what the namespace lacks (NameError, ImportError).
+    Its printing is swallowed."""
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            value = eval(code, ns)   # noqa: S307 - near the report's example, in the agent's sandbox
-        if hasattr(value, "__next__"):
-            value = list(value)
+            value = eval(code, ns)   # noqa: S307 - the report's example (or one near it), in the agent's sandbox
+            return VALUE, (list(value) if hasattr(value, "__next__") else value)
     except (NameError, ImportError):
-        return None
+        return UNRESOLVED, None
     except Exception as exc:
-        return "raises " + type(exc).__name__
-    return stable_repr(value)
+        return RAISED, exc
+
+
+def outcome(code: Any, ns: Dict[str, Any]) -> Optional[str]:
+    """What an expression came to, as text (an exception by its type's name); None when unresolved."""
+    kind, value = evaluate(code, ns)
+    if kind == UNRESOLVED:
+        return None
+    return "raises " + type(value).__name__ if kind == RAISED else stable_repr(value)
 

@@ -98,17 +98,22 @@ def clean_behaviour(c: Candidate, f: Failure) -> str | None:
     return None
 
 
-def examples_held(c: Candidate, f: Failure) -> tuple[int | None, int | None]:
-    """For the clean fix `c` is: how many of the goal's examples hold on it, when the examples tell the
-    analysis's fixes of every target apart (some hold more of them than others), else None; and on how
-    many inputs near the examples' it does otherwise than the code as given (None: not evaluated)."""
+def examples_tell_apart(f: Failure) -> bool:
+    """Do the goal's examples tell the analysis's fixes of every target apart (some hold more of them)?"""
+    held = {x.examples for fixes in f.mutant_fixes.values() for x in fixes if x.examples is not None}
+    return len(held) > 1
+
+
+def examples_held(c: Candidate, f: Failure, tell_apart: bool) -> tuple[int | None, int | None]:
+    """For the clean fix `c` is: how many of the goal's examples hold on it, when they tell fixes apart
+    (`tell_apart`: examples_tell_apart(f)), else None; and on how many inputs near the examples' it
+    does otherwise than the code as given (None: not evaluated)."""
     new = "".join(c.new_lines)
     fx = next((fx for fx in f.mutant_fixes.get((c.path, c.line), ())
                if fx.clean and fx.examples is not None and fx.span == c.span and _writes(fx, new)), None)
     if fx is None:
         return None, None
-    held = [x.examples for fixes in f.mutant_fixes.values() for x in fixes if x.examples is not None]
-    return (fx.examples if min(held) < max(held) else None), fx.deviation
+    return (fx.examples if tell_apart else None), fx.deviation
 
 
 def mutation_features(c: Candidate, f: Failure) -> list[tuple[Rule, float]]:

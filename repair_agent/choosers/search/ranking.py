@@ -17,7 +17,7 @@ from .smells import smell_features
 from .failure import Failure, is_number
 from .familiar import TOKEN, Familiarity
 from .patch import _blocks
-from .mutants import clean_behaviour, examples_held, mutant_candidates, mutation_features
+from .mutants import clean_behaviour, examples_held, examples_tell_apart, mutant_candidates, mutation_features
 from .clean_order import examples_first, smaller_first
 from .spectrum import spectrum_features
 from .weights import Rule, active
@@ -282,10 +282,11 @@ def scored_candidates(f: Failure, known: dict[str, dict[int, str]], search_hits:
     # Never a candidate that writes a value the failing test expects into the code.
     kept = [c for c in cands.values() if not copies_expected(c, known[c.path].get(c.line, ""), f)]
     familiarity = {path: Familiarity(lines) for path, lines in known.items()}
+    tell_apart = examples_tell_apart(f)
     for c in kept:
         c.familiar = familiarity[c.path].of(c.line, c.span, c.new_lines)
         c.behaviour = clean_behaviour(c, f)
-        c.examples, c.deviation = examples_held(c, f)
+        c.examples, c.deviation = examples_held(c, f, tell_apart)
         if c.behaviour is not None:   # only clean fixes are weighed by size (smaller_first)
             old = "".join(known[c.path].get(n, "") for n in range(c.line, c.line + c.span))
             c.shrink = len(TOKEN.findall(old)) - len(TOKEN.findall("".join(c.new_lines)))
