@@ -12,9 +12,9 @@ if [ ! -x .venv/bin/repair-agent ] || [ pyproject.toml -nt .venv/.installed ]; t
   fi
   touch .venv/.installed
 fi
-# The test extras' hypothesis must not autoload its pytest plugin into the pytest processes the
-# suite's local checks start from this interpreter (~0.6 s each): see the script's docstring.
+# The plugins of hypothesis (the test extras) and anyio (openai's HTTP client) must not autoload into the
+# pytest processes the suite's local checks start from this interpreter: see the script's docstring.
 # Once per install (a marker newer than the install says it is done), not a Python start per command.
-if [ ! .venv/.no-hypothesis-plugin -nt .venv/.installed ]; then
-  .venv/bin/python scripts/_no_hypothesis_plugin.py && touch .venv/.no-hypothesis-plugin
+if [ ! .venv/.no-unused-pytest-plugins -nt .venv/.installed ]; then
+  .venv/bin/python scripts/_no_unused_pytest_plugins.py && touch .venv/.no-unused-pytest-plugins
 fi

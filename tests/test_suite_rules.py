@@ -68,7 +68,7 @@ def test_the_plugin_is_dropped_from_a_replaced_file_never_through_a_link_to_the_
     # uv links installed files from its cache: writing through the link would change the cache's copy
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("no_plugin", TESTS.parent / "scripts" / "_no_hypothesis_plugin.py")
+    spec = importlib.util.spec_from_file_location("no_plugin", TESTS.parent / "scripts" / "_no_unused_pytest_plugins.py")
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

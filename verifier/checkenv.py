@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import secrets
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from .record import Record
 
 _RANDOM = secrets.SystemRandom()
 _USERS = ("dev", "ci", "build", "alex", "sam", "maria", "runner", "jenkins", "user", "kim", "jo", "lee")
@@ -35,7 +37,7 @@ def _safe_name(name: str) -> str:
     return cleaned[:60]
 
 
-class Perturbation(BaseModel):
+class Perturbation(Record):
     """One environment the held-out probe runs in."""
 
     model_config = ConfigDict(frozen=True)
@@ -61,7 +63,7 @@ class Perturbation(BaseModel):
         return ", ".join(parts)
 
 
-class CheckLayout(BaseModel):
+class CheckLayout(Record):
     """The ordinary-looking paths, names and users of one check (see the module docstring)."""
 
     model_config = ConfigDict(frozen=True)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from .record import Record
 
 if TYPE_CHECKING:  # imported where verdicts are read: the agent's state needs Condition without the runner
     from .runner import TestVerdict
@@ -24,7 +26,7 @@ DESCRIPTIONS = {
 }
 
 
-class Condition(BaseModel):
+class Condition(Record):
     """One acceptance condition and what decided it: the agent's state holds these as the verifier gives them."""
 
     model_config = ConfigDict(frozen=True)

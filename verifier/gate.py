@@ -42,9 +42,10 @@ import unicodedata
 import warnings
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 from unidiff import PatchSet
 
+from .record import Record
 from . import gate_rules as rules
 from .scope import git_reading, recount_hunks
 from .spec import AcceptanceSpec
@@ -100,7 +101,7 @@ _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})  # never shown r
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message='Field name "construct"', category=UserWarning)
 
-    class Finding(BaseModel):
+    class Finding(Record):
         model_config = ConfigDict(frozen=True)
 
         rule: str
@@ -112,7 +113,7 @@ with warnings.catch_warnings():
         why: str
 
 
-class GateVerdict(BaseModel):
+class GateVerdict(Record):
     ok: bool
     findings: list[Finding] = []
     granted: list[Finding] = []

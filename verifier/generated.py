@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, cast
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from .record import Record
 from .heldout import PROBE_SOURCE, HeldoutCase, HeldoutSpec, parse_probe_output, same
 
 # Per generated case (a scaled-up input may make the code loop). The reference is probed with a
@@ -41,7 +42,7 @@ MAX_MISSES = 60
 UNINFORMATIVE = {"builtins.RecursionError", "builtins.MemoryError"}
 
 
-class GeneratedCase(BaseModel):
+class GeneratedCase(Record):
     model_config = ConfigDict(frozen=True)
     name: str
     setup: str
@@ -49,7 +50,7 @@ class GeneratedCase(BaseModel):
     source: str
 
 
-class Disagreement(BaseModel):
+class Disagreement(Record):
     name: str
     source: str
     expr: str
@@ -58,7 +59,7 @@ class Disagreement(BaseModel):
     candidate: Any
 
 
-class GeneratedResult(BaseModel):
+class GeneratedResult(Record):
     """The host's comparison of a candidate with the reference fix on the generated inputs. `first`
     and `summary` show an input and the reference's answer: for the person's report. A chooser's
     view should get `public_summary`, as it gets no held-out input."""

@@ -22,8 +22,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from .record import Record
 from .probe import MARKER, to_plain
 
 FLOAT_TOLERANCE = 1e-9
@@ -33,7 +34,7 @@ class HeldoutError(ValueError):
     """A held-out file that cannot be used; the message names the file and the case."""
 
 
-class HeldoutCase(BaseModel):
+class HeldoutCase(Record):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
     expr: str = Field(min_length=1)
@@ -56,7 +57,7 @@ class HeldoutCase(BaseModel):
         return to_plain(json.loads(self.expect_json)) if self.expect_json is not None else to_plain(self.expect)
 
 
-class HeldoutSpec(BaseModel):
+class HeldoutSpec(Record):
     model_config = ConfigDict(extra="forbid", frozen=True)
     paths: tuple[str, ...] = (".",)
     setup: str = ""
@@ -85,14 +86,14 @@ class HeldoutSpec(BaseModel):
                 "cases": [{"name": c.name, "setup": c.setup, "expr": c.expr} for c in self.case]}
 
 
-class CaseResult(BaseModel):
+class CaseResult(Record):
     name: str
     ok: bool
     got: Any = None
     expected: Any = None
 
 
-class HeldoutResult(BaseModel):
+class HeldoutResult(Record):
     """The host's judgement of one probe run. `cases` holds inputs' names and values: it is for
     the person's report, never for the chooser's view (see `summary`)."""
 

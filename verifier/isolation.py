@@ -20,7 +20,9 @@ import uuid
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from .record import Record
 
 LABEL = "org.repair-agent.managed"
 OWNER_LABEL = "org.repair-agent.owner-pid"  # lets cleanup tell a live run's containers from leftovers
@@ -34,7 +36,7 @@ def container_user() -> str:
     return f"{SANDBOX_UID}:{SANDBOX_UID}" if uid == 0 else f"{uid}:{os.getgid()}"
 
 
-class Limits(BaseModel):
+class Limits(Record):
     """Resource limits for one container or local process tree."""
 
     memory_bytes: int = 1024 * 1024 * 1024
@@ -52,7 +54,7 @@ class Limits(BaseModel):
     kill_grace_s: float = 3.0
 
 
-class StreamRecord(BaseModel):
+class StreamRecord(Record):
     text: str = ""
     true_bytes: int = 0
     sha256: str = hashlib.sha256(b"").hexdigest()
@@ -68,7 +70,7 @@ class StreamRecord(BaseModel):
         return Path(self.kept_path).read_text(errors="replace") if self.kept_path else self.text
 
 
-class CommandResult(BaseModel):
+class CommandResult(Record):
     """What a command did. A timeout or a broken engine is said as such, never as an empty success."""
 
     argv: list[str]

@@ -18,10 +18,12 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from .record import Record
 
 
-class PoolKey(BaseModel):
+class PoolKey(Record):
     """What a pooled check was made for. A check is only ever used under the same key."""
 
     model_config = ConfigDict(frozen=True)

@@ -23,8 +23,9 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterable, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import ConfigDict, TypeAdapter
 
+from .record import Record
 from .files import read_jsonl
 
 EMPTY_DIFF_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -32,7 +33,7 @@ ITEMS = ("target_failed_before_patch", "target_passed_on_final_diff", "full_suit
          "scope_check_on_final_diff")
 
 
-class EvidenceRubric(BaseModel):
+class EvidenceRubric(Record):
     target_failed_before_patch: bool
     target_passed_on_final_diff: bool
     full_suite_on_final_diff: bool
@@ -48,7 +49,7 @@ class EvidenceRubric(BaseModel):
         return [item for item in ITEMS if not getattr(self, item)]
 
 
-class _Result(BaseModel):
+class _Result(Record):
     model_config = ConfigDict(extra="ignore")
     tool: str
     status: str
@@ -56,24 +57,24 @@ class _Result(BaseModel):
     data: dict[str, Any] = {}
 
 
-class _Step(BaseModel):
+class _Step(Record):
     model_config = ConfigDict(extra="ignore")
     event: Literal["step"]
     result: _Result | None = None
 
 
-class _Stop(BaseModel):
+class _Stop(Record):
     model_config = ConfigDict(extra="ignore")
     event: Literal["stop"]
     diff_sha256: str | None = None
 
 
-class _Other(BaseModel):
+class _Other(Record):
     model_config = ConfigDict(extra="ignore")
     event: str
 
 
-_line: TypeAdapter = TypeAdapter(Union[_Step, _Stop, _Other])
+_line: TypeAdapter = TypeAdapter(Union[_Step, _Stop, _Other], config=ConfigDict(defer_build=True))  # built on first use
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

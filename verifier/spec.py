@@ -7,9 +7,10 @@ import re
 import shutil
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 # The tree helpers live in trees.py; spec keeps their names for its importers.
+from .record import Record
 from .trees import copy_tree, sha256_file, tree_files, tree_sha256  # noqa: F401
 
 # Always protected, whatever a manifest says: the referee and everything that configures it.
@@ -60,7 +61,7 @@ def glob_match(path: str, patterns) -> str | None:
 PER_TEST_FLOOR_S = 5.0
 
 
-class AcceptanceSpec(BaseModel):
+class AcceptanceSpec(Record):
     """The protected goal's technical half. Frozen: nothing inside the loop can change it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -125,7 +126,7 @@ def stable_key(key: str) -> str:
     return _ADDRESS.sub("0x?", key)
 
 
-class ProtectedSnapshot(BaseModel):
+class ProtectedSnapshot(Record):
     """The verifier's own copy of the pristine repository and the sha256 of every protected file."""
 
     model_config = ConfigDict(frozen=True)

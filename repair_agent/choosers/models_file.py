@@ -22,14 +22,17 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
+
+from ..record import Record
+
 
 MODELS_FILE = "models.toml"
 MODEL_PREFIX = "model:"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,99}$")
 
 
-class ModelSettings(BaseModel):
+class ModelSettings(Record):
     """How to talk to one model. Unset sampling and output limits are not sent at all (reasoning
     models refuse any temperature but the default, and `max_tokens`)."""
 
@@ -60,12 +63,12 @@ class ModelSettings(BaseModel):
     extra_body: dict[str, Any] = {}
 
 
-class _File(BaseModel):
+class _File(Record):
     model_config = ConfigDict(extra="forbid")
     models: dict[str, ModelSettings] = {}
 
 
-class ModelsFile(BaseModel):
+class ModelsFile(Record):
     """Where the models came from: only the user's own file ("explicit", "config") may name a key."""
 
     model_config = ConfigDict(frozen=True)

@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import time
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from verifier.spec import glob_regex, glob_match
 
+from ..record import Record
 from .. import in_sandbox
 from . import mutation
 from .goal_examples import goal_examples
@@ -54,7 +55,7 @@ MUTATION_PROGRAM = in_sandbox.program(("spectrum", "statement_edits", "swaps", "
                                      "mutants.main(spectrum.main(sys.argv[1]), spectrum.ochiai, operators)")
 
 
-class SuspiciousLine(BaseModel):
+class SuspiciousLine(Record):
     model_config = ConfigDict(frozen=True)
 
     path: str
@@ -64,7 +65,7 @@ class SuspiciousLine(BaseModel):
     passed: int    # passing tests that execute it
 
 
-class Localization(BaseModel):
+class Localization(Record):
     """Lines of the writable scope executed by the failing target tests, most suspicious first."""
 
     model_config = ConfigDict(frozen=True)

@@ -19,8 +19,9 @@ so only a chooser that asks for it gets it (`mutation_analysis`).
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from ..record import Record
 from .goal_examples import GoalExample
 
 MAX_LINES = 40        # the most suspicious lines (at least LINE_SHARE of the best score) that are mutated
@@ -41,7 +42,7 @@ MEMORY_MB = 384       # what the mutants may allocate beyond the process's size:
 MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
 
-class MutantFix(BaseModel):
+class MutantFix(Record):
     """A one-token mutant that made failing target tests pass."""
 
     model_config = ConfigDict(frozen=True)
@@ -71,7 +72,7 @@ class MutantFix(BaseModel):
         return self.fixed == self.of and self.broken == 0
 
 
-class MutatedLine(BaseModel):
+class MutatedLine(Record):
     model_config = ConfigDict(frozen=True)
 
     path: str
@@ -82,7 +83,7 @@ class MutatedLine(BaseModel):
     refuted: tuple[str, ...] = ()   # in_sandbox.mutants.edit_key of each mutant a failing target still failed on
 
 
-class MutationAnalysis(BaseModel):
+class MutationAnalysis(Record):
     model_config = ConfigDict(frozen=True)
 
     lines: tuple[MutatedLine, ...] = ()

@@ -10,15 +10,16 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifier.conditions import Condition
+from ..record import Record
 from .actions import Action
 from ..hints.localization import Localization
 from .stops import EXIT_CODES, NEXT_ATTEMPT, StopReason  # noqa: F401 (the exits, where Sₜ's users look)
 
 
-class Goal(BaseModel):
+class Goal(Record):
     """G: the protected goal and acceptance criteria. Never compressed out of the chooser's view."""
 
     model_config = ConfigDict(frozen=True)
@@ -31,7 +32,7 @@ class Goal(BaseModel):
     constraints: tuple[str, ...]
 
 
-class Grant(BaseModel):
+class Grant(Record):
     """A person's widening of A after `authorization_required`: who allowed what, when, and why."""
 
     model_config = ConfigDict(frozen=True)
@@ -43,7 +44,7 @@ class Grant(BaseModel):
     after_step: int          # the step whose proposal was refused
 
 
-class Authorization(BaseModel):
+class Authorization(Record):
     """A: what is granted. Release is never granted inside the loop."""
 
     model_config = ConfigDict(frozen=True)
@@ -67,7 +68,7 @@ class Authorization(BaseModel):
                     or (glob_match(path, self.writable) and not glob_match(path, self.protected)))
 
 
-class BudgetLimits(BaseModel):
+class BudgetLimits(Record):
     """What a budget allows: a scenario manifest's [budget] section, and the first half of B."""
 
     model_config = ConfigDict(frozen=True)
@@ -113,7 +114,7 @@ class Budget(BudgetLimits):
         return max(0, self.max_steps - self.reserved_final_steps - self.steps_used)
 
 
-class SearchHit(BaseModel):
+class SearchHit(Record):
     """One line a search found: `git grep -n`'s `PATH:LINE:TEXT`, read once by the executor."""
 
     model_config = ConfigDict(frozen=True)
@@ -130,7 +131,7 @@ class SearchHit(BaseModel):
         return tuple(cls(path=m[1], line=int(m[2]), text=m[3]) for line in lines if (m := _GREP_LINE.match(line)))
 
 
-class TryResult(BaseModel):
+class TryResult(Record):
     """One candidate of a try_patches step: what the verifier's screening check said of that diff (its
     target tests, then the whole suite when they passed), as a test observation would, and no more:
     never the held-out probe's word."""
@@ -153,7 +154,7 @@ _GREP_LINE = re.compile(r"^([^:\n]+):(\d+):(.*)$")
 _CAPPED_MARKS = ("\n[output capped: ", "\n[observation capped at ")
 
 
-class Observation(BaseModel):
+class Observation(Record):
     """One observation, with where it came from and its raw error text kept verbatim. The journal
     stores it so; the action that produced it is the step's decision."""
 
@@ -226,7 +227,7 @@ class Evidence(Observation):
         return json.loads(value) if isinstance(value, str) else value
 
 
-class HistoryEntry(BaseModel):
+class HistoryEntry(Record):
     model_config = ConfigDict(frozen=True)
 
     step: int
@@ -237,7 +238,7 @@ class HistoryEntry(BaseModel):
     u: int
 
 
-class StepProgress(BaseModel):
+class StepProgress(Record):
     """What the controller tells its caller after each step is journaled (the command line prints it
     as one line; a sweep worker may count it)."""
 
@@ -256,7 +257,7 @@ class StepProgress(BaseModel):
 ConditionState = Condition
 
 
-class State(BaseModel):
+class State(Record):
     """Sₜ. Each state names its parent's hash, so the journal is a verifiable chain."""
 
     model_config = ConfigDict(frozen=True)
@@ -288,7 +289,7 @@ def state_hash(dumped: dict) -> str:
 STALE_SUFFIX = " (earlier evidence is stale: the diff changed)"
 
 
-class ViewFields(BaseModel):
+class ViewFields(Record):
     """Everything a View holds besides its evidence: the one list of those fields, shared by the View
     and by the journal's copy of it (journal.JournaledView), which names the evidence by id."""
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from ..record import Record
 from ..choosers.base import ChooserDescription
 from ..choosers.model.records import ModelCall
 from .journal import JournalRecord, SetupRecord, StepRecord
 
 
-class UsageSummary(BaseModel):
+class UsageSummary(Record):
     prompt_tokens: int | None = 0
     completion_tokens: int | None = 0
     total_tokens: int | None = 0
@@ -26,7 +27,7 @@ class UsageSummary(BaseModel):
     cost: float | None = None                   # in the models file's price unit, when priced and known
 
 
-class CostLimit(BaseModel):
+class CostLimit(Record):
     """--max-cost: what a run may spend, in the unit of its model's prices (the models file's
     price_per_mtok_in/out, as its cost is reckoned), and what it has spent (a resume: so far)."""
 

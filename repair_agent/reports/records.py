@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel
 
 from verifier import check_scope
 from verifier.conditions import Condition
 from verifier.scope import FileChange
 
+from ..record import Record
 from ..loop.actions import MAX_NESTING, nested_deeper_than
 from .faults import Fault, attribute
 from ..loop.journal import JournalRecord, ResumeRecord, SetupRecord, StepRecord, read_records
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..scenarios.scenario import Scenario
 
 
-class RunRecord(BaseModel):
+class RunRecord(Record):
     """The run's summary: what `--json` prints and what `show` and `release` read back."""
 
     run_id: str
@@ -87,7 +87,7 @@ def final_correctness(outcome: RunOutcome) -> Correctness | None:
     return cast(Correctness, value) if value in ("correct", "plausible", "unchecked") else None
 
 
-class VerdictRow(BaseModel):
+class VerdictRow(Record):
     evidence: str
     step: int
     check: str
@@ -98,7 +98,7 @@ class VerdictRow(BaseModel):
     current: bool  # made on the final diff (otherwise stale)
 
 
-class EvidenceRow(BaseModel):
+class EvidenceRow(Record):
     id: str
     step: int
     tool: str
@@ -110,7 +110,7 @@ class EvidenceRow(BaseModel):
     diff_sha256: str
 
 
-class Session(BaseModel):
+class Session(Record):
     """One process's part of the run: the first start, or a resume from the journal."""
 
     started_at: str
@@ -128,7 +128,7 @@ class Session(BaseModel):
 STEP_OUTPUT_CHARS = 16_000
 
 
-class StepResult(BaseModel):
+class StepResult(Record):
     id: str
     tool: str
     status: str
@@ -140,7 +140,7 @@ class StepResult(BaseModel):
     duration_s: float
 
 
-class StepRow(BaseModel):
+class StepRow(Record):
     """One journaled step as a reviewer reads it: what was proposed, what the controller decided,
     what the tool returned, and Uₜ after it."""
 
@@ -153,13 +153,13 @@ class StepRow(BaseModel):
     tokens: int | None  # None: the endpoint reported no usage for this step
 
 
-class PendingRelease(BaseModel):
+class PendingRelease(Record):
     state: str = "pending: a person must confirm or reject; nothing has been released"
     confirm: str
     reject: str
 
 
-class Report(BaseModel):
+class Report(Record):
     """The pending-release report, `report.json`; `report.md` renders the same content."""
 
     run_id: str

@@ -8,12 +8,13 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifier.heldout import HeldoutError, HeldoutSpec
 from verifier.spec import AcceptanceSpec
 from verifier.trees import copy_tree, tree_sha256
 
+from ..record import Record
 from ..resources import CACHE_ENV, build_once, cache_root  # noqa: F401 (CACHE_ENV: where callers look)
 from .scenario_files import BUILTIN_DIR, SCENARIO_PATH_ENV, SUFFIX, manifests_named, scenario_dirs  # noqa: F401
 from ..sandbox.environment import EnvironmentSection
@@ -32,13 +33,13 @@ class ManifestError(ValueError):
     manifest: Path | None = None  # set by discover(): which file it was
 
 
-class GoalSpec(BaseModel):
+class GoalSpec(Record):
     model_config = ConfigDict(extra="forbid")
     text: str = Field(min_length=1)
     failure_signature: str = Field(min_length=1)
 
 
-class AcceptanceSection(BaseModel):
+class AcceptanceSection(Record):
     model_config = ConfigDict(extra="forbid")
     target_tests: list[str] = Field(min_length=1)
     writable: list[str] = Field(default=["src/**"], min_length=1)
@@ -61,7 +62,7 @@ class AcceptanceSection(BaseModel):
         return value
 
 
-class BaselineRecipe(BaseModel):
+class BaselineRecipe(Record):
     """What the deterministic baseline chooser does for this scenario: find a line, replace text in it."""
     model_config = ConfigDict(extra="forbid", frozen=True)
     search: str = Field(min_length=1)
@@ -73,7 +74,7 @@ class BudgetSection(BudgetLimits):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Manifest(BaseModel):
+class Manifest(Record):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     description: str = ""
@@ -111,7 +112,7 @@ class Manifest(BaseModel):
         return self
 
 
-class Scenario(BaseModel):
+class Scenario(Record):
     model_config = ConfigDict(frozen=True)
     name: str
     description: str

@@ -9,10 +9,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
+from ..record import Record
 from ..untrusted.redaction import redact_data
 from ..scenarios.scenario import SUFFIX, ManifestError, Scenario, discover, load_manifest
 
@@ -28,7 +29,7 @@ INTERRUPTED_DETAIL = "interrupted by the user (Ctrl-C)"  # the controller's deta
 NONDETERMINISTIC = ("wall_s", "run_dir", "run_id", "finished_at", "worker", "median_step_latency_s")
 
 
-class SweepJob(BaseModel):
+class SweepJob(Record):
     scenario: str
     manifest: str | None = None        # None: a broken manifest, reported without running
     manifest_error: str | None = None
@@ -51,7 +52,7 @@ class SweepJob(BaseModel):
         return (self.scenario, self.chooser, self.budget, self.seed)
 
 
-class SweepResult(BaseModel):
+class SweepResult(Record):
     """One line of results.jsonl."""
     scenario: str
     kind: str = "unspecified"
@@ -94,12 +95,12 @@ class SweepResult(BaseModel):
         return self.model_dump(exclude=set(NONDETERMINISTIC))
 
 
-class Interrupted(BaseModel):
+class Interrupted(Record):
     """What a job returns when its run was cut by Ctrl-C (or the sweep's stop file): no result, the run
     is not finished, and a resumed sweep runs it again."""
 
 
-class Selection(BaseModel):
+class Selection(Record):
     scenarios: list[Scenario]
     broken: dict[str, str]             # manifest stem -> error
 

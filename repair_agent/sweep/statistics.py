@@ -29,8 +29,8 @@ import math
 import statistics
 from typing import Any, Callable, Iterable, Literal
 
-from pydantic import BaseModel
 
+from ..record import Record
 from .jobs import SweepResult
 
 Z95 = 1.959963984540054          # the two-sided 95% normal quantile
@@ -76,20 +76,20 @@ RUN_VALUE: dict[str, Callable[[SweepResult], float | None]] = {
 
 
 # ------------------------------------------------------------------------------- the models
-class Interval(BaseModel):
+class Interval(Record):
     low: float
     high: float
     level: float = 0.95
     method: str = "wilson over scenarios"
 
 
-class Resolution(BaseModel):
+class Resolution(Record):
     """One scenario's weight in a rate of the cell."""
     scenarios: int
     one_scenario: float
 
 
-class CorrectnessCounts(BaseModel):
+class CorrectnessCounts(Record):
     """The green runs of a cell by what their held-out checks said."""
     green: int = 0
     correct: int = 0          # held-out checks pass
@@ -98,7 +98,7 @@ class CorrectnessCounts(BaseModel):
     unrecorded: int = 0       # a results line from before correctness was recorded
 
 
-class CellStatistics(BaseModel):
+class CellStatistics(Record):
     """The sampling figures of one cell (stored in the cell's entry of summary.json)."""
     resolution: Resolution | None = None
     intervals: dict[str, Interval] = {}
@@ -108,7 +108,7 @@ class CellStatistics(BaseModel):
     per_scenario: dict[str, dict[str, float | None]] = {}
 
 
-class PairedTest(BaseModel):
+class PairedTest(Record):
     method: str = "exact two-sided sign test over shared scenarios"
     scenarios: int            # scenarios both cells ran
     b_higher: int             # scenarios where b's value is higher than a's
@@ -119,7 +119,7 @@ class PairedTest(BaseModel):
     resolution: float | None = None   # 1/scenarios
 
 
-class Comparison(BaseModel):
+class Comparison(Record):
     """Two cells of one scenario group, one metric: b − a against the band and the paired test."""
     scenario_group: str = "all"
     axis: str | None = None           # "budget" (neighbouring budgets) or "chooser" (one budget)

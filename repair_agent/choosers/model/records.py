@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from ...record import Record
 from ..base import Usage
 
 
-class RequestError(BaseModel):
+class RequestError(Record):
     """A failed request, journal-friendly: the server's body verbatim, the headers that matter."""
 
     type: str
@@ -20,7 +21,7 @@ class RequestError(BaseModel):
     message: str | None = None       # for a failure without an HTTP status (reset, timeout)
 
 
-class RequestRecord(BaseModel):
+class RequestRecord(Record):
     """One HTTP request of a step, retries and re-asks included."""
 
     n: int                                  # its number within the step, from 1
@@ -35,7 +36,7 @@ class RequestRecord(BaseModel):
     usage: dict[str, Any] | None = None     # the reply's usage, as the server reported it
 
 
-class Reask(BaseModel):
+class Reask(Record):
     """An unusable reply and what the model was told before it was asked again."""
 
     after_request: int
@@ -44,7 +45,7 @@ class Reask(BaseModel):
     messages: list[dict[str, Any]]
 
 
-class ModelCall(BaseModel):
+class ModelCall(Record):
     """One choose() of a model chooser: the prompt, every request, every re-ask, the last reply."""
 
     model: str
