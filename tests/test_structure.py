@@ -34,7 +34,6 @@ TOP_LEVEL = {
     "repair_agent": "base",
     "repair_agent.__main__": "cli",
     "repair_agent.resources": "base",
-    "repair_agent.record": "record",
 }
 # What each layer may import besides itself: a layer's name allows all of it, a module's name only
 # that module (the narrow door into a layer whose insides stay closed). The layer names alone form
@@ -46,26 +45,24 @@ ALLOWED: dict[str, set[str]] = {
     "in_sandbox": set(),                    # shipped into the sandbox (standard library and pytest only),
                                             # so any layer may use them as plain functions too
     "base": set(),                          # where shipped files live
-    "record": set(),                        # the base of every typed record: any layer but the verifier's
     "untrusted": set(),                     # showing, redacting and bounding what comes from outside
-    # localization and mutation analysis for an observation
-    "hints": {"record", "in_sandbox", "verifier"},
-    "sandbox": {"record", "base", "untrusted", "verifier"},
+    "hints": {"in_sandbox", "verifier"},    # localization and mutation analysis for an observation
+    "sandbox": {"base", "untrusted", "verifier"},
     # the loop: the Chooser protocol is its one door into the choosers; never the run lifecycle
-    "loop": {"record", "hints", "sandbox", "untrusted", "verifier", "repair_agent.choosers.base"},
+    "loop": {"hints", "sandbox", "untrusted", "verifier", "repair_agent.choosers.base"},
     # a manifest states a budget in the loop's own terms
-    "scenarios": {"record", "base", "sandbox", "untrusted", "verifier", "repair_agent.loop.state"},
+    "scenarios": {"base", "sandbox", "untrusted", "verifier", "repair_agent.loop.state"},
     # choosers see a View and propose actions: never the verifier, the controller or the run lifecycle
-    "choosers": {"record", "hints", "in_sandbox", "scenarios", "untrusted", "repair_agent.loop.actions",
-                 "repair_agent.loop.state", "repair_agent.loop.stops"},
+    "choosers": {"hints", "in_sandbox", "scenarios", "untrusted", "repair_agent.loop.actions", "repair_agent.loop.state",
+                 "repair_agent.loop.stops"},
     # the run's records and their renderings read what the loop left, not its insides
-    "reports": {"record", "base", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
-    "importers": {"record", "base", "in_sandbox", "sandbox", "scenarios", "untrusted", "verifier"},
-    "lifecycle": {"record", "base", "choosers", "hints", "importers", "loop", "reports", "sandbox", "scenarios",
-                  "untrusted", "verifier"},
-    "sweep": {"record", "base", "choosers", "lifecycle", "reports", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
-    "cli": {"record", "base", "choosers", "hints", "importers", "lifecycle", "loop", "reports", "sandbox", "scenarios",
-            "sweep", "untrusted", "verifier"},
+    "reports": {"base", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
+    "importers": {"base", "in_sandbox", "sandbox", "scenarios", "untrusted", "verifier"},
+    "lifecycle": {"base", "choosers", "hints", "importers", "loop", "reports", "sandbox", "scenarios", "untrusted",
+                  "verifier"},
+    "sweep": {"base", "choosers", "lifecycle", "reports", "scenarios", "untrusted", "verifier", *_LOOP_RECORDS},
+    "cli": {"base", "choosers", "hints", "importers", "lifecycle", "loop", "reports", "sandbox", "scenarios", "sweep",
+            "untrusted", "verifier"},
 }
 # Single imports the table does not allow, each with the reason a reviewer accepted. An entry that no
 # import uses any more must leave the list.

@@ -8,15 +8,15 @@ import os
 from pathlib import Path
 from typing import Literal
 
+from pydantic import BaseModel
 
-from .record import Record
 from .files import atomic_write
 from .judge import Baseline
 from .pool import PoolKey
 from .spec import AcceptanceSpec, nodeid_to_junit_key
 
 
-class CachedBaseline(Record):
+class CachedBaseline(BaseModel):
     """What runs/.cache/baselines/KEY.json holds: the baseline bound to its inputs and a digest."""
 
     format: Literal[3] = 3

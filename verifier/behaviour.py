@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel
 
-from .record import Record
 from .generated import GeneratedCase, GeneratedResult, compare
 from .heldout import HeldoutResult, HeldoutSpec, judge_heldout, same
 
@@ -26,7 +26,7 @@ Rows = dict[str, dict[str, Any]]   # case name -> the probe's row for it
 Correctness = Literal["correct", "plausible", "unchecked"]
 
 
-class EnvironmentRun(Record):
+class EnvironmentRun(BaseModel):
     """One probe run: which environment, its rows (None: no usable output) and why not."""
 
     name: str
@@ -96,7 +96,7 @@ def environment_problems(runs: list[EnvironmentRun], comparable: set[str]) -> li
     return problems
 
 
-class Behaviour(Record):
+class Behaviour(BaseModel):
     """The host's judgement of one check's probe runs (for the report; the chooser sees only the
     environment problems, without inputs)."""
 

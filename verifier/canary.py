@@ -12,9 +12,8 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
-from .record import Record
 from .junit import TestCase
 from .spec import nodeid_to_junit_key
 
@@ -26,7 +25,7 @@ _NOUNS = ("empty_input", "large_values", "unicode", "defaults", "boundaries", "d
           "precision", "ordering", "none_values", "repeats", "small_steps", "edge_case")
 
 
-class Canary(Record):
+class Canary(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     path: str                       # the test file it was added to (repository-relative)

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import secrets
 
-from pydantic import ConfigDict
-
-from .record import Record
+from pydantic import BaseModel, ConfigDict
 
 _RANDOM = secrets.SystemRandom()
 _USERS = ("dev", "ci", "build", "alex", "sam", "maria", "runner", "jenkins", "user", "kim", "jo", "lee")
@@ -37,7 +35,7 @@ def _safe_name(name: str) -> str:
     return cleaned[:60]
 
 
-class Perturbation(Record):
+class Perturbation(BaseModel):
     """One environment the held-out probe runs in."""
 
     model_config = ConfigDict(frozen=True)
@@ -63,7 +61,7 @@ class Perturbation(Record):
         return ", ".join(parts)
 
 
-class CheckLayout(Record):
+class CheckLayout(BaseModel):
     """The ordinary-looking paths, names and users of one check (see the module docstring)."""
 
     model_config = ConfigDict(frozen=True)

@@ -17,8 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 
-from .record import Record
 from .behaviour import EnvironmentRun, rows_of
 from .checkenv import CheckLayout, Perturbation
 from .heldout import parse_probe_output
@@ -36,7 +36,7 @@ PROBE_BUDGET_S = 30.0
 CLOCK_SHIFT_SEEN_S = 180 * 86400  # a shifted clock moves years; anything under half a year did not take
 
 
-class SuiteRun(Record):
+class SuiteRun(BaseModel):
     """What one pytest run left: its result, the JUnit cases, and what the host saw."""
 
     result: CommandResult | None

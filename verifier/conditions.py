@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Union
 
-from pydantic import ConfigDict
-
-from .record import Record
+from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:  # imported where verdicts are read: the agent's state needs Condition without the runner
     from .runner import TestVerdict
@@ -26,7 +24,7 @@ DESCRIPTIONS = {
 }
 
 
-class Condition(Record):
+class Condition(BaseModel):
     """One acceptance condition and what decided it: the agent's state holds these as the verifier gives them."""
 
     model_config = ConfigDict(frozen=True)

@@ -42,10 +42,9 @@ import unicodedata
 import warnings
 from pathlib import Path
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 from unidiff import PatchSet
 
-from .record import Record
 from . import gate_rules as rules
 from .scope import git_reading, recount_hunks
 from .spec import AcceptanceSpec
@@ -101,7 +100,7 @@ _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})  # never shown r
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message='Field name "construct"', category=UserWarning)
 
-    class Finding(Record):
+    class Finding(BaseModel):
         model_config = ConfigDict(frozen=True)
 
         rule: str
@@ -113,7 +112,7 @@ with warnings.catch_warnings():
         why: str
 
 
-class GateVerdict(Record):
+class GateVerdict(BaseModel):
     ok: bool
     findings: list[Finding] = []
     granted: list[Finding] = []

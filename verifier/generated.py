@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, cast
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
-from .record import Record
 from .heldout import PROBE_SOURCE, HeldoutCase, HeldoutSpec, parse_probe_output, same
 
 # Per generated case (a scaled-up input may make the code loop). The reference is probed with a
@@ -42,7 +41,7 @@ MAX_MISSES = 60
 UNINFORMATIVE = {"builtins.RecursionError", "builtins.MemoryError"}
 
 
-class GeneratedCase(Record):
+class GeneratedCase(BaseModel):
     model_config = ConfigDict(frozen=True)
     name: str
     setup: str
@@ -50,7 +49,7 @@ class GeneratedCase(Record):
     source: str
 
 
-class Disagreement(Record):
+class Disagreement(BaseModel):
     name: str
     source: str
     expr: str
@@ -59,7 +58,7 @@ class Disagreement(Record):
     candidate: Any
 
 
-class GeneratedResult(Record):
+class GeneratedResult(BaseModel):
     """The host's comparison of a candidate with the reference fix on the generated inputs. `first`
     and `summary` show an input and the reference's answer: for the person's report. A chooser's
     view should get `public_summary`, as it gets no held-out input."""

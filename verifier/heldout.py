@@ -22,9 +22,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .record import Record
 from .probe import MARKER, to_plain
 
 FLOAT_TOLERANCE = 1e-9
@@ -34,7 +33,7 @@ class HeldoutError(ValueError):
     """A held-out file that cannot be used; the message names the file and the case."""
 
 
-class HeldoutCase(Record):
+class HeldoutCase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
     expr: str = Field(min_length=1)
@@ -57,7 +56,7 @@ class HeldoutCase(Record):
         return to_plain(json.loads(self.expect_json)) if self.expect_json is not None else to_plain(self.expect)
 
 
-class HeldoutSpec(Record):
+class HeldoutSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     paths: tuple[str, ...] = (".",)
     setup: str = ""
@@ -86,14 +85,14 @@ class HeldoutSpec(Record):
                 "cases": [{"name": c.name, "setup": c.setup, "expr": c.expr} for c in self.case]}
 
 
-class CaseResult(Record):
+class CaseResult(BaseModel):
     name: str
     ok: bool
     got: Any = None
     expected: Any = None
 
 
-class HeldoutResult(Record):
+class HeldoutResult(BaseModel):
     """The host's judgement of one probe run. `cases` holds inputs' names and values: it is for
     the person's report, never for the chooser's view (see `summary`)."""
 

@@ -20,9 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from pydantic import Field
-
-from .record import Record
+from pydantic import BaseModel, Field
 
 LABEL = "org.repair-agent.managed"
 OWNER_LABEL = "org.repair-agent.owner-pid"  # lets cleanup tell a live run's containers from leftovers
@@ -36,7 +34,7 @@ def container_user() -> str:
     return f"{SANDBOX_UID}:{SANDBOX_UID}" if uid == 0 else f"{uid}:{os.getgid()}"
 
 
-class Limits(Record):
+class Limits(BaseModel):
     """Resource limits for one container or local process tree."""
 
     memory_bytes: int = 1024 * 1024 * 1024
@@ -54,7 +52,7 @@ class Limits(Record):
     kill_grace_s: float = 3.0
 
 
-class StreamRecord(Record):
+class StreamRecord(BaseModel):
     text: str = ""
     true_bytes: int = 0
     sha256: str = hashlib.sha256(b"").hexdigest()
@@ -70,7 +68,7 @@ class StreamRecord(Record):
         return Path(self.kept_path).read_text(errors="replace") if self.kept_path else self.text
 
 
-class CommandResult(Record):
+class CommandResult(BaseModel):
     """What a command did. A timeout or a broken engine is said as such, never as an empty success."""
 
     argv: list[str]

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel
 
-from .record import Record
 from .junit import TestCase, collection_error_for
 
 Kind = Literal["target_test", "full_suite"]
 
 
-class Baseline(Record):
+class Baseline(BaseModel):
     """The pristine repository's test results: which ids exist and which already pass."""
 
     all_tests: list[str]
@@ -105,7 +105,7 @@ def _absent_cause(key: str, errors: dict[str, str]) -> str:
     return f"collection error: {cause}" if cause is not None else "no such test was collected"
 
 
-class ProcessFacts(Record):
+class ProcessFacts(BaseModel):
     """What the host itself saw of the test process."""
 
     exit_code: int | None
@@ -115,7 +115,7 @@ class ProcessFacts(Record):
     result_problem: str | None = None   # the JUnit file could not be read safely
 
 
-class Judgement(Record):
+class Judgement(BaseModel):
     ok: bool
     targets_ok: bool
     problems: list[str]

@@ -7,8 +7,8 @@ from typing import Literal
 
 from defusedxml import ElementTree as SafeET
 from defusedxml.common import DefusedXmlException
+from pydantic import BaseModel
 
-from .record import Record
 from .isolation import read_capped
 from .spec import stable_key
 
@@ -18,7 +18,7 @@ MAX_JUNIT_BYTES = 8 * 1024 * 1024
 Outcome = Literal["passed", "failed", "error", "skipped"]
 
 
-class TestCase(Record):
+class TestCase(BaseModel):
     __test__ = False  # not a pytest test class
     key: str
     outcome: Outcome

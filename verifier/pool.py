@@ -18,12 +18,10 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import ConfigDict
-
-from .record import Record
+from pydantic import BaseModel, ConfigDict
 
 
-class PoolKey(Record):
+class PoolKey(BaseModel):
     """What a pooled check was made for. A check is only ever used under the same key."""
 
     model_config = ConfigDict(frozen=True)

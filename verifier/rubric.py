@@ -23,9 +23,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterable, Literal, Union
 
-from pydantic import ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from .record import Record
 from .files import read_jsonl
 
 EMPTY_DIFF_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -33,7 +32,7 @@ ITEMS = ("target_failed_before_patch", "target_passed_on_final_diff", "full_suit
          "scope_check_on_final_diff")
 
 
-class EvidenceRubric(Record):
+class EvidenceRubric(BaseModel):
     target_failed_before_patch: bool
     target_passed_on_final_diff: bool
     full_suite_on_final_diff: bool
@@ -49,7 +48,7 @@ class EvidenceRubric(Record):
         return [item for item in ITEMS if not getattr(self, item)]
 
 
-class _Result(Record):
+class _Result(BaseModel):
     model_config = ConfigDict(extra="ignore")
     tool: str
     status: str
@@ -57,24 +56,24 @@ class _Result(Record):
     data: dict[str, Any] = {}
 
 
-class _Step(Record):
+class _Step(BaseModel):
     model_config = ConfigDict(extra="ignore")
     event: Literal["step"]
     result: _Result | None = None
 
 
-class _Stop(Record):
+class _Stop(BaseModel):
     model_config = ConfigDict(extra="ignore")
     event: Literal["stop"]
     diff_sha256: str | None = None
 
 
-class _Other(Record):
+class _Other(BaseModel):
     model_config = ConfigDict(extra="ignore")
     event: str
 
 
-_line: TypeAdapter = TypeAdapter(Union[_Step, _Stop, _Other], config=ConfigDict(defer_build=True))  # built on first use
+_line: TypeAdapter = TypeAdapter(Union[_Step, _Stop, _Other])
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from pydantic import BaseModel
 
-from .record import Record
 from .baseline import baseline_cache_path, load_cached_baseline, store_cached_baseline
 from .behaviour import Behaviour, EnvironmentRun, judge_behaviour, stable_cases
 from . import canary
@@ -67,7 +67,7 @@ class VerifierCompromised(RuntimeError):
     """The verifier's own pristine copy changed: nothing it says can be trusted any more."""
 
 
-class TestVerdict(Record):
+class TestVerdict(BaseModel):
     __test__ = False  # not a pytest test class
     kind: Kind
     diff_sha256: str

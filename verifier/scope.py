@@ -23,11 +23,11 @@ import threading
 import unicodedata
 from pathlib import Path
 
+from pydantic import BaseModel
 from unidiff import PatchSet
 from unidiff.constants import DEV_NULL
 from unidiff.errors import UnidiffParseError
 
-from .record import Record
 from .spec import REFUSED_INFRASTRUCTURE, AcceptanceSpec, glob_match
 
 # The `git apply` flags that change how a patch is *read* (not whether it applies), exactly as
@@ -40,7 +40,7 @@ GIT_APPLY_READ_FLAGS: tuple[str, ...] = ("--recount",)
 GIT_READ_TIMEOUT_S = 30.0
 
 
-class FileChange(Record):
+class FileChange(BaseModel):
     path: str
     source: str | None
     target: str | None
@@ -52,13 +52,13 @@ class FileChange(Record):
     binary: bool = False
 
 
-class ScopeViolation(Record):
+class ScopeViolation(BaseModel):
     path: str
     rule: str
     detail: str
 
 
-class ScopeVerdict(Record):
+class ScopeVerdict(BaseModel):
     diff_sha256: str
     ok: bool
     parse_error: str | None = None

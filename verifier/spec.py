@@ -7,10 +7,9 @@ import re
 import shutil
 from pathlib import Path
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 # The tree helpers live in trees.py; spec keeps their names for its importers.
-from .record import Record
 from .trees import copy_tree, sha256_file, tree_files, tree_sha256  # noqa: F401
 
 # Always protected, whatever a manifest says: the referee and everything that configures it.
@@ -61,7 +60,7 @@ def glob_match(path: str, patterns) -> str | None:
 PER_TEST_FLOOR_S = 5.0
 
 
-class AcceptanceSpec(Record):
+class AcceptanceSpec(BaseModel):
     """The protected goal's technical half. Frozen: nothing inside the loop can change it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -126,7 +125,7 @@ def stable_key(key: str) -> str:
     return _ADDRESS.sub("0x?", key)
 
 
-class ProtectedSnapshot(Record):
+class ProtectedSnapshot(BaseModel):
     """The verifier's own copy of the pristine repository and the sha256 of every protected file."""
 
     model_config = ConfigDict(frozen=True)

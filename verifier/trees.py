@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
-from pydantic import ConfigDict
-
-from .record import Record
+from pydantic import BaseModel, ConfigDict
 
 IGNORED = (".git", "__pycache__", ".pytest_cache")  # never part of a tree's identity or copy
 _CHUNK = 1 << 20
@@ -32,7 +30,7 @@ class TreeRefused(ValueError):
     """A tree or archive that will not be copied, hashed or unpacked; the message says what and why."""
 
 
-class TreeLimits(Record):
+class TreeLimits(BaseModel):
     """Bounds on one tree or archive: a hostile one may be endless."""
 
     model_config = ConfigDict(frozen=True)

@@ -9,12 +9,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..record import Record
 from ..loop.actions import Action
 from ..loop.state import View
 
 
-class Usage(Record):
+class Usage(BaseModel):
     """What one choose() spent, summed over every request it sent. A count of None is unknown (the
     endpoint did not report it), never 0: a budget that cannot be counted is refused."""
 
@@ -26,7 +25,7 @@ class Usage(Record):
     requests: int = Field(default=0, ge=0, description="HTTP requests to the model, retries and re-asks included")
 
 
-class ModelDescription(Record):
+class ModelDescription(BaseModel):
     """A model chooser's model, endpoint and parameters, for run.json, the reports and the sweep.
     The API key's variable name, never the key."""
 
@@ -41,7 +40,7 @@ class ModelDescription(Record):
     price_per_mtok_out: float | None = None
 
 
-class ChooserDescription(Record):
+class ChooserDescription(BaseModel):
     """Who the chooser is and what it wishes for: asked once, at setup, and journaled."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,7 +55,7 @@ class ChooserDescription(Record):
                                                 "tests pass)")
 
 
-class ChooserStep(Record):
+class ChooserStep(BaseModel):
     """What one choose() returns. The proposal is read as plain data and validated by the controller
     like anything else: an action from repair_agent.loop.actions, or its JSON (a dict, or text)."""
 

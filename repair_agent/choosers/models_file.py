@@ -22,17 +22,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
-
-from ..record import Record
-
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 MODELS_FILE = "models.toml"
 MODEL_PREFIX = "model:"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,99}$")
 
 
-class ModelSettings(Record):
+class ModelSettings(BaseModel):
     """How to talk to one model. Unset sampling and output limits are not sent at all (reasoning
     models refuse any temperature but the default, and `max_tokens`)."""
 
@@ -63,12 +60,12 @@ class ModelSettings(Record):
     extra_body: dict[str, Any] = {}
 
 
-class _File(Record):
+class _File(BaseModel):
     model_config = ConfigDict(extra="forbid")
     models: dict[str, ModelSettings] = {}
 
 
-class ModelsFile(Record):
+class ModelsFile(BaseModel):
     """Where the models came from: only the user's own file ("explicit", "config") may name a key."""
 
     model_config = ConfigDict(frozen=True)

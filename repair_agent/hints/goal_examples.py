@@ -17,9 +17,8 @@ from __future__ import annotations
 import ast
 import re
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
-from ..record import Record
 from ..in_sandbox.examples import MAX_EXAMPLES
 
 MAX_EXPR = 300        # characters of one expression
@@ -35,7 +34,7 @@ QUOTED = re.compile(r"'[^'\\\n]*'|\"[^\"\\\n]*\"")   # a quoted string without e
 START = re.compile(r"(?<![\w.'\"\\])[A-Za-z_]")   # where an expression may start: a name not inside another
 
 
-class GoalExample(Record):
+class GoalExample(BaseModel):
     """One stated example: an expression and either the value it should have (a literal's source) or
     the exception it should raise (its class name)."""
 

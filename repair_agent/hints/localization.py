@@ -19,11 +19,10 @@ from __future__ import annotations
 import json
 import time
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 from verifier.spec import glob_regex, glob_match
 
-from ..record import Record
 from .. import in_sandbox
 from . import mutation
 from .goal_examples import goal_examples
@@ -55,7 +54,7 @@ MUTATION_PROGRAM = in_sandbox.program(("spectrum", "statement_edits", "swaps", "
                                      "mutants.main(spectrum.main(sys.argv[1]), spectrum.ochiai, operators)")
 
 
-class SuspiciousLine(Record):
+class SuspiciousLine(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     path: str
@@ -65,7 +64,7 @@ class SuspiciousLine(Record):
     passed: int    # passing tests that execute it
 
 
-class Localization(Record):
+class Localization(BaseModel):
     """Lines of the writable scope executed by the failing target tests, most suspicious first."""
 
     model_config = ConfigDict(frozen=True)

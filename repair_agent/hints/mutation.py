@@ -19,9 +19,8 @@ so only a chooser that asks for it gets it (`mutation_analysis`).
 """
 from __future__ import annotations
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
-from ..record import Record
 from .goal_examples import GoalExample
 
 MAX_LINES = 40        # the most suspicious lines (at least LINE_SHARE of the best score) that are mutated
@@ -42,7 +41,7 @@ MEMORY_MB = 384       # what the mutants may allocate beyond the process's size:
 MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
 
-class MutantFix(Record):
+class MutantFix(BaseModel):
     """A one-token mutant that made failing target tests pass."""
 
     model_config = ConfigDict(frozen=True)
@@ -72,7 +71,7 @@ class MutantFix(Record):
         return self.fixed == self.of and self.broken == 0
 
 
-class MutatedLine(Record):
+class MutatedLine(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     path: str
@@ -83,7 +82,7 @@ class MutatedLine(Record):
     refuted: tuple[str, ...] = ()   # in_sandbox.mutants.edit_key of each mutant a failing target still failed on
 
 
-class MutationAnalysis(Record):
+class MutationAnalysis(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     lines: tuple[MutatedLine, ...] = ()

@@ -23,6 +23,7 @@ from typing import Any, Callable, Literal
 
 import git
 import tomli_w
+from pydantic import BaseModel
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
@@ -30,7 +31,6 @@ from verifier.isolation import HardenedContainer, LocalRunner
 from verifier.spec import nodeid_to_junit_key
 from verifier.trees import TreeRefused, extract_tar
 
-from ..record import Record
 from ..scenarios.corpus import CorpusCheck, check_corpus
 from ..untrusted.hostgit import run_git
 from ..sandbox.backends import Backend, backend_named
@@ -45,7 +45,7 @@ class InstanceError(ValueError):
     """One instance cannot be imported; the message says why (the others go on)."""
 
 
-class ImportResult(Record):
+class ImportResult(BaseModel):
     """One instance's outcome: usable (its manifest is in OUT) or skipped, and why."""
 
     instance_id: str
@@ -372,5 +372,6 @@ def environment_check(check: CheckPlace, section: EnvironmentSection | None, tre
 def environment_sections(section: EnvironmentSection | None) -> dict[str, dict]:
     """The manifest's `[environment]` table for a section (nothing for none)."""
     return {"environment": section.model_dump(mode="json", exclude_defaults=True)} if section else {}
+
 
 

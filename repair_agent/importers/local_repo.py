@@ -31,11 +31,11 @@ from pathlib import Path
 
 from typing import Callable
 
+from pydantic import BaseModel
 from unidiff import PatchSet
 
 from verifier.trees import TreeRefused, copy_tree, scan
 
-from ..record import Record
 from ..untrusted.hostgit import run_git
 from .common import manifest_text
 from ..scenarios.scenario import SUFFIX, Scenario, load_manifest, tree_digest
@@ -48,7 +48,7 @@ class LocalRepoError(ValueError):
     """PATH cannot be used as a repository to repair, or a release into it cannot be made."""
 
 
-class LocalOrigin(Record):
+class LocalOrigin(BaseModel):
     """Where a `run --repo` scenario came from: read back by release."""
 
     path: str

@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import git
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifier.trees import copy_tree
 
-from ..record import Record
 from ..sandbox.environment import EnvironmentSection
 from .common import (CheckPlace, ImportResult, InstanceError, Written, apply_patch_text, detect_environment,
                      environment_check, environment_sections, export_tree, fresh_data_dir, local_check, patch_paths,
@@ -39,7 +38,7 @@ ENVIRONMENT_FIELDS = ("environment_setup_commit", "version")
 KNOWN_IGNORED = ("image_name", "docker_image", "instance_image", "hints_text", "created_at")
 
 
-class SwebenchInstance(Record):
+class SwebenchInstance(BaseModel):
     """One JSONL line. FAIL_TO_PASS / PASS_TO_PASS may be lists or JSON-encoded lists (as in the
     published datasets)."""
 

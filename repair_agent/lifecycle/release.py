@@ -12,12 +12,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+from pydantic import BaseModel
 from unidiff import PatchSet
 
 from verifier import Verifier, diff_sha256, u_count, unsatisfied
 from verifier.files import atomic_create
 
-from ..record import Record
 from ..untrusted.hostgit import run_git
 from ..loop.journal import SetupRecord, StopRecord, parse_record, read_journal, verify_chain
 from ..importers.local_repo import origin_of
@@ -29,7 +29,7 @@ from ..sandbox.backends import backend_named
 from ..sandbox.workspace import BASE_IDENTITY, create_workspace
 
 
-class ReleaseDecision(Record):
+class ReleaseDecision(BaseModel):
     """`RUN/release.json`: who decided what, when, on which diff."""
 
     decision: Literal["confirmed", "rejected"]

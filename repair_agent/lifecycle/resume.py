@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from pydantic import BaseModel
 
 from verifier import ScopeVerdict, TestVerdict, Verifier, check_scope, diff_sha256, unsatisfied
 
-from ..record import Record
 from ..loop.actions import CHECK_TOOLS, Action, ApplyPatch, InvalidAction, ReplaceInFile, parse_action
 from ..choosers.base import Chooser, ChooserDescription, ChooserStep, DeadlineAware
 from ..loop.controller import CHOOSER_TIMEOUT_S, Controller
@@ -52,7 +52,7 @@ class ResumeRefused(ValueError):
     """This run cannot be continued (or granted); the message says why. Nothing was changed."""
 
 
-class Checkpoint(Record):
+class Checkpoint(BaseModel):
     """A run as its journal leaves it: enough for a controller to continue from."""
 
     run_dir: str
@@ -411,7 +411,7 @@ class ResumeOpening:
         return before.advanced(state=state, verdicts=tuple(verdicts), u_trajectory=trajectory)
 
 
-class _ResumePlan(Record):
+class _ResumePlan(BaseModel):
     checkpoint_status: str
     extra_steps: int
     deadline_s: float
@@ -429,7 +429,7 @@ def _restored_verdict(evidence: Evidence) -> TestVerdict | ScopeVerdict:
     return TestVerdict.model_validate(data).model_copy(update={"ok": False, "targets_ok": False})
 
 
-class ReofferCall(Record):
+class ReofferCall(BaseModel):
     """The call record of a re-offered step: no chooser was asked."""
 
     reoffer_of_step: int | None

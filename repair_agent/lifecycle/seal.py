@@ -19,12 +19,11 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from verifier.files import atomic_write
 from verifier.spec import sha256_file
 
-from ..record import Record
 from ..loop.journal import read_journal
 from ..scenarios.scenario_files import origin_record
 
@@ -48,7 +47,7 @@ class SealBroken(SealError):
     """The run directory no longer matches its seal, or the seal was not made with this user's key."""
 
 
-class RunSeal(Record):
+class RunSeal(BaseModel):
     """`RUN/seal.json`. `hmac` is over every other field (canonical JSON)."""
 
     version: Literal[1] = 1

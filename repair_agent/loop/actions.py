@@ -5,15 +5,13 @@ import functools
 import json
 from typing import Annotated, Any, ClassVar, Literal, Self, Union
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_serializer
-
-from ..record import Record
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_serializer
 
 
 NOTE_MAX = 300
 
 
-class BaseAction(Record):
+class BaseAction(BaseModel):
     """What every action shares: no extra fields, frozen, an optional note, text that can be passed on."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -134,7 +132,7 @@ Action = Annotated[Union[Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetT
 ACTION_TYPES: tuple[type[BaseAction], ...] = (Search, ReadFile, ApplyPatch, ReplaceInFile, RunTargetTest, RunFullSuite,
                                            TryPatches, CheckDiff, Stop)
 TOOL_NAMES = tuple(t.model_fields["tool"].default for t in ACTION_TYPES)
-_adapter: TypeAdapter = TypeAdapter(Action, config=ConfigDict(defer_build=True))  # built on first use
+_adapter: TypeAdapter = TypeAdapter(Action)
 CHECK_TOOLS = ("run_target_test", "run_full_suite", "check_diff")  # served by the verifier
 # The progress rule (controller): a read or search whose identical result came more than
 # REREAD_WINDOW observations ago is a re-read, not a loop: a chooser shows only its newest

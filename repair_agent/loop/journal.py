@@ -17,11 +17,10 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Iterator, Literal, Union
 
-from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_serializer
 
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
-from ..record import Record
 from .actions import Action
 from ..untrusted.bounded import bounded_repr
 from ..untrusted.redaction import redact_data
@@ -30,7 +29,7 @@ from .state import Evidence, Grant, Observation, State, StopReason, View, ViewFi
 
 # -- the records ----------------------------------------------------------------------------------
 
-class TornTail(Record):
+class TornTail(BaseModel):
     """Bytes at the end of a journal that are not a complete line: a write cut short by a kill or
     a power loss. They are moved to `kept_at`, never silently dropped."""
 
@@ -40,7 +39,8 @@ class TornTail(Record):
     text: str         # the first bytes, for the report (decoded leniently)
 
 
-class _Record(Record):
+
+class _Record(BaseModel):
     # Lines written before a field existed still read; unknown fields of older lines are ignored.
     model_config = ConfigDict(extra="ignore")
     # Fields holding what a chooser or an error handed over, journaled as given (JSON where JSON can
@@ -50,7 +50,7 @@ class _Record(Record):
     record_sha256: str | None = None
 
 
-class ResumeInfo(Record):
+class ResumeInfo(BaseModel):
     from_status: str
     from_detail: str
     session_started_at: str
@@ -114,7 +114,7 @@ class JournaledView(ViewFields):
         return View(**self.view_fields(), evidence=tuple(evidence[i] for i in self.evidence_ids))
 
 
-class Decision(Record):
+class Decision(BaseModel):
     """The controller's decision on a proposal: the validated action (typed, stored once), or the exit."""
 
     accepted: bool
@@ -172,7 +172,7 @@ class StepRecord(_Record):
         return tool[:60] if isinstance(tool, str) else "?"
 
 
-class Reverified(Record):
+class Reverified(BaseModel):
     evidence: str
     tool: str
     journaled_status: str
@@ -233,7 +233,7 @@ class ManifestErrorRecord(_Record):
 
 JournalRecord = Annotated[Union[SetupRecord, StartRecord, StepRecord, ResumeRecord, GrantRecord, StopRecord,
                                 ManifestErrorRecord], Field(discriminator="event")]
-_records: TypeAdapter = TypeAdapter(JournalRecord, config=ConfigDict(defer_build=True))  # built on first use
+_records: TypeAdapter = TypeAdapter(JournalRecord)
 
 
 def parse_record(line: dict[str, Any]) -> JournalRecord:
@@ -351,6 +351,7 @@ def _dumps(record: dict[str, Any]) -> bytes:
         return json.dumps(record, sort_keys=True, ensure_ascii=False).encode("utf-8", errors="surrogateescape")
     except UnicodeEncodeError:
         return json.dumps(record, sort_keys=True, ensure_ascii=True).encode("ascii")
+
 
 
 def read_journal(path: Path) -> Iterator[dict[str, Any]]:

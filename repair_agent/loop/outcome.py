@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
 
-from ..record import Record
 from .state import TEST_TOOLS, Evidence, State, StopReason
 
 
-class RunOutcome(Record):
+class RunOutcome(BaseModel):
     status: StopReason
     detail: str
     next_attempt: str

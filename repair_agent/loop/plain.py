@@ -17,7 +17,6 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from ..record import Record
 from ..untrusted.bounded import MAX_RECORD_CHARS, bounded_record, capped, describe, exception_text, type_name
 from ..choosers.base import (ChooserDescription, ChooserError, ChooserStep, ChooserUnavailable, MalformedReply,
                              TokenBudgetExceeded, Usage)
@@ -42,7 +41,7 @@ class UnusableChooser(ValueError):
     """The chooser's name or seed cannot be used; the message says which and why."""
 
 
-class ChooserReply(Record):
+class ChooserReply(BaseModel):
     """One chooser invocation as plain data: what the controller works with, and journals."""
 
     proposal: Any = None

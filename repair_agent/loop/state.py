@@ -10,16 +10,15 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifier.conditions import Condition
-from ..record import Record
 from .actions import Action
 from ..hints.localization import Localization
 from .stops import EXIT_CODES, NEXT_ATTEMPT, StopReason  # noqa: F401 (the exits, where Sₜ's users look)
 
 
-class Goal(Record):
+class Goal(BaseModel):
     """G: the protected goal and acceptance criteria. Never compressed out of the chooser's view."""
 
     model_config = ConfigDict(frozen=True)
@@ -32,7 +31,7 @@ class Goal(Record):
     constraints: tuple[str, ...]
 
 
-class Grant(Record):
+class Grant(BaseModel):
     """A person's widening of A after `authorization_required`: who allowed what, when, and why."""
 
     model_config = ConfigDict(frozen=True)
@@ -44,7 +43,7 @@ class Grant(Record):
     after_step: int          # the step whose proposal was refused
 
 
-class Authorization(Record):
+class Authorization(BaseModel):
     """A: what is granted. Release is never granted inside the loop."""
 
     model_config = ConfigDict(frozen=True)
@@ -68,7 +67,7 @@ class Authorization(Record):
                     or (glob_match(path, self.writable) and not glob_match(path, self.protected)))
 
 
-class BudgetLimits(Record):
+class BudgetLimits(BaseModel):
     """What a budget allows: a scenario manifest's [budget] section, and the first half of B."""
 
     model_config = ConfigDict(frozen=True)
@@ -114,7 +113,7 @@ class Budget(BudgetLimits):
         return max(0, self.max_steps - self.reserved_final_steps - self.steps_used)
 
 
-class SearchHit(Record):
+class SearchHit(BaseModel):
     """One line a search found: `git grep -n`'s `PATH:LINE:TEXT`, read once by the executor."""
 
     model_config = ConfigDict(frozen=True)
@@ -131,7 +130,7 @@ class SearchHit(Record):
         return tuple(cls(path=m[1], line=int(m[2]), text=m[3]) for line in lines if (m := _GREP_LINE.match(line)))
 
 
-class TryResult(Record):
+class TryResult(BaseModel):
     """One candidate of a try_patches step: what the verifier's screening check said of that diff (its
     target tests, then the whole suite when they passed), as a test observation would, and no more:
     never the held-out probe's word."""
@@ -154,7 +153,7 @@ _GREP_LINE = re.compile(r"^([^:\n]+):(\d+):(.*)$")
 _CAPPED_MARKS = ("\n[output capped: ", "\n[observation capped at ")
 
 
-class Observation(Record):
+class Observation(BaseModel):
     """One observation, with where it came from and its raw error text kept verbatim. The journal
     stores it so; the action that produced it is the step's decision."""
 
@@ -227,7 +226,7 @@ class Evidence(Observation):
         return json.loads(value) if isinstance(value, str) else value
 
 
-class HistoryEntry(Record):
+class HistoryEntry(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     step: int
@@ -238,7 +237,7 @@ class HistoryEntry(Record):
     u: int
 
 
-class StepProgress(Record):
+class StepProgress(BaseModel):
     """What the controller tells its caller after each step is journaled (the command line prints it
     as one line; a sweep worker may count it)."""
 
@@ -257,7 +256,7 @@ class StepProgress(Record):
 ConditionState = Condition
 
 
-class State(Record):
+class State(BaseModel):
     """Sₜ. Each state names its parent's hash, so the journal is a verifiable chain."""
 
     model_config = ConfigDict(frozen=True)
@@ -289,7 +288,7 @@ def state_hash(dumped: dict) -> str:
 STALE_SUFFIX = " (earlier evidence is stale: the diff changed)"
 
 
-class ViewFields(Record):
+class ViewFields(BaseModel):
     """Everything a View holds besides its evidence: the one list of those fields, shared by the View
     and by the journal's copy of it (journal.JournaledView), which names the evidence by id."""
 

@@ -6,11 +6,11 @@ import threading
 import time
 from typing import Any, Literal, NamedTuple
 
+from pydantic import BaseModel
 
 from verifier import ScopeVerdict, TestVerdict, Verifier, diff_sha256
 from verifier.isolation import CommandResult
 
-from ..record import Record
 from .actions import (ApplyPatch, CheckDiff, ReadFile, ReplaceInFile, RunFullSuite, RunTargetTest, Search, TryPatches,
                       BaseAction)
 from ..hints.localization import Localization, localize
@@ -19,7 +19,7 @@ from .edit_text import failed_hunk, git_apply_errors, nearest_lines, replacement
 from .state import SearchHit, TryResult
 
 
-class CommandData(Record):
+class CommandData(BaseModel):
     """What the journal keeps of a sandbox command beside the output it showed: sizes, a hash, and
     where the whole output was kept when it was too long to show."""
 
@@ -40,7 +40,7 @@ class CommandData(Record):
                    stderr_file=res.stderr.kept_path)
 
 
-class ToolOutcome(Record):
+class ToolOutcome(BaseModel):
     """One action's result, typed per tool: a sandbox command (search, read, patch) carries its
     `command`; a check carries the verifier's `verdict` (and, for tests, the pytest command)."""
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterable
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from ..record import Record
 from ..choosers.base import ChooserDescription
 from ..choosers.model.records import ModelCall
 from .journal import JournalRecord, SetupRecord, StepRecord
 
 
-class UsageSummary(Record):
+class UsageSummary(BaseModel):
     prompt_tokens: int | None = 0
     completion_tokens: int | None = 0
     total_tokens: int | None = 0
@@ -27,7 +26,7 @@ class UsageSummary(Record):
     cost: float | None = None                   # in the models file's price unit, when priced and known
 
 
-class CostLimit(Record):
+class CostLimit(BaseModel):
     """--max-cost: what a run may spend, in the unit of its model's prices (the models file's
     price_per_mtok_in/out, as its cost is reckoned), and what it has spent (a resume: so far)."""
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from pydantic import BaseModel
 
-from ..record import Record
 from ..loop.journal import JournalRecord, StepRecord
 from ..loop.state import StopReason
 
@@ -24,7 +24,7 @@ INSTRUCTION_LIKE = re.compile(r"(ignore (all |any )?(previous|prior|above) (inst
 PATCHED_PATH = re.compile(r"^\+\+\+ b/(.+)$", re.M)
 
 
-class Fault(Record):
+class Fault(BaseModel):
     kind: FaultKind
     step: int
     detail: str

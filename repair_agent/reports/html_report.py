@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from pygments.lexers import get_lexer_for_filename
 from pygments.lexers.special import TextLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String
@@ -16,7 +17,6 @@ from unidiff.errors import UnidiffParseError
 
 from verifier.files import atomic_write
 
-from ..record import Record
 from .html_page import template
 from .records import Report
 
@@ -26,7 +26,7 @@ STATUS_TONE = {"awaiting_release_confirmation": "good", "handoff_requested": "wa
 
 # -- the Uₜ trajectory -----------------------------------------------------------------------------
 
-class PlotPoint(Record):
+class PlotPoint(BaseModel):
     step: int
     u: int
     x: float
@@ -35,7 +35,7 @@ class PlotPoint(Record):
     label: str
 
 
-class Plot(Record):
+class Plot(BaseModel):
     width: int
     height: int
     left: int
@@ -78,7 +78,7 @@ def trajectory_plot(report: Report, width: int = 720, height: int = 240) -> Plot
 
 # -- the diff --------------------------------------------------------------------------------------
 
-class DiffLine(Record):
+class DiffLine(BaseModel):
     kind: str  # add | del | ctx | hunk | note
     old: int | None = None
     new: int | None = None
@@ -119,7 +119,7 @@ def _tokens(lexer, text: str) -> list[tuple[str, str]]:
     return pieces if "".join(v for _, v in pieces) == text else [("", text)]
 
 
-class DiffFile(Record):
+class DiffFile(BaseModel):
     path: str
     change: str  # added | removed | modified | raw
     added: int

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from pydantic import BaseModel
 
 from verifier import check_scope
 from verifier.conditions import Condition
 from verifier.scope import FileChange
 
-from ..record import Record
 from ..loop.actions import MAX_NESTING, nested_deeper_than
 from .faults import Fault, attribute
 from ..loop.journal import JournalRecord, ResumeRecord, SetupRecord, StepRecord, read_records
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..scenarios.scenario import Scenario
 
 
-class RunRecord(Record):
+class RunRecord(BaseModel):
     """The run's summary: what `--json` prints and what `show` and `release` read back."""
 
     run_id: str
@@ -87,7 +87,7 @@ def final_correctness(outcome: RunOutcome) -> Correctness | None:
     return cast(Correctness, value) if value in ("correct", "plausible", "unchecked") else None
 
 
-class VerdictRow(Record):
+class VerdictRow(BaseModel):
     evidence: str
     step: int
     check: str
@@ -98,7 +98,7 @@ class VerdictRow(Record):
     current: bool  # made on the final diff (otherwise stale)
 
 
-class EvidenceRow(Record):
+class EvidenceRow(BaseModel):
     id: str
     step: int
     tool: str
@@ -110,7 +110,7 @@ class EvidenceRow(Record):
     diff_sha256: str
 
 
-class Session(Record):
+class Session(BaseModel):
     """One process's part of the run: the first start, or a resume from the journal."""
 
     started_at: str
@@ -128,7 +128,7 @@ class Session(Record):
 STEP_OUTPUT_CHARS = 16_000
 
 
-class StepResult(Record):
+class StepResult(BaseModel):
     id: str
     tool: str
     status: str
@@ -140,7 +140,7 @@ class StepResult(Record):
     duration_s: float
 
 
-class StepRow(Record):
+class StepRow(BaseModel):
     """One journaled step as a reviewer reads it: what was proposed, what the controller decided,
     what the tool returned, and Uₜ after it."""
 
@@ -153,13 +153,13 @@ class StepRow(Record):
     tokens: int | None  # None: the endpoint reported no usage for this step
 
 
-class PendingRelease(Record):
+class PendingRelease(BaseModel):
     state: str = "pending: a person must confirm or reject; nothing has been released"
     confirm: str
     reject: str
 
 
-class Report(Record):
+class Report(BaseModel):
     """The pending-release report, `report.json`; `report.md` renders the same content."""
 
     run_id: str

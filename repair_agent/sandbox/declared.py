@@ -23,8 +23,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from ..record import Record
-
+from pydantic import BaseModel
 
 EXTRAS = ("test", "tests", "testing", "dev")
 BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
@@ -49,7 +48,7 @@ METADATA = {"version", "description", "readme", "authors", "maintainers", "licen
 BUILD_TOOLS = {"setuptools", "hatch", "flit", "pdm", "poetry", "maturin", "scikit-build"}
 
 
-class Declared(Record):
+class Declared(BaseModel):
     """A tree's declared needs. `requirements` are requirement strings as the project wrote them."""
     project: str | None = None          # its own distribution name (never installed from PyPI)
     installable: bool = False           # it has a build file: `pip install -e .` can install it

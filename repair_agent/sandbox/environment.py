@@ -35,13 +35,12 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Literal, Protocol
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from verifier.isolation import absolute_mount
 from verifier.junit import last_exception
 from verifier.trees import copy_tree, sha256_file
 
-from ..record import Record
 from ..resources import machine_lock
 from .declared import BUILD_FILES as BUILD_FILES, install_digest
 from .in_build import import_check
@@ -74,7 +73,7 @@ class EnvironmentBuildError(RuntimeError):
     """An environment image that cannot be built; the message names the step and the log."""
 
 
-class EnvironmentSection(Record):
+class EnvironmentSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     # Pinned requirement strings, e.g. "text-unidecode==1.3": the key must say what gets installed.
     packages: tuple[str, ...] = ()
@@ -122,7 +121,7 @@ class EnvironmentSection(Record):
         return value
 
 
-class EnvironmentInfo(Record):
+class EnvironmentInfo(BaseModel):
     """One cached environment image, as `repair-agent image --list` shows it."""
     tag: str
     image_id: str
@@ -298,6 +297,8 @@ def build_script(env: EnvironmentSection, has_ca: bool) -> str:
         lines += ["echo 'ra-step: import check'", "cd / && python3 -I /ra-build/import_check.py"]
     lines.append("echo 'ra-step: done'")
     return "\n".join(lines) + "\n"
+
+
 
 
 def build_files(build: Path, log: Log) -> tuple[Path, bool]:

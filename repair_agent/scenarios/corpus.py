@@ -21,17 +21,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
+from pydantic import BaseModel
 
 from verifier import Verifier
 from verifier.junit import collection_error_for
 from verifier.spec import nodeid_to_junit_key
 
-from ..record import Record
 from ..sandbox.backends import Backend, backend_named
 from .scenario import Scenario
 
 
-class CorpusCheck(Record):
+class CorpusCheck(BaseModel):
     scenario: str
     repo: str
     kind: str

@@ -8,13 +8,12 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifier.heldout import HeldoutError, HeldoutSpec
 from verifier.spec import AcceptanceSpec
 from verifier.trees import copy_tree, tree_sha256
 
-from ..record import Record
 from ..resources import CACHE_ENV, build_once, cache_root  # noqa: F401 (CACHE_ENV: where callers look)
 from .scenario_files import BUILTIN_DIR, SCENARIO_PATH_ENV, SUFFIX, manifests_named, scenario_dirs  # noqa: F401
 from ..sandbox.environment import EnvironmentSection
@@ -33,13 +32,13 @@ class ManifestError(ValueError):
     manifest: Path | None = None  # set by discover(): which file it was
 
 
-class GoalSpec(Record):
+class GoalSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = Field(min_length=1)
     failure_signature: str = Field(min_length=1)
 
 
-class AcceptanceSection(Record):
+class AcceptanceSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
     target_tests: list[str] = Field(min_length=1)
     writable: list[str] = Field(default=["src/**"], min_length=1)
@@ -62,7 +61,7 @@ class AcceptanceSection(Record):
         return value
 
 
-class BaselineRecipe(Record):
+class BaselineRecipe(BaseModel):
     """What the deterministic baseline chooser does for this scenario: find a line, replace text in it."""
     model_config = ConfigDict(extra="forbid", frozen=True)
     search: str = Field(min_length=1)
@@ -74,7 +73,7 @@ class BudgetSection(BudgetLimits):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Manifest(Record):
+class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     description: str = ""
@@ -112,7 +111,7 @@ class Manifest(Record):
         return self
 
 
-class Scenario(Record):
+class Scenario(BaseModel):
     model_config = ConfigDict(frozen=True)
     name: str
     description: str

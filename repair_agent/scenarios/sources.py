@@ -26,11 +26,10 @@ import subprocess
 import urllib.parse
 from pathlib import Path
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from verifier.trees import TreeRefused, extract_tar, extract_zip
 
-from ..record import Record
 from ..resources import build_once
 
 PYPI_URL_ENV = "REPAIR_AGENT_PYPI_URL"  # a PyPI-compatible JSON API (default https://pypi.org/pypi)
@@ -43,7 +42,7 @@ class SourceError(ValueError):
     """A source that cannot be fetched or does not verify; the message names the source."""
 
 
-class SourceSection(Record):
+class SourceSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     git: str | None = None
     rev: str | None = Field(None, pattern=r"^[0-9a-f]{40}$")

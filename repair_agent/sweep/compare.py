@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import BaseModel
 
-from ..record import Record
 from . import statistics as stats
 from .records import Cell, SweepSummary
 from .summary import METRIC_DIGITS, verdict
@@ -25,7 +25,7 @@ from .summary import METRIC_DIGITS, verdict
 COMPARED = stats.RATE_METRICS
 
 
-class ScenarioMoves(Record):
+class ScenarioMoves(BaseModel):
     """For one metric: the shared scenarios where the second sweep's value is higher, and lower."""
 
     metric: str
@@ -33,7 +33,7 @@ class ScenarioMoves(Record):
     lower: list[str] = []
 
 
-class CellPair(Record):
+class CellPair(BaseModel):
     scenario_group: str
     chooser: str
     budget: int
@@ -44,7 +44,7 @@ class CellPair(Record):
     only_in_b: list[str] = []
 
 
-class SweepComparison(Record):
+class SweepComparison(BaseModel):
     a: str
     b: str
     pairs: list[CellPair]

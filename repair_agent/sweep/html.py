@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from pydantic import BaseModel
 
 from verifier.files import atomic_write
 
-from ..record import Record
 from ..reports.html_page import template
 from . import statistics as stats
 from .chart import sweep_plot
 from .records import Cell, RunRow, SweepSummary
 
 
-class CellRow(Record):
+class CellRow(BaseModel):
     """A cell with what the page prints about it."""
 
     cell: Cell
@@ -30,13 +30,13 @@ class CellRow(Record):
     correctness: str | None
 
 
-class ComparisonRow(Record):
+class ComparisonRow(BaseModel):
     comparison: stats.Comparison
     paired: str
     reason: str
 
 
-class RunLink(Record):
+class RunLink(BaseModel):
     run: RunRow
     href: str | None
     has_report: bool

@@ -9,11 +9,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from verifier.files import append_line, cut_torn_tail, read_jsonl
 
-from ..record import Record
 from ..untrusted.redaction import redact_data
 from ..scenarios.scenario import SUFFIX, ManifestError, Scenario, discover, load_manifest
 
@@ -29,7 +28,7 @@ INTERRUPTED_DETAIL = "interrupted by the user (Ctrl-C)"  # the controller's deta
 NONDETERMINISTIC = ("wall_s", "run_dir", "run_id", "finished_at", "worker", "median_step_latency_s")
 
 
-class SweepJob(Record):
+class SweepJob(BaseModel):
     scenario: str
     manifest: str | None = None        # None: a broken manifest, reported without running
     manifest_error: str | None = None
@@ -52,7 +51,7 @@ class SweepJob(Record):
         return (self.scenario, self.chooser, self.budget, self.seed)
 
 
-class SweepResult(Record):
+class SweepResult(BaseModel):
     """One line of results.jsonl."""
     scenario: str
     kind: str = "unspecified"
@@ -95,12 +94,12 @@ class SweepResult(Record):
         return self.model_dump(exclude=set(NONDETERMINISTIC))
 
 
-class Interrupted(Record):
+class Interrupted(BaseModel):
     """What a job returns when its run was cut by Ctrl-C (or the sweep's stop file): no result, the run
     is not finished, and a resumed sweep runs it again."""
 
 
-class Selection(Record):
+class Selection(BaseModel):
     scenarios: list[Scenario]
     broken: dict[str, str]             # manifest stem -> error
 

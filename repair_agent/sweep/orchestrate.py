@@ -6,10 +6,10 @@ import os
 import signal
 from pathlib import Path
 
+from pydantic import BaseModel
 
 from verifier.files import atomic_write
 
-from ..record import Record
 from ..untrusted.redaction import redact
 from .executors import run_local, run_ray
 from .jobs import (RESULTS, RETRIED_ON_RESUME, SUMMARY_JSON, SUMMARY_MD, ResultsWriter, SweepJob, SweepResult,
@@ -20,7 +20,7 @@ from .records import SweepCostLimit, SweepSummary
 from .summary import summarize
 
 
-class SweepOutcome(Record):
+class SweepOutcome(BaseModel):
     out_dir: str
     total: int
     skipped: int

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 
-from ..record import Record
 from .statistics import CellStatistics, Comparison
 
 
@@ -67,7 +67,7 @@ def cell_name(chooser: str, budget: int) -> str:
     return f"{chooser}@{budget}"
 
 
-class RunRow(Record):
+class RunRow(BaseModel):
     """One run of the sweep, as the summary lists it."""
 
     scenario: str
@@ -85,7 +85,7 @@ class RunRow(Record):
     run_dir: str | None = None
 
 
-class ListedRun(Record):
+class ListedRun(BaseModel):
     """One run a summary lists apart from the rates' figures, with why."""
 
     scenario: str
@@ -108,14 +108,14 @@ class ChooserCrash(ListedRun):
     Counted as a failed run in every rate, and listed apart: it is a bug, not a finding."""
 
 
-class ScenarioProblem(Record):
+class ScenarioProblem(BaseModel):
     """A scenario that is broken (no run happened) or whose runs stopped before the first step."""
 
     scenario: str
     detail: str = ""
 
 
-class SweepCostLimit(Record):
+class SweepCostLimit(BaseModel):
     """`sweep --max-cost`: what the sweep's runs may cost in all (the models files' prices), what its
     finished runs cost, and the runs it did not start once that was reached."""
 
@@ -129,7 +129,7 @@ class SweepCostLimit(Record):
         return self.spent >= self.max_cost
 
 
-class SweepSummary(Record):
+class SweepSummary(BaseModel):
     """summary.json."""
 
     group_by: str = "all"

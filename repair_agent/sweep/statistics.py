@@ -29,8 +29,8 @@ import math
 import statistics
 from typing import Any, Callable, Iterable, Literal
 
+from pydantic import BaseModel
 
-from ..record import Record
 from .jobs import SweepResult
 
 Z95 = 1.959963984540054          # the two-sided 95% normal quantile
@@ -76,20 +76,20 @@ RUN_VALUE: dict[str, Callable[[SweepResult], float | None]] = {
 
 
 # ------------------------------------------------------------------------------- the models
-class Interval(Record):
+class Interval(BaseModel):
     low: float
     high: float
     level: float = 0.95
     method: str = "wilson over scenarios"
 
 
-class Resolution(Record):
+class Resolution(BaseModel):
     """One scenario's weight in a rate of the cell."""
     scenarios: int
     one_scenario: float
 
 
-class CorrectnessCounts(Record):
+class CorrectnessCounts(BaseModel):
     """The green runs of a cell by what their held-out checks said."""
     green: int = 0
     correct: int = 0          # held-out checks pass
@@ -98,7 +98,7 @@ class CorrectnessCounts(Record):
     unrecorded: int = 0       # a results line from before correctness was recorded
 
 
-class CellStatistics(Record):
+class CellStatistics(BaseModel):
     """The sampling figures of one cell (stored in the cell's entry of summary.json)."""
     resolution: Resolution | None = None
     intervals: dict[str, Interval] = {}
@@ -108,7 +108,7 @@ class CellStatistics(Record):
     per_scenario: dict[str, dict[str, float | None]] = {}
 
 
-class PairedTest(Record):
+class PairedTest(BaseModel):
     method: str = "exact two-sided sign test over shared scenarios"
     scenarios: int            # scenarios both cells ran
     b_higher: int             # scenarios where b's value is higher than a's
@@ -119,7 +119,7 @@ class PairedTest(Record):
     resolution: float | None = None   # 1/scenarios
 
 
-class Comparison(Record):
+class Comparison(BaseModel):
     """Two cells of one scenario group, one metric: b − a against the band and the paired test."""
     scenario_group: str = "all"
     axis: str | None = None           # "budget" (neighbouring budgets) or "chooser" (one budget)

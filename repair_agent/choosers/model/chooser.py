@@ -13,8 +13,8 @@ import os
 import time
 from typing import Any, Literal
 
+from pydantic import BaseModel
 
-from ...record import Record
 from ...untrusted import redaction
 from ...loop.actions import InvalidAction, parse_action, tool_schemas
 from ...loop.state import View
@@ -28,7 +28,7 @@ from .transport import EndpointFailed, Transport
 CHECK_CALL = {"tool": "search", "query": "models-check"}
 
 
-class ModelCheck(Record):
+class ModelCheck(BaseModel):
     """What `repair-agent models check` found for one model (printed, or --json)."""
     name: str
     model: str

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from ...record import Record
 from ..base import Usage
 
 
-class RequestError(Record):
+class RequestError(BaseModel):
     """A failed request, journal-friendly: the server's body verbatim, the headers that matter."""
 
     type: str
@@ -21,7 +20,7 @@ class RequestError(Record):
     message: str | None = None       # for a failure without an HTTP status (reset, timeout)
 
 
-class RequestRecord(Record):
+class RequestRecord(BaseModel):
     """One HTTP request of a step, retries and re-asks included."""
 
     n: int                                  # its number within the step, from 1
@@ -36,7 +35,7 @@ class RequestRecord(Record):
     usage: dict[str, Any] | None = None     # the reply's usage, as the server reported it
 
 
-class Reask(Record):
+class Reask(BaseModel):
     """An unusable reply and what the model was told before it was asked again."""
 
     after_request: int
@@ -45,7 +44,7 @@ class Reask(Record):
     messages: list[dict[str, Any]]
 
 
-class ModelCall(Record):
+class ModelCall(BaseModel):
     """One choose() of a model chooser: the prompt, every request, every re-ask, the last reply."""
 
     model: str

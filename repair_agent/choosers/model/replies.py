@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any, Literal
 
+from pydantic import BaseModel
 
-from ...record import Record
 from ...loop.actions import tool_schemas
 from .prompt import cap
 
@@ -29,7 +29,7 @@ class Unusable(Exception):
         self.reaskable = reaskable
 
 
-class ReplyReading(Record):
+class ReplyReading(BaseModel):
     """The call a reply proposes, as {"tool": name, **arguments}, and any further calls it made."""
 
     proposal: dict[str, Any]

@@ -14,9 +14,7 @@ import json
 from enum import Enum
 from importlib import resources
 
-from pydantic import ConfigDict, model_validator
-
-from ...record import Record
+from pydantic import BaseModel, ConfigDict, model_validator
 
 
 class _Named(str, Enum):
@@ -185,7 +183,7 @@ def parsed_name(name: str) -> Family | tuple[Hint, Family] | Rule:
     return Rule(name)
 
 
-class Weights(Record):
+class Weights(BaseModel):
     """The table: priors by family, bonuses by hint and family, one weight per rule, and the
     thresholds of the mutation analysis's policy."""
     model_config = ConfigDict(frozen=True, extra="forbid")
