@@ -64,6 +64,17 @@ def test_the_modules_the_scheduler_starts_first_exist():
         assert listed and all((root / m).is_file() for m in listed), (name, [m for m in listed if not (root / m).is_file()])
 
 
+def test_the_pytest_processes_the_suite_starts_autoload_only_the_plugins_it_uses():
+    # Every local check, import and traced run of the suite is a pytest process of this interpreter
+    # (several hundred per suite), and each autoloads every plugin installed here: one that comes
+    # with a dependency costs every one of them (anyio's, through openai's HTTP client, was 0.25 s of
+    # a 0.5 s start). scripts/_venv.sh runs scripts/_no_unused_pytest_plugins.py; a new one goes there.
+    import importlib.metadata
+
+    loaded = {entry.dist.name.lower() for entry in importlib.metadata.entry_points(group="pytest11") if entry.dist}
+    assert loaded <= {"pytest-xdist", "pytest-timeout"}, f"plugins no test uses autoload here: {sorted(loaded)}"
+
+
 def test_the_plugin_is_dropped_from_a_replaced_file_never_through_a_link_to_the_installers_cache(tmp_path):
     # uv links installed files from its cache: writing through the link would change the cache's copy
     import importlib.util
