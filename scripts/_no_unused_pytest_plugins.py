@@ -9,8 +9,9 @@ start:
   imports all of hypothesis at the end of every session (~0.6 s) whether or not a test used it;
 - anyio (through openai's HTTP client): its plugin imports asyncio, sockets and ssl into every
   session (~0.25 s of a ~0.5 s start); no test of the suite is an anyio test.
-Hypothesis documents disabling its entry point; this does it for both, for this environment only,
-leaving the product's "plugins load as installed" unchanged (a user's environment keeps its own).
+Hypothesis documents disabling its entry point; this does it for both, in the venv the scripts make
+only (a `--sandbox local` run from that venv loads neither); the product's "plugins load as installed"
+is unchanged: an environment image, or an interpreter installed otherwise, keeps its plugins.
 
 The file is replaced, not written through: an installer that links files from its cache (uv does)
 shares the file with that cache, which must stay as it was.
