@@ -15,6 +15,7 @@ differently from another tells no fix apart and changes no order.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 
 from pydantic import BaseModel, ConfigDict
@@ -48,7 +49,7 @@ class GoalExample(BaseModel):
 def goal_examples(text: str) -> tuple[GoalExample, ...]:
     """The examples in a goal text, in its order, each once (MAX_EXAMPLES at most)."""
     found: list[GoalExample] = []
-    for m in list(INSTEAD.finditer(text))[:MAX_MARKERS]:
+    for m in itertools.islice(INSTEAD.finditer(text), MAX_MARKERS):
         after = text[m.end():]
         raised = RAISING.match(after)
         expect = None if raised else _literal_head(after)
@@ -65,7 +66,7 @@ def goal_examples(text: str) -> tuple[GoalExample, ...]:
                            GoalExample(expr=expr, expect=expect))
                 found += [example, *_variants(example, text)]
                 break
-    for m in list(EQUALS.finditer(text))[:MAX_MARKERS]:
+    for m in itertools.islice(EQUALS.finditer(text), MAX_MARKERS):
         expr, expect = _expression_tail(text[:m.start()]), _literal_head(text[m.end():])
         if expr and expect:
             found.append(GoalExample(expr=expr, expect=expect))

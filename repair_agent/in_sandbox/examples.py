@@ -126,4 +126,3 @@ def outcome(code: Any, ns: Dict[str, Any]) -> Optional[str]:
     if kind == UNRESOLVED:
         return None
     return "raises " + type(value).__name__ if kind == RAISED else stable_repr(value)
-

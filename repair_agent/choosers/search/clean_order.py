@@ -40,9 +40,10 @@ def examples_first(ranked: list[Candidate]) -> list[Candidate]:
     """The clean fixes on which the most of the goal's own examples hold go first, in their order, when
     the examples tell the analysis's fixes apart (Candidate.examples). The tests pass on every clean fix;
     the report's examples are the only evidence that some do what it asks and others do not, and no
-    weighed feature is as direct. Then nearer_first, within the group that went first when it left out
-    some clean fix (the examples then ask for more than the failing test does), and within each group
-    of clean fixes the tests cannot tell apart."""
+    weighed feature is as direct. Then nearer_first: when the examples tell fixes apart, only within
+    the group that went first, and only when it left out some clean fix (the examples then ask for more
+    than the failing test does); when they do not, within each group of replacements the tests cannot
+    tell apart (one behaviour digest)."""
     best = max((c.examples for c in ranked if c.examples is not None), default=None)
     if best is None:
         return nearer_first(ranked, [[c for c in ranked if c.behaviour == b and len(c.new_lines) == c.span]
