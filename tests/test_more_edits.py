@@ -404,3 +404,42 @@ def test_a_condition_the_failing_test_took_the_other_way_is_mutated_beyond_the_r
     assert m is not None and m.finished
     assert [ml.line for ml in m.lines][:2] == [6, 8]
     assert any(f.line == 8 and f.clean and "not" in f.text for f in m.fixes), [(f.line, f.what) for f in m.fixes]
+
+
+LIKE = '''\
+def coerce(data, kind):
+    return kind(data)
+
+
+def like(template, data):
+    """`data` as a collection of the type `template` is (a list, a tuple or a set)."""
+    return coerce(data, list)
+'''
+
+LIKE_TESTS = '''\
+from calc import like
+
+
+def test_a_tuple_template_gives_a_tuple():
+    assert like((0,), [1, 2]) == (1, 2)
+
+
+def test_a_list_template_gives_a_list():
+    assert like([0], (1, 2)) == [1, 2]
+'''
+
+
+def test_a_built_in_type_passed_to_a_call_becomes_the_type_of_a_variable():
+    got = [e for e in S.scope_edits("    return coerce(data, list)", ("template", "data"), ("coerce",), {})
+           if e[0] == "type-of"]
+    assert [w for _, w, _ in got] == ["list -> type(template)", "list -> type(data)"]
+    assert got[0][2] == "    return coerce(data, type(template))"
+    # a type test's fixed type is its point, and a call of the type itself is not an argument
+    assert not [e for e in S.scope_edits("    return isinstance(data, list) and list(data)", ("data",), (), {})
+                if e[0] == "type-of"]
+
+
+def test_the_analysis_builds_the_type_of_the_template(tmp_path):
+    got = clean_fixes(tmp_path, LIKE, LIKE_TESTS, ("tests/test_calc.py::test_a_tuple_template_gives_a_tuple",))
+    assert ("type-of", 7, "list -> type(template)") in got
+    assert ("type-of", 7, "list -> type(data)") not in got   # the list template's test refutes it

@@ -105,6 +105,28 @@ def scope_edits(code: str, names: tuple[str, ...], callables: tuple[str, ...],
     out += _returned_parameter(code, tree, stmt, names)
     out += _opposite_names(code, tree, stmt, names, callables, signatures)
     out += _sibling_arguments(code, tree, stmt)
+    out += _type_of(code, tree, stmt, names)
+    return out
+
+
+# built-in types a call may be given where the type of a value at hand was meant
+BUILTIN_TYPES = frozenset({"list", "tuple", "set", "frozenset", "dict", "str", "bytes", "int", "float"})
+TYPE_TESTS = frozenset({"isinstance", "issubclass", "type"})   # a fixed type there is the point of the call
+MAX_TYPE_OF = 4   # variables whose type is tried per built-in type
+
+
+def _type_of(code: str, tree: ast.AST, stmt: StatementText, names: tuple[str, ...]) -> list[Edit]:
+    """A built-in type passed to a call replaced by the type of a variable of the scope: code that
+    handles lists, tuples and sets alike and builds one of them as a list (`Schema(list).validate(data)`
+    -> `Schema(type(s)).validate(data)`, where `s` is the tuple or set being matched)."""
+    out: list[Edit] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or (isinstance(node.func, ast.Name) and node.func.id in TYPE_TESTS):
+            continue
+        for arg in node.args:
+            if isinstance(arg, ast.Name) and arg.id in BUILTIN_TYPES and stmt.span(arg):
+                for n in [n for n in names if n not in ("self", "cls")][:MAX_TYPE_OF]:
+                    out.append(("type-of", f"{arg.id} -> type({n})", replace_span(code, *stmt.at(arg), f"type({n})")))
     return out
 
 

@@ -68,6 +68,7 @@ class Family(_Named):
     MISSING_CALL = "missing-call"
     RETURN_VARIABLE = "return-variable"
     OPPOSITE = "opposite"
+    TYPE_OF = "type-of"            # a built-in type passed to a call -> the type of a variable
     # conditions, handlers and loops (in_sandbox/condition_edits.py)
     CONDITION_GUARD = "condition-guard"
     EXCEPTION_TYPE = "exception-type"
