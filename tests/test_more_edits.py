@@ -320,6 +320,26 @@ def test_the_analysis_clamps_the_day_by_the_unused_last_day(tmp_path):
     assert ("transform", 10, "insert `day = min(day, last)`") in fixes
 
 
+# the clamp a fix removed, where the bound is read later on: `last_day` is not unused, but named after `day`
+NEAREST_READ = NEAREST.replace("last = ", "last_day = ").replace(
+    "    return day + 1\n", "    return day + 1 if day < last_day else day - 2\n")
+
+
+def test_a_value_named_after_a_variable_clamps_it_though_it_is_read():
+    bounds = T.named_bounds(NEAREST_READ)
+    assert [(at, name) for _, _, at, name in bounds] == [(9, "last_day")] and not T.unused_values(NEAREST_READ)
+    line = "    weekday = calendar.weekday(year, month, day)\n"
+    got = [what for _, what, _ in T.clamp_edits(line, ["year", "month", "day"], [], 10, bounds)]
+    assert got == ["insert `day = min(day, last_day)`", "insert `day = max(day, last_day)`"]   # `year`, `month`: not its words
+    assert not T.clamp_edits(line, ["day"], [], 9, bounds)   # not before its own assignment
+
+
+def test_the_analysis_clamps_the_day_by_the_last_day_it_reads_later(tmp_path):
+    fixes = clean_fixes(tmp_path, NEAREST_READ, NEAREST_TESTS,
+                        ("tests/test_calc.py::test_a_day_past_the_month_end_is_its_last_weekday",))
+    assert ("transform", 10, "insert `day = min(day, last_day)`") in fixes
+
+
 JOIN = '''\
 def join_path(base, path):
     return "{}/{}".format(base.rstrip("/"), path.lstrip())

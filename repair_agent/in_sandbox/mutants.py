@@ -361,6 +361,7 @@ class Analysis:
         self.unused: Dict[str, List[Tuple[int, int, List[str]]]] = {}   # path -> callables a function makes and never uses
         self.updates: Dict[str, List[Tuple[int, int, str, str]]] = {}   # path -> each function's steps (`pos -= 1`)
         self.unused_values: Dict[str, List[Tuple[int, int, int, str]]] = {}   # path -> values a function computes, never reads
+        self.bounds: Dict[str, List[Tuple[int, int, int, str]]] = {}   # path -> values named after another (`last_day`)
         self.methods: Dict[str, Tuple[List[Any], Set[str]]] = {}   # path -> its methods' state changes, the module's names
         self.signatures: Dict[str, Dict[str, Tuple[str, ...]]] = {}
         self.attributes: Dict[str, Tuple[str, ...]] = {}   # path -> the attributes of `self` its code uses
@@ -621,6 +622,7 @@ class Analysis:
             self.first_reads[path] = self.operators.transforms.first_reads(text)
             self.updates[path] = self.operators.transforms.updates(text)
             self.unused_values[path] = self.operators.transforms.unused_values(text)
+            self.bounds[path] = self.operators.transforms.named_bounds(text)
             self.methods[path] = self.operators.effects.methods(text)
             self.markers[path] = self.operators.transforms.module_markers(text)
             self.else_sites[path] = self.operators.branches.else_sites(text)
@@ -724,7 +726,8 @@ class Analysis:
                 self.condition_of[(path, line, what)] = "isinstance(%s, str)" % name
                 out.append((new + ending, what, family))
         out += [(new + ending, what, family) for family, what, new in edits.update_edits(text, names, self.updates[path], line)]
-        out += [(new + ending, what, family) for family, what, new in edits.clamp_edits(text, names, self.unused_values[path], line)]
+        out += [(new + ending, what, family) for family, what, new in edits.clamp_edits(text, names, self.unused_values[path], line,
+                                                                                               self.bounds[path])]
         return out
 
     def effects(self, path: str, line: int, text: str) -> List[Mutant]:

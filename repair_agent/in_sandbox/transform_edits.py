@@ -16,7 +16,8 @@ before `while pos >= 0 and text[pos] == "\\"`, which should start one character 
 one-line augmented assignment of a variable (`updates`) is tried before the statements that read
 that variable first. And a value a function computes and never reads (`last_day = ...`, then no
 `last_day`) is the trace of a statement that went missing: the variables read after it are clamped
-by it (`day = min(day, last_day)`, `max`) before the statements that read them first.
+by it (`day = min(day, last_day)`, `max`) before the statements that read them first. So is a value
+named after a variable (`last_day` for `day`), read or not.
 """
 from __future__ import annotations
 
@@ -324,11 +325,41 @@ def unused_values(source: str) -> List[Tuple[int, int, int, str]]:
     return out
 
 
-def clamp_edits(line: str, names: Sequence[str], unused: Sequence[Tuple[int, int, int, str]], number: int) -> List[Edit]:
+def named_bounds(source: str) -> List[Tuple[int, int, int, str]]:
+    """Each function's variables assigned by a plain `name = ...` whose name is of several words
+    (`last_day`, `max_width`): the function's first and last line, the assignment's line, the name.
+    Such a value may be the bound a variable named by one of its words must be kept within."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    out: List[Tuple[int, int, int, str]] = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for stmt in _statements(fn.body):
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                        and len([w for w in stmt.targets[0].id.split("_") if w]) > 1:
+                    out.append((fn.lineno, fn.end_lineno or fn.lineno, stmt.lineno, stmt.targets[0].id))
+    return out
+
+
+MAX_BOUNDS = 2   # the named bounds nearest above a line, tried per variable
+
+
+def clamp_edits(line: str, names: Sequence[str], unused: Sequence[Tuple[int, int, int, str]], number: int,
+                bounds: Sequence[Tuple[int, int, int, str]] = ()) -> List[Edit]:
     """`v = min(v, u)` and `v = max(v, u)` before `line` (`number`) for each of `names` (the variables it
-    reads first), where `u` is a value its function computed before the line and never reads."""
+    reads first), where `u` is a value its function computed before the line and never reads, or one
+    of `bounds` named after `v` (`day = min(day, last_day)`: the clamp a fix removed leaves `last_day`
+    read by the code after it, so it is not unused)."""
     if not insertable(line):
         return []
     values = dict.fromkeys(u for first, last, at, u in unused if first <= number <= last and at < number)
-    return [inserted(line, f"{name} = {f}({name}, {value})") for value in values for name in names if name != value
-            for f in ("min", "max")]
+    out = [inserted(line, f"{name} = {f}({name}, {value})") for value in values for name in names if name != value
+           for f in ("min", "max")]
+    above = sorted((at, u) for first, last, at, u in bounds if first <= number <= last and at < number and u not in values)
+    for name in names:
+        kin = [u for _, u in reversed(above) if u != name and name in u.split("_")]
+        out += [inserted(line, f"{name} = {f}({name}, {u})") for u in list(dict.fromkeys(kin))[:MAX_BOUNDS]
+                for f in ("min", "max")]
+    return out
