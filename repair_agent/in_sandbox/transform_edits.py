@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 try:
     from .statement_edits import source_lines
@@ -303,25 +303,32 @@ def transform_edits(line: str, names: Sequence[str], calls: Sequence[str]) -> Li
     return [transform_edit(line, name, call) for name in names for call in calls]
 
 
+def _assignments(source: str) -> Iterable[Tuple[ast.FunctionDef | ast.AsyncFunctionDef, int, str]]:
+    """Each plain `name = ...` of each function of `source` (nested ones too): the function, the
+    assignment's line, the name."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for stmt in _statements(fn.body):
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    yield fn, stmt.lineno, stmt.targets[0].id
+
+
 def unused_values(source: str) -> List[Tuple[int, int, int, str]]:
     """Each function's variables assigned by a plain `name = ...` and never read in it (nested functions
     included): the function's first and last line, the assignment's line, the name. `_` names are left
     out (unused on purpose)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
     out: List[Tuple[int, int, int, str]] = []
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
-        declared = {name for n in ast.walk(fn) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
-        for stmt in _statements(fn.body):
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                name = stmt.targets[0].id
-                if name not in read and name not in declared and not name.startswith("_"):
-                    out.append((fn.lineno, fn.end_lineno or fn.lineno, stmt.lineno, name))
+    used: Dict[int, Set[str]] = {}   # per function: the names it reads or declares global
+    for fn, at, name in _assignments(source):
+        if id(fn) not in used:
+            used[id(fn)] = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)} | {
+                d for n in ast.walk(fn) if isinstance(n, (ast.Global, ast.Nonlocal)) for d in n.names}
+        if name not in used[id(fn)] and not name.startswith("_"):
+            out.append((fn.lineno, fn.end_lineno or fn.lineno, at, name))
     return out
 
 
@@ -329,18 +336,8 @@ def named_bounds(source: str) -> List[Tuple[int, int, int, str]]:
     """Each function's variables assigned by a plain `name = ...` whose name is of several words
     (`last_day`, `max_width`): the function's first and last line, the assignment's line, the name.
     Such a value may be the bound a variable named by one of its words must be kept within."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    out: List[Tuple[int, int, int, str]] = []
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for stmt in _statements(fn.body):
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                        and len([w for w in stmt.targets[0].id.split("_") if w]) > 1:
-                    out.append((fn.lineno, fn.end_lineno or fn.lineno, stmt.lineno, stmt.targets[0].id))
-    return out
+    return [(fn.lineno, fn.end_lineno or fn.lineno, at, name) for fn, at, name in _assignments(source)
+            if len([w for w in name.split("_") if w]) > 1]
 
 
 MAX_BOUNDS = 2   # the named bounds nearest above a line, tried per variable
