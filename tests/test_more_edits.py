@@ -7,7 +7,7 @@ sandbox."""
 from __future__ import annotations
 
 from repair_agent.hints.localization import localize
-from repair_agent.in_sandbox import branch_edits as B, scope_edits as S, transform_edits as T
+from repair_agent.in_sandbox import branch_edits as B, operators as O, scope_edits as S, transform_edits as T
 from repair_agent.in_sandbox.condition_edits import condition_edits
 
 from helpers import calc_sandbox
@@ -463,3 +463,44 @@ def test_the_analysis_builds_the_type_of_the_template(tmp_path):
     got = clean_fixes(tmp_path, LIKE, LIKE_TESTS, ("tests/test_calc.py::test_a_tuple_template_gives_a_tuple",))
     assert ("type-of", 7, "list -> type(template)") in got
     assert ("type-of", 7, "list -> type(data)") not in got   # the list template's test refutes it
+
+
+# `min -> max` beside a bound no number exceeds makes the line a constant: `max(n, maxsize)` is `maxsize`,
+# green wherever the tests only ask for more than the code gives, and no fix.
+UP_TO = '''\
+from sys import maxsize
+
+
+def up_to(items, start, stop):
+    """The items up to the larger of start and stop, that one included."""
+    n = min(max(start, stop), maxsize)
+    return items[:n]
+'''
+UP_TO_TESTS = '''\
+from calc import up_to
+
+
+def test_the_larger_bound_is_included():
+    assert up_to([1, 2, 3], 1, 2) == [1, 2, 3]
+
+
+def test_past_the_end():
+    assert up_to([5, 6], 3, 0) == [5, 6]
+'''
+
+
+def test_an_edit_that_makes_a_bound_a_constant_is_not_made():
+    line = "    n = min(max(start, stop), maxsize)\n"
+    got = [what for kind, what, _ in O.line_mutations(line, names=("start", "stop", "n")) if kind == "extreme"]
+    assert got == ["max -> min"]   # not `min -> max`: `max(max(start, stop), maxsize)` is `maxsize`
+    for line in ("    y = min(v, float('inf'))\n", "    y = max(v, -math.inf)\n", "    y = min(sys.maxsize, v)\n"):
+        assert not [e for e in O.line_mutations(line, names=("v", "y")) if e[0] == "extreme"], line
+    assert [w for k, w, _ in O.line_mutations("    y = min(v, limit)\n", names=("v", "y")) if k == "extreme"] == ["min -> max"]
+    # only an edit that makes one: `max(v, maxsize)` is already a constant, `min(v, maxsize)` is not
+    assert [w for k, w, _ in O.line_mutations("    y = max(v, maxsize)\n", names=("v", "y")) if k == "extreme"] == ["max -> min"]
+
+
+def test_the_analysis_offers_the_bound_plus_one_and_not_the_constant(tmp_path):
+    fixes = clean_fixes(tmp_path, UP_TO, UP_TO_TESTS, ("tests/test_calc.py::test_the_larger_bound_is_included",))
+    assert ("argument", 6, "argument max(start, stop) + 1") in fixes
+    assert not [f for f in fixes if f[0] == "extreme"], fixes

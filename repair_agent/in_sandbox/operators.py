@@ -17,7 +17,7 @@ try:
     from .condition_edits import condition_edits
     from .scope_edits import scope_edits, signatures_of, unused_callables
     from .swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS, NAME_SWAPS,
-                        NUMERIC_CALLS, call_slip_fixes, literal_swaps)
+                        NUMERIC_CALLS, call_slip_fixes, constant_extremes, literal_swaps)
     from .statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps, callable_names,
                                   char_column, neutral_text, replace_span, similar_names, single_statement_edits, source_lines,
                                   statement_ast, tokens_of)
@@ -28,7 +28,7 @@ except ImportError:   # in the sandbox: loaded as a module of its own by in_sand
     from ra_condition_edits import condition_edits  # type: ignore[no-redef]
     from ra_scope_edits import scope_edits, signatures_of, unused_callables  # type: ignore[no-redef]
     from ra_swaps import (ARITH_SWAPS, ATTRIBUTE_ONLY, BOUNDARY_SWAPS, COMPARE_SWAPS, ITERABLE_CALLS,  # type: ignore
-                          NAME_SWAPS, NUMERIC_CALLS, call_slip_fixes, literal_swaps)
+                          NAME_SWAPS, NUMERIC_CALLS, call_slip_fixes, constant_extremes, literal_swaps)
     from ra_statement_edits import (NEUTRAL_RETURNS, Edit, StatementText, attribute_names, attribute_swaps,  # type: ignore
                                     callable_names, char_column, neutral_text, replace_span, similar_names, single_statement_edits,
                                     source_lines, statement_ast, tokens_of)
@@ -37,13 +37,12 @@ __all__ = ["ANALYSIS_ORDER", "ITERABLE_CALLS", "branches", "LAST_IN_ANALYSIS", "
            "attribute_names", "callable_names", "clones", "defaults", "effects", "guards", "line_mutations", "literal_swaps", "neutral_text", "orders", "probes", "signatures_of", "similar_names", "source_lines", "transforms", "unused_callables"]
 
 
-
 def line_mutations(line: str, goal_numbers: tuple[int, ...] = (), names: tuple[str, ...] = (), callables: tuple[str, ...] = (),
                    signatures: dict[str, tuple[str, ...]] | None = None, attributes: tuple[str, ...] = ()) -> list[Edit]:
     """(kind, what, new line) for one source line: token-level and AST-level mutations, and the same inside
     an f-string's replacement fields (`f"{n - 1}"` -> `f"{n + 1}"`).
-    `goal_numbers`: integers the goal names; a constant may be replaced by one of them. `names`: the
-    variables in scope (parameters and locals); a variable read may become another.
+    `goal_numbers`: integers the goal names; a constant may be replaced by one of them.
+    `names`: the variables in scope (parameters and locals); a variable read may become another.
     `callables`: the functions the file defines or calls; a call may become one of a similar name. `signatures`:
     their parameters (`signatures_of`). `attributes`: those of `self` (`attribute_names`): a read may become another."""
     out = _line_mutations(line, goal_numbers, names, callables, signatures) + attribute_swaps(line.rstrip("\n"), attributes)
@@ -158,7 +157,8 @@ def _line_mutations(line: str, goal_numbers: tuple[int, ...], names: tuple[str, 
         out += single_statement_edits(code)
         out += scope_edits(code, names, callables, signatures or {})
         out += condition_edits(code, names)
-    return out
+    bounds = constant_extremes(code)   # no edit may make `max(n, maxsize)` (or `min(-inf, n)`): a bound made a constant
+    return [e for e in out if constant_extremes(e[2]) <= bounds]
 
 
 def _call_name_swaps(code: str, toks: list[tokenize.TokenInfo], callables: tuple[str, ...]) -> list[Edit]:
@@ -328,9 +328,8 @@ def _ast_mutations(code: str) -> list[Edit]:
             continue
         seen_operands.add(id(operand))
         if isinstance(operand, ast.Name) and span(operand):
-            for op in ("/ 100", "* 100"):
-                out.append(("percent", f"{operand.id} -> {operand.id} {op}",
-                            replace_span(code, *at(operand), f"{operand.id} {op}")))
+            out += [("percent", f"{operand.id} -> {operand.id} {op}", replace_span(code, *at(operand), f"{operand.id} {op}"))
+                    for op in ("/ 100", "* 100")]
     return out
 
 

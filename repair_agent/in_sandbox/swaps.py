@@ -14,9 +14,9 @@ import tokenize
 from typing import Dict, List, Mapping, Sequence, Tuple
 
 try:
-    from .statement_edits import Edit, replace_span, tokens_of
+    from .statement_edits import Edit, replace_span, statement_ast, tokens_of
 except ImportError:   # in the sandbox: loaded as a module of its own by in_sandbox.program
-    from ra_statement_edits import Edit, replace_span, tokens_of  # type: ignore[no-redef]
+    from ra_statement_edits import Edit, replace_span, statement_ast, tokens_of  # type: ignore[no-redef]
 
 COMPARE_SWAPS = {"<": ("<=", ">", "!="), "<=": ("<", ">="), ">": (">=", "<", "!="), ">=": (">", "<="),
                  "==": ("!=",), "!=": ("==",)}
@@ -100,6 +100,33 @@ def slip_fixes() -> Tuple[Dict[str, Tuple[str, ...]], Dict[str, Tuple[str, ...]]
             known += [other for other in group if other != name and other not in known]
     return undoing(FUNCTION_SLIPS), {k: tuple(v) for k, v in methods.items()}
 
+
+# An unbounded value: `max(n, maxsize)` is always `maxsize`, `min(n, -inf)` always `-inf`.
+_HUGE = ("maxsize", "inf")
+
+
+def _sentinel(node: ast.AST) -> int:
+    """+1 for a value no number exceeds (`sys.maxsize`, `math.inf`, `float("inf")`), -1 for its
+    negation, else 0."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_sentinel(node.operand)
+    if isinstance(node, ast.Name) and node.id in _HUGE or isinstance(node, ast.Attribute) and node.attr in _HUGE:
+        return 1
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1 \
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        text = node.args[0].value.strip().lower()
+        return {"inf": 1, "+inf": 1, "infinity": 1, "-inf": -1, "-infinity": -1}.get(text, 0)
+    return 0
+
+
+def constant_extremes(code: str) -> int:
+    """How many `max(...)` calls with an argument no number exceeds (or `min(...)` with one no number
+    is below) the line holds: each is that argument whatever the others are, so an edit that makes one
+    (`min(n, maxsize)` -> `max(n, maxsize)`) turns a bound into a constant and is no fix."""
+    parsed = statement_ast(code) if "maxsize" in code or "inf" in code else None
+    return 0 if parsed is None else sum(1 for n in ast.walk(parsed[0]) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id in ("min", "max") and len(n.args) > 1 and not n.keywords
+               and any(_sentinel(a) == (1 if n.func.id == "max" else -1) for a in n.args))
 
 def call_slip_fixes(code: str, toks: Sequence[tokenize.TokenInfo]) -> List[Edit]:
     """A called builtin (`float(...)`, not `x.float(...)`) or method (`.subn(...)`) replaced by what a slip
