@@ -1,7 +1,8 @@
 """Edits the mutation analysis makes for slips no other edit reaches: one operand of `and`/`or`
 negated, the arm of an `if` chain for the other case of its letters, a call an enclosing function
-makes and never uses, a step the function takes elsewhere missing before a statement, and a guard
-against the very input word a failing test passes. Each is
+makes and never uses, a step the function takes elsewhere missing before a statement, a guard
+against the very input word a failing test passes; and an edit that is never made (`min(n, maxsize)`
+-> `max(n, maxsize)`, a bound made a constant). Each is
 shown on its own, then found by the analysis on real pytest runs of a small repository in the local
 sandbox."""
 from __future__ import annotations
