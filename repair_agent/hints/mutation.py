@@ -37,6 +37,7 @@ WIDER_ROUNDS = 3      # when no mutant of the chosen lines is a clean fix: round
 WIDER_S = 8.0         # ... each started only while this much of BUDGET_S is left
 MAX_PAIRS = 12        # two partial fixes of one file tried together, at most
 PAIRS_S = 3.0         # the time the pairs may take past BUDGET_S
+IMPORT_S = 6.0        # when nothing else is a clean fix: the time the lines that ran only at import may take past it
 MEMORY_MB = 384       # what the mutants may allocate beyond the process's size: more fails as MemoryError
 MARKER = "@@ra-mutants@@"   # in_sandbox/mutants.py prints its result after it (its own MARKER, tested equal)
 
@@ -114,6 +115,7 @@ class MutationAnalysis(BaseModel):
     workers_lost: int = 0     # of which this many sent nothing by the deadline (their mutants' results are lost)
     pairs: int = 0            # two partial fixes of one file that together turned every target green, run together
     wider: int = 0            # rounds of lower-ranked lines run after the chosen ones gave no clean fix
+    at_import: int = 0        # then lines that ran only while the modules were imported, each mutant built by running its module again
     examples: int = 0         # the goal's examples that resolved in the tests' names (goal_examples.py),
     examples_held: int = 0    # ... of which this many held on the code as given
     near_inputs: int = 0      # inputs near the examples' (one literal changed a little) each fix is compared on
@@ -137,4 +139,4 @@ def mutation_args(writable_regexes: list[str], until_s: float, examples: tuple[G
     return {"examples": [e.model_dump() for e in examples], "writable": writable_regexes, "share": LINE_SHARE, "max_lines": MAX_LINES, "max_mutants": MAX_MUTANTS,
             "max_per_line": MAX_PER_LINE, "budget_s": BUDGET_S, "per_mutant_s": PER_MUTANT_S,
             "max_checked": MAX_CHECKED, "workers": WORKERS, "until_s": until_s,
-            "rounds": WIDER_ROUNDS, "wider_s": WIDER_S, "max_pairs": MAX_PAIRS, "pairs_s": PAIRS_S, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}
+            "rounds": WIDER_ROUNDS, "wider_s": WIDER_S, "max_pairs": MAX_PAIRS, "pairs_s": PAIRS_S, "import_s": IMPORT_S, "snapshot_s": SNAPSHOT_S, "memory_mb": MEMORY_MB}

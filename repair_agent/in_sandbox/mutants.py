@@ -55,6 +55,8 @@ Mutant = Tuple[str, str, str]        # the mutated line, what changed (e.g. "< -
 # of its functions) -> (family, what, new line)
 Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str, ...]], Tuple[str, ...]],
                      List[Tuple[str, str, str]]]
+# a line that runs at import but builds nothing a one-token edit of it could fix
+NOT_AT_IMPORT = ("def ", "async def ", "class ", "@", "import ", "from ", "#", '"""', "'''", "if __name__", "__all__")
 GUESSED = "guessed-guard"   # the family of a speculative guard's mutant: its fix is weighed as a guess
 AFTER = "after: "   # a condition evaluated once its line ran (a guard after the line), not before
 NEGATED = "not: "   # a guard on the negation of a probed condition: it holds where the condition did not
@@ -259,6 +261,43 @@ def live_functions(mod: Any) -> List[Any]:
     return out
 
 
+def at_import_lines(source: str) -> List[Tuple[bool, int]]:
+    """The lines of a module that run when it is imported, as (inside a function, line): its statements and
+    those of its classes' bodies (each line of a statement that spans several), but not a def's or class's
+    own lines, an import or a docstring; and the bodies of its functions that those statements call by name
+    (`_irregular('person', 'people')`, filling a table at import). Read from the source, not traced: a
+    branch the import does not take is listed too."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    outside: List[int] = []
+    called: List[str] = []
+
+    def statements(body: Sequence[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Import, ast.ImportFrom)) or (
+                    isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+                continue
+            if isinstance(node, ast.ClassDef):
+                statements(node.body)
+                continue
+            nested = [b for f in ("body", "orelse", "finalbody") for b in getattr(node, f, None) or []] + \
+                [b for h in getattr(node, "handlers", None) or [] for b in h.body]
+            if nested:   # `if`, `for`, `try`, `with` at module level: their own line(s), then their statements
+                outside.extend(range(node.lineno, min(b.lineno for b in nested)))
+                statements(nested)
+                continue
+            outside.extend(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+            called.extend(c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name))
+
+    statements(tree.body)
+    inside = sorted({k for name in dict.fromkeys(called) if name in defs and defs[name].body
+                     for k in range(defs[name].body[0].lineno, (defs[name].end_lineno or 0) + 1)})
+    return [(True, k) for k in inside] + [(False, k) for k in sorted(set(outside))]
+
+
 def clear_caches(caches: List[Any]) -> None:
     """Empty the caches the mutated code may have filled (`functools.cache` and the like). A holder whose
     `cache_clear` raises is no such cache (a project's own method of that name, wanting an argument): it
@@ -407,7 +446,7 @@ class Analysis:
                                        "guards_first": 0, "guards_dropped": 0, "transforms_dropped": 0,
                                        # where mutants went that did not run: the analysis's own account of itself
                                        "queued": 0, "not_compiling": 0, "deferred": 0, "lines_unread": 0, "lines_without_edits": 0,
-                                       "errors": 0, "error": "", "workers": 1, "workers_lost": 0, "pairs": 0, "wider": 0,
+                                       "errors": 0, "error": "", "workers": 1, "workers_lost": 0, "pairs": 0, "wider": 0, "at_import": 0,
                                        "examples": 0, "examples_held": 0, "near_inputs": 0}
         self.spent = {"compile_s": 0.0, "targets_s": 0.0, "check_s": 0.0, "conditions_s": 0.0}   # where the time went, so far
         self.deferred: List[Tuple[str, int, str, str, str, str, str]] = []   # mutants no live function holds
@@ -420,6 +459,8 @@ class Analysis:
         self.position: Dict[Tuple[str, int, str], Tuple[int, int, int]] = {}   # a mutant's round, then its place in its line's queue
         self.printed = 0.0      # when the result was last printed
         self.ranked: List[Tuple[str, int]] = []   # the spectrum's ranking of the writable lines (wider rounds)
+        self.at_import: Set[Tuple[str, int]] = set()   # lines whose mutants are built by running their module again
+        self.import_failed = False   # a module refused to run again as given: no more of that
 
     def chosen(self, ochiai: Callable[..., Any]) -> List[Tuple[str, int]]:
         writable = [re.compile(p) for p in self.m["writable"]]
@@ -474,6 +515,87 @@ class Analysis:
             lines, rest = rest[:int(self.m["max_lines"])], rest[int(self.m["max_lines"]):]
             self.result["wider"] = k + 1   # the round the mutants queued next are of (0: the chosen lines)
             yield [key for key in lines if key not in self.stats]
+
+    def import_lines(self, chosen: Sequence[Tuple[str, int]]) -> List[Tuple[str, int]]:
+        """When no mutant so far is a clean fix: the lines of the chosen lines' files that run when their
+        module is imported and that no test ran (at_import_lines: a table a function fills at import, a
+        module constant, a class attribute), which the spectrum therefore never ranks; at most
+        m["max_lines"]. Their mutants are built by running the module again (reexec): `at_import` holds
+        them and every line of the functions they are in."""
+        if any(f["fixed"] == f["of"] and not f["broken"] for f in self.result["fixes"]):
+            return []
+        ran = {key for hits in self.run.hits.values() for key in hits}
+        found: List[Tuple[int, str, int]] = []
+        for path in dict.fromkeys(p for p, _ in chosen):
+            try:
+                source = self.load(path)
+            except (OSError, UnicodeDecodeError):
+                continue
+            for inside, n in at_import_lines(source):
+                text = self.lines[path][n - 1].strip() if n <= len(self.lines[path]) else ""
+                if text and not text.startswith(NOT_AT_IMPORT) and (path, n) not in ran and (path, n) not in self.stats:
+                    found.append((not inside, path, n))
+                    if inside:
+                        self.at_import.update((path, k) for d in self.defs.get(path, []) if d[1] < n <= d[2]
+                                              for k in range(d[1], d[2] + 1))
+        lines = [(path, n) for _, path, n in sorted(found, key=lambda x: x[0])][:int(self.m["max_lines"])]
+        self.at_import.update(lines)
+        return lines
+
+    def import_control(self, lines: Sequence[Tuple[str, int]], run_items: Callable[..., Dict[str, str]]) -> bool:
+        """Whether the failing targets still fail once the modules of `lines` ran again as given. If running
+        a module again turns one green by itself (state an earlier test left, an effect of import order),
+        no mutant of the import round could be told from that: the round is not run."""
+        for path in dict.fromkeys(p for p, _ in lines):
+            try:
+                self.load(path)
+                original = compile(self.sources[path], os.path.join(self.root, path), "exec", dont_inherit=True)
+            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+                return False
+            undo = self.reexec(path, original)
+            if undo is None:
+                return False
+            try:
+                got = run_items(self.failing)
+            finally:
+                undo()
+            if self.import_failed or any(got.get(t) == "passed" for t in self.failing):
+                return False
+        return True
+
+    def reexec(self, path: str, code: Any) -> Optional[Callable[[], None]]:
+        """Run the mutated module (`code`: the whole file compiled) again in the live module's namespace, so
+        that what its import builds is built by the mutant, for the tests that read it through the module
+        (their functions' globals are that namespace); `undo` runs the module as given again. None when the
+        module is not loaded, the mutant's import raised or looped (then undone), or a module refused to run
+        again as given (import_failed: the round ends)."""
+        found = self.live_module(path)
+        if found is None or self.import_failed:
+            return None
+        namespace, caches = vars(found[0]), found[2]
+        if path not in self.whole:
+            self.whole[path] = compile(self.sources[path], os.path.join(self.root, path), "exec", dont_inherit=True)
+        original = self.whole[path]
+
+        def run(code: Any) -> bool:
+            def module() -> bool:
+                exec(code, namespace)
+                return True
+            try:
+                return bool(self.timed(module, False))
+            except BaseException:   # `sys.exit()` at import too: never a mutant left in place
+                return False
+
+        def undo() -> None:
+            if not run(original):
+                self.import_failed = True
+            clear_caches(caches)
+
+        if not run(code):
+            undo()
+            return None
+        clear_caches(caches)
+        return undo
 
     def on_alarm(self, signum: int, frame: Any) -> None:
         self.fired = True   # pytest may catch it as the test's failure: the loops look at this too
@@ -1232,20 +1354,23 @@ class Analysis:
                             if analysis.out_of_budget():
                                 continue
                             try:
-                                default = analysis.default_slot.get((path, line, what))
+                                at_import = (path, line) in analysis.at_import
+                                default = None if at_import else analysis.default_slot.get((path, line, what))
                                 try:
                                     undo = analysis.swap_default(path, *default) if default is not None else None
                                 except Exception:   # a live function that refuses the defaults: the code swap's way
                                     undo = None
                                 if undo is None:
-                                    code = analysis.compiled(path, mutated, line)
+                                    code = analysis.compiled(path, mutated, None if at_import else line)
                                     if code is None:
                                         analysis.result["not_compiling"] += 1
                                         continue
                                     try:
-                                        undo = analysis.swap(path, code, line)
+                                        undo = analysis.reexec(path, code) if at_import else analysis.swap(path, code, line)
                                     except Exception:
                                         undo = None
+                                if undo is None and at_import:
+                                    continue   # its module would not run again with it (or at all): no fresh session either
                                 if undo is None:
                                     analysis.deferred.append((path, line, original, mutated, new_text, what, family))
                                     analysis.result["deferred"] += 1
@@ -1272,6 +1397,16 @@ class Analysis:
                     analysis.note_error(exc)
                 for lines in analysis.wider(chosen):
                     run_mutants(lines)
+                # the last round: what it leaves behind is each module run again, not as first imported
+                lines = analysis.import_lines(chosen)
+                if lines and analysis.import_control(lines, run_items):
+                    analysis.result["at_import"] = len(lines)
+                    stop_at = analysis.stop_at
+                    analysis.stop_at = min(max(stop_at, time.monotonic()) + m["import_s"], analysis.hard_stop)
+                    try:
+                        run_mutants(lines)
+                    finally:
+                        analysis.stop_at = stop_at
                 return True
 
         return Loop()
