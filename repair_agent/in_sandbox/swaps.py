@@ -128,6 +128,7 @@ def constant_extremes(code: str) -> int:
                and n.func.id in ("min", "max") and len(n.args) > 1 and not n.keywords
                and any(_sentinel(a) == (1 if n.func.id == "max" else -1) for a in n.args))
 
+
 def call_slip_fixes(code: str, toks: Sequence[tokenize.TokenInfo]) -> List[Edit]:
     """A called builtin (`float(...)`, not `x.float(...)`) or method (`.subn(...)`) replaced by what a slip
     may have replaced. Some are name swaps too (`min` -> `max`): the caller keeps one edit per text."""
