@@ -67,8 +67,17 @@ if re.__name__ == "re":
     LIMIT = (
         4
     )
+
+
+def main():
+    print(LIMIT)
+
+
+if __name__ == "__main__":
+    main()
 '''
-    # the class attribute, the `if` and both lines of its assignment; no docstring, import, def or method body
+    # the class attribute, the `if` and both lines of its assignment; no docstring, import, def or method
+    # body, and nothing of the script's `__main__` block (`main()` does not run on import)
     assert at_import_lines(source) == [(False, 7), (False, 13), (False, 14), (False, 15), (False, 16)]
     assert at_import_lines("def broken(:\n") == []
 

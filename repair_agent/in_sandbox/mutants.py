@@ -56,7 +56,7 @@ Mutant = Tuple[str, str, str]        # the mutated line, what changed (e.g. "< -
 Mutations = Callable[[str, Tuple[str, ...], Tuple[str, ...], Dict[str, Tuple[str, ...]], Tuple[str, ...]],
                      List[Tuple[str, str, str]]]
 # a line that runs at import but builds nothing a one-token edit of it could fix
-NOT_AT_IMPORT = ("def ", "async def ", "class ", "@", "import ", "from ", "#", '"""', "'''", "if __name__", "__all__")
+NOT_AT_IMPORT = ("def ", "async def ", "class ", "@", "import ", "from ", "#", '"""', "'''", "__all__")
 GUESSED = "guessed-guard"   # the family of a speculative guard's mutant: its fix is weighed as a guess
 AFTER = "after: "   # a condition evaluated once its line ran (a guard after the line), not before
 NEGATED = "not: "   # a guard on the negation of a probed condition: it holds where the condition did not
@@ -283,6 +283,9 @@ def at_import_lines(source: str) -> List[Tuple[bool, int]]:
             if isinstance(node, ast.ClassDef):
                 statements(node.body)
                 continue
+            if isinstance(node, ast.If) and "__main__" in ast.dump(node.test):
+                statements(node.orelse)   # `if __name__ == "__main__":` runs its body as a script, not on import
+                continue
             nested = [b for f in ("body", "orelse", "finalbody") for b in getattr(node, f, None) or []] + \
                 [b for h in getattr(node, "handlers", None) or [] for b in h.body]
             if nested:   # `if`, `for`, `try`, `with` at module level: their own line(s), then their statements
@@ -500,6 +503,17 @@ class Analysis:
                     found.append(cond)
         return sorted(found, key=lambda x: rank.get(x, len(rank)))[:MAX_DIVERGING]
 
+    def found_clean(self) -> bool:
+        """A fix of every target so far that broke nothing (or had nothing to be checked against)."""
+        return any(f["fixed"] == f["of"] and not f["broken"] for f in self.result["fixes"])
+
+    def whole_code(self, path: str) -> Any:
+        """The module as given, compiled once (SyntaxError, ValueError as compile raises them)."""
+        if path not in self.whole:
+            self.load(path)
+            self.whole[path] = compile(self.sources[path], os.path.join(self.root, path), "exec", dont_inherit=True)
+        return self.whole[path]
+
     def wider(self, chosen: Sequence[Tuple[str, int]]) -> Iterator[List[Tuple[str, int]]]:
         """The next m["max_lines"] lines of the spectrum's ranking, round after round (at most m["rounds"]),
         while no mutant is a clean fix and at least m["wider_s"] of the analysis's time is left: an analysis
@@ -508,9 +522,7 @@ class Analysis:
         done = set(chosen) | set(self.stats)
         rest = [key for key in self.ranked if key not in done]
         for k in range(int(self.m["rounds"])):
-            # a fix of every target that broke nothing (or had nothing to be checked against) ends them
-            clean = any(f["fixed"] == f["of"] and not f["broken"] for f in self.result["fixes"])
-            if clean or not rest or self.stop_at - time.monotonic() < self.m["wider_s"]:
+            if self.found_clean() or not rest or self.stop_at - time.monotonic() < self.m["wider_s"]:
                 return
             lines, rest = rest[:int(self.m["max_lines"])], rest[int(self.m["max_lines"]):]
             self.result["wider"] = k + 1   # the round the mutants queued next are of (0: the chosen lines)
@@ -522,7 +534,7 @@ class Analysis:
         module constant, a class attribute), which the spectrum therefore never ranks; at most
         m["max_lines"]. Their mutants are built by running the module again (reexec): `at_import` holds
         them and every line of the functions they are in."""
-        if any(f["fixed"] == f["of"] and not f["broken"] for f in self.result["fixes"]):
+        if self.found_clean():
             return []
         ran = {key for hits in self.run.hits.values() for key in hits}
         found: List[Tuple[int, str, int]] = []
@@ -548,11 +560,9 @@ class Analysis:
         no mutant of the import round could be told from that: the round is not run."""
         for path in dict.fromkeys(p for p, _ in lines):
             try:
-                self.load(path)
-                original = compile(self.sources[path], os.path.join(self.root, path), "exec", dont_inherit=True)
+                undo = self.reexec(path, self.whole_code(path))
             except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
                 return False
-            undo = self.reexec(path, original)
             if undo is None:
                 return False
             try:
@@ -573,9 +583,7 @@ class Analysis:
         if found is None or self.import_failed:
             return None
         namespace, caches = vars(found[0]), found[2]
-        if path not in self.whole:
-            self.whole[path] = compile(self.sources[path], os.path.join(self.root, path), "exec", dont_inherit=True)
-        original = self.whole[path]
+        original = self.whole_code(path)
 
         def run(code: Any) -> bool:
             def module() -> bool:
@@ -1238,9 +1246,7 @@ class Analysis:
             if ok:   # the same code, compared: names mangled alike, the same cells, lines and constants
                 try:
                     filename = os.path.join(self.root, path)
-                    if path not in self.whole:
-                        self.whole[path] = compile(self.sources[path], filename, "exec", dont_inherit=True)
-                    whole = self.whole[path]
+                    whole = self.whole_code(path)
                     alone = compile(def_source(self.lines[path], first, last, header, context.imports), filename, "exec",
                                     flags=context.flags, dont_inherit=True)
                     a, b = code_in(alone, name, first), code_in(whole, name, first)
