@@ -127,6 +127,7 @@ def test_a_marker_written_anywhere_is_never_found_by_a_later_check(make_verifier
 def test_a_pooled_check_whose_pristine_hash_differs_is_discarded(make_verifier, docker_client):
     v = make_verifier()
     v.prepare()
+    v.review(h.fix_diff())  # a diff is coming: two are made ahead
     assert v.pool.wait_ready(2)
     forged, written = list(v.pool._ready)
     # One recorded as made for another pristine tree; the other's copy altered on disk.
@@ -147,6 +148,26 @@ def test_a_pooled_check_whose_pristine_hash_differs_is_discarded(make_verifier, 
 
 
 @pytest.mark.docker
+def test_one_check_is_made_ahead_until_a_diff_is_reviewed_and_one_stays_ready_after_the_checks(make_verifier):
+    """Many runs end before any diff (a hand-off, a refused proposal): they leave one unused
+    container, not two. A reviewed diff has its two checks (target tests, then the suite) made
+    ahead; after them one stays ready, so a run that ends there leaves at most one."""
+    v = make_verifier()
+    v.prepare()
+    assert v.pool.wait_ready(1) and not v.pool.wait_ready(2)  # the filler stopped at one
+    v.review(h.fix_diff())
+    assert v.pool.wait_ready(2)
+    made = {c.runner.id for c in v.pool._ready}
+    for kind in ("target_test", "full_suite"):
+        verdict = v.run_tests(h.fix_diff(), kind)
+        assert verdict.ok, verdict.problems
+    used = {json.loads(p.read_text())["container_id"] for p in (v.state_dir / "checks").glob("*/check.json")}
+    assert made <= used  # both checks ran in the containers made ahead
+    assert v.pool.wait_ready(1) and not v.pool.wait_ready(2)
+    assert not v.pool.discarded
+
+
+@pytest.mark.docker
 def test_a_restarted_pooled_container_is_discarded(make_verifier):
     v = make_verifier()
     v.prepare()
@@ -163,6 +184,7 @@ def test_a_changed_pristine_tree_gets_containers_made_for_it(make_verifier, dock
     v = make_verifier(repo)
     v.prepare()
     old = v.snapshot.tree_sha256
+    v.review(h.fix_diff())
     assert v.pool.wait_ready(2)
     (repo / "README.md").write_text("changed after the first prepare\n")
     v.prepare()  # a new snapshot: none of the containers made for the old one may serve it
@@ -189,6 +211,7 @@ def test_idle_too_long_is_discarded_and_the_check_still_runs(make_verifier):
 def test_close_leaves_no_pooled_container(make_verifier, docker_client):
     v = make_verifier()
     v.prepare()
+    v.review(h.fix_diff())
     assert v.pool.wait_ready(2)
     assert len(managed(docker_client, **{PRISTINE_LABEL: v.snapshot.tree_sha256})) >= 2
     v.close()
@@ -225,6 +248,7 @@ scenario = resolve("discount-bug")
 v = Verifier(scenario.spec, scenario.repo, Path(sys.argv[1]), backend="docker", client=docker.from_env(),
              image=sys.argv[2], heldout=scenario.heldout, cache_dir=Path(sys.argv[3]))
 v.prepare()
+v.pool.fill()
 assert v.pool.wait_ready(2)
 print("ready", flush=True)
 time.sleep(120)

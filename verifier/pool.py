@@ -54,8 +54,9 @@ class FreshCheck:
 class CheckPool:
     """Makes fresh checks ahead of time with `make`, one at a time on one background thread.
 
-    At the start it makes `size` (a run's first checks usually come back to back). Replacements
-    are made while the verifier is quiet — no check running, none finished in the last `idle_s`
+    `fill()` has `size` ready (a diff's first checks, its target tests and its suite, usually come
+    back to back); after a check only one is kept ready, so a run that ends after its last check
+    leaves at most one unused. Replacements are made while the verifier is quiet — no check running, none finished in the last `idle_s`
     (the chooser is thinking) — so they never compete with a running check for the CPU, and a
     run that ends right after its last check leaves nothing half-made to wait for. One thread,
     one creation at a time: on a small machine parallel creations only slow down the agent's own
@@ -130,7 +131,7 @@ class CheckPool:
             self._quiet_since = time.monotonic()
             self._cond.notify_all()
         self._remove_later(check)
-        self.fill()
+        self.fill(min(1, self.size))
 
     def _remove_later(self, check: FreshCheck) -> None:
         thread = threading.Thread(target=self._remove, args=(check,), name="verifier-pool-remover", daemon=True)

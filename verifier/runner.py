@@ -230,7 +230,9 @@ class Verifier:
                                 setup_sha256=hashlib.sha256(setup.encode()).hexdigest())
         self.pool = CheckPool(self._make_check, self._why_unfit, size=self.pool_size,
                               max_idle_s=self.pool_max_idle_s)
-        self.pool.fill()
+        # One ahead for the first check; the rest once a diff is reviewed (review): many runs end
+        # before any diff, and each check made for nothing costs a container's start and removal.
+        self.pool.fill(min(1, self.pool_size))
 
     def _make_check(self) -> FreshCheck:
         """A check's own pristine copy and probe, and a started container that has run nothing,
@@ -307,6 +309,8 @@ class Verifier:
         """What the diff adds, read before it runs (gate.py): findings a person must grant."""
         from .gate import PristineIndex, review
 
+        if self.pool is not None:
+            self.pool.fill()  # a diff to check may follow: its target tests and its suite, back to back
         if self._gate_index is None:
             self._gate_index = PristineIndex.build(self.pristine, self.spec)
         return review(diff, self.pristine, self.spec, granted=self.granted if granted is None else granted,
