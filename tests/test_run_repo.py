@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import git
@@ -27,6 +26,7 @@ import pytest
 
 from helpers import committed_tree
 from rangekit_project import build_rangekit
+from verifier.trees import extract_tar
 
 pytestmark = pytest.mark.docker
 
@@ -45,9 +45,8 @@ def _inflection(base: Path) -> tuple[Path, str, str] | None:
     if not archives:
         return None
     assert hashlib.sha256(archives[0].read_bytes()).hexdigest() == SDIST_SHA256, "the sdist is not the pinned one"
-    with tarfile.open(archives[0]) as tar:
-        tar.extractall(base, filter="data")
-    path = base / "inflection-0.5.1"
+    extract_tar(archives[0], base / "unpacked")  # owned by this user, as a person's own checkout is
+    path = base / "unpacked" / "inflection-0.5.1"
     repo = git.Repo.init(path, initial_branch="main")
     repo.git.add(A=True)
     repo.index.commit("inflection 0.5.1", author=WHO, committer=WHO)
@@ -162,9 +161,7 @@ def test_release_creates_the_branch_and_says_what_it_did(project, run):
                         if p.is_file() and ".git" not in p.relative_to(path).parts}
     # The repaired tree passes the target test outside the sandbox too.
     check = path.parent / "check"
-    check.mkdir()
-    with tarfile.open(fileobj=io.BytesIO(repo.git.archive(commit, stdout_as_string=False))) as tar:
-        tar.extractall(check, filter="data")
+    extract_tar(None, check, fileobj=io.BytesIO(repo.git.archive(commit, stdout_as_string=False)))
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", project[1]], cwd=check,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(check / "src") + os.pathsep + str(check)})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import tarfile
 import zipfile
@@ -223,6 +224,31 @@ def _member_path(archive: str, name: str) -> str:
     return path.as_posix()
 
 
+# The `data` extraction filter came with Python 3.11.4 (Debian 12's python3 is 3.11.2): without it the
+# members already checked are written by _extract_plainly, which takes from the archive nothing but
+# names, contents and the executable bit.
+DATA_FILTER = getattr(tarfile, "data_filter", None)
+FILTER_ERROR: type[Exception] = getattr(tarfile, "FilterError", tarfile.TarError)
+
+
+def _extract_plainly(tf: tarfile.TarFile, members: list[tarfile.TarInfo], dest: Path, label: str) -> None:
+    """Directories and regular files, each member's name checked by the caller (relative, inside,
+    no link or file above it; links are made after): contents written into new files only, modes
+    0o755 or 0o644 by the owner's executable bit, never an owner, a time or a special bit."""
+    for member in members:
+        target = dest / _member_path(label, member.name)
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = tf.extractfile(member)
+        if source is None:
+            raise TreeRefused(f"{label}: member {member.name!r} has no contents")
+        with source, open(target, "xb") as out:  # "x": never through anything already there
+            shutil.copyfileobj(source, out)
+        target.chmod(0o755 if member.mode & 0o100 else 0o644)
+
+
 def extract_tar(archive: Path | str | None, dest: Path, *, fileobj: IO[bytes] | None = None,
                 limits: TreeLimits = ARCHIVE_LIMITS) -> None:
     """Unpack a tar into `dest` (new or empty). Only directories, regular files and links that stay
@@ -266,13 +292,17 @@ def extract_tar(archive: Path | str | None, dest: Path, *, fileobj: IO[bytes] | 
                         raise TreeRefused(f"{label}: member {name!r} links out of the tree ({member.linkname})")
                     links.append((name, member.linkname))
                 else:
-                    tarfile.data_filter(member, str(dest))  # the interpreter's own check, a second layer
+                    if DATA_FILTER is not None:
+                        DATA_FILTER(member, str(dest))  # the interpreter's own check, a second layer
                     files.append(member)
             dest.mkdir(parents=True, exist_ok=True)
             if any(dest.iterdir()):
                 raise TreeRefused(f"{dest}: not empty")
-            tf.extractall(dest, members=files, filter="data")
-        except tarfile.FilterError as exc:
+            if DATA_FILTER is not None:
+                tf.extractall(dest, members=files, filter="data")
+            else:
+                _extract_plainly(tf, files, dest, label)
+        except FILTER_ERROR as exc:
             raise TreeRefused(f"{label}: unsafe member: {exc}") from None
         except (tarfile.TarError, OSError) as exc:
             raise TreeRefused(f"{label}: cannot be unpacked: {exc}") from None
