@@ -56,9 +56,10 @@ class CheckPool:
 
     `fill()` has `size` ready (a diff's first checks, its target tests and its suite, usually come
     back to back); after a check only one is kept ready, so a run that ends after its last check
-    leaves at most one unused. Replacements are made while the verifier is quiet — no check running, none finished in the last `idle_s`
-    (the chooser is thinking) — so they never compete with a running check for the CPU, and a
-    run that ends right after its last check leaves nothing half-made to wait for. One thread,
+    leaves at most one unused. Replacements are made while the verifier is quiet — no check
+    running, none finished in the last `idle_s` (the chooser is thinking) — so they never compete
+    with a running check for the CPU, and a run that ends right after its last check leaves nothing
+    half-made to wait for. One thread,
     one creation at a time: on a small machine parallel creations only slow down the agent's own
     sandbox start. `problem(check)` says why a ready check may not be used (None: it may).
     `take()` never returns a check twice, never one with a problem, and makes one on the spot

@@ -227,8 +227,12 @@ def _member_path(archive: str, name: str) -> str:
 # The `data` extraction filter came with Python 3.11.4 (Debian 12's python3 is 3.11.2): without it the
 # members already checked are written by _extract_plainly, which takes from the archive nothing but
 # names, contents and the executable bit.
+class _NoFilterError(Exception):
+    """Stands for tarfile.FilterError where the interpreter has none; never raised."""
+
+
 DATA_FILTER = getattr(tarfile, "data_filter", None)
-FILTER_ERROR: type[Exception] = getattr(tarfile, "FilterError", tarfile.TarError)
+FILTER_ERROR: type[Exception] = getattr(tarfile, "FilterError", _NoFilterError)
 
 
 def _extract_plainly(tf: tarfile.TarFile, members: list[tarfile.TarInfo], dest: Path, label: str) -> None:
