@@ -86,9 +86,9 @@ class CheckPool:
 
     # -- background work ----------------------------------------------------------------------
     def fill(self, target: int | None = None) -> None:
-        """Have `target` (default: `size`) checks ready; the filler thread makes the missing ones."""
+        """Have `target` (default and at most: `size`) checks ready; the filler thread makes the missing ones."""
         with self._cond:
-            self._target = self.size if target is None else target
+            self._target = self.size if target is None else min(target, self.size)
             if self._closed or self._filler is not None or len(self._ready) >= self._target:
                 return
             self._filler = threading.Thread(target=self._fill_loop, name="verifier-pool-filler", daemon=True)
@@ -132,7 +132,7 @@ class CheckPool:
             self._quiet_since = time.monotonic()
             self._cond.notify_all()
         self._remove_later(check)
-        self.fill(min(1, self.size))
+        self.fill(1)
 
     def _remove_later(self, check: FreshCheck) -> None:
         thread = threading.Thread(target=self._remove, args=(check,), name="verifier-pool-remover", daemon=True)

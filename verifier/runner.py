@@ -232,7 +232,7 @@ class Verifier:
                               max_idle_s=self.pool_max_idle_s)
         # One ahead for the first check; the rest once a diff is reviewed (review): many runs end
         # before any diff, and each check made for nothing costs a container's start and removal.
-        self.pool.fill(min(1, self.pool_size))
+        self.pool.fill(1)
 
     def _make_check(self) -> FreshCheck:
         """A check's own pristine copy and probe, and a started container that has run nothing,
